@@ -1,0 +1,78 @@
+//! Backends run bursts. They all implement [`Backend`]; the CPU backend ([`cpu`]) is the
+//! reference, and every other backend must produce the same fired sets bit for bit.
+
+pub mod cpu;
+pub mod select;
+
+use std::ops::Range;
+
+use crate::model::{Injection, NeuronState};
+
+pub use select::{choose, BackendKind, Choice, GpuProbe};
+
+/// Which fired neurons a backend hands back after every burst.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Readback {
+    /// Every fired neuron (for `run --spikes-out`, parity checks and small brains).
+    All,
+    /// Only neurons in these id ranges (the motor areas): all that crosses PCIe on a GPU.
+    Ranges(Vec<Range<u32>>),
+}
+
+impl Readback {
+    pub fn contains(&self, n: u32) -> bool {
+        match self {
+            Readback::All => true,
+            Readback::Ranges(r) => r.iter().any(|r| r.contains(&n)),
+        }
+    }
+}
+
+/// What one burst produced. The slices borrow the backend's own buffers (no allocation per burst).
+#[derive(Debug)]
+pub struct BurstOutput<'a> {
+    /// Number of this burst (the first is 1).
+    pub burst: u64,
+    /// Fired neurons selected by the [`Readback`], ascending.
+    pub fired: &'a [u32],
+    /// Potential at fire of each of `fired`, in LSBs.
+    pub potentials: &'a [i64],
+    /// How many neurons fired in the whole brain.
+    pub fired_total: u64,
+}
+
+/// Description of a backend for logs and benchmark tables.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BackendInfo {
+    /// `cpu`, `cuda`, ...
+    pub backend: String,
+    /// e.g. `2 threads` or `NVIDIA H100 80GB HBM3`
+    pub device: String,
+    /// Bytes the brain occupies on the device (state and connectome).
+    pub memory_bytes: u64,
+}
+
+/// Errors from backends.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("injection names neuron {neuron}, but the brain has {neurons} neurons")]
+    InjectionOutOfRange { neuron: u32, neurons: u32 },
+    #[error("state has {got} neurons, the brain has {expected}")]
+    StateMismatch { got: usize, expected: usize },
+    #[error("{0}")]
+    Device(String),
+}
+
+/// The one small trait every backend implements.
+pub trait Backend: Send {
+    fn info(&self) -> BackendInfo;
+
+    /// Run the next burst with this sensory injection (any order; repeated neurons add up).
+    fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError>;
+
+    /// Copy out the whole neuron state (for checkpoints and parity checks).
+    fn snapshot(&mut self) -> Result<NeuronState, BackendError>;
+
+    /// Replace the whole neuron state.
+    fn restore(&mut self, state: &NeuronState) -> Result<(), BackendError>;
+}

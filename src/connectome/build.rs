@@ -1,0 +1,264 @@
+//! Building the connectome: rows generated in parallel over chunks of source neurons, each row from
+//! its own counter-based random stream, then split by target part and assembled in source order.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use super::draw::{self, Stream};
+use super::{Connectome, MappingStats, Part, Synapse};
+use crate::genome::morphology::{destination_voxels, VoxelContext};
+use crate::genome::{Genome, Morphology, Sign};
+use crate::model::fixed::contribution_from_f64;
+use crate::model::{AreaParams, Layout};
+
+/// How to build.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// Target ranges, one per part, ascending and covering `0..neurons`.
+    pub parts: Vec<Range<u32>>,
+    /// Show a progress bar on stderr once the build has taken more than a second.
+    pub progress: bool,
+}
+
+enum Rule {
+    Voxel(Morphology),
+    Fanout(u32),
+    Probability { log1mp: f64, always: bool, never: bool },
+}
+
+struct Compiled {
+    index: usize,
+    dst: AreaParams,
+    ctx: VoxelContext,
+    rule: Rule,
+    attract: Option<u64>,
+    /// `±weight × psp`
+    value: f64,
+}
+
+struct ChunkOut {
+    /// Per part: row lengths of the chunk's sources, and their synapses.
+    parts: Vec<(Vec<u32>, Vec<Synapse>)>,
+    counts: Vec<(u64, u64)>,
+}
+
+/// Build the connectome of a validated genome.
+pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectome {
+    let start = Instant::now();
+    let n = layout.neurons;
+    let by_area = compile(genome, layout);
+    let area_uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
+
+    let chunk = ((n as usize) / (rayon::current_num_threads() * 16)).clamp(1024, 65_536) as u32;
+    let chunks: Vec<Range<u32>> = (0..n.div_ceil(chunk)).map(|c| c * chunk..((c + 1) * chunk).min(n)).collect();
+    let bar = ProgressBar::with_draw_target(Some(chunks.len() as u64), ProgressDrawTarget::hidden());
+    let shown = AtomicBool::new(false);
+
+    let outs: Vec<ChunkOut> = chunks
+        .par_iter()
+        .map(|range| {
+            let out = build_chunk(genome.seed, layout, &by_area, &area_uniform, genome.mappings.len(), &opts.parts, range.clone());
+            if opts.progress && start.elapsed() > Duration::from_secs(1) && !shown.swap(true, Ordering::Relaxed) {
+                bar.set_style(ProgressStyle::with_template("building connectome {bar:40} {pos}/{len} chunks {elapsed}").unwrap());
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+            }
+            bar.inc(1);
+            out
+        })
+        .collect();
+    bar.finish_and_clear();
+
+    let mut mappings: Vec<MappingStats> = genome
+        .mappings
+        .iter()
+        .enumerate()
+        .map(|(index, m)| MappingStats {
+            index,
+            source: m.source.clone(),
+            destination: m.destination.clone(),
+            morphology: m.morphology.clone(),
+            synapses: 0,
+            dead: 0,
+        })
+        .collect();
+    for o in &outs {
+        for (st, &(s, d)) in mappings.iter_mut().zip(&o.counts) {
+            st.synapses += s;
+            st.dead += d;
+        }
+    }
+
+    let parts = assemble(n, &opts.parts, outs);
+    Connectome { neurons: n, parts, mappings, build_seconds: start.elapsed().as_secs_f64() }
+}
+
+fn compile(genome: &Genome, layout: &Layout) -> Vec<Vec<Compiled>> {
+    let mut by_area: Vec<Vec<Compiled>> = (0..layout.params.len()).map(|_| Vec::new()).collect();
+    for (index, m) in genome.mappings.iter().enumerate() {
+        let (Some(si), Some(di)) = (layout.area_index(&m.source), layout.area_index(&m.destination)) else { continue };
+        let Some(morph) = genome.resolve_morphology(&m.morphology) else { continue };
+        let src = &layout.params[si];
+        let dst = layout.params[di];
+        let psp = m.psp.unwrap_or(genome.areas[si].psp);
+        let sign = if m.sign == Sign::Inhibitory { -1.0 } else { 1.0 };
+        let morph = match morph {
+            Morphology::Tile(t) => Morphology::Tile(t),
+            other => other,
+        };
+        let rule = match &morph {
+            Morphology::Random(r) => match (r.fanout, r.probability) {
+                (Some(k), _) => Rule::Fanout(k),
+                (None, Some(p)) => Rule::Probability { log1mp: libm::log(1.0 - p), always: p >= 1.0, never: p <= 0.0 },
+                (None, None) => Rule::Fanout(0),
+            },
+            _ => Rule::Voxel(resolve_tile_mapper(genome, morph.clone())),
+        };
+        by_area[si].push(Compiled {
+            index,
+            dst,
+            ctx: VoxelContext { src_dims: src.dims, dst_dims: dst.dims, scalar: m.scalar },
+            rule,
+            attract: draw::chance_threshold(m.attractivity / 100.0),
+            value: sign * m.weight * psp,
+        });
+    }
+    by_area
+}
+
+/// A tile's mapper is named; the validated genome guarantees it resolves to a voxel morphology.
+fn resolve_tile_mapper(genome: &Genome, m: Morphology) -> Morphology {
+    if let Morphology::Tile(mut t) = m {
+        if let Some(Morphology::Projector) | None = genome.resolve_morphology(&t.mapper) {
+            t.mapper = "projector".into();
+        }
+        Morphology::Tile(t)
+    } else {
+        m
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_chunk(
+    seed: u64,
+    layout: &Layout,
+    by_area: &[Vec<Compiled>],
+    area_uniform: &[bool],
+    n_mappings: usize,
+    parts: &[Range<u32>],
+    range: Range<u32>,
+) -> ChunkOut {
+    let mut out = ChunkOut {
+        parts: parts.iter().map(|_| (Vec::with_capacity(range.len()), Vec::new())).collect(),
+        counts: vec![(0, 0); n_mappings],
+    };
+    // (target, mapping slot) pairs of one row; voxel destinations cached per mapping slot
+    let mut row: Vec<u64> = Vec::new();
+    let mut cache: Vec<(Option<[u32; 3]>, Vec<[u32; 3]>)> = Vec::new();
+    let mut area = layout.area_of(range.start);
+    let mut cache_area = usize::MAX;
+    for s in range {
+        while s >= layout.params[area].first + layout.params[area].count {
+            area += 1;
+        }
+        let mappings = &by_area[area];
+        if cache_area != area {
+            cache = mappings.iter().map(|_| (None, Vec::new())).collect();
+            cache_area = area;
+        }
+        let sp = &layout.params[area];
+        let local = s - sp.first;
+        row.clear();
+        for (slot, m) in mappings.iter().enumerate() {
+            let mut stream = Stream::new(seed, m.index as u64, s as u64);
+            let keep = |stream: &mut Stream| m.attract.is_none_or(|th| stream.chance(th));
+            let slot_bits = slot as u64;
+            match &m.rule {
+                Rule::Voxel(morph) => {
+                    let voxel = sp.voxel_of(local);
+                    let (cached, dsts) = &mut cache[slot];
+                    if *cached != Some(voxel) {
+                        let vid = ((voxel[0] as u64 * sp.dims[1] as u64) + voxel[1] as u64) * sp.dims[2] as u64 + voxel[2] as u64;
+                        let mut vstream = Stream::new(seed, m.index as u64 | 1 << 63, vid);
+                        destination_voxels(morph, &m.ctx, voxel, &mut |k| vstream.below(k), dsts);
+                        *cached = Some(voxel);
+                    }
+                    let d = &m.dst;
+                    for v in dsts.iter() {
+                        let base = d.first + ((v[0] * d.dims[1] + v[1]) * d.dims[2] + v[2]) * d.neurons_per_voxel;
+                        for k in 0..d.neurons_per_voxel {
+                            if keep(&mut stream) {
+                                row.push(((base + k) as u64) << 32 | slot_bits);
+                            }
+                        }
+                    }
+                }
+                Rule::Fanout(k) => {
+                    for _ in 0..*k {
+                        let t = m.dst.first + stream.below(m.dst.count as u64) as u32;
+                        if keep(&mut stream) {
+                            row.push((t as u64) << 32 | slot_bits);
+                        }
+                    }
+                }
+                Rule::Probability { log1mp, always, never } => {
+                    if *never {
+                        continue;
+                    }
+                    let count = m.dst.count as u64;
+                    let mut i: u64 = if *always { 0 } else { draw::geometric_skip(&mut stream, *log1mp) };
+                    while i < count {
+                        if keep(&mut stream) {
+                            row.push(((m.dst.first as u64 + i) << 32) | slot_bits);
+                        }
+                        i = i.saturating_add(1).saturating_add(if *always { 0 } else { draw::geometric_skip(&mut stream, *log1mp) });
+                    }
+                }
+            }
+        }
+        row.sort_unstable();
+        let divisor = if area_uniform[area] { 1.0 } else { row.len().max(1) as f64 };
+        let mut p = 0;
+        for (pi, prange) in parts.iter().enumerate() {
+            let (lens, syns) = &mut out.parts[pi];
+            let before = syns.len();
+            while p < row.len() && ((row[p] >> 32) as u32) < prange.end {
+                let key = row[p];
+                let target = (key >> 32) as u32;
+                let m = &mappings[(key & 0xffff_ffff) as usize];
+                let c = contribution_from_f64(m.value / divisor);
+                let counts = &mut out.counts[m.index];
+                counts.0 += 1;
+                counts.1 += (c == 0) as u64;
+                syns.push(Synapse { target: target - prange.start, contribution: c });
+                p += 1;
+            }
+            lens.push((syns.len() - before) as u32);
+        }
+    }
+    out
+}
+
+fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> Vec<Part> {
+    let mut parts = Vec::with_capacity(ranges.len());
+    for (pi, range) in ranges.iter().enumerate() {
+        let total: usize = outs.iter().map(|o| o.parts[pi].1.len()).sum();
+        let mut row_ptr = Vec::with_capacity(n as usize + 1);
+        let mut synapses = Vec::with_capacity(total);
+        row_ptr.push(0u64);
+        for o in outs.iter_mut() {
+            let (lens, syns) = std::mem::take(&mut o.parts[pi]);
+            let mut acc = *row_ptr.last().unwrap();
+            for l in lens {
+                acc += l as u64;
+                row_ptr.push(acc);
+            }
+            synapses.extend_from_slice(&syns);
+        }
+        parts.push(Part { targets: range.clone(), row_ptr, synapses });
+    }
+    parts
+}
