@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
-use crate::connectome::Part;
+use crate::connectome::{Codes, Part};
 use crate::model::{fixed, step, AreaParams, Injection, NeuronState, FLAG_POWER};
 
 struct Shard {
@@ -24,13 +24,13 @@ struct Shard {
 
 impl Shard {
     fn new(conn: Part, params: &[AreaParams]) -> Shard {
-        let n = conn.targets.len();
+        let n = conn.targets_range.len();
         let segments = params
             .iter()
             .enumerate()
             .filter_map(|(a, p)| {
-                let lo = p.first.max(conn.targets.start);
-                let hi = (p.first + p.count).min(conn.targets.end);
+                let lo = p.first.max(conn.targets_range.start);
+                let hi = (p.first + p.count).min(conn.targets_range.end);
                 (lo < hi).then_some((a, lo..hi))
             })
             .collect();
@@ -46,20 +46,17 @@ impl Shard {
         }
     }
 
-    fn propagate(&mut self, spikes: &[u32]) {
-        let input = &mut self.input[..];
-        for &s in spikes {
-            for syn in self.conn.row(s) {
-                let slot = &mut input[syn.target as usize];
-                *slot = slot.wrapping_add(syn.contribution as i64);
-            }
+    fn propagate(&mut self, spikes: &[u32], table: &[i32]) {
+        match &self.conn.codes {
+            Codes::U16(codes) => accumulate(&mut self.input, &self.conn, codes, table, spikes),
+            Codes::U32(codes) => accumulate(&mut self.input, &self.conn, codes, table, spikes),
         }
     }
 
     fn step_all(&mut self, params: &[AreaParams], t: u64) {
         self.fired.clear();
         self.fired_v.clear();
-        let base = self.conn.targets.start;
+        let base = self.conn.targets_range.start;
         for (a, range) in &self.segments {
             let p = &params[*a];
             let drive = if p.flags & FLAG_POWER != 0 { fixed::ONE } else { 0 };
@@ -85,11 +82,23 @@ impl Shard {
     }
 }
 
+/// Add the contributions of every synapse of the spiking sources onto their targets.
+fn accumulate<C: Copy + Into<u32>>(input: &mut [i64], conn: &Part, codes: &[C], table: &[i32], spikes: &[u32]) {
+    for &s in spikes {
+        let row = conn.row(s);
+        for (&t, &c) in conn.targets[row.clone()].iter().zip(&codes[row]) {
+            let slot = &mut input[t as usize];
+            *slot = slot.wrapping_add(table[c.into() as usize] as i64);
+        }
+    }
+}
+
 /// The reference backend.
 pub struct CpuBackend {
     params: Vec<AreaParams>,
     neurons: u32,
     shards: Vec<Shard>,
+    contributions: Vec<i32>,
     burst: u64,
     /// Every neuron fired in the last burst, ascending, with its potential at fire.
     fired: Vec<u32>,
@@ -108,6 +117,7 @@ impl CpuBackend {
             params,
             neurons: brain.layout.neurons,
             shards,
+            contributions: brain.connectome.contributions,
             burst: 0,
             fired: Vec::new(),
             fired_v: Vec::new(),
@@ -118,7 +128,7 @@ impl CpuBackend {
     }
 
     fn shard_of(&self, n: u32) -> usize {
-        self.shards.partition_point(|s| s.conn.targets.end <= n)
+        self.shards.partition_point(|s| s.conn.targets_range.end <= n)
     }
 }
 
@@ -141,14 +151,15 @@ impl Backend for CpuBackend {
         for inj in injection {
             let s = self.shard_of(inj.neuron);
             let shard = &mut self.shards[s];
-            let slot = &mut shard.input[(inj.neuron - shard.conn.targets.start) as usize];
+            let slot = &mut shard.input[(inj.neuron - shard.conn.targets_range.start) as usize];
             *slot = slot.wrapping_add(inj.potential.0);
         }
         let t = self.burst + 1;
         let spikes = &self.fired;
         let params = &self.params;
+        let table = &self.contributions;
         self.shards.par_iter_mut().for_each(|shard| {
-            shard.propagate(spikes);
+            shard.propagate(spikes, table);
             shard.step_all(params, t);
         });
         self.burst = t;
@@ -196,7 +207,7 @@ impl Backend for CpuBackend {
             return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.neurons });
         }
         for s in &mut self.shards {
-            let r = s.conn.targets.start as usize..s.conn.targets.end as usize;
+            let r = s.conn.targets_range.start as usize..s.conn.targets_range.end as usize;
             s.potential.copy_from_slice(&st.potential[r.clone()]);
             s.refractory.copy_from_slice(&st.refractory[r.clone()]);
             s.consecutive.copy_from_slice(&st.consecutive[r]);

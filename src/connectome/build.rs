@@ -9,7 +9,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use super::draw::{self, Stream};
-use super::{Connectome, MappingStats, Part, Synapse};
+use std::collections::HashMap;
+
+use super::{Codes, Connectome, MappingStats, Part};
 use crate::genome::morphology::{destination_voxels, VoxelContext};
 use crate::genome::{Genome, Morphology, Sign};
 use crate::model::fixed::contribution_from_f64;
@@ -40,9 +42,20 @@ struct Compiled {
     value: f64,
 }
 
+/// The synapses of one chunk of source neurons, per part.
+#[derive(Default)]
+struct ChunkPart {
+    /// Row length of each source of the chunk.
+    lens: Vec<u32>,
+    targets: Vec<u32>,
+    /// Index into the chunk's `locals`.
+    codes: Vec<u32>,
+}
+
 struct ChunkOut {
-    /// Per part: row lengths of the chunk's sources, and their synapses.
-    parts: Vec<(Vec<u32>, Vec<Synapse>)>,
+    parts: Vec<ChunkPart>,
+    /// The chunk's distinct contributions.
+    locals: Vec<i32>,
     counts: Vec<(u64, u64)>,
 }
 
@@ -92,8 +105,8 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
         }
     }
 
-    let parts = assemble(n, &opts.parts, outs);
-    Connectome { neurons: n, parts, mappings, build_seconds: start.elapsed().as_secs_f64() }
+    let (parts, contributions) = assemble(n, &opts.parts, outs);
+    Connectome { neurons: n, parts, contributions, mappings, build_seconds: start.elapsed().as_secs_f64() }
 }
 
 fn compile(genome: &Genome, layout: &Layout) -> Vec<Vec<Compiled>> {
@@ -152,9 +165,12 @@ fn build_chunk(
     range: Range<u32>,
 ) -> ChunkOut {
     let mut out = ChunkOut {
-        parts: parts.iter().map(|_| (Vec::with_capacity(range.len()), Vec::new())).collect(),
+        parts: parts.iter().map(|_| ChunkPart { lens: Vec::with_capacity(range.len()), ..Default::default() }).collect(),
+        locals: Vec::new(),
         counts: vec![(0, 0); n_mappings],
     };
+    let mut dict: HashMap<i32, u32> = HashMap::new();
+    let mut slot_code: Vec<u32> = Vec::new();
     // (target, mapping slot) pairs of one row; voxel destinations cached per mapping slot
     let mut row: Vec<u64> = Vec::new();
     let mut cache: Vec<(Option<[u32; 3]>, Vec<[u32; 3]>)> = Vec::new();
@@ -220,45 +236,97 @@ fn build_chunk(
             }
         }
         row.sort_unstable();
+        // One contribution per mapping slot of this row: `value / out-degree` unless uniform.
         let divisor = if area_uniform[area] { 1.0 } else { row.len().max(1) as f64 };
+        slot_code.clear();
+        for m in mappings {
+            let c = contribution_from_f64(m.value / divisor);
+            let next = out.locals.len() as u32;
+            let code = *dict.entry(c).or_insert_with(|| {
+                out.locals.push(c);
+                next
+            });
+            slot_code.push(code);
+        }
         let mut p = 0;
         for (pi, prange) in parts.iter().enumerate() {
-            let (lens, syns) = &mut out.parts[pi];
-            let before = syns.len();
+            let cp = &mut out.parts[pi];
+            let before = cp.targets.len();
             while p < row.len() && ((row[p] >> 32) as u32) < prange.end {
                 let key = row[p];
-                let target = (key >> 32) as u32;
-                let m = &mappings[(key & 0xffff_ffff) as usize];
-                let c = contribution_from_f64(m.value / divisor);
-                let counts = &mut out.counts[m.index];
+                let slot = (key & 0xffff_ffff) as usize;
+                let code = slot_code[slot];
+                let counts = &mut out.counts[mappings[slot].index];
                 counts.0 += 1;
-                counts.1 += (c == 0) as u64;
-                syns.push(Synapse { target: target - prange.start, contribution: c });
+                counts.1 += (out.locals[code as usize] == 0) as u64;
+                cp.targets.push((key >> 32) as u32 - prange.start);
+                cp.codes.push(code);
                 p += 1;
             }
-            lens.push((syns.len() - before) as u32);
+            cp.lens.push((cp.targets.len() - before) as u32);
         }
     }
     out
 }
 
-fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> Vec<Part> {
+/// Join the chunks in source order: row pointers by prefix sum, codes renumbered into the global
+/// (sorted) contribution table.
+fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> (Vec<Part>, Vec<i32>) {
+    let mut table: Vec<i32> = outs.iter().flat_map(|o| o.locals.iter().copied()).collect();
+    table.sort_unstable();
+    table.dedup();
+    let remaps: Vec<Vec<u32>> = outs
+        .iter()
+        .map(|o| o.locals.iter().map(|c| table.binary_search(c).unwrap() as u32).collect())
+        .collect();
+    let wide = table.len() > u16::MAX as usize + 1;
+
     let mut parts = Vec::with_capacity(ranges.len());
     for (pi, range) in ranges.iter().enumerate() {
-        let total: usize = outs.iter().map(|o| o.parts[pi].1.len()).sum();
+        let sizes: Vec<usize> = outs.iter().map(|o| o.parts[pi].targets.len()).collect();
+        let total: usize = sizes.iter().sum();
         let mut row_ptr = Vec::with_capacity(n as usize + 1);
-        let mut synapses = Vec::with_capacity(total);
         row_ptr.push(0u64);
-        for o in outs.iter_mut() {
-            let (lens, syns) = std::mem::take(&mut o.parts[pi]);
+        for o in &outs {
             let mut acc = *row_ptr.last().unwrap();
-            for l in lens {
+            for &l in &o.parts[pi].lens {
                 acc += l as u64;
                 row_ptr.push(acc);
             }
-            synapses.extend_from_slice(&syns);
         }
-        parts.push(Part { targets: range.clone(), row_ptr, synapses });
+        let chunk_parts: Vec<ChunkPart> = outs.iter_mut().map(|o| std::mem::take(&mut o.parts[pi])).collect();
+        let mut targets = vec![0u32; total];
+        split_by(&mut targets, &sizes).into_par_iter().zip(&chunk_parts).for_each(|(dst, cp)| dst.copy_from_slice(&cp.targets));
+        let codes = if wide {
+            let mut codes = vec![0u32; total];
+            split_by(&mut codes, &sizes).into_par_iter().zip(&chunk_parts).zip(&remaps).for_each(|((dst, cp), remap)| {
+                for (d, &c) in dst.iter_mut().zip(&cp.codes) {
+                    *d = remap[c as usize];
+                }
+            });
+            Codes::U32(codes)
+        } else {
+            let mut codes = vec![0u16; total];
+            split_by(&mut codes, &sizes).into_par_iter().zip(&chunk_parts).zip(&remaps).for_each(|((dst, cp), remap)| {
+                for (d, &c) in dst.iter_mut().zip(&cp.codes) {
+                    *d = remap[c as usize] as u16;
+                }
+            });
+            Codes::U16(codes)
+        };
+        drop(chunk_parts);
+        parts.push(Part { targets_range: range.clone(), row_ptr, targets, codes });
     }
-    parts
+    (parts, table)
+}
+
+/// Cut `v` into consecutive mutable pieces of the given sizes.
+fn split_by<'a, T>(mut v: &'a mut [T], sizes: &[usize]) -> Vec<&'a mut [T]> {
+    let mut out = Vec::with_capacity(sizes.len());
+    for &s in sizes {
+        let (a, b) = v.split_at_mut(s);
+        out.push(a);
+        v = b;
+    }
+    out
 }

@@ -13,33 +13,71 @@ use std::ops::Range;
 
 pub use build::{build, BuildOptions};
 
-/// One synapse: 8 bytes. `target` is relative to the part's first target.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Synapse {
-    pub target: u32,
-    /// `±weight × psp [/ out-degree]` in LSBs of [`crate::model::fixed`].
-    pub contribution: i32,
+/// Contribution codes of a part's synapses: an index into [`Connectome::contributions`]. A brain
+/// has few distinct contributions (one per mapping and out-degree), so 16 bits suffice almost
+/// always: a synapse then takes 6 bytes (u32 target + u16 code); past 65,536 distinct values the
+/// codes widen to 32 bits (8 bytes per synapse).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Codes {
+    U16(Vec<u16>),
+    U32(Vec<u32>),
 }
 
-/// The synapses onto one range of target neurons, rows indexed by global source id.
+impl Default for Codes {
+    fn default() -> Self {
+        Codes::U16(Vec::new())
+    }
+}
+
+impl Codes {
+    pub fn len(&self) -> usize {
+        match self {
+            Codes::U16(v) => v.len(),
+            Codes::U32(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> u32 {
+        match self {
+            Codes::U16(v) => v[i] as u32,
+            Codes::U32(v) => v[i],
+        }
+    }
+    pub fn bytes_per_code(&self) -> u64 {
+        match self {
+            Codes::U16(_) => 2,
+            Codes::U32(_) => 4,
+        }
+    }
+}
+
+/// The synapses onto one range of target neurons, rows indexed by global source id, stored as
+/// structure of arrays: `targets[i]` (relative to `targets_range.start`) and `codes[i]`.
 #[derive(Clone, Debug, Default)]
 pub struct Part {
-    pub targets: Range<u32>,
+    pub targets_range: Range<u32>,
     /// `row_ptr[s]..row_ptr[s + 1]` indexes the synapses of source `s`; length = neurons + 1.
     pub row_ptr: Vec<u64>,
-    pub synapses: Vec<Synapse>,
+    pub targets: Vec<u32>,
+    pub codes: Codes,
 }
 
 impl Part {
     #[inline(always)]
-    pub fn row(&self, source: u32) -> &[Synapse] {
+    pub fn row(&self, source: u32) -> Range<usize> {
         let s = source as usize;
-        &self.synapses[self.row_ptr[s] as usize..self.row_ptr[s + 1] as usize]
+        self.row_ptr[s] as usize..self.row_ptr[s + 1] as usize
+    }
+
+    pub fn synapses(&self) -> u64 {
+        self.targets.len() as u64
     }
 
     pub fn bytes(&self) -> u64 {
-        (self.row_ptr.len() * 8 + self.synapses.len() * std::mem::size_of::<Synapse>()) as u64
+        self.row_ptr.len() as u64 * 8 + self.targets.len() as u64 * (4 + self.codes.bytes_per_code())
     }
 }
 
@@ -60,6 +98,9 @@ pub struct MappingStats {
 pub struct Connectome {
     pub neurons: u32,
     pub parts: Vec<Part>,
+    /// The distinct contributions `±weight × psp [/ out-degree]` in LSBs of
+    /// [`crate::model::fixed`], ascending; synapses refer to them by code.
+    pub contributions: Vec<i32>,
     pub mappings: Vec<MappingStats>,
     /// Wall-clock seconds the build took.
     pub build_seconds: f64,
@@ -67,12 +108,18 @@ pub struct Connectome {
 
 impl Connectome {
     pub fn synapses(&self) -> u64 {
-        self.parts.iter().map(|p| p.synapses.len() as u64).sum()
+        self.parts.iter().map(Part::synapses).sum()
     }
 
-    /// Bytes of the synapse arrays and row pointers.
+    /// Bytes of the synapse arrays, row pointers and the contribution table.
     pub fn bytes(&self) -> u64 {
-        self.parts.iter().map(Part::bytes).sum()
+        self.parts.iter().map(Part::bytes).sum::<u64>() + self.contributions.len() as u64 * 4
+    }
+
+    /// Contribution of synapse `i` of part `p`, in LSBs.
+    #[inline(always)]
+    pub fn contribution(&self, p: usize, i: usize) -> i32 {
+        self.contributions[self.parts[p].codes.get(i) as usize]
     }
 
     /// Bytes per stored synapse, row pointers included.
