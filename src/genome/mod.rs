@@ -7,6 +7,7 @@
 pub mod feagi;
 pub mod morphology;
 mod validate;
+pub mod yaml;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -280,15 +281,14 @@ impl Genome {
 
     /// Parse (strictly) and validate the project's YAML format.
     pub fn from_yaml_str(text: &str) -> Result<Genome, GenomeError> {
-        let genome: Genome = serde_yaml::from_str(text)
-            .map_err(|e| GenomeError::Parse { path: PathBuf::from("<genome>"), message: e.to_string() })?;
+        let genome: Genome = yaml::from_str(text).map_err(|e| GenomeError::Parse { path: PathBuf::from("<genome>"), message: e.to_string() })?;
         genome.validate()?;
         Ok(genome)
     }
 
     /// The genome in the project's YAML format.
     pub fn to_yaml(&self) -> String {
-        serde_yaml::to_string(self).expect("a genome always serialises")
+        yaml::to_string(self)
     }
 
     /// Check every cross-reference and range. See `validate.rs` for the rules.

@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn pattern_coords_parse_from_yaml() {
-        let m: Morphology = serde_yaml::from_str("patterns: [[[\"*\", 0, \"?\"], [\"!\", 1, \"*\"]]]").unwrap();
+        let m: Morphology = crate::genome::yaml::from_str("patterns: [[[\"*\", 0, \"?\"], [\"!\", 1, \"*\"]]]").unwrap();
         assert_eq!(
             m,
             Morphology::Patterns(vec![[
@@ -377,9 +377,9 @@ mod tests {
                 [PatternCoord::Except, PatternCoord::Exact(1), PatternCoord::Any]
             ]])
         );
-        let err = serde_yaml::from_str::<Morphology>("patterns: [[[\"x\", 0, 0], [0, 0, 0]]]").unwrap_err();
+        let err = crate::genome::yaml::from_str::<Morphology>("patterns: [[[\"x\", 0, 0], [0, 0, 0]]]").unwrap_err();
         assert!(err.to_string().contains("\"x\""), "{err}");
-        let m: Morphology = serde_yaml::from_str("projector").unwrap();
+        let m: Morphology = crate::genome::yaml::from_str("projector").unwrap();
         assert_eq!(m, Morphology::Projector);
     }
 }
