@@ -9,6 +9,9 @@
 
 pub mod backend;
 pub mod brain;
+pub mod cli;
+pub mod config;
 pub mod connectome;
 pub mod genome;
 pub mod model;
+pub mod workload;

@@ -2,6 +2,7 @@
 //! reference, and every other backend must produce the same fired sets bit for bit.
 
 pub mod cpu;
+pub mod open;
 pub mod select;
 
 use std::ops::Range;
@@ -50,6 +51,8 @@ pub struct BackendInfo {
     pub device: String,
     /// Bytes the brain occupies on the device (state and connectome).
     pub memory_bytes: u64,
+    /// Bytes per stored synapse on the device, row pointers and contribution table included.
+    pub bytes_per_synapse: f64,
 }
 
 /// Errors from backends.
@@ -75,4 +78,19 @@ pub trait Backend: Send {
 
     /// Replace the whole neuron state.
     fn restore(&mut self, state: &NeuronState) -> Result<(), BackendError>;
+}
+
+/// Probe CUDA device `device` (replaced by the CUDA backend's probe).
+pub(crate) fn gpu_probe(_device: usize) -> GpuProbe {
+    GpuProbe::Unavailable("this build has no CUDA backend yet".into())
+}
+
+/// Start the CUDA backend (replaced by the CUDA backend).
+pub(crate) fn open_cuda(_brain: crate::brain::Brain, _readback: Readback, _device: usize) -> Result<Box<dyn Backend>, BackendError> {
+    Err(BackendError::Device("this build has no CUDA backend yet".into()))
+}
+
+/// Bytes a brain needs on one GPU (replaced by the CUDA backend's own accounting).
+pub fn gpu_bytes_needed(brain: &crate::brain::Brain) -> u64 {
+    brain.connectome.bytes() + brain.layout.neurons as u64 * crate::model::neuron::STATE_BYTES_PER_NEURON
 }
