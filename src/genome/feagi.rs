@@ -79,6 +79,7 @@ use super::{Genome, GenomeError};
 
 /// An imported genome and what could not be carried over exactly, one sentence per warning, each
 /// naming the area, mapping or morphology it is about.
+#[derive(Debug)]
 pub struct Imported {
     pub genome: Genome,
     pub warnings: Vec<String>,
