@@ -11,7 +11,7 @@ use crate::backend::BackendKind;
 /// The commented default configuration shipped in `config/`.
 pub const DEFAULT_YAML: &str = include_str!("../config/neuroburst.yaml");
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default)]
@@ -54,12 +54,6 @@ impl Default for LogConfig {
     }
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config { backend: BackendConfig::default(), log: LogConfig::default() }
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read the configuration: {source}")]
@@ -77,25 +71,22 @@ pub enum ConfigError {
 impl Config {
     /// Defaults, then `file` (if any), then each `key=value` override, checked strictly.
     pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Config, ConfigError> {
-        let (mut value, origin) = match file {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?;
-                let v: serde_yaml::Value = serde_yaml::from_str(&text)
-                    .map_err(|e| ConfigError::Invalid { origin: path.display().to_string(), message: e.to_string() })?;
-                (v, path.display().to_string())
-            }
-            None => (serde_yaml::Value::Mapping(Default::default()), "default configuration".to_string()),
+        let text = match file {
+            Some(path) => std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?,
+            None => String::new(),
         };
+        let origin = file.map_or("default configuration".to_string(), |p| p.display().to_string());
+        let invalid = |e: serde_yaml::Error| ConfigError::Invalid { origin: origin.clone(), message: e.to_string() };
+        // The file alone must be valid, so its errors name the file, the key and the line.
+        let mut value: serde_yaml::Value = serde_yaml::from_str(&text).map_err(invalid)?;
         if value.is_null() {
             value = serde_yaml::Value::Mapping(Default::default());
         }
-        // The file alone must be valid, so its errors name the file.
-        let mut config: Config =
-            serde_yaml::from_value(value.clone()).map_err(|e| ConfigError::Invalid { origin: origin.clone(), message: e.to_string() })?;
+        let mut config: Config = if text.trim().is_empty() { Config::default() } else { serde_yaml::from_str(&text).map_err(invalid)? };
         for arg in overrides {
             apply_override(&mut value, arg)?;
-            config = serde_yaml::from_value(value.clone())
-                .map_err(|e| ConfigError::Override { arg: arg.clone(), message: e.to_string() })?;
+            config =
+                serde_yaml::from_value(value.clone()).map_err(|e| ConfigError::Override { arg: arg.clone(), message: e.to_string() })?;
         }
         config.validate()?;
         Ok(config)

@@ -22,11 +22,7 @@ fn fixture(name: &str) -> PathBuf {
         dir.display()
     );
     let path = dir.join(name);
-    assert!(
-        path.is_file(),
-        "FEAGI fixture {} is missing",
-        path.display()
-    );
+    assert!(path.is_file(), "FEAGI fixture {} is missing", path.display());
     path
 }
 
@@ -41,10 +37,7 @@ fn has_warning(warnings: &[String], parts: &[&str]) -> bool {
 
 #[test]
 fn essential_genome_imports() {
-    let Imported {
-        genome: g,
-        warnings,
-    } = import_fixture("essential_genome.json");
+    let Imported { genome: g, warnings } = import_fixture("essential_genome.json");
     for w in &warnings {
         println!("warning: {w}");
     }
@@ -54,25 +47,12 @@ fn essential_genome_imports() {
     assert_eq!(g.areas.len(), 24);
 
     let power = g.area("_power").unwrap();
-    assert_eq!(
-        (power.kind, power.dims, power.psp),
-        (AreaKind::Core, [1, 1, 1], 255.0)
-    );
+    assert_eq!((power.kind, power.dims, power.psp), (AreaKind::Core, [1, 1, 1], 255.0));
     assert_eq!(power.neuron.threshold, 0.1);
     let vision = g.area("iic400").unwrap();
-    assert_eq!(
-        (vision.kind, vision.dims, vision.name.as_str()),
-        (AreaKind::Sensor, [128, 128, 3], "vision_C")
-    );
+    assert_eq!((vision.kind, vision.dims, vision.name.as_str()), (AreaKind::Sensor, [128, 128, 3], "vision_C"));
     let tile = g.area("iic000").unwrap();
-    assert_eq!(
-        (
-            tile.dims,
-            tile.neuron.consecutive_fire_limit,
-            tile.neuron.snooze_period
-        ),
-        ([16, 16, 3], 3, 1)
-    );
+    assert_eq!((tile.dims, tile.neuron.consecutive_fire_limit, tile.neuron.snooze_period), ([16, 16, 3], 3, 1));
     assert_eq!(tile.position, [20, 30, -20]);
     let motor = g.area("omot00").unwrap();
     assert_eq!((motor.kind, motor.dims), (AreaKind::Motor, [8, 1, 1]));
@@ -86,43 +66,21 @@ fn essential_genome_imports() {
     // 4 + 4 projector rules of c__for / c__bac, iic100 -> c__bac, iic700 -> c__for, 8 motor patterns
     assert_eq!(g.mappings.len(), 18);
     let m = g.mappings.iter().find(|m| m.source == "cRSMot").unwrap();
-    assert_eq!(
-        (
-            m.destination.as_str(),
-            m.morphology.as_str(),
-            m.weight,
-            m.sign
-        ),
-        ("omot00", "0_0_0-_0_0_0", 1.0, Sign::Excitatory)
-    );
+    assert_eq!((m.destination.as_str(), m.morphology.as_str(), m.weight, m.sign), ("omot00", "0_0_0-_0_0_0", 1.0, Sign::Excitatory));
     assert_eq!(m.attractivity, 100.0);
 
     // the library comes along: 56 entries, less the 7 built-ins, less episodic_memory
     assert_eq!(g.morphologies.len(), 48);
-    assert!(
-        matches!(&g.morphologies["tile"], Morphology::Tile(t) if t.src_seed == [16, 16, 1] && t.mapper == "projector")
-    );
+    assert!(matches!(&g.morphologies["tile"], Morphology::Tile(t) if t.src_seed == [16, 16, 1] && t.mapper == "projector"));
 
-    assert!(
-        has_warning(&warnings, &["area '_power'", "pstcr_", "clamped"]),
-        "{warnings:?}"
-    );
-    assert!(
-        has_warning(
-            &warnings,
-            &["morphology 'episodic_memory'", "not supported"]
-        ),
-        "{warnings:?}"
-    );
+    assert!(has_warning(&warnings, &["area '_power'", "pstcr_", "clamped"]), "{warnings:?}");
+    assert!(has_warning(&warnings, &["morphology 'episodic_memory'", "not supported"]), "{warnings:?}");
     assert_eq!(warnings.len(), 2, "{warnings:?}");
 }
 
 #[test]
 fn barebones_genome_imports() {
-    let Imported {
-        genome: g,
-        warnings,
-    } = import_fixture("barebones_genome.json");
+    let Imported { genome: g, warnings } = import_fixture("barebones_genome.json");
     for w in &warnings {
         println!("warning: {w}");
     }
@@ -130,30 +88,15 @@ fn barebones_genome_imports() {
     assert_eq!(g.burst_rate_hz, 40.0); // legacy `burst_delay` 0.025 s
     let ids: Vec<&str> = g.areas.iter().map(|a| a.id.as_str()).collect();
     assert_eq!(ids, ["_death", "_power"]);
-    assert!(g
-        .areas
-        .iter()
-        .all(|a| a.kind == AreaKind::Core && a.dims == [1, 1, 1]));
+    assert!(g.areas.iter().all(|a| a.kind == AreaKind::Core && a.dims == [1, 1, 1]));
     assert!(g.mappings.is_empty());
     assert_eq!(g.morphologies.len(), 48);
     // excite-f 1 means 1 %: said out loud, as the genome may have meant a fraction
     assert_eq!(g.area("_power").unwrap().neuron.excitability, 0.01);
-    assert!(
-        has_warning(&warnings, &["area '_power'", "excite"]),
-        "{warnings:?}"
-    );
-    assert!(
-        has_warning(&warnings, &["area '_death'", "excite"]),
-        "{warnings:?}"
-    );
-    assert!(
-        has_warning(&warnings, &["area '_power'", "pstcr_", "clamped"]),
-        "{warnings:?}"
-    );
-    assert!(
-        has_warning(&warnings, &["morphology 'episodic_memory'"]),
-        "{warnings:?}"
-    );
+    assert!(has_warning(&warnings, &["area '_power'", "excite"]), "{warnings:?}");
+    assert!(has_warning(&warnings, &["area '_death'", "excite"]), "{warnings:?}");
+    assert!(has_warning(&warnings, &["area '_power'", "pstcr_", "clamped"]), "{warnings:?}");
+    assert!(has_warning(&warnings, &["morphology 'episodic_memory'"]), "{warnings:?}");
 }
 
 #[test]
@@ -161,10 +104,7 @@ fn essential_genome_builds_and_runs() {
     let g = Genome::load(&fixture("essential_genome.json")).unwrap();
     let brain = Brain::build(&g, 2, false);
     for m in &brain.connectome.mappings {
-        println!(
-            "{:>7} -> {:<7} {:<14} {:>5} synapses",
-            m.source, m.destination, m.morphology, m.synapses
-        );
+        println!("{:>7} -> {:<7} {:<14} {:>5} synapses", m.source, m.destination, m.morphology, m.synapses);
     }
     let total = brain.connectome.synapses();
     println!("{} neurons, {total} synapses", brain.layout.neurons);
@@ -182,10 +122,7 @@ fn essential_genome_builds_and_runs() {
     let mut backend = CpuBackend::new(brain, Readback::All);
     for t in 1..=100 {
         let out = backend.burst(&[]).unwrap();
-        assert!(
-            out.fired.contains(&power),
-            "_power did not fire in burst {t}"
-        );
+        assert!(out.fired.contains(&power), "_power did not fire in burst {t}");
     }
 }
 
@@ -261,22 +198,10 @@ fn import_error(areas: &[(&str, Value)], morphologies: Value) -> String {
 fn warnings_name_areas_and_mappings() {
     let imported = import(
         &[
-            (
-                "c_src_",
-                json!({"cx-dstmap-d": {"m_mem_": [["projector", [1, 1, 1], -300, true, 0.5, 2, 3, 5]]}}),
-            ),
-            (
-                "m_mem_",
-                json!({"cx-_group-t": "MEMORY", "cx-memory-b": true, "cx-mem__t-i": 100}),
-            ),
-            (
-                "c_flag",
-                json!({"cx-memory-b": true, "nx-leak_v-f": 0.5, "nx-mp_psp-b": true, "nx-pstcr_-f": 300, "cx-weird_-i": 1}),
-            ),
-            (
-                "c_oth_",
-                json!({"cx-weird_-i": 2, "cx-synatt-f": 50, "nx-excite-f": 150}),
-            ),
+            ("c_src_", json!({"cx-dstmap-d": {"m_mem_": [["projector", [1, 1, 1], -300, true, 0.5, 2, 3, 5]]}})),
+            ("m_mem_", json!({"cx-_group-t": "MEMORY", "cx-memory-b": true, "cx-mem__t-i": 100})),
+            ("c_flag", json!({"cx-memory-b": true, "nx-leak_v-f": 0.5, "nx-mp_psp-b": true, "nx-pstcr_-f": 300, "cx-weird_-i": 1})),
+            ("c_oth_", json!({"cx-weird_-i": 2, "cx-synatt-f": 50, "nx-excite-f": 150})),
         ],
         json!({}),
     );
@@ -284,54 +209,16 @@ fn warnings_name_areas_and_mappings() {
     for w in w {
         println!("warning: {w}");
     }
-    assert!(
-        has_warning(
-            w,
-            &[
-                "area 'm_mem_'",
-                "memory areas are not supported yet; imported as a plain interneuron area"
-            ]
-        ),
-        "{w:?}"
-    );
-    assert!(
-        has_warning(
-            w,
-            &[
-                "area 'c_flag'",
-                "memory areas are not supported yet",
-                "memory-b"
-            ]
-        ),
-        "{w:?}"
-    );
+    assert!(has_warning(w, &["area 'm_mem_'", "memory areas are not supported yet; imported as a plain interneuron area"]), "{w:?}");
+    assert!(has_warning(w, &["area 'c_flag'", "memory areas are not supported yet", "memory-b"]), "{w:?}");
     assert!(has_warning(w, &["area 'c_flag'", "leak_v"]), "{w:?}");
     assert!(has_warning(w, &["area 'c_flag'", "mp_psp"]), "{w:?}");
-    assert!(
-        has_warning(w, &["area 'c_flag'", "pstcr_", "clamped"]),
-        "{w:?}"
-    );
-    assert!(
-        has_warning(w, &["area 'c_oth_'", "excite", "clamped"]),
-        "{w:?}"
-    );
-    assert!(
-        has_warning(
-            w,
-            &["'c_src_' -> 'm_mem_'", "plasticity is not simulated yet"]
-        ),
-        "{w:?}"
-    );
-    assert!(
-        has_warning(w, &["'c_src_' -> 'm_mem_'", "multiplier", "clamped"]),
-        "{w:?}"
-    );
+    assert!(has_warning(w, &["area 'c_flag'", "pstcr_", "clamped"]), "{w:?}");
+    assert!(has_warning(w, &["area 'c_oth_'", "excite", "clamped"]), "{w:?}");
+    assert!(has_warning(w, &["'c_src_' -> 'm_mem_'", "plasticity is not simulated yet"]), "{w:?}");
+    assert!(has_warning(w, &["'c_src_' -> 'm_mem_'", "multiplier", "clamped"]), "{w:?}");
     // an unknown gene warns once, naming the area where it was first seen
-    assert_eq!(
-        w.iter().filter(|w| w.contains("weird_")).count(),
-        1,
-        "{w:?}"
-    );
+    assert_eq!(w.iter().filter(|w| w.contains("weird_")).count(), 1, "{w:?}");
     assert!(has_warning(w, &["weird_", "area 'c_flag'"]), "{w:?}");
     // memory bookkeeping genes are ignored silently
     assert!(!w.iter().any(|w| w.contains("mem__t")), "{w:?}");
@@ -342,10 +229,7 @@ fn warnings_name_areas_and_mappings() {
     let m = &g.mappings[0];
     assert_eq!((m.weight, m.sign), (255.0, Sign::Inhibitory));
     let p = m.plasticity.as_ref().unwrap();
-    assert_eq!(
-        (p.constant, p.ltp_multiplier, p.ltd_multiplier, p.window),
-        (0.5, 2.0, 3.0, 5)
-    );
+    assert_eq!((p.constant, p.ltp_multiplier, p.ltd_multiplier, p.window), (0.5, 2.0, 3.0, 5));
 }
 
 #[test]
@@ -364,13 +248,7 @@ fn attractivity_is_the_destination_areas() {
         json!({}),
     )
     .genome;
-    let to = |d: &str| {
-        g.mappings
-            .iter()
-            .find(|m| m.destination == d)
-            .unwrap()
-            .attractivity
-    };
+    let to = |d: &str| g.mappings.iter().find(|m| m.destination == d).unwrap().attractivity;
     assert_eq!(to("c_dst_"), 40.0);
     // a rule-level `synapse_attractivity` (feagi-core) wins over the area's
     assert_eq!(to("c_src_"), 75.0);
@@ -380,25 +258,15 @@ fn attractivity_is_the_destination_areas() {
 fn negative_postsynaptic_current_makes_inhibitory_mappings() {
     let imported = import(
         &[
-            (
-                "c_inh_",
-                json!({"nx-pstcr_-f": -2, "cx-dstmap-d": {"c_dst_": [["projector", [1, 1, 1], 3, false, 1, 1, 1]]}}),
-            ),
+            ("c_inh_", json!({"nx-pstcr_-f": -2, "cx-dstmap-d": {"c_dst_": [["projector", [1, 1, 1], 3, false, 1, 1, 1]]}})),
             ("c_dst_", json!({})),
         ],
         json!({}),
     );
     let g = &imported.genome;
     assert_eq!(g.area("c_inh_").unwrap().psp, 2.0);
-    assert_eq!(
-        (g.mappings[0].weight, g.mappings[0].sign),
-        (3.0, Sign::Inhibitory)
-    );
-    assert!(
-        has_warning(&imported.warnings, &["area 'c_inh_'", "inhibitory"]),
-        "{:?}",
-        imported.warnings
-    );
+    assert_eq!((g.mappings[0].weight, g.mappings[0].sign), (3.0, Sign::Inhibitory));
+    assert!(has_warning(&imported.warnings, &["area 'c_inh_'", "inhibitory"]), "{:?}", imported.warnings);
 }
 
 #[test]
@@ -420,86 +288,33 @@ fn unsupported_morphologies_drop_their_mappings_with_a_warning() {
         }),
     );
     let w = &imported.warnings;
-    assert!(
-        has_warning(w, &["morphology 'episodic_memory'", "not supported"]),
-        "{w:?}"
-    );
-    assert!(
-        has_warning(w, &["'c_src_' -> 'c_dst_'", "episodic_memory", "dropped"]),
-        "{w:?}"
-    );
-    let kept: Vec<&str> = imported
-        .genome
-        .mappings
-        .iter()
-        .map(|m| m.morphology.as_str())
-        .collect();
+    assert!(has_warning(w, &["morphology 'episodic_memory'", "not supported"]), "{w:?}");
+    assert!(has_warning(w, &["'c_src_' -> 'c_dst_'", "episodic_memory", "dropped"]), "{w:?}");
+    let kept: Vec<&str> = imported.genome.mappings.iter().map(|m| m.morphology.as_str()).collect();
     assert_eq!(kept, ["expander_x"]);
 }
 
 #[test]
 fn errors_name_the_area_and_the_gene() {
-    let e = import_error(
-        &[(
-            "c_src_",
-            json!({"cx-dstmap-d": {"c_gone": [["projector", [1, 1, 1], 1, false, 1, 1, 1]]}}),
-        )],
-        json!({}),
-    );
-    assert!(
-        e.contains("area 'c_src_'")
-            && e.contains("_____10c-c_src_-cx-dstmap-d")
-            && e.contains("'c_gone'"),
-        "{e}"
-    );
+    let e = import_error(&[("c_src_", json!({"cx-dstmap-d": {"c_gone": [["projector", [1, 1, 1], 1, false, 1, 1, 1]]}}))], json!({}));
+    assert!(e.contains("area 'c_src_'") && e.contains("_____10c-c_src_-cx-dstmap-d") && e.contains("'c_gone'"), "{e}");
 
-    let e = import_error(
-        &[(
-            "c_src_",
-            json!({"cx-dstmap-d": {"c_src_": [["no_such_shape", [1, 1, 1], 1, false, 1, 1, 1]]}}),
-        )],
-        json!({}),
-    );
-    assert!(
-        e.contains("area 'c_src_'") && e.contains("dstmap-d") && e.contains("'no_such_shape'"),
-        "{e}"
-    );
+    let e = import_error(&[("c_src_", json!({"cx-dstmap-d": {"c_src_": [["no_such_shape", [1, 1, 1], 1, false, 1, 1, 1]]}}))], json!({}));
+    assert!(e.contains("area 'c_src_'") && e.contains("dstmap-d") && e.contains("'no_such_shape'"), "{e}");
 
     let mut genes = area_genes("c_flat", json!({}));
-    genes
-        .as_object_mut()
-        .unwrap()
-        .remove("_____10c-c_flat-cx-___bby-i");
-    let text =
-        json!({"version": "2.1", "blueprint": genes, "physiology": {"simulation_timestep": 0.1}})
-            .to_string();
+    genes.as_object_mut().unwrap().remove("_____10c-c_flat-cx-___bby-i");
+    let text = json!({"version": "2.1", "blueprint": genes, "physiology": {"simulation_timestep": 0.1}}).to_string();
     let e = import_str(&text).err().unwrap().to_string();
-    assert!(
-        e.contains("area 'c_flat'")
-            && e.contains("_____10c-c_flat-cx-___bby-i")
-            && e.contains("missing"),
-        "{e}"
-    );
+    assert!(e.contains("area 'c_flat'") && e.contains("_____10c-c_flat-cx-___bby-i") && e.contains("missing"), "{e}");
 
     let e = import_error(&[("c_bad_", json!({"cx-___bbx-i": 0}))], json!({}));
     assert!(e.contains("area 'c_bad_'") && e.contains("___bbx"), "{e}");
-    let e = import_error(
-        &[("c_bad_", json!({"cx-_group-t": "SOMETHING"}))],
-        json!({}),
-    );
-    assert!(
-        e.contains("area 'c_bad_'") && e.contains("_group") && e.contains("SOMETHING"),
-        "{e}"
-    );
+    let e = import_error(&[("c_bad_", json!({"cx-_group-t": "SOMETHING"}))], json!({}));
+    assert!(e.contains("area 'c_bad_'") && e.contains("_group") && e.contains("SOMETHING"), "{e}");
     let e = import_error(&[("c_bad_", json!({"nx-refrac-i": "long"}))], json!({}));
     assert!(e.contains("area 'c_bad_'") && e.contains("refrac"), "{e}");
-    let e = import_error(
-        &[(
-            "c_bad_",
-            json!({"cx-dstmap-d": {"c_bad_": [["projector", [1, 1, 1], 1]]}}),
-        )],
-        json!({}),
-    );
+    let e = import_error(&[("c_bad_", json!({"cx-dstmap-d": {"c_bad_": [["projector", [1, 1, 1], 1]]}}))], json!({}));
     assert!(e.contains("area 'c_bad_'") && e.contains("7 or 8"), "{e}");
 }
 
@@ -507,16 +322,9 @@ fn errors_name_the_area_and_the_gene() {
 fn load_attaches_the_file_to_import_errors() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("broken.json");
-    std::fs::write(
-        &path,
-        genome_json(&[("c_bad_", json!({"cx-___bbz-i": -1}))], json!({})),
-    )
-    .unwrap();
+    std::fs::write(&path, genome_json(&[("c_bad_", json!({"cx-___bbz-i": -1}))], json!({}))).unwrap();
     let e = Genome::load(&path).unwrap_err().to_string();
-    assert!(
-        e.contains("broken.json") && e.contains("area 'c_bad_'") && e.contains("___bbz"),
-        "{e}"
-    );
+    assert!(e.contains("broken.json") && e.contains("area 'c_bad_'") && e.contains("___bbz"), "{e}");
 }
 
 #[test]
@@ -538,12 +346,7 @@ fn function_morphologies_build_as_feagi_defines_them() {
     )
     .genome;
     let brain = Brain::build(&g, 1, false);
-    let counts: Vec<(&str, u64)> = brain
-        .connectome
-        .mappings
-        .iter()
-        .map(|m| (m.morphology.as_str(), m.synapses))
-        .collect();
+    let counts: Vec<(&str, u64)> = brain.connectome.mappings.iter().map(|m| (m.morphology.as_str(), m.synapses)).collect();
     // expander_x: column 0 -> 4 (MSB), column 1 -> 4, column 2 -> 4; lateral pairs: 0 <-> 1 only
     assert_eq!(counts, [("expander_x", 12), ("lateral_pairs_x", 2)]);
 }

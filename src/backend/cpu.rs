@@ -163,7 +163,14 @@ const PREFETCH_ROWS: usize = 4;
 /// Add the contributions of every synapse of the spiking sources onto their targets. Rows are
 /// scattered through memory, so their bounds are gathered first (independent loads that overlap)
 /// and each row is prefetched a few rows ahead.
-fn accumulate<C: Copy + Into<u32>>(input: &mut [i64], conn: &Part, codes: &[C], table: &[i32], spikes: &[u32], rows: &mut Vec<(usize, usize)>) {
+fn accumulate<C: Copy + Into<u32>>(
+    input: &mut [i64],
+    conn: &Part,
+    codes: &[C],
+    table: &[i32],
+    spikes: &[u32],
+    rows: &mut Vec<(usize, usize)>,
+) {
     rows.clear();
     rows.extend(spikes.iter().map(|&s| {
         let r = conn.row(s);

@@ -88,16 +88,10 @@ pub struct Imported {
 /// Import a FEAGI genome from its JSON text. The result is validated. A JSON syntax error is a
 /// [`GenomeError::Parse`] naming line and column; [`Genome::load`] puts the file name in front.
 pub fn import_str(text: &str) -> Result<Imported, GenomeError> {
-    let root: Value = serde_json::from_str(text).map_err(|e| GenomeError::Parse {
-        path: PathBuf::from("<feagi genome>"),
-        message: format!("not valid FEAGI genome JSON: {e}"),
-    })?;
+    let root: Value = serde_json::from_str(text)
+        .map_err(|e| GenomeError::Parse { path: PathBuf::from("<feagi genome>"), message: format!("not valid FEAGI genome JSON: {e}") })?;
     let Value::Object(root) = root else {
-        return Err(GenomeError::invalid(
-            "genome",
-            "(top level)",
-            "a FEAGI genome is a JSON object",
-        ));
+        return Err(GenomeError::invalid("genome", "(top level)", "a FEAGI genome is a JSON object"));
     };
     let mut w = Warnings::default();
     check_top_level(&root, &mut w);
@@ -105,20 +99,8 @@ pub fn import_str(text: &str) -> Result<Imported, GenomeError> {
     let library = morphologies::import(root.get("neuron_morphologies"), &mut w)?;
     let blueprint = match root.get("blueprint") {
         Some(Value::Object(b)) => b,
-        Some(_) => {
-            return Err(GenomeError::invalid(
-                "genome",
-                "blueprint",
-                "must be an object of gene keys",
-            ))
-        }
-        None => {
-            return Err(GenomeError::invalid(
-                "genome",
-                "blueprint",
-                "missing: a FEAGI genome lists its areas there",
-            ))
-        }
+        Some(_) => return Err(GenomeError::invalid("genome", "blueprint", "must be an object of gene keys")),
+        None => return Err(GenomeError::invalid("genome", "blueprint", "missing: a FEAGI genome lists its areas there")),
     };
     let areas = blueprint::import(blueprint, &mut w)?;
     let mappings = mappings::import(&areas, &library, &mut w)?;
@@ -133,10 +115,7 @@ pub fn import_str(text: &str) -> Result<Imported, GenomeError> {
         mappings,
     };
     genome.validate()?;
-    Ok(Imported {
-        genome,
-        warnings: w.list,
-    })
+    Ok(Imported { genome, warnings: w.list })
 }
 
 /// Warnings in the order found; `once` keeps one per key (e.g. per unknown gene name).
@@ -176,15 +155,10 @@ const TOP_LEVEL_KEYS: [&str; 12] = [
 fn check_top_level(root: &Map<String, Value>, w: &mut Warnings) {
     match root.get("version").map(value_text) {
         Some(v) if v.starts_with("2.") || v == "2" => {}
-        Some(v) => w.push(format!(
-            "genome version {v}: this importer reads FEAGI 2.x genomes (flat gene keys); reading it as one"
-        )),
+        Some(v) => w.push(format!("genome version {v}: this importer reads FEAGI 2.x genomes (flat gene keys); reading it as one")),
         None => w.push("the genome has no `version`; reading it as a FEAGI 2.x genome".to_string()),
     }
-    for key in root
-        .keys()
-        .filter(|k| !TOP_LEVEL_KEYS.contains(&k.as_str()))
-    {
+    for key in root.keys().filter(|k| !TOP_LEVEL_KEYS.contains(&k.as_str())) {
         w.push(format!("unknown top-level key `{key}`; ignored"));
     }
 }
@@ -218,14 +192,11 @@ fn clean_name(s: &str) -> String {
 }
 
 fn genome_name(root: &Map<String, Value>) -> String {
-    [
-        root_text(root, "genome_title"),
-        root_text(root, "genome_id"),
-    ]
-    .into_iter()
-    .map(clean_name)
-    .find(|n| !n.is_empty())
-    .unwrap_or_else(|| "feagi_genome".to_string())
+    [root_text(root, "genome_title"), root_text(root, "genome_id")]
+        .into_iter()
+        .map(clean_name)
+        .find(|n| !n.is_empty())
+        .unwrap_or_else(|| "feagi_genome".to_string())
 }
 
 fn description(root: &Map<String, Value>) -> String {
@@ -250,44 +221,22 @@ fn description(root: &Map<String, Value>) -> String {
 
 fn burst_rate(root: &Map<String, Value>, w: &mut Warnings) -> Result<f64, GenomeError> {
     let physiology = root.get("physiology").and_then(Value::as_object);
-    let found = physiology.and_then(|p| {
-        ["simulation_timestep", "burst_delay"]
-            .into_iter()
-            .find_map(|k| p.get(k).map(|v| (k, v)))
-    });
+    let found = physiology.and_then(|p| ["simulation_timestep", "burst_delay"].into_iter().find_map(|k| p.get(k).map(|v| (k, v))));
     let Some((key, value)) = found else {
-        w.push(
-            "the genome has no `physiology.simulation_timestep` (or legacy `burst_delay`); using 30 bursts per second"
-                .to_string(),
-        );
+        w.push("the genome has no `physiology.simulation_timestep` (or legacy `burst_delay`); using 30 bursts per second".to_string());
         return Ok(30.0);
     };
-    let seconds = value
-        .as_f64()
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .ok_or_else(|| {
-            GenomeError::invalid(
-                "genome",
-                &format!("physiology.{key}"),
-                format!("{value} is not a positive number of seconds per burst"),
-            )
-        })?;
+    let seconds = value.as_f64().filter(|t| t.is_finite() && *t > 0.0).ok_or_else(|| {
+        GenomeError::invalid("genome", &format!("physiology.{key}"), format!("{value} is not a positive number of seconds per burst"))
+    })?;
     let hz = 1.0 / seconds;
     // 1 / 0.06666666666666667 is 15 up to rounding: keep the whole number people wrote down.
-    Ok(if (hz - hz.round()).abs() < 1e-9 * hz.max(1.0) {
-        hz.round()
-    } else {
-        hz
-    })
+    Ok(if (hz - hz.round()).abs() < 1e-9 * hz.max(1.0) { hz.round() } else { hz })
 }
 
 /// An integer, also from a float with no fractional part (FEAGI writes `1` and `1.0` alike).
 fn as_int(v: &Value) -> Option<i64> {
-    v.as_i64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-            .map(|f| f as i64)
-    })
+    v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64))
 }
 
 #[cfg(test)]
@@ -297,10 +246,7 @@ mod tests {
     #[test]
     fn names_are_cleaned() {
         assert_eq!(clean_name("The Essential Genome"), "the_essential_genome");
-        assert_eq!(
-            clean_name("  2022-07-10_21:53:10 G "),
-            "2022_07_10_21_53_10_g"
-        );
+        assert_eq!(clean_name("  2022-07-10_21:53:10 G "), "2022_07_10_21_53_10_g");
         assert_eq!(clean_name("!!!"), "");
     }
 
@@ -308,8 +254,7 @@ mod tests {
     fn timestep_becomes_a_burst_rate() {
         let mut w = Warnings::default();
         let root = |v: Value| serde_json::from_value::<Map<String, Value>>(v).unwrap();
-        let r =
-            root(serde_json::json!({"physiology": {"simulation_timestep": 0.06666666666666667}}));
+        let r = root(serde_json::json!({"physiology": {"simulation_timestep": 0.06666666666666667}}));
         assert_eq!(burst_rate(&r, &mut w).unwrap(), 15.0);
         let r = root(serde_json::json!({"physiology": {"burst_delay": 0.025}}));
         assert_eq!(burst_rate(&r, &mut w).unwrap(), 40.0);

@@ -286,7 +286,8 @@ impl Genome {
 
     /// Parse (strictly) and validate the project's YAML format.
     pub fn from_yaml_str(text: &str) -> Result<Genome, GenomeError> {
-        let genome: Genome = yaml::from_str(text).map_err(|e| GenomeError::Parse { path: PathBuf::from("<genome>"), message: e.to_string() })?;
+        let genome: Genome =
+            yaml::from_str(text).map_err(|e| GenomeError::Parse { path: PathBuf::from("<genome>"), message: e.to_string() })?;
         genome.validate()?;
         Ok(genome)
     }

@@ -116,16 +116,8 @@ impl Morphology {
         })
     }
 
-    pub const BUILTIN_NAMES: [&'static str; 8] = [
-        "projector",
-        "block_to_block",
-        "all_to_all",
-        "expander_x",
-        "reducer_x",
-        "randomizer",
-        "lateral_pairs_x",
-        "last_to_first",
-    ];
+    pub const BUILTIN_NAMES: [&'static str; 8] =
+        ["projector", "block_to_block", "all_to_all", "expander_x", "reducer_x", "randomizer", "lateral_pairs_x", "last_to_first"];
 
     /// Whether this morphology picks neurons itself (true) or voxels (false).
     pub fn is_neuron_level(&self) -> bool {
@@ -231,7 +223,9 @@ pub fn destination_voxels(
                 out.push(src);
             }
         }
-        Morphology::AllToAll => push_product(&(0..d[0]).collect::<Vec<_>>(), &(0..d[1]).collect::<Vec<_>>(), &(0..d[2]).collect::<Vec<_>>(), out),
+        Morphology::AllToAll => {
+            push_product(&(0..d[0]).collect::<Vec<_>>(), &(0..d[1]).collect::<Vec<_>>(), &(0..d[2]).collect::<Vec<_>>(), out)
+        }
         Morphology::Patterns(pairs) => {
             for [sp, dp] in pairs {
                 if matches_source(sp, src) {
@@ -281,30 +275,45 @@ pub fn destination_voxels(
             }
         }
         Morphology::Tile(tile) => {
-            let seed = tile.src_seed.map(|s| s.max(1));
-            let chosen = (0..3).all(|a| {
-                let t = src[a] / seed[a];
-                let whole = (t as u64 + 1) * seed[a] as u64 <= ctx.src_dims[a] as u64;
-                let picked = match tile.src_pattern.get(a) {
-                    Some(&[choose, skip]) if choose.max(0) + skip.max(0) > 0 => (t as i64) % (choose.max(0) + skip.max(0)) < choose.max(0),
-                    _ => true,
-                };
-                whole && picked
-            });
-            if chosen {
-                let mapper = match Morphology::builtin(&tile.mapper) {
-                    Some(m) => m,
-                    None => Morphology::Projector,
-                };
-                let local = [src[0] % seed[0], src[1] % seed[1], src[2] % seed[2]];
-                let tile_ctx = VoxelContext { src_dims: seed, ..*ctx };
-                destination_voxels(&mapper, &tile_ctx, local, rng_pick, out);
+            // A genome-defined mapper is resolved by the connectome builder, which calls
+            // `tile_destination_voxels` itself; here only built-in mappers are known.
+            if let Some(mapper) = Morphology::builtin(&tile.mapper) {
+                tile_destination_voxels(tile, &mapper, ctx, src, rng_pick, out);
             }
         }
         Morphology::Random(_) => {}
     }
     out.sort_unstable();
     out.dedup();
+}
+
+/// FEAGI's `tile`: the source is cut into `src_seed`-sized tiles (whole tiles only), `src_pattern`
+/// gives `[choose, skip]` per axis, and `mapper` maps the position inside a chosen tile (the tile
+/// being the source grid) onto the destination.
+pub fn tile_destination_voxels(
+    tile: &TileSpec,
+    mapper: &Morphology,
+    ctx: &VoxelContext,
+    src: [u32; 3],
+    rng_pick: &mut dyn FnMut(u64) -> u64,
+    out: &mut Vec<[u32; 3]>,
+) {
+    out.clear();
+    let seed = tile.src_seed.map(|s| s.max(1));
+    let chosen = (0..3).all(|a| {
+        let t = src[a] / seed[a];
+        let whole = (t as u64 + 1) * seed[a] as u64 <= ctx.src_dims[a] as u64;
+        let picked = match tile.src_pattern.get(a) {
+            Some(&[choose, skip]) if choose.max(0) + skip.max(0) > 0 => (t as i64) % (choose.max(0) + skip.max(0)) < choose.max(0),
+            _ => true,
+        };
+        whole && picked
+    });
+    if chosen {
+        let local = [src[0] % seed[0], src[1] % seed[1], src[2] % seed[2]];
+        let tile_ctx = VoxelContext { src_dims: seed, ..*ctx };
+        destination_voxels(mapper, &tile_ctx, local, rng_pick, out);
+    }
 }
 
 // ---- serde for pattern coordinates: an integer, or one of "*", "?", "!" ----

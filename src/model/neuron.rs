@@ -83,10 +83,6 @@ pub fn step(p: &AreaParams, threshold: i64, v: &mut i64, rc: &mut u16, cfc: &mut
     if p.fire_limit > 0 {
         *cfc = 0;
     }
-    *v = if p.leak_kind == LEAK_LINEAR {
-        fixed::apply_linear_leak(*v, p.leak_linear)
-    } else {
-        fixed::apply_fraction_leak(*v, p.leak_keep)
-    };
+    *v = if p.leak_kind == LEAK_LINEAR { fixed::apply_linear_leak(*v, p.leak_linear) } else { fixed::apply_fraction_leak(*v, p.leak_keep) };
     None
 }

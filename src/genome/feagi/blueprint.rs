@@ -44,10 +44,7 @@ const READ: [(&str, &str, &str); 28] = [
 ];
 
 /// Display and bookkeeping genes that change nothing in the simulation: ignored without a warning.
-const IGNORED: [&str; 10] = [
-    "2dcorx", "2dcory", "gd_vis", "subgrp", "pstcrm", "mem__t", "mem_gr", "mem_ls", "tmpdpt",
-    "devcnt",
-];
+const IGNORED: [&str; 10] = ["2dcorx", "2dcory", "gd_vis", "subgrp", "pstcrm", "mem__t", "mem_gr", "mem_ls", "tmpdpt", "devcnt"];
 
 /// One area of the blueprint, and what the mappings need from it.
 pub(super) struct ImportedArea {
@@ -66,10 +63,7 @@ struct Gene {
 }
 
 /// Group the gene keys by area (ordered by cortical id) and build each area.
-pub(super) fn import(
-    blueprint: &Map<String, Value>,
-    w: &mut Warnings,
-) -> Result<Vec<ImportedArea>, GenomeError> {
+pub(super) fn import(blueprint: &Map<String, Value>, w: &mut Warnings) -> Result<Vec<ImportedArea>, GenomeError> {
     let mut by_area: BTreeMap<String, BTreeMap<String, Gene>> = BTreeMap::new();
     for (key, value) in blueprint {
         let Some((id, gene)) = split_key(key) else {
@@ -84,18 +78,9 @@ pub(super) fn import(
             w.push(format!("blueprint key `{key}` is not a FEAGI gene key (`_____10c-<cortical id>-<cx|nx>-<gene>-<type>`); ignored"));
             continue;
         };
-        by_area.entry(id.to_string()).or_default().insert(
-            gene.to_string(),
-            Gene {
-                key: key.clone(),
-                value: value.clone(),
-            },
-        );
+        by_area.entry(id.to_string()).or_default().insert(gene.to_string(), Gene { key: key.clone(), value: value.clone() });
     }
-    by_area
-        .iter()
-        .map(|(id, genes)| area(&Genes { id, genes }, w))
-        .collect()
+    by_area.iter().map(|(id, genes)| area(&Genes { id, genes }, w)).collect()
 }
 
 /// `_____10c-iic000-cx-___bbx-i` -> (`iic000`, `___bbx`).
@@ -122,10 +107,7 @@ impl Genes<'_> {
         match self.genes.get(gene) {
             Some(g) => g.key.clone(),
             None => {
-                let (scope, ty) = READ
-                    .iter()
-                    .find(|r| r.0 == gene)
-                    .map_or(("cx", "?"), |r| (r.1, r.2));
+                let (scope, ty) = READ.iter().find(|r| r.0 == gene).map_or(("cx", "?"), |r| (r.1, r.2));
                 format!("{PREFIX}{}-{scope}-{gene}-{ty}", self.id)
             }
         }
@@ -136,28 +118,20 @@ impl Genes<'_> {
     }
 
     fn get(&self, gene: &str) -> Option<&Value> {
-        self.genes
-            .get(gene)
-            .map(|g| &g.value)
-            .filter(|v| !v.is_null())
+        self.genes.get(gene).map(|g| &g.value).filter(|v| !v.is_null())
     }
 
     fn number(&self, gene: &str, default: f64) -> Result<f64, GenomeError> {
         match self.get(gene) {
             None => Ok(default),
-            Some(v) => v
-                .as_f64()
-                .filter(|f| f.is_finite())
-                .ok_or_else(|| self.error(gene, format!("{v} is not a number"))),
+            Some(v) => v.as_f64().filter(|f| f.is_finite()).ok_or_else(|| self.error(gene, format!("{v} is not a number"))),
         }
     }
 
     fn integer(&self, gene: &str, default: i64) -> Result<i64, GenomeError> {
         match self.get(gene) {
             None => Ok(default),
-            Some(v) => {
-                as_int(v).ok_or_else(|| self.error(gene, format!("{v} is not a whole number")))
-            }
+            Some(v) => as_int(v).ok_or_else(|| self.error(gene, format!("{v} is not a whole number"))),
         }
     }
 
@@ -190,29 +164,19 @@ impl Genes<'_> {
 fn area(g: &Genes, w: &mut Warnings) -> Result<ImportedArea, GenomeError> {
     let name = g.text("__name")?.unwrap_or("").trim().to_string();
     // How warnings name the area: `area 'iic000' (vision_LL)`.
-    let label = if name.is_empty() {
-        g.location()
-    } else {
-        format!("{} ({name})", g.location())
-    };
+    let label = if name.is_empty() { g.location() } else { format!("{} ({name})", g.location()) };
 
     for gene in g.genes.keys() {
         if !READ.iter().any(|r| r.0 == gene) && !IGNORED.contains(&gene.as_str()) {
             w.once(&format!("gene {gene}"), || {
-                format!(
-                    "unknown FEAGI gene `{gene}` (first seen as `{}` on {label}); ignored",
-                    g.key(gene)
-                )
+                format!("unknown FEAGI gene `{gene}` (first seen as `{}` on {label}); ignored", g.key(gene))
             });
         }
     }
 
     let kind = kind(g, &label, w)?;
     let dims = ["___bbx", "___bby", "___bbz"].map(|gene| match g.get(gene) {
-        None => Err(g.error(
-            gene,
-            "missing: every area needs its dimensions (voxels along x, y and z)",
-        )),
+        None => Err(g.error(gene, "missing: every area needs its dimensions (voxels along x, y and z)")),
         Some(_) => g.count(gene, 0, 1, u32::MAX),
     });
     let [x, y, z] = dims;
@@ -227,10 +191,7 @@ fn area(g: &Genes, w: &mut Warnings) -> Result<ImportedArea, GenomeError> {
 
     let attractivity = g.number("synatt", 100.0)?;
     if !(0.0..=100.0).contains(&attractivity) {
-        w.push(format!(
-            "{label}: synapse attractivity `{}` = {attractivity} is outside 0..100 %; clamped",
-            g.key("synatt")
-        ));
+        w.push(format!("{label}: synapse attractivity `{}` = {attractivity} is outside 0..100 %; clamped", g.key("synatt")));
     }
     let attractivity = attractivity.clamp(0.0, 100.0);
 
@@ -245,10 +206,7 @@ fn area(g: &Genes, w: &mut Warnings) -> Result<ImportedArea, GenomeError> {
         ));
     }
     if current.abs() > 255.0 {
-        w.push(format!(
-            "{label}: postsynaptic current `{}` = {current} is outside the psp range 0..255; clamped to 255",
-            g.key("pstcr_")
-        ));
+        w.push(format!("{label}: postsynaptic current `{}` = {current} is outside the psp range 0..255; clamped to 255", g.key("pstcr_")));
     }
     let psp = current.abs().min(255.0);
 
@@ -261,17 +219,10 @@ fn area(g: &Genes, w: &mut Warnings) -> Result<ImportedArea, GenomeError> {
     }
     let degeneration = g.number("de_gen", 0.0)?;
     if degeneration != 0.0 {
-        w.push(format!(
-            "{label}: degeneration `{}` = {degeneration} is not supported; ignored",
-            g.key("de_gen")
-        ));
+        w.push(format!("{label}: degeneration `{}` = {degeneration} is not supported; ignored", g.key("de_gen")));
     }
 
-    let dstmap = g
-        .genes
-        .get("dstmap")
-        .filter(|d| !d.value.is_null())
-        .map(|d| (d.key.clone(), d.value.clone()));
+    let dstmap = g.genes.get("dstmap").filter(|d| !d.value.is_null()).map(|d| (d.key.clone(), d.value.clone()));
     let area = Area {
         id: g.id.to_string(),
         name,
@@ -283,12 +234,7 @@ fn area(g: &Genes, w: &mut Warnings) -> Result<ImportedArea, GenomeError> {
         psp_uniform_distribution: g.flag("pspuni")?,
         neuron,
     };
-    Ok(ImportedArea {
-        area,
-        attractivity,
-        inhibitory,
-        dstmap,
-    })
+    Ok(ImportedArea { area, attractivity, inhibitory, dstmap })
 }
 
 /// The kind from `_group-t` (or, when it is absent, from the cortical id's first character).
@@ -303,12 +249,7 @@ fn kind(g: &Genes, label: &str, w: &mut Warnings) -> Result<AreaKind, GenomeErro
                 Some('o') => "OPU",
                 Some('c') => "CUSTOM",
                 Some('m') => "MEMORY",
-                _ => {
-                    return Err(g.error(
-                        "_group",
-                        "missing, and the cortical id does not tell the group",
-                    ))
-                }
+                _ => return Err(g.error("_group", "missing, and the cortical id does not tell the group")),
             };
             (group.to_string(), true)
         }
@@ -319,18 +260,10 @@ fn kind(g: &Genes, label: &str, w: &mut Warnings) -> Result<AreaKind, GenomeErro
         "CORE" => (AreaKind::Core, false),
         "CUSTOM" => (AreaKind::Interneuron, false),
         "MEMORY" => (AreaKind::Interneuron, true),
-        other => {
-            return Err(g.error(
-                "_group",
-                format!("unknown group {other:?}; expected IPU, OPU, CORE, CUSTOM or MEMORY"),
-            ))
-        }
+        other => return Err(g.error("_group", format!("unknown group {other:?}; expected IPU, OPU, CORE, CUSTOM or MEMORY"))),
     };
     if inferred {
-        w.push(format!(
-            "{label}: no `{}`; group {group} inferred from the cortical id",
-            g.key("_group")
-        ));
+        w.push(format!("{label}: no `{}`; group {group} inferred from the cortical id", g.key("_group")));
     }
     let memory_flag = g.flag("memory")?;
     if memory_group || memory_flag {
@@ -345,9 +278,7 @@ fn kind(g: &Genes, label: &str, w: &mut Warnings) -> Result<AreaKind, GenomeErro
             AreaKind::Core => "a plain core",
             AreaKind::Interneuron => "a plain interneuron",
         };
-        w.push(format!(
-            "{label}: memory areas are not supported yet; imported as {imported_as} area ({why})"
-        ));
+        w.push(format!("{label}: memory areas are not supported yet; imported as {imported_as} area ({why})"));
     }
     Ok(kind)
 }
@@ -355,10 +286,7 @@ fn kind(g: &Genes, label: &str, w: &mut Warnings) -> Result<AreaKind, GenomeErro
 fn neuron_params(g: &Genes, label: &str, w: &mut Warnings) -> Result<NeuronParams, GenomeError> {
     let threshold_limit = g.number("fthlim", 0.0)?;
     if threshold_limit < 0.0 {
-        return Err(g.error(
-            "fthlim",
-            format!("{threshold_limit} is negative (0 means no limit)"),
-        ));
+        return Err(g.error("fthlim", format!("{threshold_limit} is negative (0 means no limit)")));
     }
     let leak = g.number("leak_c", 0.0)?;
     let leak = match leak {
@@ -368,17 +296,11 @@ fn neuron_params(g: &Genes, label: &str, w: &mut Warnings) -> Result<NeuronParam
     };
     let variability = g.number("leak_v", 0.0)?;
     if variability != 0.0 {
-        w.push(format!(
-            "{label}: leak variability `{}` = {variability} is not supported; ignored",
-            g.key("leak_v")
-        ));
+        w.push(format!("{label}: leak variability `{}` = {variability} is not supported; ignored", g.key("leak_v")));
     }
     let excite = g.number("excite", 100.0)?;
     if !(0.0..=100.0).contains(&excite) {
-        w.push(format!(
-            "{label}: excitability `{}` = {excite} % is outside 0..100 %; clamped",
-            g.key("excite")
-        ));
+        w.push(format!("{label}: excitability `{}` = {excite} % is outside 0..100 %; clamped", g.key("excite")));
     } else if excite > 0.0 && excite <= 1.0 {
         w.push(format!(
             "{label}: excitability `{}` = {excite} is read as {excite} % (FEAGI stores a percentage), so its neurons \
@@ -390,11 +312,7 @@ fn neuron_params(g: &Genes, label: &str, w: &mut Warnings) -> Result<NeuronParam
     let max16 = u16::MAX as u32;
     Ok(NeuronParams {
         threshold: g.number("fire_t", 1.0)?,
-        threshold_gradient: [
-            g.number("ftincx", 0.0)?,
-            g.number("ftincy", 0.0)?,
-            g.number("ftincz", 0.0)?,
-        ],
+        threshold_gradient: [g.number("ftincx", 0.0)?, g.number("ftincy", 0.0)?, g.number("ftincz", 0.0)?],
         threshold_limit,
         leak,
         refractory_period: g.count("refrac", 0, 0, max16)?,
@@ -411,14 +329,8 @@ mod tests {
 
     #[test]
     fn gene_keys_split_into_area_and_gene() {
-        assert_eq!(
-            split_key("_____10c-iic000-cx-___bbx-i"),
-            Some(("iic000", "___bbx"))
-        );
-        assert_eq!(
-            split_key("_____10c-_power-nx-pstcr_-f"),
-            Some(("_power", "pstcr_"))
-        );
+        assert_eq!(split_key("_____10c-iic000-cx-___bbx-i"), Some(("iic000", "___bbx")));
+        assert_eq!(split_key("_____10c-_power-nx-pstcr_-f"), Some(("_power", "pstcr_")));
         assert_eq!(split_key("_____10c-iic000-qx-___bbx-i"), None);
         assert_eq!(split_key("iic000"), None);
         assert_eq!(split_key("_____10c--cx-___bbx-i"), None);

@@ -37,13 +37,8 @@ const FIELDS: [&str; 9] = [
     "synapse_attractivity",
 ];
 
-pub(super) fn import(
-    areas: &[ImportedArea],
-    library: &Library,
-    w: &mut Warnings,
-) -> Result<Vec<Mapping>, GenomeError> {
-    let by_id: HashMap<&str, &ImportedArea> =
-        areas.iter().map(|a| (a.area.id.as_str(), a)).collect();
+pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings) -> Result<Vec<Mapping>, GenomeError> {
+    let by_id: HashMap<&str, &ImportedArea> = areas.iter().map(|a| (a.area.id.as_str(), a)).collect();
     let mut out = Vec::new();
     for src in areas {
         let Some((key, dstmap)) = &src.dstmap else {
@@ -53,28 +48,18 @@ pub(super) fn import(
         let location = format!("area '{source}'");
         let invalid = |message: String| GenomeError::invalid(location.clone(), key, message);
         let Value::Object(dstmap) = dstmap else {
-            return Err(invalid(format!(
-                "{dstmap} is not an object {{destination id: [rule, ...]}}"
-            )));
+            return Err(invalid(format!("{dstmap} is not an object {{destination id: [rule, ...]}}")));
         };
         for (destination, rules) in dstmap {
             let Some(dst) = by_id.get(destination.as_str()) else {
-                return Err(invalid(format!(
-                    "maps to '{destination}', but no area has that id"
-                )));
+                return Err(invalid(format!("maps to '{destination}', but no area has that id")));
             };
             let Value::Array(rules) = rules else {
-                return Err(invalid(format!(
-                    "the rules for '{destination}' are not a list"
-                )));
+                return Err(invalid(format!("the rules for '{destination}' are not a list")));
             };
             for (i, rule) in rules.iter().enumerate() {
-                let rule = parse(rule, w)
-                    .map_err(|m| invalid(format!("rule #{i} for '{destination}': {m}")))?;
-                let about = format!(
-                    "mapping '{source}' -> '{destination}' (morphology '{}')",
-                    rule.morphology
-                );
+                let rule = parse(rule, w).map_err(|m| invalid(format!("rule #{i} for '{destination}': {m}")))?;
+                let about = format!("mapping '{source}' -> '{destination}' (morphology '{}')", rule.morphology);
                 match library.status(&rule.morphology) {
                     Status::Usable => {}
                     Status::Unsupported(why) => {
@@ -90,9 +75,7 @@ pub(super) fn import(
                     }
                 }
                 if !rule.multiplier.is_finite() {
-                    return Err(invalid(format!(
-                        "rule #{i} for '{destination}': the multiplier is not a number"
-                    )));
+                    return Err(invalid(format!("rule #{i} for '{destination}': the multiplier is not a number")));
                 }
                 if rule.multiplier.abs() > 255.0 {
                     w.push(format!(
@@ -104,18 +87,14 @@ pub(super) fn import(
                 let attractivity = match rule.attractivity {
                     Some(a) => {
                         if !(0.0..=100.0).contains(&a) {
-                            w.push(format!(
-                                "{about}: synapse attractivity {a} is outside 0..100 %; clamped"
-                            ));
+                            w.push(format!("{about}: synapse attractivity {a} is outside 0..100 %; clamped"));
                         }
                         a.clamp(0.0, 100.0)
                     }
                     None => dst.attractivity,
                 };
                 let plasticity = rule.plastic.then(|| {
-                    w.push(format!(
-                        "{about}: plasticity is not simulated yet; the rule is kept in the genome, the synapses stay fixed"
-                    ));
+                    w.push(format!("{about}: plasticity is not simulated yet; the rule is kept in the genome, the synapses stay fixed"));
                     Plasticity { constant: rule.constant, ltp_multiplier: rule.ltp, ltd_multiplier: rule.ltd, window: rule.window }
                 });
                 out.push(Mapping {
@@ -125,11 +104,7 @@ pub(super) fn import(
                     scalar: rule.scalar,
                     weight: rule.multiplier.abs().min(255.0),
                     psp: None,
-                    sign: if negative {
-                        Sign::Inhibitory
-                    } else {
-                        Sign::Excitatory
-                    },
+                    sign: if negative { Sign::Inhibitory } else { Sign::Excitatory },
                     attractivity,
                     plasticity,
                 });
@@ -141,19 +116,11 @@ pub(super) fn import(
 
 fn parse(rule: &Value, w: &mut Warnings) -> Result<Rule, String> {
     match rule {
-        Value::Array(items) if items.len() == 7 || items.len() == 8 => {
-            from_fields(|i| items.get(i))
-        }
-        Value::Array(items) => Err(format!(
-            "a rule list has 7 or 8 elements ({}), not {}",
-            FIELDS[..8].join(", "),
-            items.len()
-        )),
+        Value::Array(items) if items.len() == 7 || items.len() == 8 => from_fields(|i| items.get(i)),
+        Value::Array(items) => Err(format!("a rule list has 7 or 8 elements ({}), not {}", FIELDS[..8].join(", "), items.len())),
         Value::Object(fields) => {
             for key in fields.keys().filter(|k| !FIELDS.contains(&k.as_str())) {
-                w.once(&format!("rule field {key}"), || {
-                    format!("unknown mapping rule field `{key}`; ignored")
-                });
+                w.once(&format!("rule field {key}"), || format!("unknown mapping rule field `{key}`; ignored"));
             }
             from_fields(|i| fields.get(FIELDS[i]))
         }
@@ -168,9 +135,7 @@ fn from_fields<'a>(field: impl Fn(usize) -> Option<&'a Value>) -> Result<Rule, S
     let number = |i: usize, default: f64| -> Result<f64, String> {
         match present(i) {
             None => Ok(default),
-            Some(v) => v
-                .as_f64()
-                .ok_or_else(|| format!("`{}` {v} is not a number", FIELDS[i])),
+            Some(v) => v.as_f64().ok_or_else(|| format!("`{}` {v} is not a number", FIELDS[i])),
         }
     };
     let morphology = match present(0) {
@@ -188,9 +153,9 @@ fn from_fields<'a>(field: impl Fn(usize) -> Option<&'a Value>) -> Result<Rule, S
     };
     let window = match present(7) {
         None => 0,
-        Some(v) => as_int(v)
-            .and_then(|i| u32::try_from(i).ok())
-            .ok_or_else(|| format!("`plasticity_window` {v} is not a whole number >= 0"))?,
+        Some(v) => {
+            as_int(v).and_then(|i| u32::try_from(i).ok()).ok_or_else(|| format!("`plasticity_window` {v} is not a whole number >= 0"))?
+        }
     };
     Ok(Rule {
         morphology,
@@ -201,12 +166,7 @@ fn from_fields<'a>(field: impl Fn(usize) -> Option<&'a Value>) -> Result<Rule, S
         ltp: number(5, 1.0)?,
         ltd: number(6, 1.0)?,
         window,
-        attractivity: present(8)
-            .map(|v| {
-                v.as_f64()
-                    .ok_or_else(|| format!("`synapse_attractivity` {v} is not a number"))
-            })
-            .transpose()?,
+        attractivity: present(8).map(|v| v.as_f64().ok_or_else(|| format!("`synapse_attractivity` {v} is not a number"))).transpose()?,
     })
 }
 
@@ -217,11 +177,7 @@ fn scalar(v: Option<&Value>) -> Result<[i32; 3], String> {
     match v {
         None => Ok([1, 1, 1]),
         Some(Value::Array(items)) => match items.as_slice() {
-            [x, y, z] => Ok([
-                whole(x).ok_or_else(|| bad(x))?,
-                whole(y).ok_or_else(|| bad(y))?,
-                whole(z).ok_or_else(|| bad(z))?,
-            ]),
+            [x, y, z] => Ok([whole(x).ok_or_else(|| bad(x))?, whole(y).ok_or_else(|| bad(y))?, whole(z).ok_or_else(|| bad(z))?]),
             _ => Err(bad(v.unwrap())),
         },
         Some(one) => whole(one).map(|s| [s; 3]).ok_or_else(|| bad(one)),
@@ -241,36 +197,22 @@ mod tests {
     #[test]
     fn array_and_object_rules() {
         let r = rule(json!(["projector", [1, 2, 3], -2, true, 0.5, 2, 3, 7])).unwrap();
-        assert_eq!(
-            (r.morphology.as_str(), r.scalar, r.multiplier, r.plastic),
-            ("projector", [1, 2, 3], -2.0, true)
-        );
+        assert_eq!((r.morphology.as_str(), r.scalar, r.multiplier, r.plastic), ("projector", [1, 2, 3], -2.0, true));
         assert_eq!((r.constant, r.ltp, r.ltd, r.window), (0.5, 2.0, 3.0, 7));
         let r = rule(json!(["projector", [1, 1, 1], 1, false, 1, 1, 1])).unwrap();
         assert_eq!(r.window, 0);
-        let r = rule(json!({"morphology_id": "m", "morphology_scalar": 2, "postSynapticCurrent_multiplier": 3.5, "synapse_attractivity": 50})).unwrap();
-        assert_eq!(
-            (r.scalar, r.multiplier, r.plastic, r.attractivity),
-            ([2, 2, 2], 3.5, false, Some(50.0))
-        );
+        let r =
+            rule(json!({"morphology_id": "m", "morphology_scalar": 2, "postSynapticCurrent_multiplier": 3.5, "synapse_attractivity": 50}))
+                .unwrap();
+        assert_eq!((r.scalar, r.multiplier, r.plastic, r.attractivity), ([2, 2, 2], 3.5, false, Some(50.0)));
     }
 
     #[test]
     fn malformed_rules_say_why() {
-        assert!(rule(json!(["projector", [1, 1, 1], 1]))
-            .unwrap_err()
-            .contains("7 or 8"));
-        assert!(rule(json!(["projector", [1, 1], 1, false, 1, 1, 1]))
-            .unwrap_err()
-            .contains("morphology_scalar"));
-        assert!(rule(json!([3, [1, 1, 1], 1, false, 1, 1, 1]))
-            .unwrap_err()
-            .contains("morphology_id"));
-        assert!(rule(json!({"morphology_scalar": [1, 1, 1]}))
-            .unwrap_err()
-            .contains("missing"));
-        assert!(rule(json!(["m", [1, 1, 1], "x", false, 1, 1, 1]))
-            .unwrap_err()
-            .contains("postSynapticCurrent_multiplier"));
+        assert!(rule(json!(["projector", [1, 1, 1], 1])).unwrap_err().contains("7 or 8"));
+        assert!(rule(json!(["projector", [1, 1], 1, false, 1, 1, 1])).unwrap_err().contains("morphology_scalar"));
+        assert!(rule(json!([3, [1, 1, 1], 1, false, 1, 1, 1])).unwrap_err().contains("morphology_id"));
+        assert!(rule(json!({"morphology_scalar": [1, 1, 1]})).unwrap_err().contains("missing"));
+        assert!(rule(json!(["m", [1, 1, 1], "x", false, 1, 1, 1])).unwrap_err().contains("postSynapticCurrent_multiplier"));
     }
 }
