@@ -92,8 +92,95 @@ fn run(g: &Genome, parts: usize, bursts: u64) -> (Vec<Vec<(u32, i64)>>, neurobur
     (out, b.snapshot().unwrap())
 }
 
+/// burst-model.md taken literally: every neuron, every burst, input summed synapse by synapse from
+/// the connectome, then the reference `step`. Slow and obvious, to check the optimised backend.
+fn naive(g: &Genome, bursts: u64) -> Vec<Vec<(u32, i64)>> {
+    use neuroburst::model::{step, FLAG_POWER};
+    let brain = Brain::build(g, 1, false);
+    let (layout, c) = (&brain.layout, &brain.connectome);
+    let n = layout.neurons as usize;
+    let mut st = neuroburst::model::NeuronState::new(n);
+    let mut prev: Vec<u32> = Vec::new();
+    let mut out = Vec::new();
+    for t in 0..bursts {
+        let mut input = vec![0i64; n];
+        for i in 0..layout.neurons {
+            if (i.wrapping_mul(2_654_435_761) ^ (t as u32).wrapping_mul(40_503)) % 5 == 0 {
+                input[i as usize] += Potential::from_f64(((i as u64 + t) % 7) as f64 * 0.8).0;
+            }
+        }
+        for &s in &prev {
+            for k in c.parts[0].row(s) {
+                input[c.parts[0].targets[k] as usize] += c.contribution(0, k) as i64;
+            }
+        }
+        let mut fired = Vec::new();
+        for id in 0..layout.neurons {
+            let a = layout.area_of(id);
+            let p = &layout.params[a];
+            let i = id as usize;
+            if p.flags & FLAG_POWER != 0 {
+                input[i] += neuroburst::model::fixed::ONE;
+            }
+            let thr = p.threshold_of(id - p.first);
+            if let Some(v) = step(p, thr, &mut st.potential[i], &mut st.refractory[i], &mut st.consecutive[i], input[i], id, t + 1) {
+                fired.push((id, v));
+            }
+        }
+        prev = fired.iter().map(|f| f.0).collect();
+        out.push(fired);
+    }
+    out
+}
+
+/// A dense brain whose input sums overflow `i32`: the CPU backend must use wide accumulators.
+fn heavy_genome(seed: u64) -> Genome {
+    let p = NeuronParams { threshold: 6e5, leak: Leak::Fraction(0.05), mp_charge_accumulation: true, ..Default::default() };
+    let mut a = area("h", [4, 4, 4], 1, p);
+    a.psp = 255.0;
+    a.psp_uniform_distribution = true;
+    let mut i = area("i", [4, 4, 1], 1, NeuronParams { threshold: 0.5, ..Default::default() });
+    i.psp = 255.0;
+    i.psp_uniform_distribution = true;
+    let m = |s: &str, d: &str, sign| Mapping {
+        source: s.into(),
+        destination: d.into(),
+        morphology: "all_to_all".into(),
+        scalar: [1, 1, 1],
+        weight: 255.0,
+        psp: None,
+        sign,
+        attractivity: 90.0,
+        plasticity: None,
+    };
+    Genome {
+        name: "heavy".into(),
+        description: String::new(),
+        burst_rate_hz: 1.0,
+        seed,
+        areas: vec![i, a],
+        morphologies: Default::default(),
+        mappings: vec![m("i", "h", Sign::Excitatory), m("h", "h", Sign::Excitatory), m("h", "i", Sign::Inhibitory)],
+    }
+}
+
+#[test]
+fn wide_accumulators_match_the_naive_model() {
+    let g = heavy_genome(3);
+    let (fast, _) = run(&g, 2, 30);
+    assert_eq!(fast, naive(&g, 30));
+    assert!(fast.iter().any(|f| f.iter().any(|&(_, v)| v > i32::MAX as i64)), "the test must drive potentials past the i32 range");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The optimised CPU backend (fast paths, shards, narrow accumulators) equals the literal model.
+    #[test]
+    fn backend_matches_the_naive_model(g in genome(), parts in 1usize..4) {
+        let (fast, _) = run(&g, parts, 30);
+        prop_assert_eq!(fast, naive(&g, 30));
+    }
 
     /// Same genome and seed: same connectome, same fired sets, whatever the number of shards.
     #[test]

@@ -1,6 +1,13 @@
 //! The CPU backend, the reference. The connectome is split into one part per thread by target
 //! range; every thread accumulates the last burst's spikes onto its own targets (no atomics), then
 //! steps its own neurons, then the fired lists are joined in id order.
+//!
+//! Synaptic input is accumulated in `i32` when the connectome proves that no neuron's input sum
+//! can leave the `i32` range (the sum of the magnitudes of its incoming contributions fits), and in
+//! `i64` otherwise; injections are added from a sorted list while stepping. Either way the sums are
+//! exact integers, so the result is the same.
+
+use std::ops::Range;
 
 use rayon::prelude::*;
 
@@ -10,30 +17,71 @@ use crate::connectome::{Codes, Part};
 use crate::model::neuron::excited;
 use crate::model::{fixed, step, AreaParams, Injection, NeuronState, FLAG_GRADIENT, FLAG_MP_ACC, FLAG_NEVER_FIRE, FLAG_POWER, LEAK_LINEAR};
 
+/// An input accumulator element: `i32` when it provably cannot overflow, else `i64`.
+trait Acc: Copy + Default + Send + Sync {
+    fn plus(self, c: i32) -> Self;
+    fn wide(self) -> i64;
+}
+
+impl Acc for i32 {
+    #[inline(always)]
+    fn plus(self, c: i32) -> i32 {
+        self.wrapping_add(c)
+    }
+    #[inline(always)]
+    fn wide(self) -> i64 {
+        self as i64
+    }
+}
+
+impl Acc for i64 {
+    #[inline(always)]
+    fn plus(self, c: i32) -> i64 {
+        self.wrapping_add(c as i64)
+    }
+    #[inline(always)]
+    fn wide(self) -> i64 {
+        self
+    }
+}
+
+/// Synaptic input gathered for the coming burst, in LSBs.
+enum Input {
+    Narrow(Vec<i32>),
+    Wide(Vec<i64>),
+}
+
 /// The piece of one area that a shard owns.
 struct Segment {
     area: usize,
-    range: std::ops::Range<u32>,
+    range: Range<u32>,
     /// Takes the fast path (see [`is_simple`]).
     simple: bool,
 }
 
+/// One thread's neurons, and the synapses onto them.
 struct Shard {
     conn: Part,
+    input: Input,
+    /// Scratch: synapse ranges of the spiking rows.
+    rows: Vec<(usize, usize)>,
+    state: State,
+}
+
+/// The neurons of a shard.
+struct State {
+    /// Global id of the first neuron.
+    base: u32,
     segments: Vec<Segment>,
     potential: Vec<i64>,
     refractory: Vec<u16>,
     consecutive: Vec<u16>,
-    /// Input gathered for the coming burst (injection + synapses), in LSBs.
-    input: Vec<i64>,
     fired: Vec<u32>,
     fired_v: Vec<i64>,
-    /// Scratch: synapse ranges of the spiking rows.
-    rows: Vec<(usize, usize)>,
 }
 
 impl Shard {
-    fn new(conn: Part, params: &[AreaParams]) -> Shard {
+    fn new(conn: Part, params: &[AreaParams], table: &[i32]) -> Shard {
         let n = conn.targets_range.len();
         let segments = params
             .iter()
@@ -44,41 +92,59 @@ impl Shard {
                 (lo < hi).then_some(Segment { area: a, range: lo..hi, simple: is_simple(p) })
             })
             .collect();
-        Shard {
-            conn,
+        let input = if max_input(&conn, table) <= i32::MAX as u64 { Input::Narrow(vec![0; n]) } else { Input::Wide(vec![0; n]) };
+        let state = State {
+            base: conn.targets_range.start,
             segments,
             potential: vec![0; n],
             refractory: vec![0; n],
             consecutive: vec![0; n],
-            input: vec![0; n],
             fired: Vec::new(),
             fired_v: Vec::new(),
-            rows: Vec::new(),
-        }
+        };
+        Shard { conn, input, rows: Vec::new(), state }
     }
 
-    fn propagate(&mut self, spikes: &[u32], table: &[i32]) {
-        match &self.conn.codes {
-            Codes::U16(codes) => accumulate(&mut self.input, &self.conn, codes, table, spikes, &mut self.rows),
-            Codes::U32(codes) => accumulate(&mut self.input, &self.conn, codes, table, spikes, &mut self.rows),
+    /// Propagate the last burst's spikes, then step every neuron; `injection` is sorted and within
+    /// this shard's range.
+    fn burst(&mut self, spikes: &[u32], table: &[i32], injection: &[Injection], params: &[AreaParams], t: u64) {
+        match &mut self.input {
+            Input::Narrow(input) => {
+                propagate(input, &self.conn, table, spikes, &mut self.rows);
+                self.state.step_all(input, params, t, injection);
+            }
+            Input::Wide(input) => {
+                propagate(input, &self.conn, table, spikes, &mut self.rows);
+                self.state.step_all(input, params, t, injection);
+            }
         }
     }
+}
 
-    fn step_all(&mut self, params: &[AreaParams], t: u64) {
+impl State {
+    fn step_all<A: Acc>(&mut self, input: &mut [A], params: &[AreaParams], t: u64, injection: &[Injection]) {
         self.fired.clear();
         self.fired_v.clear();
-        let base = self.conn.targets_range.start;
+        let mut inj = injection.iter().peekable();
         for seg in &self.segments {
             let p = &params[seg.area];
             let drive = if p.flags & FLAG_POWER != 0 { fixed::ONE } else { 0 };
-            let (lo, hi) = ((seg.range.start - base) as usize, (seg.range.end - base) as usize);
+            let (lo, hi) = ((seg.range.start - self.base) as usize, (seg.range.end - self.base) as usize);
+            // Everything injected into neuron n, in order of n.
+            let mut injected = |n: u32| {
+                let mut sum = 0i64;
+                while let Some(i) = inj.next_if(|i| i.neuron == n) {
+                    sum = sum.wrapping_add(i.potential.0);
+                }
+                sum
+            };
             if seg.simple {
                 // No refractory period, fire limit or snooze, and no countdown pending: the
                 // refractory and consecutive-fire state only changes on a fire.
-                let neurons = self.potential[lo..hi].iter_mut().zip(&mut self.input[lo..hi]);
-                for (j, (v, input)) in neurons.enumerate() {
+                let neurons = self.potential[lo..hi].iter_mut().zip(&mut input[lo..hi]);
+                for (j, (v, acc)) in neurons.enumerate() {
                     let n = seg.range.start + j as u32;
-                    let total = std::mem::take(input).wrapping_add(drive);
+                    let total = std::mem::take(acc).wide().wrapping_add(drive).wrapping_add(injected(n));
                     if let Some(at_fire) = step_simple(p, v, total, n, t) {
                         let c = &mut self.consecutive[lo + j];
                         *c = c.saturating_add(1);
@@ -88,16 +154,16 @@ impl Shard {
                 }
                 continue;
             }
+            let gradient = p.flags & FLAG_GRADIENT != 0;
             let neurons = self.potential[lo..hi]
                 .iter_mut()
                 .zip(&mut self.refractory[lo..hi])
                 .zip(&mut self.consecutive[lo..hi])
-                .zip(&mut self.input[lo..hi]);
-            let gradient = p.flags & FLAG_GRADIENT != 0;
-            for (j, (((v, rc), cfc), input)) in neurons.enumerate() {
+                .zip(&mut input[lo..hi]);
+            for (j, (((v, rc), cfc), acc)) in neurons.enumerate() {
                 let n = seg.range.start + j as u32;
                 let threshold = if gradient { p.threshold_of(n - p.first) } else { p.threshold };
-                let total = std::mem::take(input).wrapping_add(drive);
+                let total = std::mem::take(acc).wide().wrapping_add(drive).wrapping_add(injected(n));
                 if let Some(at_fire) = step(p, threshold, v, rc, cfc, total, n, t) {
                     self.fired.push(n);
                     self.fired_v.push(at_fire);
@@ -108,12 +174,29 @@ impl Shard {
 
     /// Mark which segments may take the fast path: simple parameters and no countdown pending.
     fn classify(&mut self, params: &[AreaParams]) {
-        let base = self.conn.targets_range.start;
         for seg in &mut self.segments {
-            let (lo, hi) = ((seg.range.start - base) as usize, (seg.range.end - base) as usize);
+            let (lo, hi) = ((seg.range.start - self.base) as usize, (seg.range.end - self.base) as usize);
             seg.simple = is_simple(&params[seg.area]) && self.refractory[lo..hi].iter().all(|&r| r == 0);
         }
     }
+}
+
+impl Input {
+    fn clear(&mut self) {
+        match self {
+            Input::Narrow(v) => v.fill(0),
+            Input::Wide(v) => v.fill(0),
+        }
+    }
+}
+
+/// The largest sum of `|contribution|` over the incoming synapses of any target of `part`.
+fn max_input(part: &Part, table: &[i32]) -> u64 {
+    let mut sums = vec![0u64; part.targets_range.len()];
+    for (i, &t) in part.targets.iter().enumerate() {
+        sums[t as usize] += table[part.codes.get(i) as usize].unsigned_abs() as u64;
+    }
+    sums.into_iter().max().unwrap_or(0)
 }
 
 /// Areas whose neurons never become refractory and have no fire limit or threshold gradient.
@@ -160,11 +243,18 @@ fn prefetch<T>(ptr: *const T, bytes: usize) {
 /// How many rows ahead the propagation prefetches.
 const PREFETCH_ROWS: usize = 4;
 
+fn propagate<A: Acc>(input: &mut [A], conn: &Part, table: &[i32], spikes: &[u32], rows: &mut Vec<(usize, usize)>) {
+    match &conn.codes {
+        Codes::U16(codes) => accumulate(input, conn, codes, table, spikes, rows),
+        Codes::U32(codes) => accumulate(input, conn, codes, table, spikes, rows),
+    }
+}
+
 /// Add the contributions of every synapse of the spiking sources onto their targets. Rows are
 /// scattered through memory, so their bounds are gathered first (independent loads that overlap)
 /// and each row is prefetched a few rows ahead.
-fn accumulate<C: Copy + Into<u32>>(
-    input: &mut [i64],
+fn accumulate<A: Acc, C: Copy + Into<u32>>(
+    input: &mut [A],
     conn: &Part,
     codes: &[C],
     table: &[i32],
@@ -184,7 +274,7 @@ fn accumulate<C: Copy + Into<u32>>(
         let (a, b) = rows[i];
         for (&t, &c) in conn.targets[a..b].iter().zip(&codes[a..b]) {
             let slot = &mut input[t as usize];
-            *slot = slot.wrapping_add(table[c.into() as usize] as i64);
+            *slot = slot.plus(table[c.into() as usize]);
         }
     }
 }
@@ -203,6 +293,8 @@ pub struct CpuBackend {
     readback: Readback,
     out: Vec<u32>,
     out_v: Vec<i64>,
+    /// Scratch: the injection, sorted by neuron.
+    injection: Vec<Injection>,
 }
 
 impl CpuBackend {
@@ -210,30 +302,32 @@ impl CpuBackend {
     pub fn new(brain: Brain, readback: Readback) -> CpuBackend {
         let params = brain.layout.params.clone();
         let bytes_per_synapse = brain.connectome.bytes_per_synapse();
-        let shards = brain.connectome.parts.into_iter().map(|p| Shard::new(p, &params)).collect();
+        let table = brain.connectome.contributions;
+        let shards = brain.connectome.parts.into_par_iter().map(|p| Shard::new(p, &params, &table)).collect();
         CpuBackend {
             params,
             neurons: brain.layout.neurons,
             shards,
+            contributions: table,
             bytes_per_synapse,
-            contributions: brain.connectome.contributions,
             burst: 0,
             fired: Vec::new(),
             fired_v: Vec::new(),
             readback,
             out: Vec::new(),
             out_v: Vec::new(),
+            injection: Vec::new(),
         }
-    }
-
-    fn shard_of(&self, n: u32) -> usize {
-        self.shards.partition_point(|s| s.conn.targets_range.end <= n)
     }
 }
 
 impl Backend for CpuBackend {
     fn info(&self) -> BackendInfo {
-        let bytes: u64 = self.shards.iter().map(|s| s.conn.bytes() + s.potential.len() as u64 * (8 + 2 + 2 + 8)).sum();
+        let bytes: u64 = self
+            .shards
+            .iter()
+            .map(|s| s.conn.bytes() + s.state.potential.len() as u64 * crate::model::neuron::STATE_BYTES_PER_NEURON)
+            .sum();
         BackendInfo {
             backend: "cpu".into(),
             device: format!("{} threads, {} shards", rayon::current_num_threads(), self.shards.len()),
@@ -243,31 +337,32 @@ impl Backend for CpuBackend {
     }
 
     fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
-        for inj in injection {
-            if inj.neuron >= self.neurons {
-                return Err(BackendError::InjectionOutOfRange { neuron: inj.neuron, neurons: self.neurons });
-            }
+        if let Some(bad) = injection.iter().find(|i| i.neuron >= self.neurons) {
+            return Err(BackendError::InjectionOutOfRange { neuron: bad.neuron, neurons: self.neurons });
         }
-        for inj in injection {
-            let s = self.shard_of(inj.neuron);
-            let shard = &mut self.shards[s];
-            let slot = &mut shard.input[(inj.neuron - shard.conn.targets_range.start) as usize];
-            *slot = slot.wrapping_add(inj.potential.0);
+        self.injection.clear();
+        self.injection.extend_from_slice(injection);
+        if !self.injection.is_sorted_by_key(|i| i.neuron) {
+            self.injection.sort_unstable_by_key(|i| i.neuron);
         }
         let t = self.burst + 1;
-        let spikes = &self.fired;
-        let params = &self.params;
-        let table = &self.contributions;
-        self.shards.par_iter_mut().for_each(|shard| {
-            shard.propagate(spikes, table);
-            shard.step_all(params, t);
-        });
+        let (spikes, table, params, inj) = (&self.fired, &self.contributions, &self.params, &self.injection);
+        let run = |shard: &mut Shard| {
+            let r = &shard.conn.targets_range;
+            let (lo, hi) = (inj.partition_point(|i| i.neuron < r.start), inj.partition_point(|i| i.neuron < r.end));
+            shard.burst(spikes, table, &inj[lo..hi], params, t);
+        };
+        if self.shards.len() == 1 {
+            run(&mut self.shards[0]);
+        } else {
+            self.shards.par_iter_mut().for_each(run);
+        }
         self.burst = t;
         self.fired.clear();
         self.fired_v.clear();
         for s in &self.shards {
-            self.fired.extend_from_slice(&s.fired);
-            self.fired_v.extend_from_slice(&s.fired_v);
+            self.fired.extend_from_slice(&s.state.fired);
+            self.fired_v.extend_from_slice(&s.state.fired_v);
         }
         let (fired, potentials) = match &self.readback {
             Readback::All => (&self.fired[..], &self.fired_v[..]),
@@ -289,9 +384,9 @@ impl Backend for CpuBackend {
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
         let mut st = NeuronState { burst: self.burst, fired: self.fired.clone(), ..Default::default() };
         for s in &self.shards {
-            st.potential.extend_from_slice(&s.potential);
-            st.refractory.extend_from_slice(&s.refractory);
-            st.consecutive.extend_from_slice(&s.consecutive);
+            st.potential.extend_from_slice(&s.state.potential);
+            st.refractory.extend_from_slice(&s.state.refractory);
+            st.consecutive.extend_from_slice(&s.state.consecutive);
         }
         Ok(st)
     }
@@ -308,11 +403,11 @@ impl Backend for CpuBackend {
         }
         for s in &mut self.shards {
             let r = s.conn.targets_range.start as usize..s.conn.targets_range.end as usize;
-            s.potential.copy_from_slice(&st.potential[r.clone()]);
-            s.refractory.copy_from_slice(&st.refractory[r.clone()]);
-            s.consecutive.copy_from_slice(&st.consecutive[r]);
-            s.input.iter_mut().for_each(|x| *x = 0);
-            s.classify(&self.params);
+            s.state.potential.copy_from_slice(&st.potential[r.clone()]);
+            s.state.refractory.copy_from_slice(&st.refractory[r.clone()]);
+            s.state.consecutive.copy_from_slice(&st.consecutive[r]);
+            s.input.clear();
+            s.state.classify(&self.params);
         }
         self.burst = st.burst;
         self.fired = st.fired.clone();
