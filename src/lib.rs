@@ -13,5 +13,6 @@ pub mod cli;
 pub mod config;
 pub mod connectome;
 pub mod genome;
+pub mod memory;
 pub mod model;
 pub mod workload;
