@@ -2,6 +2,7 @@
 //! reference, and every other backend must produce the same fired sets bit for bit.
 
 pub mod cpu;
+pub mod cuda;
 pub mod select;
 
 use std::ops::Range;
