@@ -12,3 +12,4 @@ pub mod brain;
 pub mod connectome;
 pub mod genome;
 pub mod model;
+pub mod selftest;

@@ -212,6 +212,11 @@ impl CudaBackend {
         let n = brain.layout.neurons;
         let plan = MemoryPlan::of(&brain);
         let (free, _) = ctx.mem_get_info().map_err(dev_err("free memory"))?;
+        // NEUROBURST_CUDA_MEM_LIMIT (bytes) caps what this backend may take, e.g. to share a GPU.
+        let free = match std::env::var("NEUROBURST_CUDA_MEM_LIMIT").ok().and_then(|v| v.parse::<usize>().ok()) {
+            Some(limit) => free.min(limit),
+            None => free,
+        };
         if plan.total_bytes + RESERVE_BYTES > free as u64 {
             return Err(BackendError::Device(format!(
                 "the brain needs {} bytes ({:.2} GiB: connectome {} + state {}) plus {} in reserve on the GPU, but {name} has only {} bytes ({:.2} GiB) free",

@@ -98,3 +98,22 @@ impl Kernels {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Compiles the kernels wherever NVRTC can be loaded (no GPU needed); says so when it cannot.
+    #[test]
+    fn kernels_compile_under_nvrtc_when_present() {
+        // SAFETY: only tries to dlopen the library.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            println!("skipping: NVRTC (libnvrtc.so) not found");
+            return;
+        }
+        std::env::set_var("NEUROBURST_PTX_CACHE", std::env::temp_dir().join("neuroburst-ptx-test"));
+        let ptx = super::ptx_for(9, 0).unwrap_or_else(|e| panic!("{e}"));
+        let src = ptx.to_src();
+        for k in ["propagate_n32_r32_c16", "step_n64_r64", "relist_r32", "in_bound_c32", "max_reduce"] {
+            assert!(src.contains(k), "kernel {k} missing from the PTX");
+        }
+    }
+}
