@@ -158,6 +158,9 @@ fn main() {
             }
             prev_fired = out.fired_total;
         }
+        if let Some(tr) = gpu_b.trace_summary() {
+            eprintln!("N={n}: {tr}");
+        }
         let mean = lat.iter().sum::<f64>() / lat.len() as f64;
         let mut s = lat.clone();
         s.sort_by(|a, b| a.partial_cmp(b).unwrap());

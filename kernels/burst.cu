@@ -62,7 +62,8 @@ struct Net {
     u64* burst;          // number of the burst being run
     u64* rb_counter;
     u32* ticket;         // blocks of `step` done
-    const u8* host_in;   // mapped pinned: u64 header (count | wide << 63), then entries
+    u32* chunk_first;    // per chunk of PAIRS_PER_WARP pairs: the fired slot whose row holds its first pair
+    const u8* host_in;   // device copy of the pinned injection: u64 header (count | wide << 63), then entries
     u8* host_out;        // mapped pinned: OutHeader, then ids u32[out_cap], potentials i64[out_cap]
     u64 out_cap;
     u32 n;
@@ -150,8 +151,8 @@ template <> __device__ __forceinline__ void acc_add<i64>(void* acc, u32 i, int c
 // the injection entries. Pair k belongs to the fired row s with offs[s] <= k < offs[s + 1].
 template <typename ACC, typename RP, typename CODE>
 __device__ void propagate_impl(const Net& net, const Side& rd, const Side& wr) {
-    __shared__ u64 hdr;
-    if (threadIdx.x == 0) hdr = *(volatile const u64*)net.host_in;
+    __shared__ u64 hdr[2];
+    if (threadIdx.x < 2) hdr[threadIdx.x] = ((volatile const u64*)net.host_in)[threadIdx.x];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         *wr.counter = 0;
         *net.rb_counter = 0;
@@ -163,35 +164,60 @@ __device__ void propagate_impl(const Net& net, const Side& rd, const Side& wr) {
     const u32 lane = threadIdx.x & 31;
     const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
-    const CODE* codes = (const CODE*)net.codes;
+    const CODE* __restrict__ codes = (const CODE*)net.codes;
+    const u32* __restrict__ targets = net.targets;
+    const u64* __restrict__ offs = rd.offs;
+    const u32* __restrict__ fired = rd.fired;
+    const int* __restrict__ table = net.table;
+    constexpr int ITEMS = PAIRS_PER_WARP / 32;
     for (u64 c = warp; c * PAIRS_PER_WARP < pairs; c += warps) {
         const u64 k0 = c * PAIRS_PER_WARP;
         const u64 k1 = min(k0 + PAIRS_PER_WARP, pairs);
-        u32 bound = 0;
-        if (lane < 2) bound = find_row(rd.offs, 0, count - 1, lane == 0 ? k0 : k1 - 1);
-        const u32 lo = __shfl_sync(0xffffffffu, bound, 0);
-        const u32 hi = __shfl_sync(0xffffffffu, bound, 1);
-        for (u64 k = k0 + lane; k < k1; k += 32) {
-            const u32 s = find_row(rd.offs, lo, hi, k);
-            const u32 src = rd.fired[s];
-            const u64 j = row_start<RP>(net, src) + (k - rd.offs[s]);
-            const u32 tgt = net.targets[j];
-            const int cv = net.table[codes[j]];
-            if (cv != 0) acc_add<ACC>(net.acc, tgt, cv);
+        const u32 lo = net.chunk_first[c];
+        const u32 hi = (k1 < pairs) ? net.chunk_first[c + 1] : count - 1;
+        u32 s[ITEMS];
+        u64 j[ITEMS];
+        u32 tg[ITEMS];
+        u32 cd[ITEMS];
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const u64 k = k0 + lane + 32 * i;
+            s[i] = (k < k1) ? find_row(offs, lo, hi, k) : lo;
+        }
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const u64 k = k0 + lane + 32 * i;
+            j[i] = row_start<RP>(net, fired[s[i]]) + (k - offs[s[i]]);
+        }
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const bool ok = k0 + lane + 32 * i < k1;
+            tg[i] = ok ? targets[j[i]] : 0;
+            cd[i] = ok ? (u32)codes[j[i]] : 0;
+        }
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const bool ok = k0 + lane + 32 * i < k1;
+            const int cv = ok ? table[cd[i]] : 0;
+            if (cv != 0) acc_add<ACC>(net.acc, tg[i], cv);
         }
     }
     __syncthreads();
-    const u64 h = hdr;
-    const u64 ninj = h & 0x7FFFFFFFFFFFFFFFULL;
-    const bool wide_entries = (h >> 63) != 0;
+    const u64 h = hdr[0];
+    const u64 ninj = h & 0x3FFFFFFFFFFFFFFFULL;
+    const u32 fmt = (u32)(h >> 62);
+    const i64 uniform = (i64)hdr[1];
     const u8* entries = net.host_in + 16;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < ninj; i += (u64)gridDim.x * blockDim.x) {
         u32 id;
         i64 val;
-        if (wide_entries) {
+        if (fmt == 1) {
             const u64* e = (const u64*)(entries + i * 16);
             id = (u32)e[0];
             val = (i64)e[1];
+        } else if (fmt == 2) {
+            id = ((const u32*)entries)[i];
+            val = uniform;
         } else {
             const u64 e = *(const u64*)(entries + i * 8);
             id = (u32)e;
@@ -200,6 +226,11 @@ __device__ void propagate_impl(const Net& net, const Side& rd, const Side& wr) {
         atomicAdd(net.inj + id, (u64)val);
         atomicOr(net.inj_mask + (id >> 5), 1u << (id & 31));
     }
+}
+
+// Record, for every chunk of pairs whose first pair lies in this row, the row's fired slot.
+__device__ __forceinline__ void mark_chunks(const Net& net, u32 slot, u64 off, u64 len) {
+    for (u64 c = (off + PAIRS_PER_WARP - 1) / PAIRS_PER_WARP; c * PAIRS_PER_WARP < off + len; c++) net.chunk_first[c] = slot;
 }
 
 __device__ __forceinline__ bool in_readback(const Net& net, u32 id) {
@@ -305,22 +336,40 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         // clear this warp's injection word (32 neurons, warp-aligned)
         if (net.inj_mask[n >> 5] != 0) net.inj_mask[n >> 5] = 0;
     }
-    // fired-list compaction: warp inclusive scan of the packed (count, pairs), one atomic per warp
+    // fired-list compaction: block scan of the packed (count, pairs), one atomic per block
+    __shared__ u64 warp_sum[32];
+    const u32 wid = threadIdx.x >> 5;
+    const u32 nw = blockDim.x >> 5;
+    u64 incl = mine;
+    for (int d = 1; d < 32; d <<= 1) {
+        const u64 o = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += o;
+    }
+    if (lane == 31) warp_sum[wid] = incl;
+    __syncthreads();
+    if (wid == 0) {
+        const u64 w = lane < nw ? warp_sum[lane] : 0;
+        u64 wi = w;
+        for (int d = 1; d < 32; d <<= 1) {
+            const u64 o = __shfl_up_sync(0xffffffffu, wi, d);
+            if (lane >= d) wi += o;
+        }
+        const u64 total = __shfl_sync(0xffffffffu, wi, 31);
+        u64 base = 0;
+        if (lane == 0 && total != 0) base = atomicAdd(wr.counter, total);
+        base = __shfl_sync(0xffffffffu, base, 0);
+        if (lane < nw) warp_sum[lane] = base + wi - w;
+    }
+    __syncthreads();
     const unsigned any = __ballot_sync(0xffffffffu, fired);
     if (any) {
-        u64 incl = mine;
-        for (int d = 1; d < 32; d <<= 1) {
-            const u64 o = __shfl_up_sync(0xffffffffu, incl, d);
-            if (lane >= d) incl += o;
-        }
-        u64 base = 0;
-        if (lane == 31) base = atomicAdd(wr.counter, incl);
-        base = __shfl_sync(0xffffffffu, base, 31);
         if (fired) {
-            const u64 pos = base + incl - mine;
+            const u64 pos = warp_sum[wid] + incl - mine;
             const u32 slot = (u32)(pos >> net.count_shift);
+            const u64 off = pos & ((1ULL << net.count_shift) - 1);
             wr.fired[slot] = n;
-            wr.offs[slot] = pos & ((1ULL << net.count_shift) - 1);
+            wr.offs[slot] = off;
+            mark_chunks(net, slot, off, mine & ((1ULL << net.count_shift) - 1));
         }
         // readback compaction into mapped host memory
         const bool rb = fired && in_readback(net, n);
@@ -378,6 +427,7 @@ __device__ void relist_impl(const Net& net, const Side& wr, const u32* ids, u32 
     const u32 slot = (u32)(pos >> net.count_shift);
     wr.fired[slot] = s;
     wr.offs[slot] = pos & ((1ULL << net.count_shift) - 1);
+    mark_chunks(net, slot, pos & ((1ULL << net.count_shift) - 1), len);
 }
 
 // Upper bound of each neuron's synaptic input in one burst: sum of |c| over its incoming synapses

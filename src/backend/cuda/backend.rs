@@ -14,6 +14,8 @@ use crate::connectome::{Codes, Connectome};
 use crate::model::{AreaParams, Injection, NeuronState};
 
 const BLOCK: u32 = 256;
+/// PAIRS_PER_WARP in burst.cu.
+pub(crate) const PAIRS_PER_CHUNK: usize = 256;
 /// Size of the output header (`OutHeader` in burst.cu): burst, fired_total, rb_count, pairs.
 const OUT_HEADER: usize = 32;
 /// Slots of the `misc` counters: burst, rb_counter, ticket, counter side 0, counter side 1, bound.
@@ -43,6 +45,7 @@ struct Net {
     burst: u64,
     rb_counter: u64,
     ticket: u64,
+    chunk_first: u64,
     host_in: u64,
     host_out: u64,
     out_cap: u64,
@@ -83,6 +86,7 @@ pub struct CudaBackend {
     fired: [CudaSlice<u32>; 2],
     offs: [CudaSlice<u64>; 2],
     misc: CudaSlice<u64>,
+    _chunk_first: CudaSlice<u32>,
     // device connectome and parameters
     _row_ptr: CudaSlice<u8>,
     _targets: CudaSlice<u32>,
@@ -93,6 +97,8 @@ pub struct CudaBackend {
     _rb: CudaSlice<u32>,
     // host side
     host_in: Pinned,
+    /// Device copy of the injection (the GPU reading mapped host memory block by block is slow).
+    dev_in: CudaSlice<u8>,
     host_out: Pinned,
     out_cap: usize,
     net: Net,
@@ -109,6 +115,21 @@ pub struct CudaBackend {
     info: BackendInfo,
     plan: MemoryPlan,
     wide_acc: bool,
+    sync_stream: bool,
+    trace: Option<Trace>,
+}
+
+/// Where the time of a burst goes (NEUROBURST_CUDA_TRACE=1): host phases and GPU time by events.
+#[derive(Debug)]
+struct Trace {
+    bursts: u64,
+    write_s: f64,
+    launch_s: f64,
+    wait_s: f64,
+    post_s: f64,
+    gpu_ms: f64,
+    spins: u64,
+    ev: Option<(cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)>,
 }
 
 // SAFETY: the raw pointers (pinned buffers, graphs) belong to this backend alone; every call binds
@@ -288,7 +309,9 @@ impl CudaBackend {
         let fired = [s.alloc_zeros(nn).map_err(e("alloc fired"))?, s.alloc_zeros(nn).map_err(e("alloc fired"))?];
         let offs = [s.alloc_zeros(nn).map_err(e("alloc offsets"))?, s.alloc_zeros(nn).map_err(e("alloc offsets"))?];
         let misc: CudaSlice<u64> = s.alloc_zeros(64).map_err(e("alloc counters"))?;
-        let host_in = Pinned::new(&ctx, 16 + 16 * 4096, true).map_err(e("pinned injection buffer"))?;
+        let chunk_first: CudaSlice<u32> = s.alloc_zeros(synapses as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?;
+        let host_in = Pinned::new(&ctx, 16 + 16 * 4096, false).map_err(e("pinned injection buffer"))?;
+        let dev_in: CudaSlice<u8> = s.alloc_zeros(host_in.len()).map_err(e("alloc injection buffer"))?;
         let out_bytes = OUT_HEADER + (out_cap * 4 + 7) / 8 * 8 + out_cap * 8;
         let host_out = Pinned::new(&ctx, out_bytes, false).map_err(e("pinned output buffer"))?;
 
@@ -310,7 +333,8 @@ impl CudaBackend {
             burst: misc_p + 8 * M_BURST as u64,
             rb_counter: misc_p + 8 * M_RB as u64,
             ticket: misc_p + 8 * M_TICKET as u64,
-            host_in: host_in.dev(),
+            chunk_first: dptr(&chunk_first, s),
+            host_in: dptr(&dev_in, s),
             host_out: host_out.dev(),
             out_cap: out_cap as u64,
             n,
@@ -364,6 +388,7 @@ impl CudaBackend {
             fired,
             offs,
             misc,
+            _chunk_first: chunk_first,
             _row_ptr: row_ptr,
             _targets: targets,
             _codes: codes,
@@ -372,6 +397,7 @@ impl CudaBackend {
             _area_end: area_end,
             _rb: rb,
             host_in,
+            dev_in,
             host_out,
             out_cap,
             net,
@@ -387,7 +413,16 @@ impl CudaBackend {
             info,
             plan,
             wide_acc,
+            sync_stream: std::env::var("NEUROBURST_CUDA_SYNC").is_ok_and(|v| v == "stream"),
+            trace: None,
         };
+        if std::env::var("NEUROBURST_CUDA_TRACE").is_ok_and(|v| v == "1") {
+            let ev = (
+                b.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(dev_err("event"))?,
+                b.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(dev_err("event"))?,
+            );
+            b.trace = Some(Trace { bursts: 0, write_s: 0.0, launch_s: 0.0, wait_s: 0.0, post_s: 0.0, gpu_ms: 0.0, spins: 0, ev: Some(ev) });
+        }
         b.capture_graphs()?;
         tracing::debug!(wide_acc = b.wide_acc, input_bound = bound, "CUDA backend ready");
         Ok(b)
@@ -396,6 +431,29 @@ impl CudaBackend {
     /// What the brain occupies on the device.
     pub fn plan(&self) -> &MemoryPlan {
         &self.plan
+    }
+
+    /// Mean time per burst of each phase, when NEUROBURST_CUDA_TRACE=1 (and resets the sums).
+    pub fn trace_summary(&mut self) -> Option<String> {
+        let tr = self.trace.as_mut()?;
+        let n = tr.bursts.max(1) as f64;
+        let s = format!(
+            "per burst: write {:.1} us, launch {:.1} us, wait {:.1} us, post {:.1} us, GPU (events) {:.1} us, spins {:.0}",
+            tr.write_s / n * 1e6,
+            tr.launch_s / n * 1e6,
+            tr.wait_s / n * 1e6,
+            tr.post_s / n * 1e6,
+            tr.gpu_ms / n * 1e3,
+            tr.spins as f64 / n
+        );
+        tr.bursts = 0;
+        tr.write_s = 0.0;
+        tr.launch_s = 0.0;
+        tr.wait_s = 0.0;
+        tr.post_s = 0.0;
+        tr.gpu_ms = 0.0;
+        tr.spins = 0;
+        Some(s)
     }
 
     /// Whether the synaptic accumulators are 64-bit (the brain's input bound exceeds i32).
@@ -445,16 +503,24 @@ impl CudaBackend {
             return Ok(());
         }
         self.stream.synchronize().map_err(dev_err("synchronising"))?;
-        let new = Pinned::new(&self.ctx, bytes.next_power_of_two(), true).map_err(dev_err("growing the pinned injection buffer"))?;
+        let cap = bytes.next_power_of_two();
+        let new = Pinned::new(&self.ctx, cap, false).map_err(dev_err("growing the pinned injection buffer"))?;
+        self.dev_in = self.stream.alloc_zeros(cap).map_err(dev_err("growing the injection buffer"))?;
         self.host_in = new;
-        self.net.host_in = self.host_in.dev();
+        self.net.host_in = dptr(&self.dev_in, &self.stream);
         self.capture_graphs()
     }
 
-    fn wait_for(&self, t: u64) -> Result<(), BackendError> {
+    fn wait_for(&mut self, t: u64) -> Result<(), BackendError> {
         let hdr = self.host_out.ptr() as *const u64;
+        if self.sync_stream {
+            self.stream.synchronize().map_err(dev_err("running the burst"))?;
+        }
         let mut spins: u64 = 0;
         loop {
+            if let Some(tr) = &mut self.trace {
+                tr.spins += 1;
+            }
             // SAFETY: the header is 4 aligned u64 at the start of the mapped output buffer, written by
             // the device; volatile reads see its updates.
             let b = unsafe { std::ptr::read_volatile(hdr) };
@@ -479,8 +545,9 @@ impl CudaBackend {
                     sys::CUresult::CUDA_ERROR_NOT_READY => {}
                     other => return Err(BackendError::Device(format!("CUDA: burst {t} failed on the GPU: {other:?}"))),
                 }
-                if spins > (1 << 16) {
-                    std::thread::sleep(Duration::from_micros(20));
+                if spins > (1 << 24) {
+                    // a long burst (or a stuck one): stop burning a core
+                    std::thread::sleep(Duration::from_micros(50));
                 }
             } else {
                 std::hint::spin_loop();
@@ -500,35 +567,68 @@ impl Backend for CudaBackend {
                 return Err(BackendError::InjectionOutOfRange { neuron: inj.neuron, neurons: self.neurons });
             }
         }
-        let wide = injection.iter().any(|i| i.potential.0 != i.potential.0 as i32 as i64);
-        let entry = if wide { 16 } else { 8 };
-        self.ensure_in_capacity(16 + entry * injection.len())?;
+        let t_start = std::time::Instant::now();
+        // entry format: 2 = one value for all (4-byte ids), 0 = (id, i32 value), 1 = (id, i64 value)
+        let first = injection.first().map_or(0, |i| i.potential.0);
+        let fmt: u64 = if injection.iter().all(|i| i.potential.0 == first) {
+            2
+        } else if injection.iter().all(|i| i.potential.0 == i.potential.0 as i32 as i64) {
+            0
+        } else {
+            1
+        };
+        let entry = [8, 16, 4][fmt as usize];
+        let in_bytes = 16 + entry * injection.len();
+        self.ensure_in_capacity(in_bytes)?;
         let base = self.host_in.ptr();
-        // SAFETY: the buffer holds 16 + entry * len bytes (ensured above) and the device is not
-        // reading it: the previous burst has completed (its last kernel published its output).
+        // SAFETY: the buffer holds `in_bytes` (ensured above) and nothing reads it now: the previous
+        // burst has completed (its last kernel published its output after its copy was consumed).
         unsafe {
-            if wide {
-                let dst = base.add(16) as *mut u64;
-                for (i, inj) in injection.iter().enumerate() {
-                    dst.add(2 * i).write(inj.neuron as u64);
-                    dst.add(2 * i + 1).write(inj.potential.0 as u64);
+            match fmt {
+                2 => {
+                    let dst = base.add(16) as *mut u32;
+                    for (i, inj) in injection.iter().enumerate() {
+                        dst.add(i).write(inj.neuron);
+                    }
                 }
-            } else {
-                let dst = base.add(16) as *mut u64;
-                for (i, inj) in injection.iter().enumerate() {
-                    dst.add(i).write(inj.neuron as u64 | ((inj.potential.0 as i32 as u32 as u64) << 32));
+                1 => {
+                    let dst = base.add(16) as *mut u64;
+                    for (i, inj) in injection.iter().enumerate() {
+                        dst.add(2 * i).write(inj.neuron as u64);
+                        dst.add(2 * i + 1).write(inj.potential.0 as u64);
+                    }
+                }
+                _ => {
+                    let dst = base.add(16) as *mut u64;
+                    for (i, inj) in injection.iter().enumerate() {
+                        dst.add(i).write(inj.neuron as u64 | ((inj.potential.0 as i32 as u32 as u64) << 32));
+                    }
                 }
             }
-            let header = injection.len() as u64 | ((wide as u64) << 63);
-            std::ptr::write_volatile(base as *mut u64, header);
+            (base as *mut u64).write(injection.len() as u64 | (fmt << 62));
+            (base as *mut u64).add(1).write(first as u64);
             std::ptr::write_volatile(self.host_out.ptr() as *mut u64, u64::MAX);
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let t = self.burst + 1;
+        let t_write = std::time::Instant::now();
+        if let Some((a, _)) = self.trace.as_ref().and_then(|tr| tr.ev.as_ref()) {
+            a.record(&self.stream).map_err(dev_err("event"))?;
+        }
+        // SAFETY: copies `in_bytes` (<= both buffers' capacity) from our pinned buffer to our device
+        // buffer on our stream; the host does not touch the pinned buffer until the burst is done.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(self.net.host_in, self.host_in.ptr() as *const _, in_bytes, self.stream.cu_stream()) }
+            .result()
+            .map_err(dev_err("copying the injection"))?;
         // SAFETY: launches our own instantiated graph on our own stream.
         unsafe { result::graph::launch(self.graphs[self.cur].cu_graph_exec(), self.stream.cu_stream()) }.map_err(dev_err("launching the burst graph"))?;
+        if let Some((_, b)) = self.trace.as_ref().and_then(|tr| tr.ev.as_ref()) {
+            b.record(&self.stream).map_err(dev_err("event"))?;
+        }
+        let t_launch = std::time::Instant::now();
         self.wait_for(t)?;
+        let t_wait = std::time::Instant::now();
         self.cur = 1 - self.cur;
         self.burst = t;
         let hdr = self.host_out.ptr() as *const u64;
@@ -552,6 +652,18 @@ impl Backend for CudaBackend {
         for &k in &self.keys {
             self.out_ids.push((k >> 32) as u32);
             self.out_v.push(vs[(k & 0xFFFF_FFFF) as usize]);
+        }
+        if let Some(tr) = &mut self.trace {
+            let t_end = std::time::Instant::now();
+            tr.bursts += 1;
+            tr.write_s += (t_write - t_start).as_secs_f64();
+            tr.launch_s += (t_launch - t_write).as_secs_f64();
+            tr.wait_s += (t_wait - t_launch).as_secs_f64();
+            tr.post_s += (t_end - t_wait).as_secs_f64();
+            if let Some((a, b)) = &tr.ev {
+                b.synchronize().map_err(dev_err("event"))?;
+                tr.gpu_ms += a.elapsed_ms(b).map_err(dev_err("event"))? as f64;
+            }
         }
         Ok(BurstOutput { burst: t, fired: &self.out_ids, potentials: &self.out_v, fired_total })
     }

@@ -26,7 +26,8 @@ pub struct MemoryPlan {
     pub code_bytes: u64,
     /// Row pointers + targets + codes + contribution table.
     pub connectome_bytes: u64,
-    /// Neuron state, fired lists, injection bits, areas and counters.
+    /// Neuron state, fired lists, injection bits, the chunk index of the pairs (4 bytes per 256
+    /// synapses), areas and counters.
     pub state_bytes: u64,
     pub total_bytes: u64,
 }
@@ -48,7 +49,8 @@ impl MemoryPlan {
         };
         let connectome_bytes = (n + 1) * row_ptr_bytes + s * (4 + code_bytes) + brain.connectome.contributions.len() as u64 * 4;
         let areas = brain.layout.params.len() as u64;
-        let state_bytes = n * STATE_BYTES_PER_NEURON + n.div_ceil(32) * 4 + areas * (104 + 4) + 64 * 8;
+        let chunk_index = (s / super::backend::PAIRS_PER_CHUNK as u64 + 2) * 4;
+        let state_bytes = n * STATE_BYTES_PER_NEURON + n.div_ceil(32) * 4 + areas * (104 + 4) + 64 * 8 + chunk_index;
         MemoryPlan {
             neurons: n,
             synapses: s,
