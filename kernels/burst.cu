@@ -1,12 +1,12 @@
-// The burst on the GPU: two kernels per burst, captured in a CUDA graph by
+// The burst on the GPU: three kernels per burst, captured in a CUDA graph by
 // src/backend/cuda/backend.rs, compiled by NVRTC at start-up.
 //
 //   propagate: the spikes of burst t-1 over (spike, synapse) pairs + the sensory injection
 //              -> integer atomics into the input accumulators (order-independent, exact);
-//   step:      every neuron, steps 2-7 of burst-model.md (the mirror of src/model/neuron.rs),
-//              fired-list compaction (ids + row offsets, one packed 64-bit atomic per warp),
-//              readback compaction straight into mapped pinned host memory, and the last block
-//              publishes the burst's counters to the host.
+//   step:      every neuron (4 per thread), steps 2-7 of burst-model.md (mirror of src/model/neuron.rs),
+//              fired-list compaction (ids + row offsets, one packed 64-bit atomic per block),
+//              readback compaction straight into mapped pinned host memory;
+//   publish:   one thread writes the burst's counters, then its number, into the mapped header.
 //
 // Everything here must stay bit-identical to the CPU reference: integer arithmetic only.
 
@@ -244,18 +244,7 @@ __device__ __forceinline__ bool in_readback(const Net& net, u32 id) {
 }
 
 template <typename ACC, typename RP>
-__device__ void step_impl(const Net& net, const Side& wr) {
-    __shared__ bool wrote_host;
-    __shared__ bool last;
-    if (threadIdx.x == 0) wrote_host = false;
-    __syncthreads();
-    const u32 n = blockIdx.x * blockDim.x + threadIdx.x;
-    const u32 lane = threadIdx.x & 31;
-    const u64 t = *net.burst;
-    bool fired = false;
-    i64 at_fire = 0;
-    u64 mine = 0;
-    if (n < net.n) {
+__device__ __forceinline__ void step_neuron(const Net& net, u32 n, u64 t, bool& fired, i64& at_fire) {
         // 1. input = injection + synapses + power (wrapping i64 sums, as on the CPU)
         ACC a = ((ACC*)net.acc)[n];
         if (a != 0) ((ACC*)net.acc)[n] = 0;
@@ -326,15 +315,38 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         if (v != v0) net.v[n] = v;
         const u32 rcc1 = rc | (cfc << 16);
         if (rcc1 != rcc0) net.rcc[n] = rcc1;
-        if (fired) {
-            const u64 len = row_start<RP>(net, n + 1) - row_start<RP>(net, n);
-            mine = (1ULL << net.count_shift) | len;
+    
+}
+
+#define STEP_ITEMS 4
+
+template <typename ACC, typename RP>
+__device__ void step_impl(const Net& net, const Side& wr) {
+    const u32 lane = threadIdx.x & 31;
+    const u64 t = *net.burst;
+    const u32 base = blockIdx.x * (blockDim.x * STEP_ITEMS);
+    bool f[STEP_ITEMS];
+    i64 atf[STEP_ITEMS];
+    u64 pk[STEP_ITEMS];
+    u64 mine = 0;
+#pragma unroll
+    for (int i = 0; i < STEP_ITEMS; i++) {
+        const u32 n = base + i * blockDim.x + threadIdx.x;
+        f[i] = false;
+        atf[i] = 0;
+        pk[i] = 0;
+        if (n < net.n) {
+            step_neuron<ACC, RP>(net, n, t, f[i], atf[i]);
+            if (f[i]) {
+                pk[i] = (1ULL << net.count_shift) | (row_start<RP>(net, n + 1) - row_start<RP>(net, n));
+                mine += pk[i];
+            }
         }
-    }
-    __syncwarp();
-    if (n - lane < net.n && lane == 0) {
-        // clear this warp's injection word (32 neurons, warp-aligned)
-        if (net.inj_mask[n >> 5] != 0) net.inj_mask[n >> 5] = 0;
+        __syncwarp();
+        if (n - lane < net.n && lane == 0) {
+            // clear this warp's injection word (32 neurons, warp-aligned)
+            if (net.inj_mask[n >> 5] != 0) net.inj_mask[n >> 5] = 0;
+        }
     }
     // fired-list compaction: block scan of the packed (count, pairs), one atomic per block
     __shared__ u64 warp_sum[32];
@@ -355,24 +367,27 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             if (lane >= d) wi += o;
         }
         const u64 total = __shfl_sync(0xffffffffu, wi, 31);
-        u64 base = 0;
-        if (lane == 0 && total != 0) base = atomicAdd(wr.counter, total);
-        base = __shfl_sync(0xffffffffu, base, 0);
-        if (lane < nw) warp_sum[lane] = base + wi - w;
+        u64 b0 = 0;
+        if (lane == 0 && total != 0) b0 = atomicAdd(wr.counter, total);
+        b0 = __shfl_sync(0xffffffffu, b0, 0);
+        if (lane < nw) warp_sum[lane] = b0 + wi - w;
     }
     __syncthreads();
-    const unsigned any = __ballot_sync(0xffffffffu, fired);
-    if (any) {
-        if (fired) {
-            const u64 pos = warp_sum[wid] + incl - mine;
+    u64 pos = warp_sum[wid] + incl - mine;
+    const u64 mask = (1ULL << net.count_shift) - 1;
+#pragma unroll
+    for (int i = 0; i < STEP_ITEMS; i++) {
+        const u32 n = base + i * blockDim.x + threadIdx.x;
+        if (f[i]) {
             const u32 slot = (u32)(pos >> net.count_shift);
-            const u64 off = pos & ((1ULL << net.count_shift) - 1);
+            const u64 off = pos & mask;
             wr.fired[slot] = n;
             wr.offs[slot] = off;
-            mark_chunks(net, slot, off, mine & ((1ULL << net.count_shift) - 1));
+            mark_chunks(net, slot, off, pk[i] & mask);
+            pos += pk[i];
         }
-        // readback compaction into mapped host memory
-        const bool rb = fired && in_readback(net, n);
+        // readback compaction into mapped host memory (warp-uniform loop: ballots are safe)
+        const bool rb = f[i] && in_readback(net, n);
         const unsigned rbm = __ballot_sync(0xffffffffu, rb);
         if (rbm) {
             u64 rbase = 0;
@@ -385,34 +400,26 @@ __device__ void step_impl(const Net& net, const Side& wr) {
                     u32* ids = (u32*)(net.host_out + sizeof(OutHeader));
                     i64* vs = (i64*)(net.host_out + sizeof(OutHeader) + ((net.out_cap * 4 + 7) & ~7ULL));
                     ids[slot] = n;
-                    vs[slot] = at_fire;
+                    vs[slot] = atf[i];
                 }
                 __threadfence_system();
             }
-            if (lane == leader) wrote_host = true;
         }
     }
-    // the last block publishes the counters
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        if (wrote_host) __threadfence_system(); else __threadfence();
-        const u32 done = atomicAdd(net.ticket, 1u);
-        last = (done == gridDim.x - 1);
-    }
-    __syncthreads();
-    if (last && threadIdx.x == 0) {
-        __threadfence();
-        const u64 packed = *(volatile u64*)wr.counter;
-        const u64 rbc = *(volatile u64*)net.rb_counter;
-        *net.ticket = 0;
-        volatile OutHeader* h = (volatile OutHeader*)net.host_out;
-        h->fired_total = packed >> net.count_shift;
-        h->pairs = packed & ((1ULL << net.count_shift) - 1);
-        h->rb_count = rbc;
-        __threadfence_system();
-        h->burst = t;
-        __threadfence_system();
-    }
+}
+
+// After `step`: publish the burst's counters to the host (the burst number last).
+extern "C" __global__ void publish(Net net, Side wr) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    const u64 packed = *(volatile u64*)wr.counter;
+    const u64 rbc = *(volatile u64*)net.rb_counter;
+    volatile OutHeader* h = (volatile OutHeader*)net.host_out;
+    h->fired_total = packed >> net.count_shift;
+    h->pairs = packed & ((1ULL << net.count_shift) - 1);
+    h->rb_count = rbc;
+    __threadfence_system();
+    h->burst = *(volatile u64*)net.burst;
+    __threadfence_system();
 }
 
 // Restoring a fired list: rebuild the row offsets of `count` ids already in wr.fired (host order)

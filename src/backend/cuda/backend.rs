@@ -14,6 +14,8 @@ use crate::connectome::{Codes, Connectome};
 use crate::model::{AreaParams, Injection, NeuronState};
 
 const BLOCK: u32 = 256;
+/// Neurons per thread of `step` (STEP_ITEMS in burst.cu).
+const STEP_ITEMS: u32 = 4;
 /// PAIRS_PER_WARP in burst.cu.
 pub(crate) const PAIRS_PER_CHUNK: usize = 256;
 /// Size of the output header (`OutHeader` in burst.cu): burst, fired_total, rb_count, pairs.
@@ -474,7 +476,8 @@ impl CudaBackend {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         self.graphs.clear();
         let net = self.net;
-        let step_cfg = LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let step_cfg = LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * STEP_ITEMS), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
         let prop_cfg = LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         for r in 0..2 {
             let rd = self.side(r);
@@ -487,9 +490,12 @@ impl CudaBackend {
             let l1 = unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).arg(&wr).launch(prop_cfg) };
             // SAFETY: as above.
             let l2 = unsafe { s.launch_builder(&self.kernels.step).arg(&net).arg(&wr).launch(step_cfg) };
+            // SAFETY: as above; one thread reads two counters and writes the output header.
+            let l3 = unsafe { s.launch_builder(&self.kernels.publish).arg(&net).arg(&wr).launch(one) };
             let g = s.end_capture(sys::CUgraphInstantiate_flags(0));
             l1.map_err(dev_err("capturing propagate"))?;
             l2.map_err(dev_err("capturing step"))?;
+            l3.map_err(dev_err("capturing publish"))?;
             let g = g.map_err(dev_err("instantiating the burst graph"))?.ok_or_else(|| BackendError::Device("empty graph".into()))?;
             g.upload().map_err(dev_err("uploading the burst graph"))?;
             self.graphs.push(g);

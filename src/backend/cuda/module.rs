@@ -68,6 +68,7 @@ pub struct Kernels {
     pub relist: CudaFunction,
     pub in_bound: CudaFunction,
     pub max_reduce: CudaFunction,
+    pub publish: CudaFunction,
 }
 
 /// Which kernel variant a brain needs.
@@ -94,6 +95,7 @@ impl Kernels {
             relist: f(format!("relist_{r}"))?,
             in_bound: f(format!("in_bound_{c}"))?,
             max_reduce: f("max_reduce".into())?,
+            publish: f("publish".into())?,
             module,
         })
     }
