@@ -104,8 +104,12 @@ fn main() {
         let plan = MemoryPlan::of(&brain);
         let threshold = Potential(brain.layout.params[0].threshold);
         let motor = 0..(n / 100).max(1);
-        let cpu_brain = (check > 0 && n <= 1_000_000)
-            .then(|| Brain { name: brain.name.clone(), burst_rate_hz: 1.0, layout: brain.layout.clone(), connectome: brain.connectome.clone() });
+        let cpu_brain = (check > 0 && n <= 1_000_000).then(|| Brain {
+            name: brain.name.clone(),
+            burst_rate_hz: 1.0,
+            layout: brain.layout.clone(),
+            connectome: brain.connectome.clone(),
+        });
         let t1 = Instant::now();
         let mut gpu_b = match CudaBackend::new(brain, Readback::Ranges(vec![motor.clone()]), device) {
             Ok(b) => b,
@@ -171,7 +175,19 @@ fn main() {
             fired_sum as f64 / bursts as f64,
             motor_sum as f64 / bursts as f64
         );
-        rows.push((n, synapses, build_s, upload_s, plan.bytes_per_synapse(), p50, p99, ev_s, fired_sum as f64 / bursts as f64, checked, info.device));
+        rows.push((
+            n,
+            synapses,
+            build_s,
+            upload_s,
+            plan.bytes_per_synapse(),
+            p50,
+            p99,
+            ev_s,
+            fired_sum as f64 / bursts as f64,
+            checked,
+            info.device,
+        ));
     }
     println!();
     println!("| N | synapses | host build s | device build s | B/synapse | p50 us | p99 us | p99/p50 | events/s | fired/burst | vs CPU |");

@@ -9,7 +9,10 @@
 
 pub mod backend;
 pub mod brain;
+pub mod cli;
+pub mod config;
 pub mod connectome;
 pub mod genome;
 pub mod model;
 pub mod selftest;
+pub mod workload;

@@ -8,9 +8,7 @@ use std::fmt;
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendError, Readback};
 use crate::brain::Brain;
-use crate::genome::{
-    Area, AreaKind, Genome, Leak, Mapping, Morphology, NeuronParams, PatternCoord, RandomSpec, Sign,
-};
+use crate::genome::{Area, AreaKind, Genome, Leak, Mapping, Morphology, NeuronParams, PatternCoord, RandomSpec, Sign};
 use crate::model::{Injection, Layout, NeuronState, Potential};
 
 /// What to run.
@@ -406,7 +404,8 @@ pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityRep
         let cand_brain = if cfg.candidate_parts <= 1 { clone_brain(&brain) } else { Brain::build(&genome, cfg.candidate_parts, false) };
         let synapses = brain.connectome.synapses();
         let mut reference = CpuBackend::new(brain, readback.clone());
-        let mut cand = candidate(cand_brain, readback.clone()).map_err(|e| format!("brain seed {seed}: the candidate backend failed to start: {e}"))?;
+        let mut cand = candidate(cand_brain, readback.clone())
+            .map_err(|e| format!("brain seed {seed}: the candidate backend failed to start: {e}"))?;
         if report.candidate.is_empty() {
             let info = cand.info();
             report.candidate = format!("{} on {}", info.backend, info.device);

@@ -25,10 +25,7 @@ fn refractory_one() {
 
 #[test]
 fn refractory_one_fire_limit_three_snooze_two() {
-    assert_eq!(
-        pattern("threshold: 1.0\nrefractory_period: 1\nconsecutive_fire_limit: 3\nsnooze_period: 2", 16),
-        "1_1_1___1_1_1___"
-    );
+    assert_eq!(pattern("threshold: 1.0\nrefractory_period: 1\nconsecutive_fire_limit: 3\nsnooze_period: 2", 16), "1_1_1___1_1_1___");
 }
 
 #[test]

@@ -1,29 +1,87 @@
 //! The CPU backend, the reference. The connectome is split into one part per thread by target
 //! range; every thread accumulates the last burst's spikes onto its own targets (no atomics), then
 //! steps its own neurons, then the fired lists are joined in id order.
+//!
+//! Synaptic input is accumulated in `i32` when the connectome proves that no neuron's input sum
+//! can leave the `i32` range (the sum of the magnitudes of its incoming contributions fits), and in
+//! `i64` otherwise; injections are added from a sorted list while stepping. Either way the sums are
+//! exact integers, so the result is the same.
+
+use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
-use crate::model::{fixed, step, AreaParams, Injection, NeuronState, FLAG_POWER};
+use crate::model::neuron::excited;
+use crate::model::{fixed, step, AreaParams, Injection, NeuronState, FLAG_GRADIENT, FLAG_MP_ACC, FLAG_NEVER_FIRE, FLAG_POWER, LEAK_LINEAR};
 
+/// An input accumulator element: `i32` when it provably cannot overflow, else `i64`.
+trait Acc: Copy + Default + Send + Sync {
+    fn plus(self, c: i32) -> Self;
+    fn wide(self) -> i64;
+}
+
+impl Acc for i32 {
+    #[inline(always)]
+    fn plus(self, c: i32) -> i32 {
+        self.wrapping_add(c)
+    }
+    #[inline(always)]
+    fn wide(self) -> i64 {
+        self as i64
+    }
+}
+
+impl Acc for i64 {
+    #[inline(always)]
+    fn plus(self, c: i32) -> i64 {
+        self.wrapping_add(c as i64)
+    }
+    #[inline(always)]
+    fn wide(self) -> i64 {
+        self
+    }
+}
+
+/// Synaptic input gathered for the coming burst, in LSBs.
+enum Input {
+    Narrow(Vec<i32>),
+    Wide(Vec<i64>),
+}
+
+/// The piece of one area that a shard owns.
+struct Segment {
+    area: usize,
+    range: Range<u32>,
+    /// Takes the fast path (see [`is_simple`]).
+    simple: bool,
+}
+
+/// One thread's neurons, and the synapses onto them.
 struct Shard {
     conn: Part,
-    /// Area index and global id range of each area piece this shard owns.
-    segments: Vec<(usize, std::ops::Range<u32>)>,
+    input: Input,
+    /// Scratch: synapse ranges of the spiking rows.
+    rows: Vec<(usize, usize)>,
+    state: State,
+}
+
+/// The neurons of a shard.
+struct State {
+    /// Global id of the first neuron.
+    base: u32,
+    segments: Vec<Segment>,
     potential: Vec<i64>,
     refractory: Vec<u16>,
     consecutive: Vec<u16>,
-    /// Input gathered for the coming burst (injection + synapses), in LSBs.
-    input: Vec<i64>,
     fired: Vec<u32>,
     fired_v: Vec<i64>,
 }
 
 impl Shard {
-    fn new(conn: Part, params: &[AreaParams]) -> Shard {
+    fn new(conn: Part, params: &[AreaParams], table: &[i32]) -> Shard {
         let n = conn.targets_range.len();
         let segments = params
             .iter()
@@ -31,64 +89,192 @@ impl Shard {
             .filter_map(|(a, p)| {
                 let lo = p.first.max(conn.targets_range.start);
                 let hi = (p.first + p.count).min(conn.targets_range.end);
-                (lo < hi).then_some((a, lo..hi))
+                (lo < hi).then_some(Segment { area: a, range: lo..hi, simple: is_simple(p) })
             })
             .collect();
-        Shard {
-            conn,
+        let input = if max_input(&conn, table) <= i32::MAX as u64 { Input::Narrow(vec![0; n]) } else { Input::Wide(vec![0; n]) };
+        let state = State {
+            base: conn.targets_range.start,
             segments,
             potential: vec![0; n],
             refractory: vec![0; n],
             consecutive: vec![0; n],
-            input: vec![0; n],
             fired: Vec::new(),
             fired_v: Vec::new(),
-        }
+        };
+        Shard { conn, input, rows: Vec::new(), state }
     }
 
-    fn propagate(&mut self, spikes: &[u32], table: &[i32]) {
-        match &self.conn.codes {
-            Codes::U16(codes) => accumulate(&mut self.input, &self.conn, codes, table, spikes),
-            Codes::U32(codes) => accumulate(&mut self.input, &self.conn, codes, table, spikes),
-        }
-    }
-
-    fn step_all(&mut self, params: &[AreaParams], t: u64) {
-        self.fired.clear();
-        self.fired_v.clear();
-        let base = self.conn.targets_range.start;
-        for (a, range) in &self.segments {
-            let p = &params[*a];
-            let drive = if p.flags & FLAG_POWER != 0 { fixed::ONE } else { 0 };
-            for n in range.clone() {
-                let i = (n - base) as usize;
-                let input = std::mem::take(&mut self.input[i]).wrapping_add(drive);
-                let threshold = p.threshold_of(n - p.first);
-                if let Some(v) = step(
-                    p,
-                    threshold,
-                    &mut self.potential[i],
-                    &mut self.refractory[i],
-                    &mut self.consecutive[i],
-                    input,
-                    n,
-                    t,
-                ) {
-                    self.fired.push(n);
-                    self.fired_v.push(v);
-                }
+    /// Propagate the last burst's spikes, then step every neuron; `injection` is sorted and within
+    /// this shard's range.
+    fn burst(&mut self, spikes: &[u32], table: &[i32], injection: &[Injection], params: &[AreaParams], t: u64) {
+        match &mut self.input {
+            Input::Narrow(input) => {
+                propagate(input, &self.conn, table, spikes, &mut self.rows);
+                self.state.step_all(input, params, t, injection);
+            }
+            Input::Wide(input) => {
+                propagate(input, &self.conn, table, spikes, &mut self.rows);
+                self.state.step_all(input, params, t, injection);
             }
         }
     }
 }
 
-/// Add the contributions of every synapse of the spiking sources onto their targets.
-fn accumulate<C: Copy + Into<u32>>(input: &mut [i64], conn: &Part, codes: &[C], table: &[i32], spikes: &[u32]) {
-    for &s in spikes {
-        let row = conn.row(s);
-        for (&t, &c) in conn.targets[row.clone()].iter().zip(&codes[row]) {
+impl State {
+    fn step_all<A: Acc>(&mut self, input: &mut [A], params: &[AreaParams], t: u64, injection: &[Injection]) {
+        self.fired.clear();
+        self.fired_v.clear();
+        let mut inj = injection.iter().peekable();
+        for seg in &self.segments {
+            let p = &params[seg.area];
+            let drive = if p.flags & FLAG_POWER != 0 { fixed::ONE } else { 0 };
+            let (lo, hi) = ((seg.range.start - self.base) as usize, (seg.range.end - self.base) as usize);
+            // Everything injected into neuron n, in order of n.
+            let mut injected = |n: u32| {
+                let mut sum = 0i64;
+                while let Some(i) = inj.next_if(|i| i.neuron == n) {
+                    sum = sum.wrapping_add(i.potential.0);
+                }
+                sum
+            };
+            if seg.simple {
+                // No refractory period, fire limit or snooze, and no countdown pending: the
+                // refractory and consecutive-fire state only changes on a fire.
+                let neurons = self.potential[lo..hi].iter_mut().zip(&mut input[lo..hi]);
+                for (j, (v, acc)) in neurons.enumerate() {
+                    let n = seg.range.start + j as u32;
+                    let total = std::mem::take(acc).wide().wrapping_add(drive).wrapping_add(injected(n));
+                    if let Some(at_fire) = step_simple(p, v, total, n, t) {
+                        let c = &mut self.consecutive[lo + j];
+                        *c = c.saturating_add(1);
+                        self.fired.push(n);
+                        self.fired_v.push(at_fire);
+                    }
+                }
+                continue;
+            }
+            let gradient = p.flags & FLAG_GRADIENT != 0;
+            let neurons = self.potential[lo..hi]
+                .iter_mut()
+                .zip(&mut self.refractory[lo..hi])
+                .zip(&mut self.consecutive[lo..hi])
+                .zip(&mut input[lo..hi]);
+            for (j, (((v, rc), cfc), acc)) in neurons.enumerate() {
+                let n = seg.range.start + j as u32;
+                let threshold = if gradient { p.threshold_of(n - p.first) } else { p.threshold };
+                let total = std::mem::take(acc).wide().wrapping_add(drive).wrapping_add(injected(n));
+                if let Some(at_fire) = step(p, threshold, v, rc, cfc, total, n, t) {
+                    self.fired.push(n);
+                    self.fired_v.push(at_fire);
+                }
+            }
+        }
+    }
+
+    /// Mark which segments may take the fast path: simple parameters and no countdown pending.
+    fn classify(&mut self, params: &[AreaParams]) {
+        for seg in &mut self.segments {
+            let (lo, hi) = ((seg.range.start - self.base) as usize, (seg.range.end - self.base) as usize);
+            seg.simple = is_simple(&params[seg.area]) && self.refractory[lo..hi].iter().all(|&r| r == 0);
+        }
+    }
+}
+
+impl Input {
+    fn clear(&mut self) {
+        match self {
+            Input::Narrow(v) => v.fill(0),
+            Input::Wide(v) => v.fill(0),
+        }
+    }
+}
+
+/// The largest sum of `|contribution|` over the incoming synapses of any target of `part`.
+fn max_input(part: &Part, table: &[i32]) -> u64 {
+    let mut sums = vec![0u64; part.targets_range.len()];
+    for (i, &t) in part.targets.iter().enumerate() {
+        sums[t as usize] += table[part.codes.get(i) as usize].unsigned_abs() as u64;
+    }
+    sums.into_iter().max().unwrap_or(0)
+}
+
+/// Areas whose neurons never become refractory and have no fire limit or threshold gradient.
+fn is_simple(p: &AreaParams) -> bool {
+    p.refractory == 0 && p.snooze == 0 && p.fire_limit == 0 && p.flags & (FLAG_GRADIENT | FLAG_NEVER_FIRE) == 0
+}
+
+/// [`step`] for a neuron of a simple area (see [`is_simple`]) whose refractory countdown is 0:
+/// the same result, without touching the countdown or the consecutive-fire count (the caller
+/// increments the latter on a fire).
+#[inline(always)]
+fn step_simple(p: &AreaParams, v: &mut i64, input: i64, n: u32, t: u64) -> Option<i64> {
+    let start = if p.flags & FLAG_MP_ACC != 0 { *v } else { 0 };
+    let x = fixed::clamp_potential(start + fixed::clamp_potential(input));
+    if x >= p.threshold && (p.threshold_limit == 0 || x <= p.threshold_limit) && excited(p, n, t) {
+        *v = 0;
+        return Some(x);
+    }
+    *v = if p.leak_kind == LEAK_LINEAR { fixed::apply_linear_leak(x, p.leak_linear) } else { fixed::apply_fraction_leak(x, p.leak_keep) };
+    None
+}
+
+/// Hint the CPU to fetch the cache lines of `bytes` bytes from `ptr` (no effect elsewhere).
+#[inline(always)]
+fn prefetch<T>(ptr: *const T, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = ptr as *const i8;
+        let mut off = 0;
+        while off < bytes {
+            // SAFETY: prefetch is a hint; it never faults, whatever the address.
+            #[allow(unused_unsafe)]
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off))
+            };
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, bytes);
+}
+
+/// How many rows ahead the propagation prefetches.
+const PREFETCH_ROWS: usize = 4;
+
+fn propagate<A: Acc>(input: &mut [A], conn: &Part, table: &[i32], spikes: &[u32], rows: &mut Vec<(usize, usize)>) {
+    match &conn.codes {
+        Codes::U16(codes) => accumulate(input, conn, codes, table, spikes, rows),
+        Codes::U32(codes) => accumulate(input, conn, codes, table, spikes, rows),
+    }
+}
+
+/// Add the contributions of every synapse of the spiking sources onto their targets. Rows are
+/// scattered through memory, so their bounds are gathered first (independent loads that overlap)
+/// and each row is prefetched a few rows ahead.
+fn accumulate<A: Acc, C: Copy + Into<u32>>(
+    input: &mut [A],
+    conn: &Part,
+    codes: &[C],
+    table: &[i32],
+    spikes: &[u32],
+    rows: &mut Vec<(usize, usize)>,
+) {
+    rows.clear();
+    rows.extend(spikes.iter().map(|&s| {
+        let r = conn.row(s);
+        (r.start, r.end)
+    }));
+    for i in 0..rows.len() {
+        if let Some(&(a, b)) = rows.get(i + PREFETCH_ROWS) {
+            prefetch(conn.targets.as_ptr().wrapping_add(a), (b - a) * 4);
+            prefetch(codes.as_ptr().wrapping_add(a), (b - a) * std::mem::size_of::<C>());
+        }
+        let (a, b) = rows[i];
+        for (&t, &c) in conn.targets[a..b].iter().zip(&codes[a..b]) {
             let slot = &mut input[t as usize];
-            *slot = slot.wrapping_add(table[c.into() as usize] as i64);
+            *slot = slot.plus(table[c.into() as usize]);
         }
     }
 }
@@ -99,6 +285,7 @@ pub struct CpuBackend {
     neurons: u32,
     shards: Vec<Shard>,
     contributions: Vec<i32>,
+    bytes_per_synapse: f64,
     burst: u64,
     /// Every neuron fired in the last burst, ascending, with its potential at fire.
     fired: Vec<u32>,
@@ -106,68 +293,76 @@ pub struct CpuBackend {
     readback: Readback,
     out: Vec<u32>,
     out_v: Vec<i64>,
+    /// Scratch: the injection, sorted by neuron.
+    injection: Vec<Injection>,
 }
 
 impl CpuBackend {
     /// Take a built brain; its connectome's parts become the threads' shards.
     pub fn new(brain: Brain, readback: Readback) -> CpuBackend {
         let params = brain.layout.params.clone();
-        let shards = brain.connectome.parts.into_iter().map(|p| Shard::new(p, &params)).collect();
+        let bytes_per_synapse = brain.connectome.bytes_per_synapse();
+        let table = brain.connectome.contributions;
+        let shards = brain.connectome.parts.into_par_iter().map(|p| Shard::new(p, &params, &table)).collect();
         CpuBackend {
             params,
             neurons: brain.layout.neurons,
             shards,
-            contributions: brain.connectome.contributions,
+            contributions: table,
+            bytes_per_synapse,
             burst: 0,
             fired: Vec::new(),
             fired_v: Vec::new(),
             readback,
             out: Vec::new(),
             out_v: Vec::new(),
+            injection: Vec::new(),
         }
-    }
-
-    fn shard_of(&self, n: u32) -> usize {
-        self.shards.partition_point(|s| s.conn.targets_range.end <= n)
     }
 }
 
 impl Backend for CpuBackend {
     fn info(&self) -> BackendInfo {
-        let bytes: u64 = self.shards.iter().map(|s| s.conn.bytes() + s.potential.len() as u64 * (8 + 2 + 2 + 8)).sum();
+        let bytes: u64 = self
+            .shards
+            .iter()
+            .map(|s| s.conn.bytes() + s.state.potential.len() as u64 * crate::model::neuron::STATE_BYTES_PER_NEURON)
+            .sum();
         BackendInfo {
             backend: "cpu".into(),
             device: format!("{} threads, {} shards", rayon::current_num_threads(), self.shards.len()),
             memory_bytes: bytes,
+            bytes_per_synapse: self.bytes_per_synapse,
         }
     }
 
     fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
-        for inj in injection {
-            if inj.neuron >= self.neurons {
-                return Err(BackendError::InjectionOutOfRange { neuron: inj.neuron, neurons: self.neurons });
-            }
+        if let Some(bad) = injection.iter().find(|i| i.neuron >= self.neurons) {
+            return Err(BackendError::InjectionOutOfRange { neuron: bad.neuron, neurons: self.neurons });
         }
-        for inj in injection {
-            let s = self.shard_of(inj.neuron);
-            let shard = &mut self.shards[s];
-            let slot = &mut shard.input[(inj.neuron - shard.conn.targets_range.start) as usize];
-            *slot = slot.wrapping_add(inj.potential.0);
+        self.injection.clear();
+        self.injection.extend_from_slice(injection);
+        if !self.injection.is_sorted_by_key(|i| i.neuron) {
+            self.injection.sort_unstable_by_key(|i| i.neuron);
         }
         let t = self.burst + 1;
-        let spikes = &self.fired;
-        let params = &self.params;
-        let table = &self.contributions;
-        self.shards.par_iter_mut().for_each(|shard| {
-            shard.propagate(spikes, table);
-            shard.step_all(params, t);
-        });
+        let (spikes, table, params, inj) = (&self.fired, &self.contributions, &self.params, &self.injection);
+        let run = |shard: &mut Shard| {
+            let r = &shard.conn.targets_range;
+            let (lo, hi) = (inj.partition_point(|i| i.neuron < r.start), inj.partition_point(|i| i.neuron < r.end));
+            shard.burst(spikes, table, &inj[lo..hi], params, t);
+        };
+        if self.shards.len() == 1 {
+            run(&mut self.shards[0]);
+        } else {
+            self.shards.par_iter_mut().for_each(run);
+        }
         self.burst = t;
         self.fired.clear();
         self.fired_v.clear();
         for s in &self.shards {
-            self.fired.extend_from_slice(&s.fired);
-            self.fired_v.extend_from_slice(&s.fired_v);
+            self.fired.extend_from_slice(&s.state.fired);
+            self.fired_v.extend_from_slice(&s.state.fired_v);
         }
         let (fired, potentials) = match &self.readback {
             Readback::All => (&self.fired[..], &self.fired_v[..]),
@@ -189,9 +384,9 @@ impl Backend for CpuBackend {
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
         let mut st = NeuronState { burst: self.burst, fired: self.fired.clone(), ..Default::default() };
         for s in &self.shards {
-            st.potential.extend_from_slice(&s.potential);
-            st.refractory.extend_from_slice(&s.refractory);
-            st.consecutive.extend_from_slice(&s.consecutive);
+            st.potential.extend_from_slice(&s.state.potential);
+            st.refractory.extend_from_slice(&s.state.refractory);
+            st.consecutive.extend_from_slice(&s.state.consecutive);
         }
         Ok(st)
     }
@@ -208,10 +403,11 @@ impl Backend for CpuBackend {
         }
         for s in &mut self.shards {
             let r = s.conn.targets_range.start as usize..s.conn.targets_range.end as usize;
-            s.potential.copy_from_slice(&st.potential[r.clone()]);
-            s.refractory.copy_from_slice(&st.refractory[r.clone()]);
-            s.consecutive.copy_from_slice(&st.consecutive[r]);
-            s.input.iter_mut().for_each(|x| *x = 0);
+            s.state.potential.copy_from_slice(&st.potential[r.clone()]);
+            s.state.refractory.copy_from_slice(&st.refractory[r.clone()]);
+            s.state.consecutive.copy_from_slice(&st.consecutive[r]);
+            s.input.clear();
+            s.state.classify(&self.params);
         }
         self.burst = st.burst;
         self.fired = st.fired.clone();

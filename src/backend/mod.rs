@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod open;
 pub mod select;
 
 use std::ops::Range;
@@ -51,6 +52,8 @@ pub struct BackendInfo {
     pub device: String,
     /// Bytes the brain occupies on the device (state and connectome).
     pub memory_bytes: u64,
+    /// Bytes per stored synapse on the device, row pointers and contribution table included.
+    pub bytes_per_synapse: f64,
 }
 
 /// Errors from backends.
@@ -76,4 +79,19 @@ pub trait Backend: Send {
 
     /// Replace the whole neuron state.
     fn restore(&mut self, state: &NeuronState) -> Result<(), BackendError>;
+}
+
+/// Probe CUDA device `device`; never panics (see [`cuda::probe`]).
+pub(crate) fn gpu_probe(device: usize) -> GpuProbe {
+    cuda::probe(device)
+}
+
+/// Start the CUDA backend on `device`.
+pub(crate) fn open_cuda(brain: crate::brain::Brain, readback: Readback, device: usize) -> Result<Box<dyn Backend>, BackendError> {
+    Ok(Box::new(cuda::CudaBackend::new(brain, readback, device)?))
+}
+
+/// Bytes a brain needs on one GPU (connectome and state), computed without a GPU.
+pub fn gpu_bytes_needed(brain: &crate::brain::Brain) -> u64 {
+    cuda::device_bytes_needed(brain)
 }

@@ -44,7 +44,9 @@ pub fn choose(asked: BackendKind, probe: &GpuProbe, neurons: u64, gpu_min_neuron
         }
         (BackendKind::Auto, GpuProbe::Available(name)) if neurons < gpu_min_neurons => Ok(Choice {
             kind: BackendKind::Cpu,
-            reason: format!("auto: using the CPU: the brain has {neurons} neurons, under gpu_min_neurons = {gpu_min_neurons} ({name} is there)"),
+            reason: format!(
+                "auto: using the CPU: the brain has {neurons} neurons, under gpu_min_neurons = {gpu_min_neurons} ({name} is there)"
+            ),
         }),
         (BackendKind::Auto, GpuProbe::Available(name)) => Ok(Choice {
             kind: BackendKind::Cuda,

@@ -12,7 +12,7 @@ use super::draw::{self, Stream};
 use std::collections::HashMap;
 
 use super::{Codes, Connectome, MappingStats, Part};
-use crate::genome::morphology::{destination_voxels, VoxelContext};
+use crate::genome::morphology::{destination_voxels, tile_destination_voxels, TileSpec, VoxelContext};
 use crate::genome::{Genome, Morphology, Sign};
 use crate::model::fixed::contribution_from_f64;
 use crate::model::{AreaParams, Layout};
@@ -28,8 +28,14 @@ pub struct BuildOptions {
 
 enum Rule {
     Voxel(Morphology),
+    /// A tile with its mapper resolved (built-in or defined in the genome).
+    Tile(TileSpec, Morphology),
     Fanout(u32),
-    Probability { log1mp: f64, always: bool, never: bool },
+    Probability {
+        log1mp: f64,
+        always: bool,
+        never: bool,
+    },
 }
 
 struct Compiled {
@@ -118,17 +124,18 @@ fn compile(genome: &Genome, layout: &Layout) -> Vec<Vec<Compiled>> {
         let dst = layout.params[di];
         let psp = m.psp.unwrap_or(genome.areas[si].psp);
         let sign = if m.sign == Sign::Inhibitory { -1.0 } else { 1.0 };
-        let morph = match morph {
-            Morphology::Tile(t) => Morphology::Tile(t),
-            other => other,
-        };
         let rule = match &morph {
             Morphology::Random(r) => match (r.fanout, r.probability) {
                 (Some(k), _) => Rule::Fanout(k),
                 (None, Some(p)) => Rule::Probability { log1mp: libm::log(1.0 - p), always: p >= 1.0, never: p <= 0.0 },
                 (None, None) => Rule::Fanout(0),
             },
-            _ => Rule::Voxel(resolve_tile_mapper(genome, morph.clone())),
+            Morphology::Tile(t) => {
+                // validated: the mapper resolves to a voxel morphology
+                let mapper = genome.resolve_morphology(&t.mapper).unwrap_or(Morphology::Projector);
+                Rule::Tile(t.clone(), mapper)
+            }
+            _ => Rule::Voxel(morph.clone()),
         };
         by_area[si].push(Compiled {
             index,
@@ -142,17 +149,8 @@ fn compile(genome: &Genome, layout: &Layout) -> Vec<Vec<Compiled>> {
     by_area
 }
 
-/// A tile's mapper is named; the validated genome guarantees it resolves to a voxel morphology.
-fn resolve_tile_mapper(genome: &Genome, m: Morphology) -> Morphology {
-    if let Morphology::Tile(mut t) = m {
-        if let Some(Morphology::Projector) | None = genome.resolve_morphology(&t.mapper) {
-            t.mapper = "projector".into();
-        }
-        Morphology::Tile(t)
-    } else {
-        m
-    }
-}
+/// The last source voxel of a mapping and its destination voxels (neurons of one voxel share them).
+type VoxelCache = (Option<[u32; 3]>, Vec<[u32; 3]>);
 
 #[allow(clippy::too_many_arguments)]
 fn build_chunk(
@@ -173,7 +171,7 @@ fn build_chunk(
     let mut slot_code: Vec<u32> = Vec::new();
     // (target, mapping slot) pairs of one row; voxel destinations cached per mapping slot
     let mut row: Vec<u64> = Vec::new();
-    let mut cache: Vec<(Option<[u32; 3]>, Vec<[u32; 3]>)> = Vec::new();
+    let mut cache: Vec<VoxelCache> = Vec::new();
     let mut area = layout.area_of(range.start);
     let mut cache_area = usize::MAX;
     for s in range {
@@ -193,13 +191,18 @@ fn build_chunk(
             let keep = |stream: &mut Stream| m.attract.is_none_or(|th| stream.chance(th));
             let slot_bits = slot as u64;
             match &m.rule {
-                Rule::Voxel(morph) => {
+                Rule::Voxel(_) | Rule::Tile(..) => {
                     let voxel = sp.voxel_of(local);
                     let (cached, dsts) = &mut cache[slot];
                     if *cached != Some(voxel) {
                         let vid = ((voxel[0] as u64 * sp.dims[1] as u64) + voxel[1] as u64) * sp.dims[2] as u64 + voxel[2] as u64;
                         let mut vstream = Stream::new(seed, m.index as u64 | 1 << 63, vid);
-                        destination_voxels(morph, &m.ctx, voxel, &mut |k| vstream.below(k), dsts);
+                        let mut pick = |k| vstream.below(k);
+                        match &m.rule {
+                            Rule::Tile(tile, mapper) => tile_destination_voxels(tile, mapper, &m.ctx, voxel, &mut pick, dsts),
+                            Rule::Voxel(morph) => destination_voxels(morph, &m.ctx, voxel, &mut pick, dsts),
+                            _ => unreachable!("only voxel rules reach here"),
+                        }
                         *cached = Some(voxel);
                     }
                     let d = &m.dst;
@@ -275,10 +278,7 @@ fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> (Vec<Part
     let mut table: Vec<i32> = outs.iter().flat_map(|o| o.locals.iter().copied()).collect();
     table.sort_unstable();
     table.dedup();
-    let remaps: Vec<Vec<u32>> = outs
-        .iter()
-        .map(|o| o.locals.iter().map(|c| table.binary_search(c).unwrap() as u32).collect())
-        .collect();
+    let remaps: Vec<Vec<u32>> = outs.iter().map(|o| o.locals.iter().map(|c| table.binary_search(c).unwrap() as u32).collect()).collect();
     let wide = table.len() > u16::MAX as usize + 1;
 
     let mut parts = Vec::with_capacity(ranges.len());

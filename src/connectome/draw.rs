@@ -18,7 +18,11 @@ pub struct Stream {
 
 impl Stream {
     pub fn new(seed: u64, mapping: u64, source: u64) -> Stream {
-        let key = mix64(mix64(seed ^ 0x6e65_7572_6f62_7572) ^ mix64(mapping.wrapping_add(0x9e37_79b9_7f4a_7c15)) ^ source.wrapping_mul(0xd1b5_4a32_d192_ed03));
+        let key = mix64(
+            mix64(seed ^ 0x6e65_7572_6f62_7572)
+                ^ mix64(mapping.wrapping_add(0x9e37_79b9_7f4a_7c15))
+                ^ source.wrapping_mul(0xd1b5_4a32_d192_ed03),
+        );
         Stream { key, counter: 0 }
     }
 

@@ -141,7 +141,5 @@ impl Connectome {
 /// Split `0..neurons` into `parts` contiguous ranges of (nearly) equal size.
 pub fn even_ranges(neurons: u32, parts: usize) -> Vec<Range<u32>> {
     let parts = parts.max(1) as u64;
-    (0..parts)
-        .map(|i| ((neurons as u64 * i / parts) as u32)..((neurons as u64 * (i + 1) / parts) as u32))
-        .collect()
+    (0..parts).map(|i| ((neurons as u64 * i / parts) as u32)..((neurons as u64 * (i + 1) / parts) as u32)).collect()
 }

@@ -246,6 +246,14 @@ impl GenomeError {
         GenomeError::Invalid { path: None, location: location.into(), field: field.to_string(), message: message.into() }
     }
 
+    /// Attach the file name to an error from parsing (replacing the placeholder path) or checking.
+    fn at(self, file: &Path) -> Self {
+        match self {
+            GenomeError::Parse { message, .. } => GenomeError::Parse { path: file.to_path_buf(), message },
+            other => other.in_file(file),
+        }
+    }
+
     /// Attach the file name to an error found after parsing.
     pub fn in_file(self, file: &Path) -> Self {
         match self {
@@ -264,16 +272,13 @@ impl Genome {
         let text = std::fs::read_to_string(path).map_err(|source| GenomeError::Io { path: path.to_path_buf(), source })?;
         let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) || text.trim_start().starts_with('{');
         let genome = if is_json {
-            let imported = feagi::import_str(&text).map_err(|e| e.in_file(path))?;
+            let imported = feagi::import_str(&text).map_err(|e| e.at(path))?;
             for w in &imported.warnings {
                 tracing::warn!("{}: {}", path.display(), w);
             }
             imported.genome
         } else {
-            Genome::from_yaml_str(&text).map_err(|e| match e {
-                GenomeError::Parse { message, .. } => GenomeError::Parse { path: path.to_path_buf(), message },
-                other => other.in_file(path),
-            })?
+            Genome::from_yaml_str(&text).map_err(|e| e.at(path))?
         };
         genome.validate().map_err(|e| e.in_file(path))?;
         Ok(genome)
@@ -281,7 +286,8 @@ impl Genome {
 
     /// Parse (strictly) and validate the project's YAML format.
     pub fn from_yaml_str(text: &str) -> Result<Genome, GenomeError> {
-        let genome: Genome = yaml::from_str(text).map_err(|e| GenomeError::Parse { path: PathBuf::from("<genome>"), message: e.to_string() })?;
+        let genome: Genome =
+            yaml::from_str(text).map_err(|e| GenomeError::Parse { path: PathBuf::from("<genome>"), message: e.to_string() })?;
         genome.validate()?;
         Ok(genome)
     }

@@ -32,13 +32,24 @@ pub struct RandomSpec {
     pub fanout: Option<u32>,
 }
 
-/// FEAGI's composite `tile`: the source is cut into `src_seed`-sized tiles, and each tile is mapped
-/// onto the destination with `mapper` (FEAGI's `mapper_morphology`).
+/// FEAGI's composite `tile` (legacy FEAGI `define_subregions` + `neighbor_builder`, feagi/feagi
+/// `src/evo/synaptogenesis_rules.py` and `src/evo/synapse.py`): the source is cut into
+/// `src_seed`-sized tiles starting at voxel 0 on every axis; only whole tiles count (a partial tile
+/// at the far edge connects nothing). `src_pattern` is `[[choose, skip]; 3]`, one pair per axis:
+/// along that axis tiles are taken `choose` at a time, then `skip` are left out, repeating (an
+/// absent or `[0, 0]` pair takes every tile). Every voxel of a chosen tile is mapped with `mapper`
+/// (FEAGI's `mapper_morphology`) as if the tile were the whole source area: its position inside the
+/// tile, a source of size `src_seed`. With the library's `projector` mapper, every chosen tile is
+/// projected onto the whole destination.
+///
+/// The mapper must be a built-in voxel morphology (`projector`, `block_to_block`, `all_to_all`, the
+/// FEAGI functions); a name the genome defines itself is treated as `projector` by
+/// [`destination_voxels`], which sees no genome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TileSpec {
     pub src_seed: [u32; 3],
-    /// FEAGI's `src_pattern` (kept for round trips).
+    /// FEAGI's `src_pattern`: `[choose, skip]` tiles per axis.
     #[serde(default)]
     pub src_pattern: Vec<[i64; 2]>,
     pub mapper: String,
@@ -61,13 +72,31 @@ pub enum Morphology {
     AllToAll,
     /// Seeded random connections between neurons.
     Random(RandomSpec),
-    /// FEAGI functions (see docs/genome.md for their exact rules).
+    /// FEAGI's `expander_x`, a binary encoder along x: source column `i` of a source `W` voxels wide
+    /// connects to every destination x whose `W`-bit binary form has bit `i` set, counting from the
+    /// most significant bit; y and z follow the source, clamped into the destination. So a source
+    /// pattern of active columns lights the destination column that spells it in binary.
+    /// (feagi-core `connectivity/core_morphologies/bitmask.rs`, encoder on x; legacy FEAGI's
+    /// `syn_expander_x` used the same MSB-first rule with y = z = 0 and a bit width taken from the
+    /// destination's size.)
     ExpanderX,
+    /// FEAGI's `reducer_x`, the inverse of `expander_x`: source column `v` connects to every
+    /// destination column `j` such that bit `j` (from the most significant, over the destination's
+    /// width `W`) of `v` is set; y and z follow the source, clamped into the destination.
+    /// (feagi-core `bitmask.rs`, decoder on x; legacy `syn_reducer_x` is the same with y = z = 0.)
     ReducerX,
+    /// FEAGI's `randomizer`: one uniformly drawn destination voxel per source voxel (FEAGI draws per
+    /// source neuron; the two agree with one neuron per voxel). Seeded, so reproducible.
     Randomizer,
+    /// FEAGI's `lateral_pairs_x`: even x connects to x + 1, odd x to x - 1, same y and z; a pair
+    /// partner outside the source or the destination is dropped (legacy `syn_lateral_pairs_x`,
+    /// feagi-core `connectivity/rules/trivial.rs`).
     LateralPairsX,
+    /// FEAGI's `last_to_first`: only the last source voxel `(X-1, Y-1, Z-1)` connects, to the
+    /// destination's voxel `(0, 0, 0)` (legacy `neighbor_finder`, feagi-core
+    /// `core_morphologies/last_to_first.rs`).
     LastToFirst,
-    /// FEAGI composite morphology.
+    /// FEAGI's composite morphology (`tile`), see [`TileSpec`].
     Tile(TileSpec),
 }
 
@@ -87,16 +116,8 @@ impl Morphology {
         })
     }
 
-    pub const BUILTIN_NAMES: [&'static str; 8] = [
-        "projector",
-        "block_to_block",
-        "all_to_all",
-        "expander_x",
-        "reducer_x",
-        "randomizer",
-        "lateral_pairs_x",
-        "last_to_first",
-    ];
+    pub const BUILTIN_NAMES: [&'static str; 8] =
+        ["projector", "block_to_block", "all_to_all", "expander_x", "reducer_x", "randomizer", "lateral_pairs_x", "last_to_first"];
 
     /// Whether this morphology picks neurons itself (true) or voxels (false).
     pub fn is_neuron_level(&self) -> bool {
@@ -130,6 +151,16 @@ fn project_axis(src: u32, src_dim: u32, dst_dim: u32, out: &mut Vec<u32>) {
 
 fn in_bounds(v: [i64; 3], dims: [u32; 3]) -> bool {
     (0..3).all(|a| v[a] >= 0 && v[a] < dims[a] as i64)
+}
+
+/// Whether bit `index` of `value`, written with `width` bits and counted from the most significant
+/// one, is set (FEAGI's MSB-first bitmask convention).
+fn bit_from_msb(value: u64, index: u32, width: u32) -> bool {
+    if index >= width {
+        return false;
+    }
+    let lsb = width - 1 - index;
+    lsb < 64 && value >> lsb & 1 == 1
 }
 
 fn axis_values(c: PatternCoord, src: u32, dim: u32) -> Vec<u32> {
@@ -192,7 +223,9 @@ pub fn destination_voxels(
                 out.push(src);
             }
         }
-        Morphology::AllToAll => push_product(&(0..d[0]).collect::<Vec<_>>(), &(0..d[1]).collect::<Vec<_>>(), &(0..d[2]).collect::<Vec<_>>(), out),
+        Morphology::AllToAll => {
+            push_product(&(0..d[0]).collect::<Vec<_>>(), &(0..d[1]).collect::<Vec<_>>(), &(0..d[2]).collect::<Vec<_>>(), out)
+        }
         Morphology::Patterns(pairs) => {
             for [sp, dp] in pairs {
                 if matches_source(sp, src) {
@@ -211,21 +244,15 @@ pub fn destination_voxels(
             push_product(&xs, &ys, &zs, out);
         }
         Morphology::ExpanderX => {
-            // The source's x range is spread over the destination's x range (projector on x only),
-            // y and z kept when they exist in the destination.
-            let mut xs = Vec::new();
-            project_axis(src[0], ctx.src_dims[0], d[0], &mut xs);
-            if src[1] < d[1] && src[2] < d[2] {
-                push_product(&xs, &[src[1]], &[src[2]], out);
+            let width = ctx.src_dims[0];
+            if src[0] < width {
+                let (y, z) = (src[1].min(d[1] - 1), src[2].min(d[2] - 1));
+                out.extend((0..d[0]).filter(|&x| bit_from_msb(x as u64, src[0], width)).map(|x| [x, y, z]));
             }
         }
         Morphology::ReducerX => {
-            // Every source voxel of a (y, z) row lands on x = 0 of the destination... scaled by the
-            // x ratio, so a wide source row is reduced onto a narrow destination row.
-            let x = ((src[0] as u64 * d[0] as u64) / ctx.src_dims[0].max(1) as u64) as u32;
-            if src[1] < d[1] && src[2] < d[2] {
-                out.push([x.min(d[0] - 1), src[1], src[2]]);
-            }
+            let (y, z) = (src[1].min(d[1] - 1), src[2].min(d[2] - 1));
+            out.extend((0..d[0]).filter(|&j| bit_from_msb(src[0] as u64, j, d[0])).map(|j| [j, y, z]));
         }
         Morphology::Randomizer => {
             let n = d[0] as u64 * d[1] as u64 * d[2] as u64;
@@ -236,41 +263,57 @@ pub fn destination_voxels(
             out.push([x, y, z]);
         }
         Morphology::LateralPairsX => {
-            // Pairs neighbouring x columns: even x -> x + 1, odd x -> x - 1.
             let x = if src[0] % 2 == 0 { src[0] as i64 + 1 } else { src[0] as i64 - 1 };
             let t = [x, src[1] as i64, src[2] as i64];
-            if in_bounds(t, d) {
+            if x < ctx.src_dims[0] as i64 && in_bounds(t, d) {
                 out.push([t[0] as u32, t[1] as u32, t[2] as u32]);
             }
         }
         Morphology::LastToFirst => {
-            // The last x column of the source drives the first x column of the destination.
-            if src[0] + 1 == ctx.src_dims[0] && src[1] < d[1] && src[2] < d[2] {
-                out.push([0, src[1], src[2]]);
+            if (0..3).all(|a| src[a] + 1 == ctx.src_dims[a]) {
+                out.push([0, 0, 0]);
             }
         }
         Morphology::Tile(tile) => {
-            // Position inside the source tile, projected with the mapper onto the whole destination.
-            let local = [
-                src[0] % tile.src_seed[0].max(1),
-                src[1] % tile.src_seed[1].max(1),
-                src[2] % tile.src_seed[2].max(1),
-            ];
-            let seed_dims = [
-                tile.src_seed[0].max(1).min(ctx.src_dims[0]),
-                tile.src_seed[1].max(1).min(ctx.src_dims[1]),
-                tile.src_seed[2].max(1).min(ctx.src_dims[2]),
-            ];
-            let (mut xs, mut ys, mut zs) = (Vec::new(), Vec::new(), Vec::new());
-            project_axis(local[0].min(seed_dims[0] - 1), seed_dims[0], d[0], &mut xs);
-            project_axis(local[1].min(seed_dims[1] - 1), seed_dims[1], d[1], &mut ys);
-            project_axis(local[2].min(seed_dims[2] - 1), seed_dims[2], d[2], &mut zs);
-            push_product(&xs, &ys, &zs, out);
+            // A genome-defined mapper is resolved by the connectome builder, which calls
+            // `tile_destination_voxels` itself; here only built-in mappers are known.
+            if let Some(mapper) = Morphology::builtin(&tile.mapper) {
+                tile_destination_voxels(tile, &mapper, ctx, src, rng_pick, out);
+            }
         }
         Morphology::Random(_) => {}
     }
     out.sort_unstable();
     out.dedup();
+}
+
+/// FEAGI's `tile`: the source is cut into `src_seed`-sized tiles (whole tiles only), `src_pattern`
+/// gives `[choose, skip]` per axis, and `mapper` maps the position inside a chosen tile (the tile
+/// being the source grid) onto the destination.
+pub fn tile_destination_voxels(
+    tile: &TileSpec,
+    mapper: &Morphology,
+    ctx: &VoxelContext,
+    src: [u32; 3],
+    rng_pick: &mut dyn FnMut(u64) -> u64,
+    out: &mut Vec<[u32; 3]>,
+) {
+    out.clear();
+    let seed = tile.src_seed.map(|s| s.max(1));
+    let chosen = (0..3).all(|a| {
+        let t = src[a] / seed[a];
+        let whole = (t as u64 + 1) * seed[a] as u64 <= ctx.src_dims[a] as u64;
+        let picked = match tile.src_pattern.get(a) {
+            Some(&[choose, skip]) if choose.max(0) + skip.max(0) > 0 => (t as i64) % (choose.max(0) + skip.max(0)) < choose.max(0),
+            _ => true,
+        };
+        whole && picked
+    });
+    if chosen {
+        let local = [src[0] % seed[0], src[1] % seed[1], src[2] % seed[2]];
+        let tile_ctx = VoxelContext { src_dims: seed, ..*ctx };
+        destination_voxels(mapper, &tile_ctx, local, rng_pick, out);
+    }
 }
 
 // ---- serde for pattern coordinates: an integer, or one of "*", "?", "!" ----
@@ -365,6 +408,59 @@ mod tests {
         let m = Morphology::Patterns(vec![[[ex(0), ex(0), ex(0)], [ex(1), ex(0), ex(0)]]]);
         assert!(dsts(&m, [2, 1, 1], [2, 1, 1], [1, 0, 0]).is_empty());
         assert_eq!(dsts(&m, [2, 1, 1], [2, 1, 1], [0, 0, 0]), vec![[1, 0, 0]]);
+    }
+
+    #[test]
+    fn expander_x_encodes_the_source_column_msb_first() {
+        // 3 source columns -> 3-bit destination values; column 1 is the middle bit.
+        assert_eq!(dsts(&Morphology::ExpanderX, [3, 1, 1], [8, 1, 1], [1, 0, 0]), vec![[2, 0, 0], [3, 0, 0], [6, 0, 0], [7, 0, 0]]);
+        // column 0 is the most significant bit
+        assert_eq!(dsts(&Morphology::ExpanderX, [3, 1, 1], [8, 1, 1], [0, 0, 0]), vec![[4, 0, 0], [5, 0, 0], [6, 0, 0], [7, 0, 0]]);
+        // y and z follow the source, clamped into the destination
+        assert_eq!(dsts(&Morphology::ExpanderX, [2, 3, 1], [4, 2, 1], [1, 2, 0]), vec![[1, 1, 0], [3, 1, 0]]);
+    }
+
+    #[test]
+    fn reducer_x_decodes_the_source_column_msb_first() {
+        // 5 = 0101 over a 4-wide destination: bits 1 and 3 counted from the most significant
+        assert_eq!(dsts(&Morphology::ReducerX, [16, 1, 1], [4, 1, 1], [5, 0, 0]), vec![[1, 0, 0], [3, 0, 0]]);
+        assert!(dsts(&Morphology::ReducerX, [16, 1, 1], [4, 1, 1], [0, 0, 0]).is_empty());
+        // reducer_x undoes expander_x: destination value 6 = 110 lights source columns 0 and 1
+        assert_eq!(dsts(&Morphology::ReducerX, [8, 1, 1], [3, 1, 1], [6, 0, 0]), vec![[0, 0, 0], [1, 0, 0]]);
+    }
+
+    #[test]
+    fn lateral_pairs_stay_inside_the_source() {
+        assert_eq!(dsts(&Morphology::LateralPairsX, [4, 1, 1], [4, 1, 1], [2, 0, 0]), vec![[3, 0, 0]]);
+        assert_eq!(dsts(&Morphology::LateralPairsX, [4, 1, 1], [4, 1, 1], [1, 0, 0]), vec![[0, 0, 0]]);
+        // column 2 of a 3-wide source has no partner, even if the destination is wider
+        assert!(dsts(&Morphology::LateralPairsX, [3, 1, 1], [4, 1, 1], [2, 0, 0]).is_empty());
+    }
+
+    #[test]
+    fn last_to_first_connects_only_the_last_voxel() {
+        assert_eq!(dsts(&Morphology::LastToFirst, [2, 2, 2], [3, 3, 3], [1, 1, 1]), vec![[0, 0, 0]]);
+        assert!(dsts(&Morphology::LastToFirst, [2, 2, 2], [3, 3, 3], [1, 1, 0]).is_empty());
+        assert!(dsts(&Morphology::LastToFirst, [2, 2, 2], [3, 3, 3], [0, 0, 0]).is_empty());
+    }
+
+    #[test]
+    fn tile_maps_each_chosen_whole_tile_with_its_mapper() {
+        let tile = |pattern: Vec<[i64; 2]>, mapper: &str| {
+            Morphology::Tile(TileSpec { src_seed: [2, 2, 1], src_pattern: pattern, mapper: mapper.into() })
+        };
+        // choose one tile, skip one, along x: x 0..2 chosen, x 2..4 skipped
+        let m = tile(vec![[1, 1], [1, 0], [1, 0]], "projector");
+        // local (1, 0) of a 2x2 tile projected onto 4x4: x 2..4, y 0..2
+        assert_eq!(dsts(&m, [4, 2, 1], [4, 4, 1], [1, 0, 0]), vec![[2, 0, 0], [2, 1, 0], [3, 0, 0], [3, 1, 0]]);
+        assert!(dsts(&m, [4, 2, 1], [4, 4, 1], [3, 0, 0]).is_empty());
+        // no pattern: every whole tile; the partial tile at x = 4 of a 5-wide source connects nothing
+        let m = tile(vec![], "projector");
+        assert_eq!(dsts(&m, [5, 2, 1], [2, 2, 1], [3, 1, 0]), vec![[1, 1, 0]]);
+        assert!(dsts(&m, [5, 2, 1], [2, 2, 1], [4, 1, 0]).is_empty());
+        // the mapper sees the position inside the tile
+        let m = tile(vec![], "block_to_block");
+        assert_eq!(dsts(&m, [4, 2, 1], [4, 4, 1], [3, 1, 0]), vec![[1, 1, 0]]);
     }
 
     #[test]

@@ -49,12 +49,9 @@ pub(super) fn validate(g: &Genome) -> Result<(), GenomeError> {
             Leak::Fraction(f) => finite_in(f, 0.0, 1.0, &loc, "neuron.leak.fraction")?,
             Leak::Linear(u) => finite_in(u, 0.0, f64::MAX, &loc, "neuron.leak.linear")?,
         }
-        check(
-            n.refractory_period as u64 + n.snooze_period as u64 <= u16::MAX as u64,
-            &loc,
-            "neuron.refractory_period",
-            || format!("refractory_period + snooze_period must be at most {}", u16::MAX),
-        )?;
+        check(n.refractory_period as u64 + n.snooze_period as u64 <= u16::MAX as u64, &loc, "neuron.refractory_period", || {
+            format!("refractory_period + snooze_period must be at most {}", u16::MAX)
+        })?;
         check(n.consecutive_fire_limit <= u16::MAX as u32, &loc, "neuron.consecutive_fire_limit", || {
             format!("{} is larger than {}", n.consecutive_fire_limit, u16::MAX)
         })?;

@@ -106,11 +106,6 @@ impl Layout {
 
     /// Id ranges of the motor areas: what comes back from a GPU every burst.
     pub fn motor_ranges(&self) -> Vec<std::ops::Range<u32>> {
-        self.meta
-            .iter()
-            .zip(&self.params)
-            .filter(|(m, _)| m.kind == AreaKind::Motor)
-            .map(|(_, p)| p.first..p.first + p.count)
-            .collect()
+        self.meta.iter().zip(&self.params).filter(|(m, _)| m.kind == AreaKind::Motor).map(|(_, p)| p.first..p.first + p.count).collect()
     }
 }

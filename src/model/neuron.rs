@@ -5,6 +5,10 @@ use super::fixed::{self, clamp_potential};
 use super::rng::pcg_hash;
 use super::{AreaParams, FLAG_MP_ACC, FLAG_NEVER_FIRE, LEAK_LINEAR};
 
+/// Bytes of state per neuron in the backends: potential (8), input accumulator (8), refractory
+/// countdown (2), consecutive-fire count (2).
+pub const STATE_BYTES_PER_NEURON: u64 = 20;
+
 /// The state of every neuron, in id order: what a checkpoint saves and a parity check compares.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NeuronState {
@@ -30,6 +34,12 @@ impl NeuronState {
             fired: Vec::new(),
         }
     }
+}
+
+/// The excitability draw of step 5: `rand(n, t) < excitability`.
+#[inline(always)]
+pub fn excited(p: &AreaParams, n: u32, t: u64) -> bool {
+    p.excitability > u32::MAX as u64 || (pcg_hash(n, t) as u64) < p.excitability
 }
 
 /// Steps 2-7 of burst `t` for neuron `n` of an area with parameters `p` and threshold `threshold`
@@ -59,7 +69,7 @@ pub fn step(p: &AreaParams, threshold: i64, v: &mut i64, rc: &mut u16, cfc: &mut
             *cfc = 0;
             return None;
         }
-        if p.excitability > u32::MAX as u64 || (pcg_hash(n, t) as u64) < p.excitability {
+        if excited(p, n, t) {
             // 6. fire
             let at_fire = *v;
             *v = 0;
@@ -73,10 +83,6 @@ pub fn step(p: &AreaParams, threshold: i64, v: &mut i64, rc: &mut u16, cfc: &mut
     if p.fire_limit > 0 {
         *cfc = 0;
     }
-    *v = if p.leak_kind == LEAK_LINEAR {
-        fixed::apply_linear_leak(*v, p.leak_linear)
-    } else {
-        fixed::apply_fraction_leak(*v, p.leak_keep)
-    };
+    *v = if p.leak_kind == LEAK_LINEAR { fixed::apply_linear_leak(*v, p.leak_linear) } else { fixed::apply_fraction_leak(*v, p.leak_keep) };
     None
 }

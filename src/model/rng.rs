@@ -4,9 +4,7 @@
 /// The 32-bit PCG hash of neuron `n` at burst `t` (burst numbers are used modulo 2^32).
 #[inline(always)]
 pub fn pcg_hash(n: u32, t: u64) -> u32 {
-    let x = n
-        .wrapping_mul(2_654_435_761)
-        .wrapping_add((t as u32).wrapping_mul(1_597_334_677));
+    let x = n.wrapping_mul(2_654_435_761).wrapping_add((t as u32).wrapping_mul(1_597_334_677));
     let state = x.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);
     let word = ((state >> ((state >> 28) + 4)) ^ state).wrapping_mul(277_803_737);
     (word >> 22) ^ word

@@ -314,7 +314,7 @@ impl CudaBackend {
         let chunk_first: CudaSlice<u32> = s.alloc_zeros(synapses as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?;
         let host_in = Pinned::new(&ctx, 16 + 16 * 4096, false).map_err(e("pinned injection buffer"))?;
         let dev_in: CudaSlice<u8> = s.alloc_zeros(host_in.len()).map_err(e("alloc injection buffer"))?;
-        let out_bytes = OUT_HEADER + (out_cap * 4 + 7) / 8 * 8 + out_cap * 8;
+        let out_bytes = OUT_HEADER + (out_cap * 4).div_ceil(8) * 8 + out_cap * 8;
         let host_out = Pinned::new(&ctx, out_bytes, false).map_err(e("pinned output buffer"))?;
 
         let misc_p = dptr(&misc, s);
@@ -365,7 +365,11 @@ impl CudaBackend {
             bound = m[M_BOUND];
         }
         let wide_acc = bound > i32::MAX as u64;
-        let kernels = if wide_acc { probe_kernels } else { Kernels::load(&ctx, Variant { wide_acc, row64, code32 }).map_err(BackendError::Device)? };
+        let kernels = if wide_acc {
+            probe_kernels
+        } else {
+            Kernels::load(&ctx, Variant { wide_acc, row64, code32 }).map_err(BackendError::Device)?
+        };
         let mut inj = inj;
         let mut misc = misc;
         s.memset_zeros(&mut inj).map_err(e("clearing"))?;
@@ -377,6 +381,7 @@ impl CudaBackend {
             backend: "cuda".into(),
             device: format!("{name}, {} MiB, device {device}", total_mem >> 20),
             memory_bytes: plan.total_bytes,
+            bytes_per_synapse: plan.bytes_per_synapse(),
         };
         let mut b = CudaBackend {
             ctx,
@@ -476,7 +481,8 @@ impl CudaBackend {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         self.graphs.clear();
         let net = self.net;
-        let step_cfg = LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * STEP_ITEMS), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let step_cfg =
+            LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * STEP_ITEMS), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
         let prop_cfg = LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         for r in 0..2 {
@@ -628,7 +634,8 @@ impl Backend for CudaBackend {
             .result()
             .map_err(dev_err("copying the injection"))?;
         // SAFETY: launches our own instantiated graph on our own stream.
-        unsafe { result::graph::launch(self.graphs[self.cur].cu_graph_exec(), self.stream.cu_stream()) }.map_err(dev_err("launching the burst graph"))?;
+        unsafe { result::graph::launch(self.graphs[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
+            .map_err(dev_err("launching the burst graph"))?;
         if let Some((_, b)) = self.trace.as_ref().and_then(|tr| tr.ev.as_ref()) {
             b.record(&self.stream).map_err(dev_err("event"))?;
         }
@@ -647,7 +654,7 @@ impl Backend for CudaBackend {
         // SAFETY: the entries live after the header: ids u32[out_cap], then (8-aligned) i64[out_cap].
         let (ids, vs) = unsafe {
             let ids = std::slice::from_raw_parts(self.host_out.ptr().add(OUT_HEADER) as *const u32, rb);
-            let vs = std::slice::from_raw_parts(self.host_out.ptr().add(OUT_HEADER + (self.out_cap * 4 + 7) / 8 * 8) as *const i64, rb);
+            let vs = std::slice::from_raw_parts(self.host_out.ptr().add(OUT_HEADER + (self.out_cap * 4).div_ceil(8) * 8) as *const i64, rb);
             (ids, vs)
         };
         self.keys.clear();

@@ -1,0 +1,137 @@
+//! `neuroburst bench`: burst latency of the standard workload W(N, K, rho)
+//! (spec/performance.md): from the host holding the burst's injection to the host holding that
+//! burst's motor output, after warm-up; median and p99.
+
+use std::time::Instant;
+
+use clap::Args;
+use serde_json::json;
+
+use super::table;
+use crate::backend::open::open;
+use crate::backend::Readback;
+use crate::genome::Genome;
+use crate::model::Injection;
+use crate::workload::Workload;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Neurons N.
+    #[arg(long, default_value_t = 100_000)]
+    pub neurons: u32,
+    /// Synapses per neuron K.
+    #[arg(long, default_value_t = 100)]
+    pub fanout: u32,
+    /// Fraction of neurons injected (and firing) per burst, rho.
+    #[arg(long, default_value_t = 0.01)]
+    pub rate: f64,
+    /// Measured bursts (after warm-up).
+    #[arg(long, default_value_t = 1000)]
+    pub bursts: u64,
+    /// Warm-up bursts, not measured.
+    #[arg(long, default_value_t = 100)]
+    pub warmup: u64,
+    /// Seed of the connectome.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub runtime: super::RuntimeArgs,
+}
+
+/// Percentile `q` (0..1) of sorted samples, nearest rank.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+pub fn main(a: BenchArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(a.neurons >= 1, "--neurons must be at least 1");
+    anyhow::ensure!(a.rate.is_finite() && (0.0..=1.0).contains(&a.rate), "--rate {} must be within 0..1", a.rate);
+    anyhow::ensure!(a.bursts >= 1, "--bursts must be at least 1");
+    let mut config = a.runtime.config()?;
+    if a.json {
+        config.log.progress = false;
+    }
+    super::init(&config);
+    let w = Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rate, seed: a.seed };
+    let genome: Genome = w.genome();
+    let mut opened = open(&genome, &config.backend, Readback::Ranges(vec![w.motor()]), config.log.progress).map_err(anyhow::Error::msg)?;
+    let backend = opened.backend.as_mut();
+
+    let mut injection: Vec<Injection> = Vec::new();
+    let mut lat_us = Vec::with_capacity(a.bursts as usize);
+    let (mut fired, mut motor, mut injected) = (0u64, 0u64, 0u64);
+    for t in 1..=a.warmup + a.bursts {
+        w.injection(t, &mut injection);
+        let start = Instant::now();
+        let out = backend.burst(&injection)?;
+        let dt = start.elapsed();
+        std::hint::black_box(out.fired.last());
+        if t > a.warmup {
+            lat_us.push(dt.as_secs_f64() * 1e6);
+            fired += out.fired_total;
+            motor += out.fired.len() as u64;
+            injected += injection.len() as u64;
+        }
+    }
+    let total_s: f64 = lat_us.iter().sum::<f64>() / 1e6;
+    lat_us.sort_by(f64::total_cmp);
+    let info = backend.info();
+    let p50 = percentile(&lat_us, 0.5);
+    let p99 = percentile(&lat_us, 0.99);
+    let bursts = a.bursts as f64;
+    // every neuron has exactly K synapses, so each spike is K synaptic events
+    let events_per_s = fired as f64 * a.fanout as f64 / total_s;
+    let obj = json!({
+        "backend": info.backend,
+        "device": info.device,
+        "neurons": a.neurons,
+        "fanout": a.fanout,
+        "rate": a.rate,
+        "synapses": opened.synapses,
+        "bursts": a.bursts,
+        "warmup": a.warmup,
+        "p50_us": p50,
+        "p99_us": p99,
+        "mean_us": total_s * 1e6 / bursts,
+        "min_us": lat_us.first().copied().unwrap_or(0.0),
+        "max_us": lat_us.last().copied().unwrap_or(0.0),
+        "fired_per_burst": fired as f64 / bursts,
+        "motor_fired_per_burst": motor as f64 / bursts,
+        "injected_per_burst": injected as f64 / bursts,
+        "events_per_s": events_per_s,
+        "bytes_per_synapse": info.bytes_per_synapse,
+        "memory_bytes": info.memory_bytes,
+        "build_s": opened.build_seconds,
+        "threads": rayon::current_num_threads(),
+    });
+    if a.json {
+        println!("{obj}");
+        return Ok(());
+    }
+    println!(
+        "W(N={}, K={}, rho={}) on {} ({}), {} bursts after {} warm-up",
+        a.neurons, a.fanout, a.rate, info.backend, info.device, a.bursts, a.warmup
+    );
+    let rows = vec![
+        vec!["metric".to_string(), "value".to_string()],
+        vec!["burst latency p50".into(), format!("{p50:.1} us")],
+        vec!["burst latency p99".into(), format!("{p99:.1} us")],
+        vec!["burst latency mean".into(), format!("{:.1} us", total_s * 1e6 / bursts)],
+        vec!["fired per burst".into(), format!("{:.1}", fired as f64 / bursts)],
+        vec!["synaptic events/s".into(), format!("{events_per_s:.3e}")],
+        vec!["synapses".into(), opened.synapses.to_string()],
+        vec!["bytes per synapse".into(), format!("{:.2}", info.bytes_per_synapse)],
+        vec!["memory".into(), table::bytes(info.memory_bytes)],
+        vec!["connectome build".into(), format!("{:.2} s", opened.build_seconds)],
+    ];
+    print!("{}", table::render(&rows));
+    println!("{obj}");
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! `neuroburst inspect`: what a genome builds into.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use super::table;
+use crate::brain::Brain;
+use crate::genome::Genome;
+use crate::model::neuron::STATE_BYTES_PER_NEURON;
+
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// Genome: the project's YAML or a FEAGI JSON genome.
+    #[arg(long, value_name = "FILE")]
+    pub genome: PathBuf,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn main(a: InspectArgs) -> anyhow::Result<()> {
+    super::init(&Default::default());
+    let genome = Genome::load(&a.genome)?;
+    let brain = Brain::build(&genome, 1, !a.json);
+    let c = &brain.connectome;
+    let neurons = brain.layout.neurons as u64;
+    let state_bytes = neurons * STATE_BYTES_PER_NEURON;
+    let total = c.bytes() + state_bytes;
+    let gpu_bytes = crate::backend::gpu_bytes_needed(&brain);
+
+    if a.json {
+        let areas: Vec<_> = brain
+            .layout
+            .meta
+            .iter()
+            .zip(&brain.layout.params)
+            .map(|(m, p)| {
+                json!({"id": m.id, "name": m.name, "kind": m.kind, "dims": p.dims,
+                       "neurons_per_voxel": p.neurons_per_voxel, "neurons": p.count, "first_neuron": p.first})
+            })
+            .collect();
+        let obj = json!({
+            "genome": genome.name,
+            "burst_rate_hz": genome.burst_rate_hz,
+            "areas": areas,
+            "mappings": c.mappings,
+            "neurons": neurons,
+            "synapses": c.synapses(),
+            "distinct_contributions": c.contributions.len(),
+            "connectome_bytes": c.bytes(),
+            "state_bytes": state_bytes,
+            "memory_bytes": total,
+            "bytes_per_synapse": c.bytes_per_synapse(),
+            "gpu_bytes_needed": gpu_bytes,
+            "build_s": c.build_seconds,
+        });
+        println!("{}", serde_json::to_string_pretty(&obj)?);
+        return Ok(());
+    }
+
+    println!("genome {} ({} bursts/s, seed {})", genome.name, genome.burst_rate_hz, genome.seed);
+    let mut rows = vec![vec!["area".into(), "kind".into(), "dims".into(), "per voxel".into(), "neurons".into(), "name".into()]];
+    for (m, p) in brain.layout.meta.iter().zip(&brain.layout.params) {
+        rows.push(vec![
+            m.id.clone(),
+            format!("{:?}", m.kind).to_lowercase(),
+            format!("{}x{}x{}", p.dims[0], p.dims[1], p.dims[2]),
+            p.neurons_per_voxel.to_string(),
+            p.count.to_string(),
+            m.name.clone(),
+        ]);
+    }
+    print!("{}", table::render(&rows));
+    println!();
+    let mut rows = vec![vec!["#".into(), "source".into(), "destination".into(), "morphology".into(), "synapses".into(), "dead".into()]];
+    for m in &c.mappings {
+        rows.push(vec![
+            m.index.to_string(),
+            m.source.clone(),
+            m.destination.clone(),
+            m.morphology.clone(),
+            m.synapses.to_string(),
+            m.dead.to_string(),
+        ]);
+    }
+    print!("{}", table::render(&rows));
+    println!();
+    println!("neurons            {neurons}");
+    println!("synapses           {} ({} distinct contributions)", c.synapses(), c.contributions.len());
+    println!("connectome         {} ({:.2} bytes per synapse, row pointers included)", table::bytes(c.bytes()), c.bytes_per_synapse());
+    println!("neuron state       {} ({STATE_BYTES_PER_NEURON} bytes per neuron)", table::bytes(state_bytes));
+    println!("memory (CPU)       {}", table::bytes(total));
+    println!("memory (one GPU)   {}", table::bytes(gpu_bytes));
+    println!("built in           {:.3} s", c.build_seconds);
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! The command line. Interfaces kept stable because other tools read them: `run --spikes-out`
+//! JSON lines, `inspect --json`, `bench --json`.
+
+mod bench;
+mod convert;
+mod inspect;
+mod run;
+mod table;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::backend::BackendKind;
+use crate::config::Config;
+
+#[derive(Parser, Debug)]
+#[command(name = "neuroburst", version, about = "A spiking brain in FEAGI's burst model, on NVIDIA GPUs or the CPU")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run bursts with no external input (the `_power` drive only) and summarise the firing.
+    Run(run::RunArgs),
+    /// Describe a genome: areas, synapses per mapping, memory.
+    Inspect(inspect::InspectArgs),
+    /// Time the standard workload W(N, K, rho) of spec/performance.md.
+    Bench(bench::BenchArgs),
+    /// Write a genome (a FEAGI JSON genome, or YAML) in the project's YAML format.
+    Convert(convert::ConvertArgs),
+}
+
+/// Options shared by the commands that run a brain.
+#[derive(Args, Debug, Clone)]
+pub struct RuntimeArgs {
+    /// Configuration file (YAML); defaults are those of config/neuroburst.yaml.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override a configuration key, e.g. `--set backend.cpu_threads=2` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Backend: auto | cpu | cuda (overrides backend.kind).
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendKind>,
+    /// CUDA device ordinal (overrides backend.device).
+    #[arg(long)]
+    pub device: Option<usize>,
+}
+
+impl RuntimeArgs {
+    pub fn config(&self) -> anyhow::Result<Config> {
+        let mut config = Config::load(self.config.as_deref(), &self.set)?;
+        if let Some(kind) = self.backend {
+            config.backend.kind = kind;
+        }
+        if let Some(device) = self.device {
+            config.backend.device = device;
+        }
+        Ok(config)
+    }
+}
+
+/// Set up logging and the CPU thread pool from the configuration.
+pub fn init(config: &Config) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log.level));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    if config.backend.cpu_threads > 0 {
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(config.backend.cpu_threads).build_global();
+    }
+}
+
+pub fn main(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Run(a) => run::main(a),
+        Command::Inspect(a) => inspect::main(a),
+        Command::Bench(a) => bench::main(a),
+        Command::Convert(a) => convert::main(a),
+    }
+}

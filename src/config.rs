@@ -1,0 +1,172 @@
+//! The node's configuration: YAML, strict (unknown keys are errors), every key documented in
+//! `config/neuroburst.yaml`, which is also the built-in default. Layers: defaults, then a file,
+//! then `--set key=value` overrides.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::BackendKind;
+
+/// The commented default configuration shipped in `config/`.
+pub const DEFAULT_YAML: &str = include_str!("../config/neuroburst.yaml");
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub backend: BackendConfig,
+    #[serde(default)]
+    pub log: LogConfig,
+}
+
+/// Which backend runs the brain, and on what.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BackendConfig {
+    /// auto | cpu | cuda
+    pub kind: BackendKind,
+    /// CUDA device ordinal.
+    pub device: usize,
+    /// Smallest brain that `auto` puts on a GPU.
+    pub gpu_min_neurons: u64,
+    /// CPU backend threads; 0 = one per core.
+    pub cpu_threads: usize,
+}
+
+impl Default for BackendConfig {
+    fn default() -> Self {
+        BackendConfig { kind: BackendKind::Auto, device: 0, gpu_min_neurons: 50_000, cpu_threads: 0 }
+    }
+}
+
+/// Logging and progress display.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    pub level: String,
+    pub progress: bool,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig { level: "info".into(), progress: true }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read the configuration: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}: {message}")]
+    Invalid { origin: String, message: String },
+    #[error("--set {arg:?}: {message}")]
+    Override { arg: String, message: String },
+}
+
+impl Config {
+    /// Defaults, then `file` (if any), then each `key=value` override, checked strictly.
+    pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Config, ConfigError> {
+        let text = match file {
+            Some(path) => std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?,
+            None => String::new(),
+        };
+        let origin = file.map_or("default configuration".to_string(), |p| p.display().to_string());
+        let invalid = |e: serde_yaml::Error| ConfigError::Invalid { origin: origin.clone(), message: e.to_string() };
+        // The file alone must be valid, so its errors name the file, the key and the line.
+        let mut value: serde_yaml::Value = serde_yaml::from_str(&text).map_err(invalid)?;
+        if value.is_null() {
+            value = serde_yaml::Value::Mapping(Default::default());
+        }
+        let mut config: Config = if text.trim().is_empty() { Config::default() } else { serde_yaml::from_str(&text).map_err(invalid)? };
+        for arg in overrides {
+            apply_override(&mut value, arg)?;
+            config =
+                serde_yaml::from_value(value.clone()).map_err(|e| ConfigError::Override { arg: arg.clone(), message: e.to_string() })?;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        const LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+        if !LEVELS.contains(&self.log.level.as_str()) {
+            return Err(ConfigError::Invalid {
+                origin: "log.level".into(),
+                message: format!("{:?} is not one of {}", self.log.level, LEVELS.join(", ")),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Set `a.b.c=value` in a YAML tree; `value` is parsed as YAML (so numbers and booleans keep
+/// their types).
+fn apply_override(root: &mut serde_yaml::Value, arg: &str) -> Result<(), ConfigError> {
+    let err = |message: String| ConfigError::Override { arg: arg.to_string(), message };
+    let (key, raw) = arg.split_once('=').ok_or_else(|| err("expected key=value".into()))?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err(err("the key must be dotted names like backend.kind".into()));
+    }
+    let value: serde_yaml::Value = serde_yaml::from_str(raw).map_err(|e| err(format!("value is not valid YAML: {e}")))?;
+    let mut node = root;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let map = match node {
+            serde_yaml::Value::Mapping(m) => m,
+            _ => return Err(err(format!("`{}` is not a section", parts[..i].join(".")))),
+        };
+        let k = serde_yaml::Value::String(part.to_string());
+        if i + 1 == parts.len() {
+            map.insert(k, value);
+            return Ok(());
+        }
+        node = map.entry(k).or_insert_with(|| serde_yaml::Value::Mapping(Default::default()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_default_parses_and_equals_the_builtin_defaults() {
+        let parsed: Config = serde_yaml::from_str(DEFAULT_YAML).unwrap();
+        assert_eq!(parsed, Config::default());
+    }
+
+    #[test]
+    fn overrides_apply_in_order_and_keep_types() {
+        let c = Config::load(None, &["backend.kind=cpu".into(), "backend.cpu_threads=3".into(), "log.progress=false".into()]).unwrap();
+        assert_eq!(c.backend.kind, BackendKind::Cpu);
+        assert_eq!(c.backend.cpu_threads, 3);
+        assert!(!c.log.progress);
+    }
+
+    #[test]
+    fn bad_overrides_name_the_key() {
+        let e = Config::load(None, &["backend.kindd=cpu".into()]).unwrap_err().to_string();
+        assert!(e.contains("backend.kindd") && e.contains("unknown field"), "{e}");
+        let e = Config::load(None, &["backend.kind=gpu".into()]).unwrap_err().to_string();
+        assert!(e.contains("backend.kind=gpu") && e.contains("unknown variant"), "{e}");
+        let e = Config::load(None, &["backend".into()]).unwrap_err().to_string();
+        assert!(e.contains("key=value"), "{e}");
+        let e = Config::load(None, &["log.level=loud".into()]).unwrap_err().to_string();
+        assert!(e.contains("log.level"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_in_a_file_name_the_file_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.yaml");
+        std::fs::write(&p, "backend:\n  kind: cpu\n  speed: 11\n").unwrap();
+        let e = Config::load(Some(&p), &[]).unwrap_err().to_string();
+        assert!(e.contains("c.yaml") && e.contains("speed") && e.contains("line 3"), "{e}");
+    }
+}

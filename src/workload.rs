@@ -1,0 +1,93 @@
+//! The standard benchmark workload W(N, K, rho) of ../shared/spec/performance.md: one area of N
+//! neurons, K random synapses per neuron onto the same area, about rho x N neurons injected with
+//! the threshold every burst, the first 1% of the neurons read back as the motor area.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::genome::{Area, AreaKind, Genome, Leak, Mapping, Morphology, NeuronParams, RandomSpec, Sign};
+use crate::model::rng::pcg_hash;
+use crate::model::{Injection, Potential};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Workload {
+    pub neurons: u32,
+    pub fanout: u32,
+    pub rate: f64,
+    pub seed: u64,
+}
+
+impl Workload {
+    /// `20 × K × rho`: the steady recurrent input settles near half of it.
+    pub fn threshold(&self) -> f64 {
+        20.0 * self.fanout as f64 * self.rate
+    }
+
+    /// The motor area: the first 1% of the neurons (at least one).
+    pub fn motor(&self) -> Range<u32> {
+        0..(self.neurons / 100).max(1)
+    }
+
+    pub fn genome(&self) -> Genome {
+        let mut morphologies = std::collections::BTreeMap::new();
+        morphologies.insert("random_k".to_string(), Morphology::Random(RandomSpec { probability: None, fanout: Some(self.fanout) }));
+        Genome {
+            name: format!("W({}, {}, {})", self.neurons, self.fanout, self.rate),
+            description: "benchmark workload of spec/performance.md".into(),
+            burst_rate_hz: 1000.0,
+            seed: self.seed,
+            areas: vec![Area {
+                id: "w".into(),
+                name: "workload".into(),
+                kind: AreaKind::Interneuron,
+                dims: [self.neurons, 1, 1],
+                neurons_per_voxel: 1,
+                position: [0; 3],
+                psp: 1.0,
+                psp_uniform_distribution: true,
+                neuron: NeuronParams {
+                    threshold: self.threshold(),
+                    leak: Leak::Fraction(0.1),
+                    refractory_period: 0,
+                    excitability: 1.0,
+                    mp_charge_accumulation: true,
+                    ..NeuronParams::default()
+                },
+            }],
+            morphologies,
+            mappings: vec![Mapping {
+                source: "w".into(),
+                destination: "w".into(),
+                morphology: "random_k".into(),
+                scalar: [1, 1, 1],
+                weight: 1.0,
+                psp: None,
+                sign: Sign::Excitatory,
+                attractivity: 100.0,
+                plasticity: None,
+            }],
+        }
+    }
+
+    /// The injection of burst `t`: every neuron `n` with `rand(n, t + 7919) < rho` gets the
+    /// threshold, in ascending id order.
+    pub fn injection(&self, t: u64, out: &mut Vec<Injection>) {
+        let cut = (self.rate.clamp(0.0, 1.0) * 4_294_967_296.0) as u64;
+        let potential = Potential::from_f64(self.threshold());
+        out.clear();
+        const CHUNK: u32 = 1 << 16;
+        let chunks: Vec<Vec<Injection>> = (0..self.neurons.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                (c * CHUNK..((c + 1) * CHUNK).min(self.neurons))
+                    .filter(|&n| (pcg_hash(n, t + 7919) as u64) < cut)
+                    .map(|neuron| Injection { neuron, potential })
+                    .collect()
+            })
+            .collect();
+        for c in chunks {
+            out.extend_from_slice(&c);
+        }
+    }
+}
