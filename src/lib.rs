@@ -15,4 +15,5 @@ pub mod connectome;
 pub mod genome;
 pub mod memory;
 pub mod model;
+pub mod selftest;
 pub mod workload;
