@@ -5,6 +5,13 @@ use neuroburst::backend::cuda;
 use neuroburst::backend::GpuProbe;
 use neuroburst::selftest::{cuda_candidate, parity, ParityConfig};
 
+/// Say why a GPU test skips, on the real stderr: libtest captures `println!` of passing tests, and a
+/// skip must never pass silently.
+fn skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "skipping: {why}");
+}
+
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -14,7 +21,7 @@ fn cuda_matches_cpu_on_random_brains() {
     let device = env_or("NEUROBURST_DEVICE", 0) as usize;
     match cuda::probe(device) {
         GpuProbe::Unavailable(why) => {
-            println!("skipping: {why}");
+            skip(&why);
             return;
         }
         GpuProbe::Available(name) => println!("GPU: {name}"),
@@ -46,7 +53,7 @@ fn cuda_parity_with_several_shards_in_the_brain() {
     // The backend merges a brain built in several target parts into one CSR.
     let device = env_or("NEUROBURST_DEVICE", 0) as usize;
     if let GpuProbe::Unavailable(why) = cuda::probe(device) {
-        println!("skipping: {why}");
+        skip(&why);
         return;
     }
     let cfg = ParityConfig { brains: 3, bursts: 300, seed: 900, max_neurons: 3000, candidate_parts: 3 };
