@@ -1,12 +1,12 @@
-// The burst on the GPU: three kernels per burst, captured in a CUDA graph by
+// The burst on the GPU: two kernels per burst, captured in a CUDA graph by
 // src/backend/cuda/backend.rs, compiled by NVRTC at start-up.
 //
 //   propagate: the spikes of burst t-1 over (spike, synapse) pairs + the sensory injection
 //              -> integer atomics into the input accumulators (order-independent, exact);
 //   step:      every neuron (4 per thread), steps 2-7 of burst-model.md (mirror of src/model/neuron.rs),
 //              fired-list compaction (ids + row offsets, one packed 64-bit atomic per block),
-//              readback compaction straight into mapped pinned host memory;
-//   publish:   one thread writes the burst's counters, then its number, into the mapped header.
+//              readback compaction straight into mapped pinned host memory; the last block to
+//              finish writes the burst's counters, then its number, into the mapped header.
 //
 // Everything here must stay bit-identical to the CPU reference: integer arithmetic only.
 
@@ -63,7 +63,8 @@ struct Net {
     u64* rb_counter;
     u32* ticket;         // blocks of `step` done
     u32* chunk_first;    // per chunk of PAIRS_PER_WARP pairs: the fired slot whose row holds its first pair
-    const u8* host_in;   // device copy of the pinned injection: u64 header (count | wide << 63), then entries
+    const u8* host_in;   // device copy of the pinned injection: u64 header (count | fmt << 62), value, entries
+    const u8* host_map;  // the pinned injection itself, mapped (small injections are read here: no copy)
     u8* host_out;        // mapped pinned: OutHeader, then ids u32[out_cap], potentials i64[out_cap]
     u64 out_cap;
     u32 n;
@@ -150,9 +151,14 @@ template <> __device__ __forceinline__ void acc_add<i64>(void* acc, u32 i, int c
 // propagate: grid-stride over chunks of PAIRS_PER_WARP (spike, synapse) pairs per warp, then over
 // the injection entries. Pair k belongs to the fired row s with offs[s] <= k < offs[s + 1].
 template <typename ACC, typename RP, typename CODE>
-__device__ void propagate_impl(const Net& net, const Side& rd, const Side& wr) {
+__device__ void propagate_impl(const Net& net, const Side& rd, const Side& wr, u32 mapped) {
+    // The injection: `mapped` = 0: header and entries were copied to net.host_in (every block takes
+    // a share); else only the first `mapped` blocks read them straight from the mapped pinned
+    // buffer (reads of host memory by every block serialise over PCIe: ~1 us each).
     __shared__ u64 hdr[2];
-    if (threadIdx.x < 2) hdr[threadIdx.x] = ((volatile const u64*)net.host_in)[threadIdx.x];
+    const bool inj_here = mapped == 0 || blockIdx.x < mapped;
+    if (threadIdx.x < 2 && inj_here)
+        hdr[threadIdx.x] = mapped ? __ldcv(((const u64*)net.host_map) + threadIdx.x) : ((const u64*)net.host_in)[threadIdx.x];
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         *wr.counter = 0;
         *net.rb_counter = 0;
@@ -203,23 +209,27 @@ __device__ void propagate_impl(const Net& net, const Side& rd, const Side& wr) {
         }
     }
     __syncthreads();
+    if (!inj_here) return;
     const u64 h = hdr[0];
     const u64 ninj = h & 0x3FFFFFFFFFFFFFFFULL;
     const u32 fmt = (u32)(h >> 62);
     const i64 uniform = (i64)hdr[1];
-    const u8* entries = net.host_in + 16;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < ninj; i += (u64)gridDim.x * blockDim.x) {
+    const u8* entries = (mapped ? net.host_map : net.host_in) + 16;
+    const u32 nblk = mapped ? mapped : gridDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < ninj; i += (u64)nblk * blockDim.x) {
         u32 id;
         i64 val;
         if (fmt == 1) {
             const u64* e = (const u64*)(entries + i * 16);
-            id = (u32)e[0];
-            val = (i64)e[1];
+            id = (u32)(mapped ? __ldcv(e) : e[0]);
+            val = (i64)(mapped ? __ldcv(e + 1) : e[1]);
         } else if (fmt == 2) {
-            id = ((const u32*)entries)[i];
+            const u32* e = ((const u32*)entries) + i;
+            id = mapped ? __ldcv(e) : *e;
             val = uniform;
         } else {
-            const u64 e = *(const u64*)(entries + i * 8);
+            const u64* p = (const u64*)(entries + i * 8);
+            const u64 e = mapped ? __ldcv(p) : *p;
             id = (u32)e;
             val = (i64)(int)(u32)(e >> 32);
         }
@@ -243,113 +253,227 @@ __device__ __forceinline__ bool in_readback(const Net& net, u32 id) {
     return lo < net.n_rb && net.rb_lo[lo] <= id;
 }
 
-template <typename ACC, typename RP>
-__device__ __forceinline__ void step_neuron(const Net& net, u32 n, u64 t, bool& fired, i64& at_fire) {
-        // 1. input = injection + synapses + power (wrapping i64 sums, as on the CPU)
-        ACC a = ((ACC*)net.acc)[n];
-        if (a != 0) ((ACC*)net.acc)[n] = 0;
-        u64 input = (u64)(i64)a;
-        const u32 mw = net.inj_mask[n >> 5];
-        if (mw != 0) {
-            if (mw & (1u << (n & 31))) {
-                input += net.inj[n];
-                net.inj[n] = 0;
+// Steps 2-7 of burst t for neuron n on register values (mirror of src/model/neuron.rs `step`).
+// Returns whether it fired (then at_fire holds the potential at fire).
+__device__ __forceinline__ bool step_core(const AreaParams& p, u32 n, u64 t, u64 input, i64& v, u32& rcc, i64& at_fire) {
+    if (p.flags & FLAG_POWER) input += (u64)ONE_LSB;
+    u32 rc = rcc & 0xFFFFu;
+    u32 cfc = rcc >> 16;
+    bool fired = false;
+    // 2. no charge accumulation
+    if ((p.flags & FLAG_MP_ACC) == 0) v = 0;
+    if (rc > 0) {
+        // 3. refractory
+        rc -= 1;
+        if (rc == 0 && p.fire_limit > 0 && cfc >= p.fire_limit) cfc = 0;
+    } else {
+        // 4. integrate
+        v = clamp_potential(v + clamp_potential((i64)input));
+        // 5. window
+        const i64 threshold = threshold_of(p, n - p.first);
+        const bool window = v >= threshold && (p.threshold_limit == 0 || v <= p.threshold_limit) &&
+                            (p.flags & FLAG_NEVER_FIRE) == 0;
+        bool done = false;
+        if (window) {
+            if (p.fire_limit > 0 && cfc >= p.fire_limit) {
+                cfc = 0;
+                done = true;
+            } else if (p.excitability > 0xFFFFFFFFULL || (u64)pcg_hash(n, t) < p.excitability) {
+                // 6. fire
+                fired = true;
+                at_fire = v;
+                v = 0;
+                cfc = cfc < 0xFFFFu ? cfc + 1 : 0xFFFFu;
+                const u32 snooze = (p.fire_limit > 0 && cfc >= p.fire_limit) ? p.snooze : 0;
+                rc = (p.refractory + snooze) & 0xFFFFu;
+                done = true;
             }
         }
-        u32 area = 0;
-        {
-            u32 lo = 0, hi = net.n_areas - 1;
-            while (lo < hi) {
-                u32 mid = (lo + hi) / 2;
-                if (net.area_end[mid] <= n) lo = mid + 1; else hi = mid;
-            }
-            area = lo;
-        }
-        const AreaParams& p = net.areas[area];
-        if (p.flags & FLAG_POWER) input += (u64)ONE_LSB;
-        const u32 rcc0 = net.rcc[n];
-        u32 rc = rcc0 & 0xFFFFu;
-        u32 cfc = rcc0 >> 16;
-        i64 v = net.v[n];
-        const i64 v0 = v;
-        // 2. no charge accumulation
-        if ((p.flags & FLAG_MP_ACC) == 0) v = 0;
-        if (rc > 0) {
-            // 3. refractory
-            rc -= 1;
-            if (rc == 0 && p.fire_limit > 0 && cfc >= p.fire_limit) cfc = 0;
-        } else {
-            // 4. integrate
-            v = clamp_potential(v + clamp_potential((i64)input));
-            // 5. window
-            const i64 threshold = threshold_of(p, n - p.first);
-            const bool window = v >= threshold && (p.threshold_limit == 0 || v <= p.threshold_limit) &&
-                                (p.flags & FLAG_NEVER_FIRE) == 0;
-            bool done = false;
-            if (window) {
-                if (p.fire_limit > 0 && cfc >= p.fire_limit) {
-                    cfc = 0;
-                    done = true;
-                } else if (p.excitability > 0xFFFFFFFFULL || (u64)pcg_hash(n, t) < p.excitability) {
-                    // 6. fire
-                    fired = true;
-                    at_fire = v;
-                    v = 0;
-                    cfc = cfc < 0xFFFFu ? cfc + 1 : 0xFFFFu;
-                    const u32 snooze = (p.fire_limit > 0 && cfc >= p.fire_limit) ? p.snooze : 0;
-                    rc = (p.refractory + snooze) & 0xFFFFu;
-                    done = true;
-                }
-            }
-            if (!done) {
-                // 7. no fire
-                if (p.fire_limit > 0) cfc = 0;
-                if (p.leak_kind == LEAK_LINEAR) {
-                    if (v > 0) { v = v - p.leak_linear; if (v < 0) v = 0; }
-                    else { v = v + p.leak_linear; if (v > 0) v = 0; }
-                } else {
-                    v = (v * (i64)p.leak_keep) / 65536;
-                }
+        if (!done) {
+            // 7. no fire
+            if (p.fire_limit > 0) cfc = 0;
+            if (p.leak_kind == LEAK_LINEAR) {
+                if (v > 0) { v = v - p.leak_linear; if (v < 0) v = 0; }
+                else { v = v + p.leak_linear; if (v > 0) v = 0; }
+            } else {
+                v = (v * (i64)p.leak_keep) / 65536;
             }
         }
-        if (v != v0) net.v[n] = v;
-        const u32 rcc1 = rc | (cfc << 16);
-        if (rcc1 != rcc0) net.rcc[n] = rcc1;
-    
+    }
+    rcc = rc | (cfc << 16);
+    return fired;
+}
+
+__device__ __forceinline__ u32 area_of(const u32* __restrict__ area_end, u32 n_areas, u32 n) {
+    u32 lo = 0, hi = n_areas - 1;
+    while (lo < hi) {
+        u32 mid = (lo + hi) / 2;
+        if (__ldg(area_end + mid) <= n) lo = mid + 1; else hi = mid;
+    }
+    return lo;
 }
 
 #define STEP_ITEMS 4
+// Areas a block of `step` keeps in shared memory; a block spanning more searches the global table.
+#define STEP_MAX_AREAS 4
 
+// step: STEP_ITEMS neurons per thread (coalesced, blockDim apart). Every load of every item is
+// issued before any store (the arrays may alias as far as the compiler knows, so a store would
+// fence the next item's loads: one memory round trip per item); the block's areas sit in shared
+// memory. The last block to finish publishes the burst's counters (no separate kernel).
 template <typename ACC, typename RP>
 __device__ void step_impl(const Net& net, const Side& wr) {
+    __shared__ AreaParams s_par[STEP_MAX_AREAS];
+    __shared__ u32 s_end[STEP_MAX_AREAS];
+    __shared__ u32 s_a0, s_na;
+    __shared__ u64 warp_sum[32];
+    __shared__ u32 s_last;
     const u32 lane = threadIdx.x & 31;
-    const u64 t = *net.burst;
+    const u32 N = net.n;
     const u32 base = blockIdx.x * (blockDim.x * STEP_ITEMS);
+    ACC* __restrict__ accp = (ACC*)net.acc;
+    i64* __restrict__ vp = net.v;
+    u32* __restrict__ rccp = net.rcc;
+    u32* __restrict__ maskp = net.inj_mask;
+    u64* __restrict__ injp = net.inj;
+    // 1. every item's state, all loads in flight together
+    ACC a[STEP_ITEMS];
+    i64 v[STEP_ITEMS];
+    u32 r[STEP_ITEMS];
+    u32 mw[STEP_ITEMS];
+#pragma unroll
+    for (int i = 0; i < STEP_ITEMS; i++) {
+        const u32 n = base + i * blockDim.x + threadIdx.x;
+        if (n < N) {
+            a[i] = accp[n];
+            v[i] = vp[n];
+            r[i] = rccp[n];
+            mw[i] = maskp[n >> 5];
+        } else {
+            a[i] = 0;
+            v[i] = 0;
+            r[i] = 0;
+            mw[i] = 0;
+        }
+    }
+    const u64 t = *net.burst;
+    if (threadIdx.x == 0) {
+        const u32 last = min(base + blockDim.x * STEP_ITEMS, N) - 1;
+        const u32 a0 = area_of(net.area_end, net.n_areas, base);
+        const u32 a1 = area_of(net.area_end, net.n_areas, last);
+        s_a0 = a0;
+        s_na = (a1 - a0 < STEP_MAX_AREAS) ? a1 - a0 + 1 : 0;
+    }
+    __syncthreads();
+    const u32 a0 = s_a0;
+    const u32 na = s_na;
+    for (u32 w = threadIdx.x; w < na * (sizeof(AreaParams) / 8); w += blockDim.x)
+        ((u64*)s_par)[w] = __ldg(((const u64*)(net.areas + a0)) + w);
+    if (threadIdx.x < na) s_end[threadIdx.x] = __ldg(net.area_end + a0 + threadIdx.x);
+    // injected input (only where the mask says so)
+    u64 in[STEP_ITEMS];
+#pragma unroll
+    for (int i = 0; i < STEP_ITEMS; i++) {
+        const u32 n = base + i * blockDim.x + threadIdx.x;
+        in[i] = (mw[i] & (1u << lane)) ? injp[n] : 0;
+    }
+    __syncthreads();
+    // 2. compute
     bool f[STEP_ITEMS];
     i64 atf[STEP_ITEMS];
-    u64 pk[STEP_ITEMS];
-    u64 mine = 0;
+    i64 v1[STEP_ITEMS];
+    u32 r1[STEP_ITEMS];
+    const bool simple = na == 1 && s_par[0].refractory == 0 && s_par[0].snooze == 0 && s_par[0].fire_limit == 0 &&
+                        (s_par[0].flags & (FLAG_GRADIENT | FLAG_NEVER_FIRE)) == 0;
+    if (simple) {
+        // the block lies in one simple area (no refractory period, fire limit, gradient or never-fire):
+        // neurons with no countdown pending take the short path (as the CPU's step_simple)
+        const AreaParams& p = s_par[0];
+        const i64 thr = p.threshold;
+        const i64 lim = p.threshold_limit;
+        const u64 exc = p.excitability;
+        const u32 flags = p.flags;
+        const bool linear = p.leak_kind == LEAK_LINEAR;
+        const i64 ll = p.leak_linear;
+        const i64 keep = (i64)p.leak_keep;
+#pragma unroll
+        for (int i = 0; i < STEP_ITEMS; i++) {
+            const u32 n = base + i * blockDim.x + threadIdx.x;
+            f[i] = false;
+            atf[i] = 0;
+            v1[i] = v[i];
+            r1[i] = r[i];
+            if (n >= N) continue;
+            u64 input = (u64)(i64)a[i] + in[i];
+            if ((r[i] & 0xFFFFu) != 0) {
+                f[i] = step_core(p, n, t, input, v1[i], r1[i], atf[i]);
+                continue;
+            }
+            if (flags & FLAG_POWER) input += (u64)ONE_LSB;
+            const i64 start = (flags & FLAG_MP_ACC) ? v[i] : 0;
+            const i64 x = clamp_potential(start + clamp_potential((i64)input));
+            if (x >= thr && (lim == 0 || x <= lim) && (exc > 0xFFFFFFFFULL || (u64)pcg_hash(n, t) < exc)) {
+                f[i] = true;
+                atf[i] = x;
+                v1[i] = 0;
+                const u32 cfc = r[i] >> 16;
+                r1[i] = (cfc < 0xFFFFu ? cfc + 1 : 0xFFFFu) << 16;
+            } else if (linear) {
+                i64 y = x;
+                if (y > 0) { y = y - ll; if (y < 0) y = 0; }
+                else { y = y + ll; if (y > 0) y = 0; }
+                v1[i] = y;
+            } else {
+                v1[i] = (x * keep) / 65536;
+            }
+        }
+    } else {
 #pragma unroll
     for (int i = 0; i < STEP_ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         f[i] = false;
         atf[i] = 0;
-        pk[i] = 0;
-        if (n < net.n) {
-            step_neuron<ACC, RP>(net, n, t, f[i], atf[i]);
-            if (f[i]) {
-                pk[i] = (1ULL << net.count_shift) | (row_start<RP>(net, n + 1) - row_start<RP>(net, n));
-                mine += pk[i];
+        v1[i] = v[i];
+        r1[i] = r[i];
+        if (n < N) {
+            const AreaParams* p;
+            if (na) {
+                u32 k = 0;
+                while (k + 1 < na && s_end[k] <= n) k++;
+                p = &s_par[k];
+            } else {
+                p = net.areas + area_of(net.area_end, net.n_areas, n);
             }
+            const u64 input = (u64)(i64)a[i] + in[i];
+            f[i] = step_core(*p, n, t, input, v1[i], r1[i], atf[i]);
         }
-        __syncwarp();
-        if (n - lane < net.n && lane == 0) {
+    }
+    }
+    // 3. stores
+#pragma unroll
+    for (int i = 0; i < STEP_ITEMS; i++) {
+        const u32 n = base + i * blockDim.x + threadIdx.x;
+        if (n < N) {
+            if (a[i] != 0) accp[n] = 0;
+            if (mw[i] & (1u << lane)) injp[n] = 0;
+            if (v1[i] != v[i]) vp[n] = v1[i];
+            if (r1[i] != r[i]) rccp[n] = r1[i];
             // clear this warp's injection word (32 neurons, warp-aligned)
-            if (net.inj_mask[n >> 5] != 0) net.inj_mask[n >> 5] = 0;
+            if (lane == 0 && mw[i] != 0) maskp[n >> 5] = 0;
+        }
+    }
+    u64 pk[STEP_ITEMS];
+    u64 mine = 0;
+#pragma unroll
+    for (int i = 0; i < STEP_ITEMS; i++) {
+        const u32 n = base + i * blockDim.x + threadIdx.x;
+        pk[i] = 0;
+        if (f[i]) {
+            pk[i] = (1ULL << net.count_shift) | (row_start<RP>(net, n + 1) - row_start<RP>(net, n));
+            mine += pk[i];
         }
     }
     // fired-list compaction: block scan of the packed (count, pairs), one atomic per block
-    __shared__ u64 warp_sum[32];
     const u32 wid = threadIdx.x >> 5;
     const u32 nw = blockDim.x >> 5;
     u64 incl = mine;
@@ -406,20 +530,26 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             }
         }
     }
-}
-
-// After `step`: publish the burst's counters to the host (the burst number last).
-extern "C" __global__ void publish(Net net, Side wr) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
-    const u64 packed = *(volatile u64*)wr.counter;
-    const u64 rbc = *(volatile u64*)net.rb_counter;
-    volatile OutHeader* h = (volatile OutHeader*)net.host_out;
-    h->fired_total = packed >> net.count_shift;
-    h->pairs = packed & ((1ULL << net.count_shift) - 1);
-    h->rb_count = rbc;
-    __threadfence_system();
-    h->burst = *(volatile u64*)net.burst;
-    __threadfence_system();
+    // the last block publishes the burst's counters to the host, the burst number last
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        s_last = atomicAdd(net.ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (s_last && threadIdx.x == 0) {
+        __threadfence();
+        *net.ticket = 0;
+        const u64 packed = *(volatile u64*)wr.counter;
+        const u64 rbc = *(volatile u64*)net.rb_counter;
+        volatile OutHeader* h = (volatile OutHeader*)net.host_out;
+        h->fired_total = packed >> net.count_shift;
+        h->pairs = packed & ((1ULL << net.count_shift) - 1);
+        h->rb_count = rbc;
+        __threadfence_system();
+        h->burst = *(volatile u64*)net.burst;
+        __threadfence_system();
+    }
 }
 
 // Restoring a fired list: rebuild the row offsets of `count` ids already in wr.fired (host order)
@@ -457,7 +587,7 @@ extern "C" __global__ void max_reduce(const u64* scratch, u32 n, u64* out) {
 }
 
 #define PROPAGATE(NAME, ACC, RP, CODE) \
-    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side rd, Side wr) { propagate_impl<ACC, RP, CODE>(net, rd, wr); }
+    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side rd, Side wr, u32 mapped) { propagate_impl<ACC, RP, CODE>(net, rd, wr, mapped); }
 PROPAGATE(propagate_n32_r32_c16, int, u32, u16)
 PROPAGATE(propagate_n32_r32_c32, int, u32, u32)
 PROPAGATE(propagate_n32_r64_c16, int, u64, u16)
@@ -467,12 +597,16 @@ PROPAGATE(propagate_n64_r32_c32, i64, u32, u32)
 PROPAGATE(propagate_n64_r64_c16, i64, u64, u16)
 PROPAGATE(propagate_n64_r64_c32, i64, u64, u32)
 
-#define STEP(NAME, ACC, RP) \
-    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side wr) { step_impl<ACC, RP>(net, wr); }
-STEP(step_n32_r32, int, u32)
-STEP(step_n32_r64, int, u64)
-STEP(step_n64_r32, i64, u32)
-STEP(step_n64_r64, i64, u64)
+#define STEP(NAME, ACC, RP, MINB) \
+    extern "C" __global__ void __launch_bounds__(256, MINB) NAME(Net net, Side wr) { step_impl<ACC, RP>(net, wr); }
+#define STEPS(SUFFIX, MINB) \
+    STEP(step_n32_r32##SUFFIX, int, u32, MINB) \
+    STEP(step_n32_r64##SUFFIX, int, u64, MINB) \
+    STEP(step_n64_r32##SUFFIX, i64, u32, MINB) \
+    STEP(step_n64_r64##SUFFIX, i64, u64, MINB)
+STEPS(, 4)
+STEPS(_b2, 2)
+STEPS(_b6, 6)
 
 extern "C" __global__ void relist_r32(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u32>(net, wr, ids, count); }
 extern "C" __global__ void relist_r64(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u64>(net, wr, ids, count); }

@@ -27,6 +27,17 @@ const M_TICKET: usize = 2;
 const M_COUNTER: usize = 3;
 const M_BOUND: usize = 5;
 
+/// Default of `zc_max` (bytes).
+const DEFAULT_ZC_MAX: usize = 16 << 10;
+/// Blocks of `propagate` that read a mapped injection (each reads the header over PCIe).
+const ZC_BLOCKS: u32 = 8;
+/// Default of `par_min` (entries).
+const DEFAULT_PAR_MIN: usize = 16 << 10;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// Mirror of `struct Net` in burst.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,6 +60,7 @@ struct Net {
     ticket: u64,
     chunk_first: u64,
     host_in: u64,
+    host_map: u64,
     host_out: u64,
     out_cap: u64,
     n: u32,
@@ -118,6 +130,12 @@ pub struct CudaBackend {
     plan: MemoryPlan,
     wide_acc: bool,
     sync_stream: bool,
+    /// Injections of at most this many bytes are read by the GPU straight from mapped pinned memory
+    /// (no copy call); larger ones are copied (NEUROBURST_CUDA_ZC_MAX).
+    zc_max: usize,
+    /// Injections of at least this many entries are marshalled by several threads
+    /// (NEUROBURST_CUDA_PAR_MIN).
+    par_min: usize,
     trace: Option<Trace>,
 }
 
@@ -194,6 +212,28 @@ fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
 fn dptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
     let (p, _sync) = s.device_ptr(stream);
     p
+}
+
+/// Write the ids of `src` into `dst` (same length); returns the largest id and whether every value
+/// equals `first`. Injections of `par_min` entries or more are split over rayon's threads: reading
+/// the caller's entries (16 bytes each, often still in other cores' caches) is the cost.
+fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> (u32, bool) {
+    fn seq(src: &[Injection], dst: &mut [u32], first: i64) -> (u32, bool) {
+        let mut max = 0u32;
+        let mut diff = 0u64;
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = s.neuron;
+            max = max.max(s.neuron);
+            diff |= (s.potential.0 ^ first) as u64;
+        }
+        (max, diff == 0)
+    }
+    if src.len() < par_min.max(1) {
+        return seq(src, dst, first);
+    }
+    use rayon::prelude::*;
+    let chunk = (src.len() / rayon::current_num_threads().max(1)).max(2048);
+    src.par_chunks(chunk).zip(dst.par_chunks_mut(chunk)).map(|(s, d)| seq(s, d, first)).reduce(|| (0, true), |a, b| (a.0.max(b.0), a.1 && b.1))
 }
 
 /// Sorted, merged, clipped readback ranges; None = every neuron.
@@ -337,6 +377,7 @@ impl CudaBackend {
             ticket: misc_p + 8 * M_TICKET as u64,
             chunk_first: dptr(&chunk_first, s),
             host_in: dptr(&dev_in, s),
+            host_map: host_in.dev(),
             host_out: host_out.dev(),
             out_cap: out_cap as u64,
             n,
@@ -421,6 +462,8 @@ impl CudaBackend {
             plan,
             wide_acc,
             sync_stream: std::env::var("NEUROBURST_CUDA_SYNC").is_ok_and(|v| v == "stream"),
+            zc_max: env_usize("NEUROBURST_CUDA_ZC_MAX", DEFAULT_ZC_MAX),
+            par_min: env_usize("NEUROBURST_CUDA_PAR_MIN", DEFAULT_PAR_MIN),
             trace: None,
         };
         if std::env::var("NEUROBURST_CUDA_TRACE").is_ok_and(|v| v == "1") {
@@ -476,16 +519,16 @@ impl CudaBackend {
         }
     }
 
-    /// Capture the two graphs: burst reading side 0 and writing side 1, and the reverse.
+    /// Capture the four graphs: burst reading side 0 and writing side 1, and the reverse; each with
+    /// the injection copied to the device or read from the mapped pinned buffer.
     fn capture_graphs(&mut self) -> Result<(), BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         self.graphs.clear();
         let net = self.net;
         let step_cfg =
             LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * STEP_ITEMS), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
         let prop_cfg = LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-        for r in 0..2 {
+        for (r, mapped) in [(0, 0u32), (0, ZC_BLOCKS), (1, 0), (1, ZC_BLOCKS)] {
             let rd = self.side(r);
             let wr = self.side(1 - r);
             let s = &self.stream;
@@ -493,15 +536,12 @@ impl CudaBackend {
             // SAFETY: every pointer in `net`, `rd` and `wr` points into buffers owned by `self` that
             // outlive the graphs (rebuilt whenever a buffer is replaced); the kernels index them
             // within the sizes allocated in `build` (N neurons, N fired slots, the synapse count).
-            let l1 = unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).arg(&wr).launch(prop_cfg) };
+            let l1 = unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).arg(&wr).arg(&mapped).launch(prop_cfg) };
             // SAFETY: as above.
             let l2 = unsafe { s.launch_builder(&self.kernels.step).arg(&net).arg(&wr).launch(step_cfg) };
-            // SAFETY: as above; one thread reads two counters and writes the output header.
-            let l3 = unsafe { s.launch_builder(&self.kernels.publish).arg(&net).arg(&wr).launch(one) };
             let g = s.end_capture(sys::CUgraphInstantiate_flags(0));
             l1.map_err(dev_err("capturing propagate"))?;
             l2.map_err(dev_err("capturing step"))?;
-            l3.map_err(dev_err("capturing publish"))?;
             let g = g.map_err(dev_err("instantiating the burst graph"))?.ok_or_else(|| BackendError::Device("empty graph".into()))?;
             g.upload().map_err(dev_err("uploading the burst graph"))?;
             self.graphs.push(g);
@@ -520,6 +560,7 @@ impl CudaBackend {
         self.dev_in = self.stream.alloc_zeros(cap).map_err(dev_err("growing the injection buffer"))?;
         self.host_in = new;
         self.net.host_in = dptr(&self.dev_in, &self.stream);
+        self.net.host_map = self.host_in.dev();
         self.capture_graphs()
     }
 
@@ -574,15 +615,22 @@ impl Backend for CudaBackend {
     }
 
     fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
-        for inj in injection {
-            if inj.neuron >= self.neurons {
-                return Err(BackendError::InjectionOutOfRange { neuron: inj.neuron, neurons: self.neurons });
-            }
-        }
         let t_start = std::time::Instant::now();
-        // entry format: 2 = one value for all (4-byte ids), 0 = (id, i32 value), 1 = (id, i64 value)
+        // Entry format: 2 = one value for all (4-byte ids), 0 = (id, i32 value), 1 = (id, i64 value).
+        // Format 2 is tried first: one pass (several threads for large injections) checks the ids,
+        // compares the values and writes the ids; the others only when the values differ.
         let first = injection.first().map_or(0, |i| i.potential.0);
-        let fmt: u64 = if injection.iter().all(|i| i.potential.0 == first) {
+        self.ensure_in_capacity(16 + 4 * injection.len())?;
+        let base = self.host_in.ptr();
+        // SAFETY: the buffer holds 16 + 4 * len bytes (ensured above) and nothing reads it now: the
+        // previous burst has completed (it published its output after it had read the injection).
+        let ids = unsafe { std::slice::from_raw_parts_mut(base.add(16) as *mut u32, injection.len()) };
+        let (max_id, uniform) = write_ids(injection, ids, first, self.par_min);
+        if !injection.is_empty() && max_id >= self.neurons {
+            let bad = injection.iter().find(|i| i.neuron >= self.neurons).map_or(max_id, |i| i.neuron);
+            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.neurons });
+        }
+        let fmt: u64 = if uniform {
             2
         } else if injection.iter().all(|i| i.potential.0 == i.potential.0 as i32 as i64) {
             0
@@ -591,18 +639,15 @@ impl Backend for CudaBackend {
         };
         let entry = [8, 16, 4][fmt as usize];
         let in_bytes = 16 + entry * injection.len();
-        self.ensure_in_capacity(in_bytes)?;
+        let mapped = in_bytes <= self.zc_max;
+        if fmt != 2 {
+            self.ensure_in_capacity(in_bytes)?;
+        }
         let base = self.host_in.ptr();
-        // SAFETY: the buffer holds `in_bytes` (ensured above) and nothing reads it now: the previous
-        // burst has completed (its last kernel published its output after its copy was consumed).
+        // SAFETY: as above, for `in_bytes`.
         unsafe {
             match fmt {
-                2 => {
-                    let dst = base.add(16) as *mut u32;
-                    for (i, inj) in injection.iter().enumerate() {
-                        dst.add(i).write(inj.neuron);
-                    }
-                }
+                2 => {}
                 1 => {
                     let dst = base.add(16) as *mut u64;
                     for (i, inj) in injection.iter().enumerate() {
@@ -628,13 +673,16 @@ impl Backend for CudaBackend {
         if let Some((a, _)) = self.trace.as_ref().and_then(|tr| tr.ev.as_ref()) {
             a.record(&self.stream).map_err(dev_err("event"))?;
         }
-        // SAFETY: copies `in_bytes` (<= both buffers' capacity) from our pinned buffer to our device
-        // buffer on our stream; the host does not touch the pinned buffer until the burst is done.
-        unsafe { sys::cuMemcpyHtoDAsync_v2(self.net.host_in, self.host_in.ptr() as *const _, in_bytes, self.stream.cu_stream()) }
-            .result()
-            .map_err(dev_err("copying the injection"))?;
+        if !mapped {
+            // SAFETY: copies `in_bytes` (<= both buffers' capacity) from our pinned buffer to our
+            // device buffer on our stream; the host does not touch the pinned buffer until the burst
+            // is done.
+            unsafe { sys::cuMemcpyHtoDAsync_v2(self.net.host_in, self.host_in.ptr() as *const _, in_bytes, self.stream.cu_stream()) }
+                .result()
+                .map_err(dev_err("copying the injection"))?;
+        }
         // SAFETY: launches our own instantiated graph on our own stream.
-        unsafe { result::graph::launch(self.graphs[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
+        unsafe { result::graph::launch(self.graphs[2 * self.cur + mapped as usize].cu_graph_exec(), self.stream.cu_stream()) }
             .map_err(dev_err("launching the burst graph"))?;
         if let Some((_, b)) = self.trace.as_ref().and_then(|tr| tr.ev.as_ref()) {
             b.record(&self.stream).map_err(dev_err("event"))?;

@@ -68,7 +68,6 @@ pub struct Kernels {
     pub relist: CudaFunction,
     pub in_bound: CudaFunction,
     pub max_reduce: CudaFunction,
-    pub publish: CudaFunction,
 }
 
 /// Which kernel variant a brain needs.
@@ -91,11 +90,12 @@ impl Kernels {
         let f = |name: String| module.load_function(&name).map_err(|e| format!("kernel {name} is missing: {e}"));
         Ok(Kernels {
             propagate: f(format!("propagate_{n}_{r}_{c}"))?,
-            step: f(format!("step_{n}_{r}"))?,
+            // NEUROBURST_CUDA_STEP: "_b2" / "_b6" pick `step` built for 2 / 6 resident blocks per SM
+            // (default 4), for measurements.
+            step: f(format!("step_{n}_{r}{}", std::env::var("NEUROBURST_CUDA_STEP").unwrap_or_default()))?,
             relist: f(format!("relist_{r}"))?,
             in_bound: f(format!("in_bound_{c}"))?,
             max_reduce: f("max_reduce".into())?,
-            publish: f("publish".into())?,
             module,
         })
     }
