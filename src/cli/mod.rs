@@ -5,6 +5,7 @@ mod bench;
 mod convert;
 mod inspect;
 mod run;
+mod selftest;
 mod table;
 
 use std::path::PathBuf;
@@ -31,6 +32,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Write a genome (a FEAGI JSON genome, or YAML) in the project's YAML format.
     Convert(convert::ConvertArgs),
+    /// Check a backend against the CPU reference on random brains, bit for bit.
+    Selftest(selftest::SelftestArgs),
 }
 
 /// Options shared by the commands that run a brain.
@@ -79,5 +82,6 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect(a) => inspect::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Convert(a) => convert::main(a),
+        Command::Selftest(a) => selftest::main(a),
     }
 }
