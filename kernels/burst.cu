@@ -65,7 +65,7 @@ struct Net {
     u32* chunk_first;    // per chunk of PAIRS_PER_WARP pairs: the fired slot whose row holds its first pair
     const u8* host_in;   // device copy of the pinned injection: u64 header (count | fmt << 62), value, entries
     const u8* host_map;  // the pinned injection itself, mapped (small injections are read here: no copy)
-    u8* host_out;        // mapped pinned: OutHeader, then ids u32[out_cap], potentials i64[out_cap]
+    u8* host_out;        // mapped pinned: OutHeader, then tagged ids u64[out_cap], tagged potentials u64[out_cap]
     u64 out_cap;
     u32 n;
     u32 n_areas;
@@ -314,6 +314,10 @@ __device__ __forceinline__ u32 area_of(const u32* __restrict__ area_end, u32 n_a
 }
 
 #define STEP_ITEMS 4
+// Tags of the output words of burst t (never 0: the host zeroes the entries it has read).
+__device__ __forceinline__ u32 tag32(u64 t) { return (u32)(t % 0xFFFFFFFFULL) + 1; }
+__device__ __forceinline__ u32 tag16(u64 t) { return (u32)(t % 0xFFFFULL) + 1; }
+
 // Areas a block of `step` keeps in shared memory; a block spanning more searches the global table.
 #define STEP_MAX_AREAS 4
 
@@ -321,7 +325,7 @@ __device__ __forceinline__ u32 area_of(const u32* __restrict__ area_end, u32 n_a
 // issued before any store (the arrays may alias as far as the compiler knows, so a store would
 // fence the next item's loads: one memory round trip per item); the block's areas sit in shared
 // memory. The last block to finish publishes the burst's counters (no separate kernel).
-template <typename ACC, typename RP>
+template <typename ACC, typename RP, int ITEMS>
 __device__ void step_impl(const Net& net, const Side& wr) {
     __shared__ AreaParams s_par[STEP_MAX_AREAS];
     __shared__ u32 s_end[STEP_MAX_AREAS];
@@ -330,19 +334,19 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     __shared__ u32 s_last;
     const u32 lane = threadIdx.x & 31;
     const u32 N = net.n;
-    const u32 base = blockIdx.x * (blockDim.x * STEP_ITEMS);
+    const u32 base = blockIdx.x * (blockDim.x * ITEMS);
     ACC* __restrict__ accp = (ACC*)net.acc;
     i64* __restrict__ vp = net.v;
     u32* __restrict__ rccp = net.rcc;
     u32* __restrict__ maskp = net.inj_mask;
     u64* __restrict__ injp = net.inj;
     // 1. every item's state, all loads in flight together
-    ACC a[STEP_ITEMS];
-    i64 v[STEP_ITEMS];
-    u32 r[STEP_ITEMS];
-    u32 mw[STEP_ITEMS];
+    ACC a[ITEMS];
+    i64 v[ITEMS];
+    u32 r[ITEMS];
+    u32 mw[ITEMS];
 #pragma unroll
-    for (int i = 0; i < STEP_ITEMS; i++) {
+    for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         if (n < N) {
             a[i] = accp[n];
@@ -358,7 +362,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     }
     const u64 t = *net.burst;
     if (threadIdx.x == 0) {
-        const u32 last = min(base + blockDim.x * STEP_ITEMS, N) - 1;
+        const u32 last = min(base + blockDim.x * ITEMS, N) - 1;
         const u32 a0 = area_of(net.area_end, net.n_areas, base);
         const u32 a1 = area_of(net.area_end, net.n_areas, last);
         s_a0 = a0;
@@ -371,18 +375,18 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         ((u64*)s_par)[w] = __ldg(((const u64*)(net.areas + a0)) + w);
     if (threadIdx.x < na) s_end[threadIdx.x] = __ldg(net.area_end + a0 + threadIdx.x);
     // injected input (only where the mask says so)
-    u64 in[STEP_ITEMS];
+    u64 in[ITEMS];
 #pragma unroll
-    for (int i = 0; i < STEP_ITEMS; i++) {
+    for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         in[i] = (mw[i] & (1u << lane)) ? injp[n] : 0;
     }
     __syncthreads();
     // 2. compute
-    bool f[STEP_ITEMS];
-    i64 atf[STEP_ITEMS];
-    i64 v1[STEP_ITEMS];
-    u32 r1[STEP_ITEMS];
+    bool f[ITEMS];
+    i64 atf[ITEMS];
+    i64 v1[ITEMS];
+    u32 r1[ITEMS];
     const bool simple = na == 1 && s_par[0].refractory == 0 && s_par[0].snooze == 0 && s_par[0].fire_limit == 0 &&
                         (s_par[0].flags & (FLAG_GRADIENT | FLAG_NEVER_FIRE)) == 0;
     if (simple) {
@@ -397,7 +401,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         const i64 ll = p.leak_linear;
         const i64 keep = (i64)p.leak_keep;
 #pragma unroll
-        for (int i = 0; i < STEP_ITEMS; i++) {
+        for (int i = 0; i < ITEMS; i++) {
             const u32 n = base + i * blockDim.x + threadIdx.x;
             f[i] = false;
             atf[i] = 0;
@@ -429,7 +433,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         }
     } else {
 #pragma unroll
-    for (int i = 0; i < STEP_ITEMS; i++) {
+    for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         f[i] = false;
         atf[i] = 0;
@@ -451,7 +455,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     }
     // 3. stores
 #pragma unroll
-    for (int i = 0; i < STEP_ITEMS; i++) {
+    for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         if (n < N) {
             if (a[i] != 0) accp[n] = 0;
@@ -462,10 +466,10 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             if (lane == 0 && mw[i] != 0) maskp[n >> 5] = 0;
         }
     }
-    u64 pk[STEP_ITEMS];
+    u64 pk[ITEMS];
     u64 mine = 0;
 #pragma unroll
-    for (int i = 0; i < STEP_ITEMS; i++) {
+    for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         pk[i] = 0;
         if (f[i]) {
@@ -500,7 +504,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     u64 pos = warp_sum[wid] + incl - mine;
     const u64 mask = (1ULL << net.count_shift) - 1;
 #pragma unroll
-    for (int i = 0; i < STEP_ITEMS; i++) {
+    for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         if (f[i]) {
             const u32 slot = (u32)(pos >> net.count_shift);
@@ -521,16 +525,17 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             if (rb) {
                 const u64 slot = rbase + __popc(rbm & ((1u << lane) - 1));
                 if (slot < net.out_cap) {
-                    u32* ids = (u32*)(net.host_out + sizeof(OutHeader));
-                    i64* vs = (i64*)(net.host_out + sizeof(OutHeader) + ((net.out_cap * 4 + 7) & ~7ULL));
-                    ids[slot] = n;
-                    vs[slot] = atf[i];
+                    // tagged with the burst, so that the host needs no ordering of these writes
+                    // (no system fences: each waits for the PCIe writes, microseconds)
+                    u64* ids = (u64*)(net.host_out + sizeof(OutHeader));
+                    u64* vs = ids + net.out_cap;
+                    ids[slot] = ((u64)tag32(t) << 32) | n;
+                    vs[slot] = ((u64)tag16(t) << 48) | ((u64)atf[i] & 0xFFFFFFFFFFFFULL);
                 }
-                __threadfence_system();
             }
         }
     }
-    // the last block publishes the burst's counters to the host, the burst number last
+    // the last block writes the burst's counters to the host (each word tagged, in any order)
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
@@ -543,12 +548,11 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         const u64 packed = *(volatile u64*)wr.counter;
         const u64 rbc = *(volatile u64*)net.rb_counter;
         volatile OutHeader* h = (volatile OutHeader*)net.host_out;
-        h->fired_total = packed >> net.count_shift;
+        const u64 tg = (u64)tag32(t) << 32;
+        h->fired_total = tg | (packed >> net.count_shift);
         h->pairs = packed & ((1ULL << net.count_shift) - 1);
-        h->rb_count = rbc;
-        __threadfence_system();
-        h->burst = *(volatile u64*)net.burst;
-        __threadfence_system();
+        h->rb_count = tg | rbc;
+        h->burst = t;
     }
 }
 
@@ -597,16 +601,19 @@ PROPAGATE(propagate_n64_r32_c32, i64, u32, u32)
 PROPAGATE(propagate_n64_r64_c16, i64, u64, u16)
 PROPAGATE(propagate_n64_r64_c32, i64, u64, u32)
 
-#define STEP(NAME, ACC, RP, MINB) \
-    extern "C" __global__ void __launch_bounds__(256, MINB) NAME(Net net, Side wr) { step_impl<ACC, RP>(net, wr); }
-#define STEPS(SUFFIX, MINB) \
-    STEP(step_n32_r32##SUFFIX, int, u32, MINB) \
-    STEP(step_n32_r64##SUFFIX, int, u64, MINB) \
-    STEP(step_n64_r32##SUFFIX, i64, u32, MINB) \
-    STEP(step_n64_r64##SUFFIX, i64, u64, MINB)
-STEPS(, 4)
-STEPS(_b2, 2)
-STEPS(_b6, 6)
+#define STEP(NAME, ACC, RP, MINB, ITEMS) \
+    extern "C" __global__ void __launch_bounds__(256, MINB) NAME(Net net, Side wr) { step_impl<ACC, RP, ITEMS>(net, wr); }
+#define STEPS(SUFFIX, MINB, ITEMS) \
+    STEP(step_n32_r32##SUFFIX, int, u32, MINB, ITEMS) \
+    STEP(step_n32_r64##SUFFIX, int, u64, MINB, ITEMS) \
+    STEP(step_n64_r32##SUFFIX, i64, u32, MINB, ITEMS) \
+    STEP(step_n64_r64##SUFFIX, i64, u64, MINB, ITEMS)
+// default: STEP_ITEMS neurons per thread, 4 blocks of 256 per SM; the others for measurements
+// (NEUROBURST_CUDA_STEP=_b2 etc.; the _i8 ones take 8 neurons per thread)
+STEPS(, 4, STEP_ITEMS)
+STEPS(_b2, 2, STEP_ITEMS)
+STEPS(_i8, 2, 8)
+STEPS(_i8b3, 3, 8)
 
 extern "C" __global__ void relist_r32(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u32>(net, wr, ids, count); }
 extern "C" __global__ void relist_r64(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u64>(net, wr, ids, count); }

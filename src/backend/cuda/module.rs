@@ -65,6 +65,8 @@ pub struct Kernels {
     pub module: Arc<CudaModule>,
     pub propagate: CudaFunction,
     pub step: CudaFunction,
+    /// `step` takes 8 neurons per thread (else STEP_ITEMS = 4).
+    pub step_items8: bool,
     pub relist: CudaFunction,
     pub in_bound: CudaFunction,
     pub max_reduce: CudaFunction,
@@ -87,12 +89,14 @@ impl Kernels {
         let n = if v.wide_acc { "n64" } else { "n32" };
         let r = if v.row64 { "r64" } else { "r32" };
         let c = if v.code32 { "c32" } else { "c16" };
+        let step_suffix = std::env::var("NEUROBURST_CUDA_STEP").unwrap_or_default();
         let f = |name: String| module.load_function(&name).map_err(|e| format!("kernel {name} is missing: {e}"));
         Ok(Kernels {
             propagate: f(format!("propagate_{n}_{r}_{c}"))?,
-            // NEUROBURST_CUDA_STEP: "_b2" / "_b6" pick `step` built for 2 / 6 resident blocks per SM
-            // (default 4), for measurements.
-            step: f(format!("step_{n}_{r}{}", std::env::var("NEUROBURST_CUDA_STEP").unwrap_or_default()))?,
+            // NEUROBURST_CUDA_STEP (for measurements): "_b2" picks `step` built for 2 resident blocks
+            // per SM (default 4); "_i8" / "_i8b3": 8 neurons per thread, 2 / 3 blocks per SM.
+            step: f(format!("step_{n}_{r}{step_suffix}"))?,
+            step_items8: step_suffix.starts_with("_i8"),
             relist: f(format!("relist_{r}"))?,
             in_bound: f(format!("in_bound_{c}"))?,
             max_reduce: f("max_reduce".into())?,
