@@ -12,7 +12,8 @@
 //! search) and adds the injection, both with integer atomics (exact, order-independent sums);
 //! `step` runs every neuron, compacts the fired list on the device and writes the read-back
 //! neurons straight into mapped pinned host memory; its last block publishes the counters, which
-//! the host polls. Only the injection and the read-back list cross PCIe.
+//! the host polls. Every output word carries a tag of its burst, so the GPU needs no system-scope
+//! fences. Only the injection and the read-back list cross PCIe.
 
 mod backend;
 pub mod memory;
