@@ -14,4 +14,5 @@ pub mod config;
 pub mod connectome;
 pub mod genome;
 pub mod model;
+pub mod ros;
 pub mod workload;
