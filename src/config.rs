@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::BackendKind;
+use crate::decode::DecoderConfig;
+use crate::encode::EncoderConfig;
 
 /// The commented default configuration shipped in `config/`.
 pub const DEFAULT_YAML: &str = include_str!("../config/neuroburst.yaml");
@@ -18,6 +20,31 @@ pub struct Config {
     pub backend: BackendConfig,
     #[serde(default)]
     pub log: LogConfig,
+    /// Sensor topics -> sensor areas.
+    #[serde(default)]
+    pub encoders: Vec<EncoderConfig>,
+    /// Motor areas -> motor topics.
+    #[serde(default)]
+    pub decoders: Vec<DecoderConfig>,
+    /// `neuroburst replay`.
+    #[serde(default)]
+    pub replay: ReplayConfig,
+}
+
+/// Settings of `neuroburst replay`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplayConfig {
+    /// Topic of the per-burst activity (neuroburst/msg/BurstActivity); empty = not recorded.
+    pub activity_topic: String,
+    /// Stop after this many bursts; 0 = until the end of the bag.
+    pub max_bursts: u64,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig { activity_topic: "/neuroburst/activity".into(), max_bursts: 0 }
+    }
 }
 
 /// Which backend runs the brain, and on what.
@@ -99,6 +126,18 @@ impl Config {
                 origin: "log.level".into(),
                 message: format!("{:?} is not one of {}", self.log.level, LEVELS.join(", ")),
             });
+        }
+        let mut topics: Vec<&str> = self.decoders.iter().map(|d| d.topic()).collect();
+        if !self.replay.activity_topic.is_empty() {
+            topics.push(&self.replay.activity_topic);
+        }
+        for (i, t) in topics.iter().enumerate() {
+            if topics[..i].contains(t) {
+                return Err(ConfigError::Invalid {
+                    origin: "decoders".into(),
+                    message: format!("topic {t} is written by two outputs (decoders, replay.activity_topic)"),
+                });
+            }
         }
         Ok(())
     }

@@ -12,6 +12,8 @@ pub mod brain;
 pub mod cli;
 pub mod config;
 pub mod connectome;
+pub mod decode;
+pub mod encode;
 pub mod genome;
 pub mod model;
 pub mod ros;
