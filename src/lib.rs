@@ -8,6 +8,7 @@
 //! - [`cli`]: the command line.
 
 pub mod backend;
+pub mod bag;
 pub mod brain;
 pub mod cli;
 pub mod config;
@@ -16,5 +17,6 @@ pub mod decode;
 pub mod encode;
 pub mod genome;
 pub mod model;
+pub mod node;
 pub mod ros;
 pub mod workload;

@@ -4,6 +4,7 @@
 mod bench;
 mod convert;
 mod inspect;
+mod replay;
 mod run;
 mod table;
 
@@ -31,6 +32,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Write a genome (a FEAGI JSON genome, or YAML) in the project's YAML format.
     Convert(convert::ConvertArgs),
+    /// Replay a rosbag2 bag through the brain, lock-stepped to bag time; record the motor topics.
+    Replay(replay::ReplayArgs),
 }
 
 /// Options shared by the commands that run a brain.
@@ -79,5 +82,6 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect(a) => inspect::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Convert(a) => convert::main(a),
+        Command::Replay(a) => replay::main(a),
     }
 }

@@ -11,7 +11,9 @@ mod twist;
 use serde::{Deserialize, Serialize};
 
 pub use activation::{column_activation, Magnitude};
+pub use joints::{JointsMessage, Precision};
 pub use smoothing::{RateGate, Smoother};
+pub use twist::{Axis, TwistAxis};
 
 use crate::model::Layout;
 
