@@ -39,11 +39,14 @@ pub struct ReplayConfig {
     pub activity_topic: String,
     /// Stop after this many bursts; 0 = until the end of the bag.
     pub max_bursts: u64,
+    /// Pace of the replay against the wall clock: 0 = as fast as possible, 1 = bag time, 2 = twice
+    /// as fast. Never changes the output.
+    pub pace: f64,
 }
 
 impl Default for ReplayConfig {
     fn default() -> Self {
-        ReplayConfig { activity_topic: "/neuroburst/activity".into(), max_bursts: 0 }
+        ReplayConfig { activity_topic: "/neuroburst/activity".into(), max_bursts: 0, pace: 0.0 }
     }
 }
 
@@ -126,6 +129,9 @@ impl Config {
                 origin: "log.level".into(),
                 message: format!("{:?} is not one of {}", self.log.level, LEVELS.join(", ")),
             });
+        }
+        if !(self.replay.pace >= 0.0 && self.replay.pace.is_finite()) {
+            return Err(ConfigError::Invalid { origin: "replay.pace".into(), message: format!("{} is not >= 0", self.replay.pace) });
         }
         let mut topics: Vec<&str> = self.decoders.iter().map(|d| d.topic()).collect();
         if !self.replay.activity_topic.is_empty() {

@@ -54,6 +54,7 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
         max_bursts: config.replay.max_bursts,
         activity_topic: config.replay.activity_topic.clone(),
         progress: config.log.progress,
+        pace: config.replay.pace,
         stop: &stop,
     };
     let result = replay(&bag, &layout, opened.backend.as_mut(), &config, &mut writer, &opts);

@@ -76,6 +76,8 @@ pub struct ReplayOptions<'a> {
     pub max_bursts: u64,
     pub activity_topic: String,
     pub progress: bool,
+    /// 0 = as fast as possible; else bag seconds per wall-clock second (never changes the output).
+    pub pace: f64,
     /// Set (by a SIGINT handler) to stop after the current burst and finish the output.
     pub stop: &'a AtomicBool,
 }
@@ -155,12 +157,19 @@ pub fn replay(
     let mut last_values: Vec<Vec<f64>> = summary.motor.iter().map(|m| vec![0.0; m.labels.len()]).collect();
     let mut sums: Vec<Vec<f64>> = last_values.clone();
     let mut next = 0usize;
+    let started = std::time::Instant::now();
     for k in 1..=total {
         if opts.stop.load(Ordering::SeqCst) {
             summary.interrupted = true;
             break;
         }
         let t_k = burst_time(k);
+        if opts.pace > 0.0 {
+            let due = std::time::Duration::from_secs_f64((t_k - t0) as f64 * 1e-9 / opts.pace);
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
         while next < bag.messages.len() && bag.messages[next].log_time < t_k {
             let m = &bag.messages[next];
             let topic = &bag.topics[m.topic];
