@@ -43,3 +43,41 @@ pub fn lookup(name: &str) -> Option<TypeInfo> {
     let full = if name.contains("/msg/") { name.to_string() } else { name.replacen('/', "/msg/", 1) };
     all().into_iter().map(|f| f()).find(|t| t.name == full)
 }
+
+/// Decode `payload` as type `name` and drop the value: whether it is a valid message.
+/// None when the type is unknown.
+pub fn check(name: &str, payload: &[u8]) -> Option<Result<(), super::MsgError>> {
+    use super::decode;
+    macro_rules! try_types {
+        ($($t:ty),*) => {
+            $(if name == <$t>::TYPE {
+                return Some(decode::<$t>(payload).map(|_| ()));
+            })*
+        };
+    }
+    try_types!(
+        builtin::Time,
+        builtin::Header,
+        builtin::MultiArrayDimension,
+        builtin::MultiArrayLayout,
+        builtin::Float32MultiArray,
+        builtin::Float64MultiArray,
+        geometry_msgs::Vector3,
+        geometry_msgs::Point,
+        geometry_msgs::Quaternion,
+        geometry_msgs::Pose,
+        geometry_msgs::PoseWithCovariance,
+        geometry_msgs::Twist,
+        geometry_msgs::TwistStamped,
+        geometry_msgs::TwistWithCovariance,
+        sensor_msgs::Image,
+        sensor_msgs::CompressedImage,
+        sensor_msgs::LaserScan,
+        sensor_msgs::Imu,
+        sensor_msgs::JointState,
+        sensor_msgs::Range,
+        nav_msgs::Odometry,
+        neuroburst_msgs::BurstActivity
+    );
+    None
+}
