@@ -28,7 +28,7 @@ Dim = T['std_msgs/msg/MultiArrayDimension']
 layout = T['std_msgs/msg/MultiArrayLayout'](dim=[Dim(label='xy', size=3, stride=6), Dim(label='z', size=2, stride=2)], data_offset=1)
 V3 = T['geometry_msgs/msg/Vector3']
 point = T['geometry_msgs/msg/Point'](x=0.5, y=0.25, z=-1.0)
-quat = T['geometry_msgs/msg/Quaternion'](x=0.0, y=0.0, z=0.7071, w=0.7071)
+quat = T['geometry_msgs/msg/Quaternion'](x=0.0, y=0.0, z=0.6, w=0.8)
 pose = T['geometry_msgs/msg/Pose'](position=point, orientation=quat)
 pwc = T['geometry_msgs/msg/PoseWithCovariance'](pose=pose, covariance=f64([i * 0.5 for i in range(36)]))
 twist = T['geometry_msgs/msg/Twist'](linear=V3(x=0.5, y=0.0, z=0.0), angular=V3(x=0.0, y=0.0, z=-0.25))
@@ -66,22 +66,27 @@ for name, m in msgs.items():
 print(json.dumps(out))
 "#;
 
-fn samples() -> Vec<(&'static str, Vec<u8>, Box<dyn Fn(&[u8]) -> bool>, String)> {
+/// Whether bytes decode to the sample.
+type Check = Box<dyn Fn(&[u8]) -> bool>;
+/// (type name, our bytes, check, our hash)
+type Sample = (&'static str, Vec<u8>, Check, String);
+
+fn samples() -> Vec<Sample> {
     let time = Time { sec: 1_700_000_001, nanosec: 123_456_789 };
     let header = Header { stamp: time.clone(), frame_id: "cam".into() };
     let dim = |l: &str, size, stride| MultiArrayDimension { label: l.into(), size, stride };
     let layout = MultiArrayLayout { dim: vec![dim("xy", 3, 6), dim("z", 2, 2)], data_offset: 1 };
     let point = Point { x: 0.5, y: 0.25, z: -1.0 };
-    let quat = Quaternion { x: 0.0, y: 0.0, z: 0.7071, w: 0.7071 };
+    let quat = Quaternion { x: 0.0, y: 0.0, z: 0.6, w: 0.8 };
     let pose = Pose { position: point.clone(), orientation: quat.clone() };
     let pwc = PoseWithCovariance { pose: pose.clone(), covariance: Array(std::array::from_fn(|i| i as f64 * 0.5)) };
     let twist = Twist { linear: Vector3 { x: 0.5, y: 0.0, z: 0.0 }, angular: Vector3 { x: 0.0, y: 0.0, z: -0.25 } };
     let twc = TwistWithCovariance { twist: twist.clone(), covariance: Array(std::array::from_fn(|i| i as f64 * 0.25)) };
 
     let mut v = Vec::new();
-    fn add<M: RosMessage + 'static>(v: &mut Vec<(&'static str, Vec<u8>, Box<dyn Fn(&[u8]) -> bool>, String)>, m: M) {
+    fn add<M: RosMessage + 'static>(v: &mut Vec<Sample>, m: M) {
         let bytes = encode(&m);
-        let check: Box<dyn Fn(&[u8]) -> bool> = Box::new(move |b| decode::<M>(b).as_ref() == Ok(&m));
+        let check: Check = Box::new(move |b| decode::<M>(b).as_ref() == Ok(&m));
         v.push((M::TYPE, bytes, check, type_hash::<M>()));
     }
     add(&mut v, time.clone());

@@ -118,7 +118,7 @@ impl Decoder {
             DecoderConfig::Joints(c) => &c.output,
             DecoderConfig::FloatArray(c) => &c.output,
         };
-        if out.window == 0 || !(out.rate_hz >= 0.0) {
+        if out.window == 0 || out.rate_hz.is_nan() || out.rate_hz < 0.0 {
             return Err(format!("decoder of {topic}: window must be >= 1 and rate_hz >= 0"));
         }
         Ok(Decoder {

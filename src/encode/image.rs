@@ -1,8 +1,8 @@
 //! Image -> vision area: the image is resized (area average) to the area's x, y; channels go on z
 //! (z = 1: grey, z >= 3: red, green, blue on z = 0, 1, 2); intensity 0..1 is scaled to a potential.
-//! Image row 0 (the top) is the area's highest y (FEAGI's y points up). With `change_threshold`
-//! > 0 only voxels whose intensity changed by more than it since the previous frame are injected,
-//! so a still scene stops firing.
+//! Image row 0 (the top) is the area's highest y (FEAGI's y points up). With a positive
+//! `change_threshold` only voxels whose intensity changed by more than it since the previous frame
+//! are injected, so a still scene stops firing.
 
 use serde::{Deserialize, Serialize};
 

@@ -37,7 +37,7 @@ impl AreaTarget {
 /// FEAGI's scalar as a position along z: `v` in `[lo, hi]` -> voxel `0..zdim` (clamped); None for
 /// NaN or an empty range.
 pub fn z_position(v: f64, lo: f64, hi: f64, zdim: u32) -> Option<u32> {
-    if !v.is_finite() || !(hi > lo) || zdim == 0 {
+    if !v.is_finite() || hi.is_nan() || lo.is_nan() || hi <= lo || zdim == 0 {
         return None;
     }
     let f = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
