@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use super::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
+use crate::memory;
 use crate::model::neuron::excited;
 use crate::model::{fixed, step, AreaParams, Injection, NeuronState, FLAG_GRADIENT, FLAG_MP_ACC, FLAG_NEVER_FIRE, FLAG_POWER, LEAK_LINEAR};
 
@@ -92,13 +93,14 @@ impl Shard {
                 (lo < hi).then_some(Segment { area: a, range: lo..hi, simple: is_simple(p) })
             })
             .collect();
-        let input = if max_input(&conn, table) <= i32::MAX as u64 { Input::Narrow(vec![0; n]) } else { Input::Wide(vec![0; n]) };
+        let input =
+            if max_input(&conn, table) <= i32::MAX as u64 { Input::Narrow(memory::zeroed(n)) } else { Input::Wide(memory::zeroed(n)) };
         let state = State {
             base: conn.targets_range.start,
             segments,
-            potential: vec![0; n],
-            refractory: vec![0; n],
-            consecutive: vec![0; n],
+            potential: memory::zeroed(n),
+            refractory: memory::zeroed(n),
+            consecutive: memory::zeroed(n),
             fired: Vec::new(),
             fired_v: Vec::new(),
         };

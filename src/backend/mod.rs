@@ -2,6 +2,7 @@
 //! reference, and every other backend must produce the same fired sets bit for bit.
 
 pub mod cpu;
+pub mod cuda;
 pub mod open;
 pub mod select;
 
@@ -80,17 +81,17 @@ pub trait Backend: Send {
     fn restore(&mut self, state: &NeuronState) -> Result<(), BackendError>;
 }
 
-/// Probe CUDA device `device` (replaced by the CUDA backend's probe).
-pub(crate) fn gpu_probe(_device: usize) -> GpuProbe {
-    GpuProbe::Unavailable("this build has no CUDA backend yet".into())
+/// Probe CUDA device `device`; never panics (see [`cuda::probe`]).
+pub(crate) fn gpu_probe(device: usize) -> GpuProbe {
+    cuda::probe(device)
 }
 
-/// Start the CUDA backend (replaced by the CUDA backend).
-pub(crate) fn open_cuda(_brain: crate::brain::Brain, _readback: Readback, _device: usize) -> Result<Box<dyn Backend>, BackendError> {
-    Err(BackendError::Device("this build has no CUDA backend yet".into()))
+/// Start the CUDA backend on `device`.
+pub(crate) fn open_cuda(brain: crate::brain::Brain, readback: Readback, device: usize) -> Result<Box<dyn Backend>, BackendError> {
+    Ok(Box::new(cuda::CudaBackend::new(brain, readback, device)?))
 }
 
-/// Bytes a brain needs on one GPU (replaced by the CUDA backend's own accounting).
+/// Bytes a brain needs on one GPU (connectome and state), computed without a GPU.
 pub fn gpu_bytes_needed(brain: &crate::brain::Brain) -> u64 {
-    brain.connectome.bytes() + brain.layout.neurons as u64 * crate::model::neuron::STATE_BYTES_PER_NEURON
+    cuda::device_bytes_needed(brain)
 }

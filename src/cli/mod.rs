@@ -6,6 +6,7 @@ mod convert;
 mod inspect;
 mod replay;
 mod run;
+mod selftest;
 mod table;
 
 use std::path::PathBuf;
@@ -34,6 +35,8 @@ pub enum Command {
     Convert(convert::ConvertArgs),
     /// Replay a rosbag2 bag through the brain, lock-stepped to bag time; record the motor topics.
     Replay(replay::ReplayArgs),
+    /// Check a backend against the CPU reference on random brains, bit for bit.
+    Selftest(selftest::SelftestArgs),
 }
 
 /// Options shared by the commands that run a brain.
@@ -83,5 +86,6 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(a) => bench::main(a),
         Command::Convert(a) => convert::main(a),
         Command::Replay(a) => replay::main(a),
+        Command::Selftest(a) => selftest::main(a),
     }
 }

@@ -286,6 +286,7 @@ fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> (Vec<Part
         let sizes: Vec<usize> = outs.iter().map(|o| o.parts[pi].targets.len()).collect();
         let total: usize = sizes.iter().sum();
         let mut row_ptr = Vec::with_capacity(n as usize + 1);
+        crate::memory::advise(row_ptr.as_mut_ptr() as *mut u8, (n as usize + 1) * 8);
         row_ptr.push(0u64);
         for o in &outs {
             let mut acc = *row_ptr.last().unwrap();
@@ -295,10 +296,10 @@ fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> (Vec<Part
             }
         }
         let chunk_parts: Vec<ChunkPart> = outs.iter_mut().map(|o| std::mem::take(&mut o.parts[pi])).collect();
-        let mut targets = vec![0u32; total];
+        let mut targets = crate::memory::zeroed::<u32>(total);
         split_by(&mut targets, &sizes).into_par_iter().zip(&chunk_parts).for_each(|(dst, cp)| dst.copy_from_slice(&cp.targets));
         let codes = if wide {
-            let mut codes = vec![0u32; total];
+            let mut codes = crate::memory::zeroed::<u32>(total);
             split_by(&mut codes, &sizes).into_par_iter().zip(&chunk_parts).zip(&remaps).for_each(|((dst, cp), remap)| {
                 for (d, &c) in dst.iter_mut().zip(&cp.codes) {
                     *d = remap[c as usize];
@@ -306,7 +307,7 @@ fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> (Vec<Part
             });
             Codes::U32(codes)
         } else {
-            let mut codes = vec![0u16; total];
+            let mut codes = crate::memory::zeroed::<u16>(total);
             split_by(&mut codes, &sizes).into_par_iter().zip(&chunk_parts).zip(&remaps).for_each(|((dst, cp), remap)| {
                 for (d, &c) in dst.iter_mut().zip(&cp.codes) {
                     *d = remap[c as usize] as u16;

@@ -1,0 +1,135 @@
+//! Device memory: what a brain needs (computed without a GPU), and mapped pinned host buffers.
+
+use std::sync::Arc;
+
+use cudarc::driver::{result, sys, CudaContext, DriverError};
+
+use crate::brain::Brain;
+use crate::connectome::Codes;
+
+/// Bytes per neuron of the device state: potential (8), refractory + consecutive count (4),
+/// synaptic accumulator (8, used as 4 when narrow), injection (8), two fired lists with row offsets
+/// (2 x (4 + 8)).
+pub const STATE_BYTES_PER_NEURON: u64 = 8 + 4 + 8 + 8 + 2 * (4 + 8);
+
+/// Memory kept free beyond the plan, for the module, the graphs and the driver.
+pub const RESERVE_BYTES: u64 = 96 << 20;
+
+/// What a brain occupies on one GPU.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct MemoryPlan {
+    pub neurons: u64,
+    pub synapses: u64,
+    /// 4 when every row offset fits in `u32`, else 8.
+    pub row_ptr_bytes: u64,
+    /// 2 (`u16` contribution codes) or 4.
+    pub code_bytes: u64,
+    /// Row pointers + targets + codes + contribution table.
+    pub connectome_bytes: u64,
+    /// Neuron state, fired lists, injection bits, the chunk index of the pairs (4 bytes per 256
+    /// synapses), areas and counters.
+    pub state_bytes: u64,
+    pub total_bytes: u64,
+}
+
+impl MemoryPlan {
+    pub fn of(brain: &Brain) -> MemoryPlan {
+        let n = brain.layout.neurons as u64;
+        let s = brain.connectome.synapses();
+        let row_ptr_bytes = if s < u32::MAX as u64 { 4 } else { 8 };
+        let code_bytes = match brain.connectome.parts.first().map(|p| &p.codes) {
+            Some(Codes::U32(_)) => 4,
+            _ => {
+                if brain.connectome.parts.iter().any(|p| matches!(p.codes, Codes::U32(_))) {
+                    4
+                } else {
+                    2
+                }
+            }
+        };
+        let connectome_bytes = (n + 1) * row_ptr_bytes + s * (4 + code_bytes) + brain.connectome.contributions.len() as u64 * 4;
+        let areas = brain.layout.params.len() as u64;
+        let chunk_index = (s / super::backend::PAIRS_PER_CHUNK as u64 + 2) * 4;
+        let state_bytes = n * STATE_BYTES_PER_NEURON + n.div_ceil(32) * 4 + areas * (104 + 4) + 64 * 8 + chunk_index;
+        MemoryPlan {
+            neurons: n,
+            synapses: s,
+            row_ptr_bytes,
+            code_bytes,
+            connectome_bytes,
+            state_bytes,
+            total_bytes: connectome_bytes + state_bytes,
+        }
+    }
+
+    /// Device bytes per stored synapse, row pointers included.
+    pub fn bytes_per_synapse(&self) -> f64 {
+        if self.synapses == 0 {
+            0.0
+        } else {
+            (self.connectome_bytes as f64) / self.synapses as f64
+        }
+    }
+}
+
+/// Bytes a brain needs on one GPU (connectome and state), without touching a GPU.
+pub fn device_bytes_needed(brain: &Brain) -> u64 {
+    MemoryPlan::of(brain).total_bytes
+}
+
+/// A pinned host buffer mapped into the device's address space: the GPU reads and writes it over
+/// PCIe with no copy call.
+pub(crate) struct Pinned {
+    ctx: Arc<CudaContext>,
+    ptr: *mut u8,
+    len: usize,
+    dev: u64,
+}
+
+// SAFETY: the buffer is owned by this value alone; the raw pointer is only dereferenced through
+// `&self`/`&mut self` by the backend that owns it.
+unsafe impl Send for Pinned {}
+
+impl Pinned {
+    /// `write_combined`: the host only writes it (the injection), the device only reads it.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize, write_combined: bool) -> Result<Pinned, DriverError> {
+        ctx.bind_to_thread()?;
+        let mut flags = sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        if write_combined {
+            flags |= sys::CU_MEMHOSTALLOC_WRITECOMBINED;
+        }
+        let len = len.max(64);
+        // SAFETY: a fresh allocation of `len` bytes; zeroed below before anything reads it.
+        let ptr = unsafe { result::malloc_host(len, flags) }? as *mut u8;
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: `ptr` was returned by cuMemHostAlloc with DEVICEMAP.
+        let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, ptr as *mut _, 0) }.result();
+        if let Err(e) = r {
+            // SAFETY: allocated above, freed once.
+            let _ = unsafe { result::free_host(ptr as *mut _) };
+            return Err(e);
+        }
+        // SAFETY: `len` bytes were allocated at `ptr`.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        Ok(Pinned { ctx: ctx.clone(), ptr, len, dev })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+    pub(crate) fn dev(&self) -> u64 {
+        self.dev
+    }
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated by cuMemHostAlloc in `new`, freed once; the owner synchronised the
+        // stream before dropping (no kernel still uses it).
+        let _ = unsafe { result::free_host(self.ptr as *mut _) };
+    }
+}

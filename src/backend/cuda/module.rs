@@ -1,0 +1,121 @@
+//! The kernels: `kernels/burst.cu`, embedded in the binary, compiled by NVRTC for the device's
+//! architecture at start-up. The PTX is cached on disk, keyed by a hash of the source and the
+//! architecture, so later start-ups skip the compilation.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
+use cudarc::nvrtc::{CompileOptions, Ptx};
+
+/// The kernel source.
+pub const BURST_CU: &str = include_str!("../../../kernels/burst.cu");
+
+/// FNV-1a, 64 bits: a stable hash for the cache key.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("NEUROBURST_PTX_CACHE") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("neuroburst"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("neuroburst"))
+}
+
+/// Compile (or fetch from the cache) the PTX of `BURST_CU` for compute capability `major.minor`.
+pub fn ptx_for(major: i32, minor: i32) -> Result<Ptx, String> {
+    let arch = format!("sm_{major}{minor}");
+    let key = format!("burst-{:016x}-{arch}.ptx", fnv1a(BURST_CU.as_bytes()));
+    let cached = cache_dir().map(|d| d.join(&key));
+    if let Some(path) = &cached {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if text.contains(".entry") {
+                return Ok(Ptx::from_src(text));
+            }
+        }
+    }
+    let opts = CompileOptions {
+        options: vec![format!("--gpu-architecture=compute_{major}{minor}"), "--std=c++17".into()],
+        name: Some("burst.cu".into()),
+        ..Default::default()
+    };
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(BURST_CU, opts).map_err(|e| format!("NVRTC could not compile kernels/burst.cu: {e}"))?;
+    if let Some(path) = &cached {
+        // A cache that cannot be written is no error: the next start-up compiles again.
+        let _ = std::fs::create_dir_all(path.parent().unwrap_or(path));
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::write(&tmp, ptx.to_src()).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
+        }
+    }
+    Ok(ptx)
+}
+
+/// The loaded kernels of one variant (accumulator width, row pointer width, code width).
+pub struct Kernels {
+    pub module: Arc<CudaModule>,
+    pub propagate: CudaFunction,
+    pub step: CudaFunction,
+    pub relist: CudaFunction,
+    pub in_bound: CudaFunction,
+    pub max_reduce: CudaFunction,
+    pub publish: CudaFunction,
+}
+
+/// Which kernel variant a brain needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    /// i64 accumulators (the brain's per-burst input bound does not fit in i32).
+    pub wide_acc: bool,
+    pub row64: bool,
+    pub code32: bool,
+}
+
+impl Kernels {
+    pub fn load(ctx: &Arc<CudaContext>, v: Variant) -> Result<Kernels, String> {
+        let (major, minor) = ctx.compute_capability().map_err(|e| format!("cannot read the compute capability: {e}"))?;
+        let ptx = ptx_for(major, minor)?;
+        let module = ctx.load_module(ptx).map_err(|e| format!("the driver could not load the compiled kernels: {e}"))?;
+        let n = if v.wide_acc { "n64" } else { "n32" };
+        let r = if v.row64 { "r64" } else { "r32" };
+        let c = if v.code32 { "c32" } else { "c16" };
+        let f = |name: String| module.load_function(&name).map_err(|e| format!("kernel {name} is missing: {e}"));
+        Ok(Kernels {
+            propagate: f(format!("propagate_{n}_{r}_{c}"))?,
+            step: f(format!("step_{n}_{r}"))?,
+            relist: f(format!("relist_{r}"))?,
+            in_bound: f(format!("in_bound_{c}"))?,
+            max_reduce: f("max_reduce".into())?,
+            publish: f("publish".into())?,
+            module,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Compiles the kernels wherever NVRTC can be loaded (no GPU needed); says so when it cannot.
+    #[test]
+    fn kernels_compile_under_nvrtc_when_present() {
+        // SAFETY: only tries to dlopen the library.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            println!("skipping: NVRTC (libnvrtc.so) not found");
+            return;
+        }
+        std::env::set_var("NEUROBURST_PTX_CACHE", std::env::temp_dir().join("neuroburst-ptx-test"));
+        let ptx = super::ptx_for(9, 0).unwrap_or_else(|e| panic!("{e}"));
+        let src = ptx.to_src();
+        for k in ["propagate_n32_r32_c16", "step_n64_r64", "relist_r32", "in_bound_c32", "max_reduce"] {
+            assert!(src.contains(k), "kernel {k} missing from the PTX");
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! `neuroburst selftest`: the parity check on this machine. Random brains of several shapes run on
+//! the CPU reference and on the chosen backend with the same injections; every burst's fired set and
+//! the state must match bit for bit.
+
+use clap::Args;
+
+use crate::backend::{cuda, BackendKind, GpuProbe};
+use crate::selftest::{cpu_candidate, cuda_candidate, parity, ParityConfig};
+
+#[derive(Args, Debug)]
+pub struct SelftestArgs {
+    /// Backend checked against the CPU reference: cuda, cpu (the CPU split into --parts shards), or
+    /// auto (cuda when a GPU is usable, else cpu).
+    #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
+    pub backend: BackendKind,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Random brains.
+    #[arg(long, default_value_t = 20)]
+    pub brains: usize,
+    /// Bursts per brain.
+    #[arg(long, default_value_t = 2000)]
+    pub bursts: u64,
+    /// Seed of the first brain.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Largest brain, in neurons.
+    #[arg(long, default_value_t = 4000)]
+    pub max_neurons: u32,
+    /// Target parts of the candidate's connectome (shards).
+    #[arg(long, default_value_t = 3)]
+    pub parts: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn main(a: SelftestArgs) -> anyhow::Result<()> {
+    super::init(&Default::default());
+    let gpu = match a.backend {
+        BackendKind::Cpu => false,
+        BackendKind::Cuda => match cuda::probe(a.device) {
+            GpuProbe::Available(_) => true,
+            GpuProbe::Unavailable(why) => anyhow::bail!("selftest --backend cuda: {why}"),
+        },
+        BackendKind::Auto => match cuda::probe(a.device) {
+            GpuProbe::Available(_) => true,
+            GpuProbe::Unavailable(why) => {
+                tracing::info!("auto: checking the CPU split into {} shards, because {why}", a.parts);
+                false
+            }
+        },
+    };
+    let cfg = ParityConfig {
+        brains: a.brains,
+        bursts: a.bursts,
+        seed: a.seed,
+        max_neurons: a.max_neurons,
+        candidate_parts: if gpu { 1 } else { a.parts.max(2) },
+    };
+    let result = if gpu { parity(&cfg, &cuda_candidate(a.device)) } else { parity(&cfg, &cpu_candidate) };
+    let report = result.map_err(|diff| anyhow::anyhow!("parity FAILED: {diff}"))?;
+    if a.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        for b in &report.brains {
+            println!(
+                "  seed {:>4} {:<17} {:>2} areas {:>6} neurons {:>9} synapses {:>9} fired, readback {}",
+                b.seed, b.shape, b.areas, b.neurons, b.synapses, b.fired, b.readback
+            );
+        }
+        println!("{report}");
+    }
+    Ok(())
+}

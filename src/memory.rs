@@ -1,0 +1,35 @@
+//! Large arrays on huge pages. Neuron state and synapses are read at random every burst; with 4 KiB
+//! pages nearly every such access also misses the TLB. Linux backs memory with 2 MiB pages when
+//! asked (`madvise(MADV_HUGEPAGE)`, needed when transparent huge pages are in `madvise` mode) before
+//! the pages are first touched.
+
+/// A zero-filled vector of `n` elements whose memory is advised to use huge pages.
+pub fn zeroed<T: Copy + Default>(n: usize) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    advise(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+    v.resize(n, T::default());
+    v
+}
+
+/// Advise the kernel to back `len` bytes from `ptr` with huge pages (no effect off Linux, for small
+/// regions, or when the kernel refuses).
+pub fn advise(ptr: *mut u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    if len < HUGE {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let start = (ptr as usize).next_multiple_of(4096);
+        let end = (ptr as usize + len) & !4095;
+        if end > start {
+            // SAFETY: madvise only changes how the kernel backs this range of our own allocation;
+            // MADV_HUGEPAGE never changes its contents. A failure is harmless and ignored.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = ptr;
+}

@@ -1,0 +1,71 @@
+//! Parity of the CUDA backend with the CPU reference on random brains. Skips, saying why, when no
+//! usable GPU is there. NEUROBURST_PARITY_BRAINS / _BURSTS / _SEED override the size.
+
+use neuroburst::backend::cuda;
+use neuroburst::backend::GpuProbe;
+use neuroburst::selftest::{cuda_candidate, parity, ParityConfig};
+
+/// Say why a GPU test skips, on the real stderr: libtest captures `println!` of passing tests, and a
+/// skip must never pass silently.
+fn skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "skipping: {why}");
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+#[test]
+fn cuda_matches_cpu_on_random_brains() {
+    let device = env_or("NEUROBURST_DEVICE", 0) as usize;
+    match cuda::probe(device) {
+        GpuProbe::Unavailable(why) => {
+            skip(&why);
+            return;
+        }
+        GpuProbe::Available(name) => println!("GPU: {name}"),
+    }
+    let cfg = ParityConfig {
+        brains: env_or("NEUROBURST_PARITY_BRAINS", 20) as usize,
+        bursts: env_or("NEUROBURST_PARITY_BURSTS", 2000),
+        seed: env_or("NEUROBURST_PARITY_SEED", 1),
+        max_neurons: env_or("NEUROBURST_PARITY_MAX_NEURONS", 4000) as u32,
+        candidate_parts: 1,
+    };
+    let cand = cuda_candidate(device);
+    match parity(&cfg, &cand) {
+        Ok(report) => {
+            for b in &report.brains {
+                println!(
+                    "  seed {:>4} {:<17} {:>2} areas {:>6} neurons {:>8} synapses {:>9} fired, readback {}",
+                    b.seed, b.shape, b.areas, b.neurons, b.synapses, b.fired, b.readback
+                );
+            }
+            println!("{report}");
+        }
+        Err(diff) => panic!("CUDA parity failed: {diff}"),
+    }
+}
+
+#[test]
+fn cuda_parity_with_several_shards_in_the_brain() {
+    // The backend merges a brain built in several target parts into one CSR.
+    let device = env_or("NEUROBURST_DEVICE", 0) as usize;
+    if let GpuProbe::Unavailable(why) = cuda::probe(device) {
+        skip(&why);
+        return;
+    }
+    let cfg = ParityConfig { brains: 3, bursts: 300, seed: 900, max_neurons: 3000, candidate_parts: 3 };
+    let report = parity(&cfg, &cuda_candidate(device)).unwrap_or_else(|d| panic!("CUDA parity failed: {d}"));
+    println!("{report}");
+}
+
+#[test]
+fn probe_without_gpu_never_panics() {
+    // Whatever the machine, probing gives an answer (a reason when unusable).
+    match cuda::probe(usize::MAX / 2) {
+        GpuProbe::Unavailable(why) => assert!(!why.is_empty()),
+        GpuProbe::Available(name) => panic!("device {} cannot exist, got {name}", usize::MAX / 2),
+    }
+}
