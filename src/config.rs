@@ -207,6 +207,16 @@ mod tests {
     }
 
     #[test]
+    fn the_diffdrive_example_config_loads() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/diffdrive/config.yaml");
+        let c = Config::load(Some(&p), &[]).unwrap();
+        assert_eq!((c.encoders.len(), c.decoders.len()), (3, 1));
+        assert_eq!(c.decoders[0].topic(), "/cmd_vel");
+        let e = Config::load(Some(&p), &["replay.activity_topic=/cmd_vel".into()]).unwrap_err().to_string();
+        assert!(e.contains("/cmd_vel") && e.contains("two outputs"), "{e}");
+    }
+
+    #[test]
     fn unknown_keys_in_a_file_name_the_file_and_key() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.yaml");

@@ -89,7 +89,34 @@ fn bundled_example_replays_and_plots() {
     assert_eq!((img.width(), img.height()), (1000, 600));
     let v = cmd_vel(&out);
     assert!((mean_between(&v, 0.5, 2.9) - 0.5).abs() < 1e-9);
+
+    // the mcap tools (PyPI `mcap`) read it as a ros2 bag: profile, schemas, channels, hashes
+    let info = python::run(MCAP_INFO, &[out.to_str().unwrap()]);
+    assert_eq!(
+        info.trim(),
+        "ros2 242\n\
+         /cmd_vel geometry_msgs/msg/Twist ros2msg cdr RIHS01_9c45bf16fe0983d80e3cfe750d6835843d265a9a6c46bd2e609fcddde6fb8d2a 121\n\
+         /neuroburst/activity neuroburst/msg/BurstActivity ros2msg cdr RIHS01_"
+            .to_string()
+            + &neuroburst::ros::type_hash::<neuroburst::ros::neuroburst_msgs::BurstActivity>()[7..]
+            + " 121"
+    );
 }
+
+const MCAP_INFO: &str = r#"
+import sys
+from mcap.reader import make_reader
+with open(sys.argv[1], 'rb') as f:
+    r = make_reader(f)
+    s = r.get_summary()
+    print(r.get_header().profile, s.statistics.message_count)
+    for cid, c in sorted(s.channels.items()):
+        sc = s.schemas[c.schema_id]
+        assert 'offered_qos_profiles' in c.metadata
+        print(c.topic, sc.name, sc.encoding, c.message_encoding, c.metadata['topic_type_hash'], s.statistics.channel_message_counts[cid])
+    n = sum(1 for _ in r.iter_messages())
+    assert n == s.statistics.message_count
+"#;
 
 #[test]
 fn db3_directory_and_split_mcap_directory_replay_like_the_single_file() {

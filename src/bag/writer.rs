@@ -1,5 +1,6 @@
 //! Writing MCAP bags in rosbag2's `ros2` profile: `ros2msg` schemas (the `.msg` text with its
-//! dependencies), `cdr` channels with `offered_qos_profiles` metadata, log time = publish time.
+//! dependencies), `cdr` channels with `offered_qos_profiles` and `topic_type_hash` (RIHS01) metadata,
+//! log time = publish time.
 //! Options are fixed (no compression, fixed chunk size, no wall-clock anywhere), so the same
 //! messages give the same bytes.
 
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::qos::Qos;
 use super::BagError;
-use crate::ros::typesys::{msg_definition, TypeInfo};
+use crate::ros::typesys::{msg_definition, rihs01, TypeInfo};
 
 /// An open MCAP bag. Call [`BagWriter::finish`]; dropping it also finishes it, best effort.
 pub struct BagWriter {
@@ -38,6 +39,8 @@ impl BagWriter {
         let schema = w.add_schema(info.name, "ros2msg", msg_definition(info).as_bytes()).map_err(|e| write_err(&self.path, e))?;
         let mut meta = BTreeMap::new();
         meta.insert("offered_qos_profiles".to_string(), qos.to_yaml());
+        // what rosbag2 (Jazzy and later) records as the topic's type_description_hash
+        meta.insert("topic_type_hash".to_string(), rihs01(info));
         let id = w.add_channel(schema, topic, "cdr", &meta).map_err(|e| write_err(&self.path, e))?;
         self.channels.insert(topic.to_string(), id);
         Ok(id)
