@@ -39,6 +39,16 @@ fn files_of_dir(dir: &Path) -> Result<Vec<PathBuf>, BagError> {
         let corrupt = |message: String| BagError::Corrupt { file: meta.clone(), message };
         let v: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
         let info = v.get("rosbag2_bagfile_information").ok_or_else(|| corrupt("no rosbag2_bagfile_information".into()))?;
+        let compression = info.get("compression_format").and_then(|c| c.as_str()).unwrap_or("");
+        if !compression.is_empty() {
+            return Err(BagError::Unsupported {
+                file: meta.clone(),
+                message: format!(
+                    "the bag is compressed by rosbag2 ({compression}, mode {}); decompress it first (`ros2 bag convert` or `rosbags-convert`)",
+                    info.get("compression_mode").and_then(|c| c.as_str()).unwrap_or("?")
+                ),
+            });
+        }
         let rel = info.get("relative_file_paths").and_then(|r| r.as_sequence()).ok_or_else(|| corrupt("no relative_file_paths".into()))?;
         let mut files = Vec::new();
         for r in rel {
