@@ -88,6 +88,27 @@ with Writer(sys.argv[1], version=9, storage_plugin=StoragePlugin.MCAP) as w:
 "#;
 
 #[test]
+fn rosbag2_compressed_bags_are_refused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let bag = dir.path().join("zbag");
+    python::run(
+        r#"
+import sys
+from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+ts = get_typestore(Stores.ROS2_JAZZY)
+w = Writer(sys.argv[1], version=9, storage_plugin=StoragePlugin.MCAP)
+w.set_compression(CompressionMode.FILE, CompressionFormat.ZSTD)
+with w:
+    c = w.add_connection('/imu', 'sensor_msgs/msg/Imu', typestore=ts)
+    w.write(c, 10**9, bytes([0, 1, 0, 0, 0]))
+"#,
+        &[bag.to_str().unwrap()],
+    );
+    fails_naming(replay(&bag, &dir.path().join("o.mcap"), &[]), &["metadata.yaml", "compressed by rosbag2", "zstd"]);
+}
+
+#[test]
 fn unknown_type_on_a_configured_topic_names_the_topic() {
     let dir = tempfile::tempdir().unwrap();
     let bag = dir.path().join("bag");
