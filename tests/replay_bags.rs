@@ -131,7 +131,11 @@ fn db3_directory_and_split_mcap_directory_replay_like_the_single_file() {
     let mcaps = std::fs::read_dir(&split).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "mcap")).count();
     assert_eq!(mcaps, 3);
 
-    let outs: Vec<Vec<u8>> = [&single, &db3, &split]
+    // the same messages in an MCAP file with zstd-compressed chunks (written by the `mcap` package)
+    let zstd = dir.path().join("zstd.mcap");
+    python::run(RECOMPRESS, &[single.to_str().unwrap(), zstd.to_str().unwrap()]);
+
+    let outs: Vec<Vec<u8>> = [&single, &db3, &split, &zstd]
         .iter()
         .enumerate()
         .map(|(i, bag)| {
@@ -142,7 +146,26 @@ fn db3_directory_and_split_mcap_directory_replay_like_the_single_file() {
         .collect();
     assert_eq!(outs[0], outs[1], "the .db3 directory must replay exactly like the .mcap file");
     assert_eq!(outs[0], outs[2], "the split directory must replay exactly like the .mcap file");
+    assert_eq!(outs[0], outs[3], "zstd chunks must replay exactly like the plain .mcap file");
 }
+
+const RECOMPRESS: &str = r#"
+import sys
+from mcap.reader import make_reader
+from mcap.writer import Writer, CompressionType
+with open(sys.argv[1], 'rb') as f, open(sys.argv[2], 'wb') as o:
+    r = make_reader(f)
+    w = Writer(o, compression=CompressionType.ZSTD)
+    w.start(profile='ros2', library='test')
+    schemas, channels = {}, {}
+    for schema, channel, message in r.iter_messages():
+        if schema.id not in schemas:
+            schemas[schema.id] = w.register_schema(schema.name, schema.encoding, schema.data)
+        if channel.id not in channels:
+            channels[channel.id] = w.register_channel(channel.topic, channel.message_encoding, schemas[schema.id], channel.metadata)
+        w.add_message(channels[channel.id], message.log_time, message.data, message.publish_time, message.sequence)
+    w.finish()
+"#;
 
 #[test]
 fn ctrl_c_leaves_a_readable_bag() {
