@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::BackendKind;
+use crate::decode::DecoderConfig;
+use crate::encode::EncoderConfig;
 
 /// The commented default configuration shipped in `config/`.
 pub const DEFAULT_YAML: &str = include_str!("../config/neuroburst.yaml");
@@ -18,6 +20,34 @@ pub struct Config {
     pub backend: BackendConfig,
     #[serde(default)]
     pub log: LogConfig,
+    /// Sensor topics -> sensor areas.
+    #[serde(default)]
+    pub encoders: Vec<EncoderConfig>,
+    /// Motor areas -> motor topics.
+    #[serde(default)]
+    pub decoders: Vec<DecoderConfig>,
+    /// `neuroburst replay`.
+    #[serde(default)]
+    pub replay: ReplayConfig,
+}
+
+/// Settings of `neuroburst replay`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplayConfig {
+    /// Topic of the per-burst activity (neuroburst/msg/BurstActivity); empty = not recorded.
+    pub activity_topic: String,
+    /// Stop after this many bursts; 0 = until the end of the bag.
+    pub max_bursts: u64,
+    /// Pace of the replay against the wall clock: 0 = as fast as possible, 1 = bag time, 2 = twice
+    /// as fast. Never changes the output.
+    pub pace: f64,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig { activity_topic: "/neuroburst/activity".into(), max_bursts: 0, pace: 0.0 }
+    }
 }
 
 /// Which backend runs the brain, and on what.
@@ -100,6 +130,21 @@ impl Config {
                 message: format!("{:?} is not one of {}", self.log.level, LEVELS.join(", ")),
             });
         }
+        if !(self.replay.pace >= 0.0 && self.replay.pace.is_finite()) {
+            return Err(ConfigError::Invalid { origin: "replay.pace".into(), message: format!("{} is not >= 0", self.replay.pace) });
+        }
+        let mut topics: Vec<&str> = self.decoders.iter().map(|d| d.topic()).collect();
+        if !self.replay.activity_topic.is_empty() {
+            topics.push(&self.replay.activity_topic);
+        }
+        for (i, t) in topics.iter().enumerate() {
+            if topics[..i].contains(t) {
+                return Err(ConfigError::Invalid {
+                    origin: "decoders".into(),
+                    message: format!("topic {t} is written by two outputs (decoders, replay.activity_topic)"),
+                });
+            }
+        }
         Ok(())
     }
 }
@@ -159,6 +204,16 @@ mod tests {
         assert!(e.contains("key=value"), "{e}");
         let e = Config::load(None, &["log.level=loud".into()]).unwrap_err().to_string();
         assert!(e.contains("log.level"), "{e}");
+    }
+
+    #[test]
+    fn the_diffdrive_example_config_loads() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/diffdrive/config.yaml");
+        let c = Config::load(Some(&p), &[]).unwrap();
+        assert_eq!((c.encoders.len(), c.decoders.len()), (3, 1));
+        assert_eq!(c.decoders[0].topic(), "/cmd_vel");
+        let e = Config::load(Some(&p), &["replay.activity_topic=/cmd_vel".into()]).unwrap_err().to_string();
+        assert!(e.contains("/cmd_vel") && e.contains("two outputs"), "{e}");
     }
 
     #[test]

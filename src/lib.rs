@@ -5,15 +5,24 @@
 //! - [`genome`]: the brain description (own YAML format, FEAGI import);
 //! - [`connectome`]: synapses built from a genome;
 //! - [`backend`]: the [`backend::Backend`] trait and its implementations (CPU reference, CUDA);
+//! - [`ros`]: ROS 2 messages as CDR bytes (no ROS install), type hashes, `.msg` definitions;
+//! - [`encode`] / [`decode`]: sensor messages -> injections, motor firing -> messages;
+//! - [`bag`]: rosbag2 bags (MCAP, sqlite3) read and MCAP written;
+//! - [`node`]: the loop around the brain (intake, outputs) and the bag replay;
 //! - [`cli`]: the command line.
 
 pub mod backend;
+pub mod bag;
 pub mod brain;
 pub mod cli;
 pub mod config;
 pub mod connectome;
+pub mod decode;
+pub mod encode;
 pub mod genome;
 pub mod memory;
 pub mod model;
+pub mod node;
+pub mod ros;
 pub mod selftest;
 pub mod workload;

@@ -4,6 +4,7 @@
 mod bench;
 mod convert;
 mod inspect;
+mod replay;
 mod run;
 mod selftest;
 mod table;
@@ -32,6 +33,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Write a genome (a FEAGI JSON genome, or YAML) in the project's YAML format.
     Convert(convert::ConvertArgs),
+    /// Replay a rosbag2 bag through the brain, lock-stepped to bag time; record the motor topics.
+    Replay(replay::ReplayArgs),
     /// Check a backend against the CPU reference on random brains, bit for bit.
     Selftest(selftest::SelftestArgs),
 }
@@ -82,6 +85,7 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect(a) => inspect::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Convert(a) => convert::main(a),
+        Command::Replay(a) => replay::main(a),
         Command::Selftest(a) => selftest::main(a),
     }
 }

@@ -1,0 +1,111 @@
+//! `neuroburst replay`: a rosbag2 bag through the brain; motor topics and the per-burst activity
+//! written to an MCAP bag; a summary; optionally a PNG plot.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::table;
+use crate::backend::open::open;
+use crate::backend::Readback;
+use crate::bag::BagWriter;
+use crate::genome::Genome;
+use crate::model::Layout;
+use crate::node::replay::{replay, ReplayOptions};
+use crate::node::{plot, replay::ReplaySummary};
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// Input bag: a rosbag2 directory (metadata.yaml with .mcap or .db3 files) or a .mcap file.
+    #[arg(long, value_name = "BAG")]
+    pub bag: PathBuf,
+    /// Genome: the project's YAML or a FEAGI JSON genome.
+    #[arg(long, value_name = "FILE")]
+    pub genome: PathBuf,
+    /// Output MCAP bag (motor topics and the activity topic).
+    #[arg(long, value_name = "OUT.mcap")]
+    pub out: PathBuf,
+    /// Draw motor output and area activity over time into this PNG.
+    #[arg(long, value_name = "OUT.png")]
+    pub plot: Option<PathBuf>,
+    #[command(flatten)]
+    pub runtime: super::RuntimeArgs,
+}
+
+pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
+    let config = a.runtime.config()?;
+    super::init(&config);
+    let genome = Genome::load(&a.genome)?;
+    let layout = Layout::from_genome(&genome);
+    let bag = crate::bag::open(&a.bag)?;
+    let mut opened = open(&genome, &config.backend, Readback::All, config.log.progress).map_err(anyhow::Error::msg)?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst)).context("cannot install the Ctrl-C handler")?;
+    }
+    let mut writer = BagWriter::create(&a.out)?;
+    let opts = ReplayOptions {
+        burst_rate_hz: genome.burst_rate_hz,
+        max_bursts: config.replay.max_bursts,
+        activity_topic: config.replay.activity_topic.clone(),
+        progress: config.log.progress,
+        pace: config.replay.pace,
+        stop: &stop,
+    };
+    let result = replay(&bag, &layout, opened.backend.as_mut(), &config, &mut writer, &opts);
+    // the output is finished whatever happened, so it stays readable
+    let finished = writer.finish();
+    let summary = result?;
+    finished?;
+
+    print_summary(&a, &genome, &summary, opened.backend.info().backend);
+    if let Some(p) = &a.plot {
+        plot::draw(&summary, p).map_err(anyhow::Error::msg)?;
+        println!("plot written to {}:", p.display());
+        for l in plot::legend(&summary, &layout.meta.iter().map(|m| m.id.clone()).collect::<Vec<_>>()) {
+            println!("  {l}");
+        }
+    }
+    if summary.interrupted {
+        eprintln!("interrupted: {} written up to burst {}", a.out.display(), summary.bursts);
+    }
+    Ok(())
+}
+
+fn print_summary(a: &ReplayArgs, genome: &Genome, s: &ReplaySummary, backend: String) {
+    println!(
+        "{}: {} bursts at {} Hz over {:.2} s of bag time on {}{}",
+        genome.name,
+        s.bursts,
+        genome.burst_rate_hz,
+        s.duration_s,
+        backend,
+        if s.interrupted { " (interrupted)" } else { "" }
+    );
+    let mut rows = vec![vec!["input topic".into(), "received".into(), "encoded".into(), "superseded".into(), "dropped".into()]];
+    for (t, st) in &s.inputs {
+        rows.push(vec![t.clone(), st.received.to_string(), st.encoded.to_string(), st.superseded.to_string(), st.dropped.to_string()]);
+    }
+    for (t, n) in &s.ignored {
+        rows.push(vec![format!("{t} (no encoder)"), n.to_string(), "-".into(), "-".into(), "-".into()]);
+    }
+    print!("{}", table::render(&rows));
+    for (t, e) in &s.first_errors {
+        println!("first error on {t}: {e}");
+    }
+    let mut rows = vec![vec!["output topic".into(), "type".into(), "messages".into(), "mean".into()]];
+    for m in &s.motor {
+        let mean: Vec<String> = m.labels.iter().zip(&m.mean).map(|(l, v)| format!("{l} {v:+.3}")).collect();
+        rows.push(vec![m.topic.clone(), m.type_name.clone(), m.messages.to_string(), mean.join(", ")]);
+    }
+    rows.push(vec!["(activity)".into(), "neuroburst/msg/BurstActivity".into(), s.activity_messages.to_string(), String::new()]);
+    print!("{}", table::render(&rows));
+    let fired: Vec<String> = s.fired.iter().map(|(id, n)| format!("{id} {n}")).collect();
+    println!("fired per area: {}", fired.join(", "));
+    println!("output written to {}", a.out.display());
+}

@@ -1,0 +1,158 @@
+//! Decoders: the firing of one motor area in one burst -> a motor message, following FEAGI's
+//! conventions (signed values: even x positive, odd x negative; magnitude from the z position or
+//! from the firing count). Configured per area (`decoders:` in the configuration), with smoothing
+//! over a window of bursts and an output rate.
+
+mod activation;
+mod joints;
+mod smoothing;
+mod twist;
+
+use serde::{Deserialize, Serialize};
+
+pub use activation::{column_activation, Magnitude};
+pub use joints::{JointsMessage, Precision};
+pub use smoothing::{RateGate, Smoother};
+pub use twist::{Axis, TwistAxis};
+
+use crate::model::Layout;
+
+/// One decoder of the configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DecoderConfig {
+    /// geometry_msgs/Twist or TwistStamped from a signed motor area.
+    Twist(twist::TwistConfig),
+    /// sensor_msgs/JointState or std_msgs/Float64MultiArray, one joint per x.
+    Joints(joints::JointsConfig),
+    /// std_msgs/Float32MultiArray or Float64MultiArray, one value per x.
+    FloatArray(joints::FloatArrayConfig),
+}
+
+impl DecoderConfig {
+    pub fn area(&self) -> &str {
+        match self {
+            DecoderConfig::Twist(c) => &c.area,
+            DecoderConfig::Joints(c) => &c.area,
+            DecoderConfig::FloatArray(c) => &c.area,
+        }
+    }
+    pub fn topic(&self) -> &str {
+        match self {
+            DecoderConfig::Twist(c) => &c.topic,
+            DecoderConfig::Joints(c) => &c.topic,
+            DecoderConfig::FloatArray(c) => &c.topic,
+        }
+    }
+}
+
+/// A message produced by a decoder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MotorMessage {
+    /// `pkg/msg/Type`.
+    pub type_name: &'static str,
+    /// CDR payload, header included.
+    pub payload: Vec<u8>,
+    /// The decoded values (Twist: the configured axes in order), for summaries and plots.
+    pub values: Vec<f64>,
+}
+
+/// Window, rate and magnitude settings common to every decoder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// Moving average over this many bursts (1 = none).
+    #[serde(default = "one")]
+    pub window: usize,
+    /// Messages per second of (bag) time; 0 = one per burst.
+    #[serde(default)]
+    pub rate_hz: f64,
+    /// Where a column's magnitude comes from: `z` (position of the highest fired voxel) or
+    /// `count` (fraction of the column's neurons that fired).
+    #[serde(default)]
+    pub magnitude: Magnitude,
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Output { window: 1, rate_hz: 0.0, magnitude: Magnitude::default() }
+    }
+}
+
+fn one() -> usize {
+    1
+}
+
+/// A built decoder.
+#[derive(Debug)]
+pub struct Decoder {
+    pub config: DecoderConfig,
+    /// Index of the motor area in the layout.
+    pub area: usize,
+    dims: [u32; 3],
+    neurons_per_voxel: u32,
+    smoother: Smoother,
+    gate: RateGate,
+}
+
+impl Decoder {
+    /// Resolve the area; errors name the topic and the area.
+    pub fn new(config: &DecoderConfig, layout: &Layout) -> Result<Decoder, String> {
+        let topic = config.topic();
+        let area =
+            layout.area_index(config.area()).ok_or_else(|| format!("decoder of {topic}: the genome has no area {:?}", config.area()))?;
+        let p = &layout.params[area];
+        let out = match config {
+            DecoderConfig::Twist(c) => {
+                if p.dims[0] < 2 * c.axes.len() as u32 {
+                    return Err(format!(
+                        "decoder of {topic}: area {} has {} x columns; {} axes need {}",
+                        c.area,
+                        p.dims[0],
+                        c.axes.len(),
+                        2 * c.axes.len()
+                    ));
+                }
+                &c.output
+            }
+            DecoderConfig::Joints(c) => &c.output,
+            DecoderConfig::FloatArray(c) => &c.output,
+        };
+        if out.window == 0 || out.rate_hz.is_nan() || out.rate_hz < 0.0 {
+            return Err(format!("decoder of {topic}: window must be >= 1 and rate_hz >= 0"));
+        }
+        Ok(Decoder {
+            config: config.clone(),
+            area,
+            dims: p.dims,
+            neurons_per_voxel: p.neurons_per_voxel,
+            smoother: Smoother::new(out.window),
+            gate: RateGate::new(out.rate_hz),
+        })
+    }
+
+    /// Decode one burst: `fired` are the area's fired neurons as `[x, y, z, k]`, `time_ns` the
+    /// burst's time. Returns a message when the output rate says one is due.
+    pub fn burst(&mut self, fired: &[[u32; 4]], time_ns: u64) -> Option<MotorMessage> {
+        let (magnitude, columns) = match &self.config {
+            DecoderConfig::Twist(c) => (c.output.magnitude, 2 * c.axes.len()),
+            DecoderConfig::Joints(c) => (c.output.magnitude, self.dims[0] as usize),
+            DecoderConfig::FloatArray(c) => (c.output.magnitude, self.dims[0] as usize),
+        };
+        let act = column_activation(fired, self.dims, self.neurons_per_voxel, magnitude, columns);
+        let raw = match &mut self.config {
+            DecoderConfig::Twist(c) => twist::values(c, &act),
+            DecoderConfig::Joints(c) => joints::joint_values(&c.min, &c.max, &mut c.hold, &act),
+            DecoderConfig::FloatArray(c) => joints::joint_values(&c.min, &c.max, &mut c.hold, &act),
+        };
+        let values = self.smoother.push(raw);
+        if !self.gate.due(time_ns) {
+            return None;
+        }
+        Some(match &self.config {
+            DecoderConfig::Twist(c) => twist::message(c, &values, time_ns),
+            DecoderConfig::Joints(c) => joints::joints_message(c, &values, time_ns),
+            DecoderConfig::FloatArray(c) => joints::array_message(c, &values),
+        })
+    }
+}

@@ -1,0 +1,138 @@
+//! Encoders: one sensor message -> the injection of one (or two) sensor areas, following FEAGI's
+//! conventions (pixels on x, y with channels on z; a scalar as a position along z; signed values
+//! split over even/odd x). Configured per topic (`encoders:` in the configuration).
+//!
+//! An encoder is stateful (change detection); it is fed every message of its topic, in bag order,
+//! and returns the injection that stands until its topic's next message.
+
+mod float_array;
+mod image;
+mod imu;
+mod joints;
+mod range;
+mod scalar;
+mod scan;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Injection, Layout};
+use crate::ros::MsgError;
+
+pub use scalar::{z_position, AreaTarget};
+
+/// One encoder of the configuration: a topic, the area(s) it drives, and its parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum EncoderConfig {
+    /// sensor_msgs/Image (mono8, mono16, rgb8, bgr8, rgba8, bgra8) or CompressedImage (jpeg, png).
+    Image(image::ImageConfig),
+    /// sensor_msgs/LaserScan.
+    LaserScan(scan::ScanConfig),
+    /// sensor_msgs/Imu.
+    Imu(imu::ImuConfig),
+    /// sensor_msgs/JointState.
+    JointState(joints::JointsConfig),
+    /// sensor_msgs/Range.
+    Range(range::RangeConfig),
+    /// std_msgs/Float32MultiArray or Float64MultiArray.
+    FloatArray(float_array::FloatArrayConfig),
+}
+
+impl EncoderConfig {
+    pub fn topic(&self) -> &str {
+        match self {
+            EncoderConfig::Image(c) => &c.topic,
+            EncoderConfig::LaserScan(c) => &c.topic,
+            EncoderConfig::Imu(c) => &c.topic,
+            EncoderConfig::JointState(c) => &c.topic,
+            EncoderConfig::Range(c) => &c.topic,
+            EncoderConfig::FloatArray(c) => &c.topic,
+        }
+    }
+
+    /// The message types this encoder accepts (`pkg/msg/Type`).
+    pub fn message_types(&self) -> &'static [&'static str] {
+        match self {
+            EncoderConfig::Image(_) => &["sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage"],
+            EncoderConfig::LaserScan(_) => &["sensor_msgs/msg/LaserScan"],
+            EncoderConfig::Imu(_) => &["sensor_msgs/msg/Imu"],
+            EncoderConfig::JointState(_) => &["sensor_msgs/msg/JointState"],
+            EncoderConfig::Range(_) => &["sensor_msgs/msg/Range"],
+            EncoderConfig::FloatArray(_) => &["std_msgs/msg/Float32MultiArray", "std_msgs/msg/Float64MultiArray"],
+        }
+    }
+}
+
+/// Why a message could not be encoded, or an encoder not built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EncodeError {
+    #[error(transparent)]
+    Message(#[from] MsgError),
+    #[error("{type_name}: {message}")]
+    Content { type_name: &'static str, message: String },
+    #[error("type {0} is not handled by this encoder")]
+    WrongType(String),
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A built encoder.
+#[derive(Debug)]
+pub struct Encoder {
+    pub config: EncoderConfig,
+    inner: Inner,
+}
+
+#[derive(Debug)]
+enum Inner {
+    Image(image::ImageEncoder),
+    Scan(scan::ScanEncoder),
+    Imu(imu::ImuEncoder),
+    Joints(joints::JointsEncoder),
+    Range(range::RangeEncoder),
+    FloatArray(float_array::FloatArrayEncoder),
+}
+
+impl Encoder {
+    /// Resolve the configured area(s) in `layout`; errors name the topic and the area.
+    pub fn new(config: &EncoderConfig, layout: &Layout) -> Result<Encoder, EncodeError> {
+        let topic = config.topic().to_string();
+        let target = |area: &str| AreaTarget::resolve(layout, area).map_err(|e| EncodeError::Config(format!("encoder of {topic}: {e}")));
+        let inner = match config {
+            EncoderConfig::Image(c) => Inner::Image(image::ImageEncoder::new(c.clone(), target(&c.area)?)),
+            EncoderConfig::LaserScan(c) => Inner::Scan(scan::ScanEncoder::new(c.clone(), target(&c.area)?)),
+            EncoderConfig::Imu(c) => {
+                let gyro = c.angular_velocity_area.as_deref().map(target).transpose()?;
+                let accel = c.linear_acceleration_area.as_deref().map(target).transpose()?;
+                for t in gyro.iter().chain(accel.iter()) {
+                    if t.dims[0] < 6 {
+                        return Err(EncodeError::Config(format!(
+                            "encoder of {topic}: area {} needs x >= 6 (axis x, y, z, each positive and negative)",
+                            t.id
+                        )));
+                    }
+                }
+                Inner::Imu(imu::ImuEncoder::new(c.clone(), gyro, accel))
+            }
+            EncoderConfig::JointState(c) => Inner::Joints(joints::JointsEncoder::new(c.clone(), target(&c.area)?)),
+            EncoderConfig::Range(c) => Inner::Range(range::RangeEncoder::new(c.clone(), target(&c.area)?)),
+            EncoderConfig::FloatArray(c) => Inner::FloatArray(float_array::FloatArrayEncoder::new(c.clone(), target(&c.area)?)),
+        };
+        Ok(Encoder { config: config.clone(), inner })
+    }
+
+    /// Encode one message of type `type_name` (CDR payload with header) into injections.
+    pub fn encode(&mut self, type_name: &str, payload: &[u8]) -> Result<Vec<Injection>, EncodeError> {
+        if !self.config.message_types().contains(&type_name) {
+            return Err(EncodeError::WrongType(type_name.to_string()));
+        }
+        match &mut self.inner {
+            Inner::Image(e) => e.encode(type_name, payload),
+            Inner::Scan(e) => e.encode(payload),
+            Inner::Imu(e) => e.encode(payload),
+            Inner::Joints(e) => e.encode(payload),
+            Inner::Range(e) => e.encode(payload),
+            Inner::FloatArray(e) => e.encode(type_name, payload),
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Sensor intake: the latest message of every configured topic wins; at each burst the new ones are
+//! encoded, and each encoder's injection stands until its topic's next message. A message that
+//! cannot be decoded is dropped and counted (the first error of each topic is logged with the
+//! topic's name); the previous injection of that topic stays.
+
+use std::collections::BTreeMap;
+
+use crate::encode::{EncodeError, Encoder, EncoderConfig};
+use crate::model::{Injection, Layout};
+
+/// Counters of one input topic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TopicStats {
+    /// Messages received.
+    pub received: u64,
+    /// Messages encoded into an injection.
+    pub encoded: u64,
+    /// Messages replaced by a newer one before a burst used them.
+    pub superseded: u64,
+    /// Messages that could not be decoded or encoded.
+    pub dropped: u64,
+}
+
+/// Why the intake cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum IntakeError {
+    #[error("{0}")]
+    Config(String),
+    #[error("topic {topic}: type {found} is not one the {kind} encoder accepts ({accepted})")]
+    WrongType { topic: String, found: String, kind: String, accepted: String },
+}
+
+pub struct Intake {
+    encoders: Vec<Encoder>,
+    /// Encoder indices per topic.
+    by_topic: BTreeMap<String, Vec<usize>>,
+    /// Latest unencoded message per topic: (type, payload).
+    pending: BTreeMap<String, (String, Vec<u8>)>,
+    held: Vec<Vec<Injection>>,
+    pub stats: BTreeMap<String, TopicStats>,
+    /// Errors of the first dropped message of each topic.
+    pub first_errors: BTreeMap<String, String>,
+}
+
+impl Intake {
+    pub fn new(configs: &[EncoderConfig], layout: &Layout) -> Result<Intake, IntakeError> {
+        let mut encoders = Vec::new();
+        let mut by_topic: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for c in configs {
+            let e = Encoder::new(c, layout).map_err(|e| IntakeError::Config(e.to_string()))?;
+            by_topic.entry(c.topic().to_string()).or_default().push(encoders.len());
+            encoders.push(e);
+        }
+        let stats = by_topic.keys().map(|t| (t.clone(), TopicStats::default())).collect();
+        let held = vec![Vec::new(); encoders.len()];
+        Ok(Intake { encoders, by_topic, pending: BTreeMap::new(), held, stats, first_errors: BTreeMap::new() })
+    }
+
+    /// The configured input topics.
+    pub fn topics(&self) -> impl Iterator<Item = &str> {
+        self.by_topic.keys().map(String::as_str)
+    }
+
+    /// Check a topic's type before any message arrives (bag metadata, ROS discovery).
+    pub fn check_type(&self, topic: &str, type_name: &str) -> Result<(), IntakeError> {
+        for &i in self.by_topic.get(topic).into_iter().flatten() {
+            let accepted = self.encoders[i].config.message_types();
+            if !accepted.contains(&type_name) {
+                let kind = serde_yaml::to_value(&self.encoders[i].config)
+                    .ok()
+                    .and_then(|v| v.get("kind").and_then(|k| k.as_str().map(String::from)))
+                    .unwrap_or_default();
+                return Err(IntakeError::WrongType { topic: topic.into(), found: type_name.into(), kind, accepted: accepted.join(", ") });
+            }
+        }
+        Ok(())
+    }
+
+    /// A message arrived. Returns false when no encoder listens to `topic`.
+    pub fn offer(&mut self, topic: &str, type_name: &str, payload: &[u8]) -> bool {
+        let Some(stats) = self.stats.get_mut(topic) else { return false };
+        stats.received += 1;
+        if self.pending.insert(topic.to_string(), (type_name.to_string(), payload.to_vec())).is_some() {
+            stats.superseded += 1;
+        }
+        true
+    }
+
+    /// Encode what arrived since the last burst; the injection of this burst.
+    pub fn injection(&mut self) -> Vec<Injection> {
+        for (topic, (type_name, payload)) in std::mem::take(&mut self.pending) {
+            let stats = self.stats.get_mut(&topic).expect("pending topics are configured");
+            let mut ok = true;
+            for &i in &self.by_topic[&topic] {
+                match self.encoders[i].encode(&type_name, &payload) {
+                    Ok(inj) => self.held[i] = inj,
+                    Err(e) => {
+                        ok = false;
+                        note_error(&mut self.first_errors, &topic, &e);
+                    }
+                }
+            }
+            if ok {
+                stats.encoded += 1;
+            } else {
+                stats.dropped += 1;
+            }
+        }
+        self.held.iter().flatten().copied().collect()
+    }
+}
+
+fn note_error(first: &mut BTreeMap<String, String>, topic: &str, e: &EncodeError) {
+    if !first.contains_key(topic) {
+        tracing::warn!("topic {topic}: message dropped: {e}");
+        first.insert(topic.to_string(), e.to_string());
+    }
+}

@@ -1,0 +1,68 @@
+//! Outputs of a burst: every decoder's message (when due), and the per-burst activity message.
+
+use crate::backend::BurstOutput;
+use crate::decode::{Decoder, DecoderConfig, MotorMessage};
+use crate::model::Layout;
+use crate::ros::builtin::Time;
+use crate::ros::encode;
+use crate::ros::neuroburst_msgs::BurstActivity;
+
+pub struct Outputs {
+    pub decoders: Vec<Decoder>,
+    per_area: Vec<Vec<[u32; 4]>>,
+    area_ids: Vec<String>,
+}
+
+/// What one burst produced.
+#[derive(Debug)]
+pub struct BurstProducts {
+    /// (decoder index, message) of the decoders that published.
+    pub motor: Vec<(usize, MotorMessage)>,
+    /// Fired neurons per area (of those read back).
+    pub fired_per_area: Vec<u32>,
+    pub activity: BurstActivity,
+}
+
+impl Outputs {
+    pub fn new(configs: &[DecoderConfig], layout: &Layout) -> Result<Outputs, String> {
+        let decoders = configs.iter().map(|c| Decoder::new(c, layout)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Outputs {
+            decoders,
+            per_area: vec![Vec::new(); layout.meta.len()],
+            area_ids: layout.meta.iter().map(|m| m.id.clone()).collect(),
+        })
+    }
+
+    pub fn burst(&mut self, out: &BurstOutput<'_>, layout: &Layout, time_ns: u64) -> BurstProducts {
+        for v in &mut self.per_area {
+            v.clear();
+        }
+        for &n in out.fired {
+            let c = layout.coord(n);
+            self.per_area[c.area].push(c.xyzk);
+        }
+        let motor = self
+            .decoders
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                let area = d.area;
+                d.burst(&self.per_area[area], time_ns).map(|m| (i, m))
+            })
+            .collect();
+        let fired_per_area: Vec<u32> = self.per_area.iter().map(|v| v.len() as u32).collect();
+        let activity = BurstActivity {
+            burst: out.burst,
+            stamp: Time::from_nanos(time_ns),
+            fired_total: out.fired_total,
+            area_ids: self.area_ids.clone(),
+            fired: fired_per_area.clone(),
+        };
+        BurstProducts { motor, fired_per_area, activity }
+    }
+
+    /// The activity message as CDR.
+    pub fn activity_payload(p: &BurstProducts) -> Vec<u8> {
+        encode(&p.activity)
+    }
+}

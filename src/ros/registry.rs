@@ -1,0 +1,83 @@
+//! Every message type neuroburst knows, by `pkg/msg/Type` name: what bag readers check incoming
+//! topics against and what bag writers take schemas from.
+
+use super::typesys::TypeInfo;
+use super::{builtin, geometry_msgs, nav_msgs, neuroburst_msgs, sensor_msgs, RosMessage};
+
+/// The names of all supported types, sorted.
+pub fn type_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = all().iter().map(|f| f().name).collect();
+    v.sort_unstable();
+    v
+}
+
+fn all() -> Vec<fn() -> TypeInfo> {
+    vec![
+        builtin::Time::info,
+        builtin::Header::info,
+        builtin::MultiArrayDimension::info,
+        builtin::MultiArrayLayout::info,
+        builtin::Float32MultiArray::info,
+        builtin::Float64MultiArray::info,
+        geometry_msgs::Vector3::info,
+        geometry_msgs::Point::info,
+        geometry_msgs::Quaternion::info,
+        geometry_msgs::Pose::info,
+        geometry_msgs::PoseWithCovariance::info,
+        geometry_msgs::Twist::info,
+        geometry_msgs::TwistStamped::info,
+        geometry_msgs::TwistWithCovariance::info,
+        sensor_msgs::Image::info,
+        sensor_msgs::CompressedImage::info,
+        sensor_msgs::LaserScan::info,
+        sensor_msgs::Imu::info,
+        sensor_msgs::JointState::info,
+        sensor_msgs::Range::info,
+        nav_msgs::Odometry::info,
+        neuroburst_msgs::BurstActivity::info,
+    ]
+}
+
+/// The description of type `name` (`pkg/msg/Type`; `pkg/Type` is accepted too).
+pub fn lookup(name: &str) -> Option<TypeInfo> {
+    let full = if name.contains("/msg/") { name.to_string() } else { name.replacen('/', "/msg/", 1) };
+    all().into_iter().map(|f| f()).find(|t| t.name == full)
+}
+
+/// Decode `payload` as type `name` and drop the value: whether it is a valid message.
+/// None when the type is unknown.
+pub fn check(name: &str, payload: &[u8]) -> Option<Result<(), super::MsgError>> {
+    use super::decode;
+    macro_rules! try_types {
+        ($($t:ty),*) => {
+            $(if name == <$t>::TYPE {
+                return Some(decode::<$t>(payload).map(|_| ()));
+            })*
+        };
+    }
+    try_types!(
+        builtin::Time,
+        builtin::Header,
+        builtin::MultiArrayDimension,
+        builtin::MultiArrayLayout,
+        builtin::Float32MultiArray,
+        builtin::Float64MultiArray,
+        geometry_msgs::Vector3,
+        geometry_msgs::Point,
+        geometry_msgs::Quaternion,
+        geometry_msgs::Pose,
+        geometry_msgs::PoseWithCovariance,
+        geometry_msgs::Twist,
+        geometry_msgs::TwistStamped,
+        geometry_msgs::TwistWithCovariance,
+        sensor_msgs::Image,
+        sensor_msgs::CompressedImage,
+        sensor_msgs::LaserScan,
+        sensor_msgs::Imu,
+        sensor_msgs::JointState,
+        sensor_msgs::Range,
+        nav_msgs::Odometry,
+        neuroburst_msgs::BurstActivity
+    );
+    None
+}

@@ -1,0 +1,317 @@
+//! The type system shared by every message: how a field type writes and reads itself in CDR, how
+//! it appears in a `.msg` definition, and how it is described for the RIHS01 type hash (REP-2011,
+//! `type_description_interfaces/FieldType` ids).
+
+use std::collections::BTreeMap;
+
+use super::cdr::{CdrError, CdrReader, CdrWriter};
+
+/// A field's type as REP-2011 describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldType {
+    /// `FieldType` id: 1 nested, 2 int8 ... 17 string; +48 fixed array, +144 unbounded sequence.
+    pub type_id: u8,
+    /// Length of a fixed array, else 0.
+    pub capacity: u64,
+    /// `pkg/msg/Type` of a nested field (or of a sequence's elements), else "".
+    pub nested: &'static str,
+}
+
+/// A message type: its name, constants (as `.msg` lines) and fields.
+#[derive(Clone, Debug)]
+pub struct TypeInfo {
+    /// `pkg/msg/Type`.
+    pub name: &'static str,
+    /// Constant lines of the `.msg` definition (`uint8 INFRARED=1`), possibly empty.
+    pub constants: &'static [&'static str],
+    pub fields: Vec<FieldInfo>,
+}
+
+/// One field of a message type.
+#[derive(Clone, Debug)]
+pub struct FieldInfo {
+    pub name: &'static str,
+    pub ty: FieldType,
+    /// The type as written in a `.msg` file (`float64[9]`, `std_msgs/Header`).
+    pub msg_type: String,
+    /// The description of a nested type (also for sequences of it).
+    pub nested: Option<fn() -> TypeInfo>,
+}
+
+/// A type that can be a message field.
+pub trait CdrField: Sized {
+    /// Fewest bytes one value takes on the wire (caps sequence counts before allocating).
+    const MIN_SIZE: usize;
+    fn write(&self, w: &mut CdrWriter);
+    fn read(r: &mut CdrReader<'_>) -> Result<Self, CdrError>;
+    fn field_type() -> FieldType;
+    fn msg_type() -> String;
+    fn nested() -> Option<fn() -> TypeInfo> {
+        None
+    }
+}
+
+macro_rules! primitive {
+    ($t:ty, $id:expr, $name:literal, $size:expr, $w:ident, $r:ident) => {
+        impl CdrField for $t {
+            const MIN_SIZE: usize = $size;
+            fn write(&self, w: &mut CdrWriter) {
+                w.$w(*self)
+            }
+            fn read(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+                r.$r()
+            }
+            fn field_type() -> FieldType {
+                FieldType { type_id: $id, capacity: 0, nested: "" }
+            }
+            fn msg_type() -> String {
+                $name.into()
+            }
+        }
+    };
+}
+primitive!(i8, 2, "int8", 1, i8, i8);
+primitive!(u8, 3, "uint8", 1, u8, u8);
+primitive!(i16, 4, "int16", 2, i16, i16);
+primitive!(u16, 5, "uint16", 2, u16, u16);
+primitive!(i32, 6, "int32", 4, i32, i32);
+primitive!(u32, 7, "uint32", 4, u32, u32);
+primitive!(i64, 8, "int64", 8, i64, i64);
+primitive!(u64, 9, "uint64", 8, u64, u64);
+primitive!(f32, 10, "float32", 4, f32, f32);
+primitive!(f64, 11, "float64", 8, f64, f64);
+primitive!(bool, 15, "bool", 1, bool, bool);
+
+impl CdrField for String {
+    const MIN_SIZE: usize = 4;
+    fn write(&self, w: &mut CdrWriter) {
+        w.string(self)
+    }
+    fn read(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        r.string()
+    }
+    fn field_type() -> FieldType {
+        FieldType { type_id: 17, capacity: 0, nested: "" }
+    }
+    fn msg_type() -> String {
+        "string".into()
+    }
+}
+
+/// Unbounded sequences (`T[]`).
+impl<T: CdrField + 'static> CdrField for Vec<T> {
+    const MIN_SIZE: usize = 4;
+    fn write(&self, w: &mut CdrWriter) {
+        w.len(self.len());
+        // uint8[] as one copy (images)
+        if let Some(bytes) = (self as &dyn std::any::Any).downcast_ref::<Vec<u8>>() {
+            w.bytes(bytes);
+            return;
+        }
+        for v in self {
+            v.write(w);
+        }
+    }
+    fn read(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        let n = r.seq_len(T::MIN_SIZE, "sequence")?;
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<u8>() {
+            let bytes = r.bytes(n)?.to_vec();
+            let boxed: Box<dyn std::any::Any> = Box::new(bytes);
+            if let Ok(v) = boxed.downcast::<Vec<T>>() {
+                return Ok(*v);
+            }
+        }
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(T::read(r)?);
+        }
+        Ok(v)
+    }
+    fn field_type() -> FieldType {
+        let t = T::field_type();
+        FieldType { type_id: t.type_id + 144, capacity: 0, nested: t.nested }
+    }
+    fn msg_type() -> String {
+        format!("{}[]", T::msg_type())
+    }
+    fn nested() -> Option<fn() -> TypeInfo> {
+        T::nested()
+    }
+}
+
+/// A fixed-size array (`T[N]`, e.g. a covariance matrix).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Array<T, const N: usize>(pub [T; N]);
+
+impl<T: Default + Copy, const N: usize> Default for Array<T, N> {
+    fn default() -> Self {
+        Array([T::default(); N])
+    }
+}
+
+impl<T: CdrField + Default + Copy, const N: usize> CdrField for Array<T, N> {
+    const MIN_SIZE: usize = T::MIN_SIZE * N;
+    fn write(&self, w: &mut CdrWriter) {
+        for v in &self.0 {
+            v.write(w);
+        }
+    }
+    fn read(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        let mut a = [T::default(); N];
+        for v in a.iter_mut() {
+            *v = T::read(r)?;
+        }
+        Ok(Array(a))
+    }
+    fn field_type() -> FieldType {
+        let t = T::field_type();
+        FieldType { type_id: t.type_id + 48, capacity: N as u64, nested: t.nested }
+    }
+    fn msg_type() -> String {
+        format!("{}[{N}]", T::msg_type())
+    }
+}
+
+/// Every type `info` refers to (recursively), by name.
+pub fn referenced(info: &TypeInfo) -> BTreeMap<&'static str, TypeInfo> {
+    let mut out = BTreeMap::new();
+    let mut stack: Vec<TypeInfo> = info.fields.iter().filter_map(|f| f.nested.map(|n| n())).collect();
+    while let Some(t) = stack.pop() {
+        if t.name == info.name || out.contains_key(t.name) {
+            continue;
+        }
+        stack.extend(t.fields.iter().filter_map(|f| f.nested.map(|n| n())));
+        out.insert(t.name, t);
+    }
+    out
+}
+
+fn json_type(t: &TypeInfo, out: &mut String) {
+    out.push_str(&format!("{{\"type_name\": \"{}\", \"fields\": [", t.name));
+    for (i, f) in t.fields.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&format!(
+            "{{\"name\": \"{}\", \"type\": {{\"type_id\": {}, \"capacity\": {}, \"string_capacity\": 0, \"nested_type_name\": \"{}\"}}}}",
+            f.name, f.ty.type_id, f.ty.capacity, f.ty.nested
+        ));
+    }
+    out.push_str("]}");
+}
+
+/// The REP-2011 type description as canonical JSON (Python's `json.dumps` default separators),
+/// the input of the RIHS01 hash.
+pub fn type_description_json(info: &TypeInfo) -> String {
+    let mut s = String::from("{\"type_description\": ");
+    json_type(info, &mut s);
+    s.push_str(", \"referenced_type_descriptions\": [");
+    for (i, t) in referenced(info).values().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        json_type(t, &mut s);
+    }
+    s.push_str("]}");
+    s
+}
+
+/// `RIHS01_` + SHA-256 of the type description.
+pub fn rihs01(info: &TypeInfo) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(type_description_json(info).as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("RIHS01_{hex}")
+}
+
+/// `pkg/msg/Type` -> `pkg/Type`, as `.msg` files name types.
+pub fn short_name(name: &str) -> String {
+    name.replacen("/msg/", "/", 1)
+}
+
+fn msg_lines(t: &TypeInfo) -> String {
+    let mut s = String::new();
+    for c in t.constants {
+        s.push_str(c);
+        s.push('\n');
+    }
+    for f in &t.fields {
+        s.push_str(&format!("{} {}\n", f.msg_type, f.name));
+    }
+    s
+}
+
+/// The `ros2msg` schema of MCAP bags: the type's `.msg` text, then for every dependency (depth
+/// first, in order of first use) a line of 80 `=`, `MSG: pkg/Type` and its text.
+pub fn msg_definition(info: &TypeInfo) -> String {
+    let mut text = msg_lines(info);
+    let mut seen = vec![info.name];
+    let mut order = Vec::new();
+    fn visit(t: &TypeInfo, seen: &mut Vec<&'static str>, order: &mut Vec<TypeInfo>) {
+        for f in &t.fields {
+            if let Some(n) = f.nested {
+                let d = n();
+                if !seen.contains(&d.name) {
+                    seen.push(d.name);
+                    order.push(d.clone());
+                    visit(&d, seen, order);
+                }
+            }
+        }
+    }
+    visit(info, &mut seen, &mut order);
+    for d in order {
+        text.push_str(&"=".repeat(80));
+        text.push_str(&format!("\nMSG: {}\n", short_name(d.name)));
+        text.push_str(&msg_lines(&d));
+    }
+    text
+}
+
+/// Define a message struct with its CDR codec and type description.
+macro_rules! ros_message {
+    ($(#[$m:meta])* $name:ident = $ty:literal $(, constants [$($c:literal),*])? { $($(#[$fm:meta])* $field:ident : $fty:ty),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Debug, Default, PartialEq)]
+        pub struct $name {
+            $($(#[$fm])* pub $field: $fty,)*
+        }
+
+        impl $crate::ros::typesys::CdrField for $name {
+            const MIN_SIZE: usize = 0 $(+ <$fty as $crate::ros::typesys::CdrField>::MIN_SIZE)*;
+            fn write(&self, w: &mut $crate::ros::cdr::CdrWriter) {
+                $($crate::ros::typesys::CdrField::write(&self.$field, w);)*
+            }
+            fn read(r: &mut $crate::ros::cdr::CdrReader<'_>) -> Result<Self, $crate::ros::cdr::CdrError> {
+                Ok($name { $($field: <$fty as $crate::ros::typesys::CdrField>::read(r)?,)* })
+            }
+            fn field_type() -> $crate::ros::typesys::FieldType {
+                $crate::ros::typesys::FieldType { type_id: 1, capacity: 0, nested: $ty }
+            }
+            fn msg_type() -> String {
+                $crate::ros::typesys::short_name($ty)
+            }
+            fn nested() -> Option<fn() -> $crate::ros::typesys::TypeInfo> {
+                Some(<$name as $crate::ros::RosMessage>::info)
+            }
+        }
+
+        impl $crate::ros::RosMessage for $name {
+            const TYPE: &'static str = $ty;
+            fn info() -> $crate::ros::typesys::TypeInfo {
+                use $crate::ros::typesys::{CdrField, FieldInfo, TypeInfo};
+                TypeInfo {
+                    name: $ty,
+                    constants: &[$($($c),*)?],
+                    fields: vec![$(FieldInfo {
+                        name: stringify!($field),
+                        ty: <$fty>::field_type(),
+                        msg_type: <$fty>::msg_type(),
+                        nested: <$fty>::nested(),
+                    }),*],
+                }
+            }
+        }
+    };
+}
+pub(crate) use ros_message;
