@@ -18,6 +18,12 @@ pub struct Config {
     pub backend: BackendConfig,
     #[serde(default)]
     pub log: LogConfig,
+    #[serde(default)]
+    pub node: crate::node::NodeConfig,
+    #[serde(default)]
+    pub zenoh: crate::transport::zenoh::ZenohConfig,
+    #[serde(default)]
+    pub checkpoint: crate::checkpoint::CheckpointConfig,
 }
 
 /// Which backend runs the brain, and on what.

@@ -4,6 +4,8 @@
 mod bench;
 mod convert;
 mod inspect;
+mod node;
+pub mod ros_args;
 mod run;
 mod table;
 
@@ -31,6 +33,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Write a genome (a FEAGI JSON genome, or YAML) in the project's YAML format.
     Convert(convert::ConvertArgs),
+    /// The live ROS 2 node: sensor topics in, bursts at the configured rate, motor topics out.
+    Node(node::NodeArgs),
 }
 
 /// Options shared by the commands that run a brain.
@@ -79,5 +83,6 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect(a) => inspect::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Convert(a) => convert::main(a),
+        Command::Node(a) => node::main(a),
     }
 }
