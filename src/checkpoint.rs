@@ -123,12 +123,12 @@ impl Checkpoint {
 
     pub fn from_bytes(path: &Path, b: &[u8]) -> Result<Checkpoint, CheckpointError> {
         let corrupt = |what: &str| CheckpointError::Corrupt { path: path.to_path_buf(), what: what.to_string() };
-        if b.len() < 12 || &b[..8] != MAGIC {
-            return Err(if b.len() < 8 && MAGIC.starts_with(b) {
-                corrupt("shorter than its header")
-            } else {
-                CheckpointError::BadMagic { path: path.to_path_buf() }
-            });
+        let head = &b[..b.len().min(8)];
+        if head != &MAGIC[..head.len()] {
+            return Err(CheckpointError::BadMagic { path: path.to_path_buf() });
+        }
+        if b.len() < 12 {
+            return Err(corrupt("shorter than its header"));
         }
         let found = u32::from_le_bytes(b[8..12].try_into().unwrap());
         if found != VERSION {

@@ -43,6 +43,10 @@ pub struct NodeArgs {
     /// Restore the brain state from checkpoint.path before the first burst.
     #[arg(long)]
     pub resume: bool,
+    /// Load the configuration (file, ROS parameters, options) and the genome, print the resolved
+    /// configuration as YAML, and exit without starting (for launch-file checks).
+    #[arg(long)]
+    pub check: bool,
     #[command(flatten)]
     pub runtime: super::RuntimeArgs,
 }
@@ -112,6 +116,11 @@ pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
     super::init(&config);
     let genome_path = a.genome.clone().ok_or_else(|| anyhow!("no genome: pass --genome FILE (or the ROS parameter `genome`)"))?;
     let genome = Genome::load(&genome_path)?;
+    if a.check {
+        println!("# genome {:?} ({}), resume: {}", genome.name, genome_path.display(), a.resume);
+        print!("{}", serde_yaml::to_string(&config)?);
+        return Ok(());
+    }
     let mut transport = crate::transport::select::open(&config).context("cannot open the transport")?;
     let control = Arc::new(Control::default());
     let c = control.clone();
