@@ -88,7 +88,8 @@ fn colcon_builds_the_package_with_the_ament_layout() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let install = ws.join("install");
+    // colcon's default (isolated) layout: one prefix per package.
+    let install = ws.join("install/neuroburst");
     let exe = install.join("lib/neuroburst/neuroburst");
     assert!(exe.is_file(), "{} missing", exe.display());
     for f in [
