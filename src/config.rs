@@ -29,6 +29,15 @@ pub struct Config {
     /// `neuroburst replay`.
     #[serde(default)]
     pub replay: ReplayConfig,
+    /// `neuroburst node`: the live ROS 2 node.
+    #[serde(default)]
+    pub node: crate::live::NodeConfig,
+    /// The Zenoh transport.
+    #[serde(default)]
+    pub zenoh: crate::transport::zenoh::ZenohConfig,
+    /// Checkpoints of the brain's state.
+    #[serde(default)]
+    pub checkpoint: crate::checkpoint::CheckpointConfig,
 }
 
 /// Settings of `neuroburst replay`.

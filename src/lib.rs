@@ -9,20 +9,25 @@
 //! - [`encode`] / [`decode`]: sensor messages -> injections, motor firing -> messages;
 //! - [`bag`]: rosbag2 bags (MCAP, sqlite3) read and MCAP written;
 //! - [`node`]: the loop around the brain (intake, outputs) and the bag replay;
+//! - [`transport`]: ROS 2 topics as CDR bytes over Zenoh (rmw_zenoh, zenoh-bridge-ros2dds) or r2r;
+//! - [`live`]: the live ROS 2 node loop; [`checkpoint`]: the brain state on disk;
 //! - [`cli`]: the command line.
 
 pub mod backend;
 pub mod bag;
 pub mod brain;
+pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod connectome;
 pub mod decode;
 pub mod encode;
 pub mod genome;
+pub mod live;
 pub mod memory;
 pub mod model;
 pub mod node;
 pub mod ros;
 pub mod selftest;
+pub mod transport;
 pub mod workload;

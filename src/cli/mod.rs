@@ -4,7 +4,9 @@
 mod bench;
 mod convert;
 mod inspect;
+mod node;
 mod replay;
+pub mod ros_args;
 mod run;
 mod selftest;
 mod table;
@@ -37,6 +39,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Check a backend against the CPU reference on random brains, bit for bit.
     Selftest(selftest::SelftestArgs),
+    /// The live ROS 2 node: sensor topics in, bursts at the configured rate, motor topics out.
+    Node(node::NodeArgs),
 }
 
 /// Options shared by the commands that run a brain.
@@ -87,5 +91,6 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Convert(a) => convert::main(a),
         Command::Replay(a) => replay::main(a),
         Command::Selftest(a) => selftest::main(a),
+        Command::Node(a) => node::main(a),
     }
 }

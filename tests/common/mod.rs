@@ -4,7 +4,7 @@
 pub mod python;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -53,4 +53,90 @@ pub fn make_bag(out: &Path, args: &[&str]) {
     let mut all = vec![script.to_str().unwrap(), "--out", out.to_str().unwrap()];
     all.extend_from_slice(args);
     python::run_file(&all);
+}
+
+// ---- helpers of the node tests (Python Zenoh peers, child processes) ----
+
+/// The Python packages the node tests use (eclipse-zenoh: the same minor version as the crate).
+pub const PY_PACKAGES: &[&str] = &["eclipse-zenoh==1.10.2", "rosbags==0.11.9", "xxhash==4.1.0"];
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A venv under target/ with `packages` installed (created once, shared by the test binaries
+/// under a file lock). Fails clearly when PyPI cannot be reached.
+pub fn venv(name: &str, packages: &[&str]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+    let lock = std::fs::File::create(dir.with_extension("lock")).unwrap();
+    // SAFETY: flock on a file descriptor we own; released when `lock` is dropped.
+    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+    let marker = dir.join(format!("installed-{}", packages.join(",").replace(['=', '/'], "_")));
+    let python = dir.join("bin/python");
+    if !marker.exists() {
+        let ok = Command::new("python3").args(["-m", "venv"]).arg(&dir).status().map(|s| s.success()).unwrap_or(false);
+        assert!(ok, "cannot create a Python venv in {} (is python3 with venv installed?)", dir.display());
+        let out =
+            Command::new(&python).args(["-m", "pip", "install", "--disable-pip-version-check", "-q"]).args(packages).output().unwrap();
+        assert!(
+            out.status.success(),
+            "pip install {} failed (is PyPI reachable?):\n{}",
+            packages.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(&marker, "").unwrap();
+    }
+    python
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A child process killed (SIGTERM, then SIGKILL) when dropped.
+pub struct Proc {
+    pub child: Child,
+    pub stderr: PathBuf,
+}
+
+impl Proc {
+    pub fn spawn(cmd: &mut Command, stderr: PathBuf) -> Proc {
+        let err = std::fs::File::create(&stderr).unwrap();
+        let child = cmd.stdout(Stdio::null()).stderr(err).spawn().unwrap();
+        Proc { child, stderr }
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// SIGTERM, then wait up to 10 s.
+    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        self.signal(libc::SIGTERM);
+        for _ in 0..200 {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        None
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.signal(libc::SIGTERM);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }

@@ -1,0 +1,240 @@
+//! Checkpoints: the brain's state in a compact, versioned little-endian file, written atomically
+//! (temp file + fsync + rename + directory fsync), tied to its genome by a fingerprint.
+//!
+//! Layout (all integers little endian):
+//! ```text
+//! magic "NBCKPT\r\n" | version u32 | fingerprint [16] | genome name (u32 len + UTF-8)
+//! | burst u64 | neurons u64 | potential i64 x n | refractory u16 x n | consecutive u16 x n
+//! | fired count u64 + u32 x count
+//! | sections u32 + (tag [4] + len u64 + bytes) x sections   (room for learned weights, ...)
+//! | checksum u64 (XXH3-64 of everything before)
+//! ```
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::genome::Genome;
+use crate::model::NeuronState;
+
+pub const MAGIC: &[u8; 8] = b"NBCKPT\r\n";
+pub const VERSION: u32 = 1;
+
+/// The `checkpoint` section of the configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckpointConfig {
+    /// Checkpoint file; `--resume` reads it, shutdown and triggers write it.
+    pub path: PathBuf,
+    /// Save when the node shuts down (SIGINT/SIGTERM).
+    pub on_shutdown: bool,
+    /// Topic (std_msgs/msg/Empty) that triggers a save; empty: none. SIGUSR1 always does.
+    pub trigger_topic: String,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig { path: "neuroburst.ckpt".into(), on_shutdown: true, trigger_topic: "~/save_checkpoint".into() }
+    }
+}
+
+/// Identifies a genome: XXH3-128 of its YAML and its seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fingerprint(pub [u8; 16]);
+
+impl Fingerprint {
+    pub fn of(genome: &Genome) -> Fingerprint {
+        let mut bytes = genome.to_yaml().into_bytes();
+        bytes.extend_from_slice(&genome.seed.to_le_bytes());
+        Fingerprint(xxhash_rust::xxh3::xxh3_128(&bytes).to_le_bytes())
+    }
+}
+
+impl std::fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+/// A checkpoint's contents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    pub genome_name: String,
+    pub fingerprint: Fingerprint,
+    pub state: NeuronState,
+    /// Further tagged sections (e.g. learned weights), kept as bytes.
+    pub sections: Vec<([u8; 4], Vec<u8>)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a neuroburst checkpoint (bad magic)")]
+    BadMagic { path: PathBuf },
+    #[error("{path}: checkpoint format version {found}, this neuroburst reads version {supported}")]
+    Version { path: PathBuf, found: u32, supported: u32 },
+    #[error("{path}: truncated or corrupt checkpoint ({what})")]
+    Corrupt { path: PathBuf, what: String },
+    #[error(
+        "{path}: the checkpoint is of genome {saved_name:?} (fingerprint {saved}), not of genome {name:?} (fingerprint {expected}); \
+         start without --resume or point checkpoint.path elsewhere"
+    )]
+    GenomeMismatch { path: PathBuf, saved_name: String, saved: Fingerprint, name: String, expected: Fingerprint },
+}
+
+impl Checkpoint {
+    pub fn new(genome: &Genome, state: NeuronState) -> Checkpoint {
+        Checkpoint { genome_name: genome.name.clone(), fingerprint: Fingerprint::of(genome), state, sections: vec![] }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let s = &self.state;
+        let n = s.potential.len();
+        let mut b = Vec::with_capacity(64 + n * 12 + s.fired.len() * 4);
+        b.extend_from_slice(MAGIC);
+        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.extend_from_slice(&self.fingerprint.0);
+        b.extend_from_slice(&(self.genome_name.len() as u32).to_le_bytes());
+        b.extend_from_slice(self.genome_name.as_bytes());
+        b.extend_from_slice(&s.burst.to_le_bytes());
+        b.extend_from_slice(&(n as u64).to_le_bytes());
+        s.potential.iter().for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
+        s.refractory.iter().for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
+        s.consecutive.iter().for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
+        b.extend_from_slice(&(s.fired.len() as u64).to_le_bytes());
+        s.fired.iter().for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
+        b.extend_from_slice(&(self.sections.len() as u32).to_le_bytes());
+        for (tag, data) in &self.sections {
+            b.extend_from_slice(tag);
+            b.extend_from_slice(&(data.len() as u64).to_le_bytes());
+            b.extend_from_slice(data);
+        }
+        let sum = xxhash_rust::xxh3::xxh3_64(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    pub fn from_bytes(path: &Path, b: &[u8]) -> Result<Checkpoint, CheckpointError> {
+        let corrupt = |what: &str| CheckpointError::Corrupt { path: path.to_path_buf(), what: what.to_string() };
+        let head = &b[..b.len().min(8)];
+        if head != &MAGIC[..head.len()] {
+            return Err(CheckpointError::BadMagic { path: path.to_path_buf() });
+        }
+        if b.len() < 12 {
+            return Err(corrupt("shorter than its header"));
+        }
+        let found = u32::from_le_bytes(b[8..12].try_into().unwrap());
+        if found != VERSION {
+            return Err(CheckpointError::Version { path: path.to_path_buf(), found, supported: VERSION });
+        }
+        if b.len() < 20 {
+            return Err(corrupt("shorter than its header"));
+        }
+        let (body, sum) = b.split_at(b.len() - 8);
+        if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
+            return Err(corrupt("checksum mismatch"));
+        }
+        let mut r = Reader { b: body, at: 12 };
+        let fingerprint = Fingerprint(r.take(16).ok_or_else(|| corrupt("fingerprint"))?.try_into().unwrap());
+        let name_len = r.u32().ok_or_else(|| corrupt("genome name"))? as usize;
+        let genome_name =
+            String::from_utf8(r.take(name_len).ok_or_else(|| corrupt("genome name"))?.to_vec()).map_err(|_| corrupt("genome name"))?;
+        let burst = r.u64().ok_or_else(|| corrupt("burst"))?;
+        let n = r.u64().ok_or_else(|| corrupt("neuron count"))? as usize;
+        let potential = r.array(n, 8, |c| i64::from_le_bytes(c.try_into().unwrap())).ok_or_else(|| corrupt("potentials"))?;
+        let refractory = r.array(n, 2, |c| u16::from_le_bytes(c.try_into().unwrap())).ok_or_else(|| corrupt("refractory"))?;
+        let consecutive = r.array(n, 2, |c| u16::from_le_bytes(c.try_into().unwrap())).ok_or_else(|| corrupt("consecutive"))?;
+        let fired_n = r.u64().ok_or_else(|| corrupt("fired"))? as usize;
+        let fired = r.array(fired_n, 4, |c| u32::from_le_bytes(c.try_into().unwrap())).ok_or_else(|| corrupt("fired"))?;
+        let count = r.u32().ok_or_else(|| corrupt("sections"))?;
+        let mut sections = vec![];
+        for _ in 0..count {
+            let tag: [u8; 4] = r.take(4).ok_or_else(|| corrupt("section tag"))?.try_into().unwrap();
+            let len = r.u64().ok_or_else(|| corrupt("section length"))? as usize;
+            sections.push((tag, r.take(len).ok_or_else(|| corrupt("section"))?.to_vec()));
+        }
+        if r.at != body.len() {
+            return Err(corrupt("trailing bytes"));
+        }
+        let state = NeuronState { burst, potential, refractory, consecutive, fired };
+        Ok(Checkpoint { genome_name, fingerprint, state, sections })
+    }
+
+    /// Write atomically: readers see the old file or the new one, never a mix.
+    pub fn save(&self, path: &Path) -> Result<(), CheckpointError> {
+        let bytes = self.to_bytes();
+        write_atomic(path, |f| f.write_all(&bytes))
+    }
+
+    /// Read `path` and check that it belongs to `genome`.
+    pub fn load(path: &Path, genome: &Genome) -> Result<Checkpoint, CheckpointError> {
+        let bytes = std::fs::read(path).map_err(|source| CheckpointError::Io { path: path.to_path_buf(), source })?;
+        let c = Checkpoint::from_bytes(path, &bytes)?;
+        let expected = Fingerprint::of(genome);
+        if c.fingerprint != expected {
+            return Err(CheckpointError::GenomeMismatch {
+                path: path.to_path_buf(),
+                saved_name: c.genome_name,
+                saved: c.fingerprint,
+                name: genome.name.clone(),
+                expected,
+            });
+        }
+        Ok(c)
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.b.len())?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Some(s)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8).map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+    }
+    fn array<T>(&mut self, n: usize, size: usize, f: impl Fn(&[u8]) -> T) -> Option<Vec<T>> {
+        let bytes = self.take(n.checked_mul(size)?)?;
+        Some(bytes.chunks_exact(size).map(f).collect())
+    }
+}
+
+/// Write `path` through a temp file in the same directory: write, fsync, rename, fsync the
+/// directory. If `write` fails (or the process dies), the old file is untouched.
+pub fn write_atomic(path: &Path, write: impl FnOnce(&mut File) -> std::io::Result<()>) -> Result<(), CheckpointError> {
+    let io = |source| CheckpointError::Io { path: path.to_path_buf(), source };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().ok_or_else(|| io(std::io::Error::other("not a file name")))?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        write(&mut f)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)?;
+        File::open(&dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
+}

@@ -1,0 +1,158 @@
+//! `neuroburst node`: the live ROS 2 node. Tokio waits for the signals (SIGINT/SIGTERM stop,
+//! SIGUSR1 saves a checkpoint); the burst loop runs on its own thread (`live::run`).
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context};
+use clap::Args;
+
+use super::ros_args;
+use crate::config::Config;
+use crate::genome::Genome;
+use crate::live::{self, Control, TransportKind};
+use crate::transport::zenoh::{KeyFormat, ZenohMode};
+
+#[derive(Args, Debug)]
+pub struct NodeArgs {
+    /// Genome: the project's YAML or a FEAGI JSON genome (or the ROS parameter `genome`).
+    #[arg(long, value_name = "FILE")]
+    pub genome: Option<PathBuf>,
+    /// Transport: zenoh | ros2 (overrides node.transport).
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportKind>,
+    /// Zenoh endpoint to connect to, e.g. tcp/127.0.0.1:7447 (repeatable; overrides zenoh.connect).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub zenoh_connect: Vec<String>,
+    /// Zenoh endpoint to listen on in peer mode (repeatable; overrides zenoh.listen).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub zenoh_listen: Vec<String>,
+    /// Zenoh mode: peer | client (overrides zenoh.mode).
+    #[arg(long, value_enum)]
+    pub zenoh_mode: Option<ZenohMode>,
+    /// Zenoh key format: rmw | ros2dds (overrides zenoh.format).
+    #[arg(long, value_enum)]
+    pub zenoh_format: Option<KeyFormat>,
+    /// ROS domain id (overrides node.domain).
+    #[arg(long)]
+    pub domain: Option<u32>,
+    /// ROS namespace (overrides node.namespace).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Restore the brain state from checkpoint.path before the first burst.
+    #[arg(long)]
+    pub resume: bool,
+    /// Load the configuration (file, ROS parameters, options) and the genome, print the resolved
+    /// configuration as YAML, and exit without starting (for launch-file checks).
+    #[arg(long)]
+    pub check: bool,
+    #[command(flatten)]
+    pub runtime: super::RuntimeArgs,
+}
+
+/// The configuration: file, then ROS parameters, then `--set`, then the options above.
+fn configure(a: &mut NodeArgs) -> anyhow::Result<Config> {
+    let ros = ros_args::get();
+    let mut params = ros.params.clone();
+    // A first pass for the node's name and namespace, which select the params-file entries.
+    let first = a.runtime.config()?;
+    let name = ros.node_name.clone().unwrap_or(first.node.name.clone());
+    let ns = ros.namespace.clone().or(a.namespace.clone()).unwrap_or(first.node.namespace.clone());
+    for f in &ros.params_files {
+        let mut file_params = ros_args::read_params_file(std::path::Path::new(f), &name, &ns)?;
+        file_params.append(&mut params);
+        params = file_params;
+    }
+    let mut sets = vec![];
+    for (k, v) in params {
+        match k.as_str() {
+            "genome" => a.genome = a.genome.take().or(v.as_str().map(PathBuf::from)),
+            "config" => a.runtime.config = a.runtime.config.take().or(v.as_str().map(PathBuf::from)),
+            "resume" => a.resume |= v.as_bool().unwrap_or(false),
+            "use_sim_time" => {}
+            _ => sets.push(format!("{k}={}", serde_json::to_string(&v)?)),
+        }
+    }
+    sets.append(&mut a.runtime.set);
+    a.runtime.set = sets;
+    let mut c = a.runtime.config()?;
+    let n = &mut c.node;
+    if let Some(t) = a.transport {
+        n.transport = t;
+    }
+    if let Some(d) = a.domain {
+        n.domain = d;
+    }
+    if let Some(ns) = ros.namespace.or(a.namespace.clone()) {
+        n.namespace = ns;
+    }
+    if let Some(name) = ros.node_name {
+        n.name = name;
+    }
+    for topic in n.inputs.iter_mut().map(|i| &mut i.topic).chain(n.outputs.iter_mut().map(|o| &mut o.topic)).chain([&mut n.stats_topic]) {
+        if let Some(to) = ros.remaps.get(topic.as_str()).or_else(|| ros.remaps.get(topic.trim_start_matches('/'))) {
+            *topic = to.clone();
+        }
+    }
+    let z = &mut c.zenoh;
+    if !a.zenoh_connect.is_empty() {
+        z.connect = a.zenoh_connect.clone();
+    }
+    if !a.zenoh_listen.is_empty() {
+        z.listen = a.zenoh_listen.clone();
+    }
+    if let Some(m) = a.zenoh_mode {
+        z.mode = m;
+    }
+    if let Some(f) = a.zenoh_format {
+        z.format = f;
+    }
+    Ok(c)
+}
+
+pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
+    let config = configure(&mut a)?;
+    super::init(&config);
+    let genome_path = a.genome.clone().ok_or_else(|| anyhow!("no genome: pass --genome FILE (or the ROS parameter `genome`)"))?;
+    let genome = Genome::load(&genome_path)?;
+    if a.check {
+        println!("# genome {:?} ({}), resume: {}", genome.name, genome_path.display(), a.resume);
+        print!("{}", serde_yaml::to_string(&config)?);
+        return Ok(());
+    }
+    let mut transport = crate::transport::select::open(&config).context("cannot open the transport")?;
+    let control = Arc::new(Control::default());
+    let c = control.clone();
+    let resume = a.resume;
+    let burster = std::thread::Builder::new()
+        .name("burst".into())
+        .spawn(move || {
+            let r = live::run(&genome, &config, resume, transport.as_mut(), c.clone(), None);
+            c.stop.store(true, Ordering::Relaxed);
+            drop(transport);
+            r
+        })
+        .context("cannot start the burst thread")?;
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut usr1 = signal(SignalKind::user_defined1())?;
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(50));
+        loop {
+            tokio::select! {
+                _ = term.recv() => { tracing::info!("SIGTERM: stopping"); break; }
+                _ = int.recv() => { tracing::info!("SIGINT: stopping"); break; }
+                _ = usr1.recv() => { tracing::info!("SIGUSR1: checkpoint requested"); control.save.store(true, Ordering::Relaxed); }
+                _ = tick.tick() => if control.stop.load(Ordering::Relaxed) { break; },
+            }
+        }
+        control.stop.store(true, Ordering::Relaxed);
+        anyhow::Ok(())
+    })?;
+    burster.join().map_err(|_| anyhow!("the burst thread panicked"))??;
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! Transports move CDR bytes between the node and the robot. They all implement [`Transport`]:
+//! publish the CDR bytes of one message type on a topic, and deliver the samples of a subscribed
+//! topic to a callback. Nothing here knows the message contents; the codecs do.
+//!
+//! - [`zenoh`]: a Zenoh session in the rmw_zenoh format (ROS 2 Jazzy+ robots) or the
+//!   zenoh-bridge-ros2dds format;
+//! - `r2r` (cargo feature `ros2`): the robot's own ROS 2 through rcl.
+
+pub mod names;
+#[cfg(feature = "ros2")]
+pub mod r2r;
+pub mod select;
+pub mod topic;
+pub mod zenoh;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+pub use topic::{Qos, Reliability, TopicSpec};
+
+/// The rmw_zenoh attachment of a received sample, or why there is none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachmentStatus {
+    /// The transport carries no attachment (zenoh-bridge-ros2dds, r2r).
+    NotExpected,
+    /// A well-formed 33-byte rmw_zenoh attachment.
+    Valid { seq: i64, source_timestamp_ns: i64, gid: [u8; 16] },
+    /// rmw_zenoh format, but the sample had no attachment.
+    Missing,
+    /// rmw_zenoh format, but the attachment is not the 33-byte layout.
+    Malformed,
+}
+
+/// One received message: its topic, its CDR bytes (header included) and what came with it.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// The topic as subscribed (the resolved ROS name, e.g. `/scan`).
+    pub topic: Arc<str>,
+    pub payload: Vec<u8>,
+    pub attachment: AttachmentStatus,
+    /// When the transport handed the sample over.
+    pub received: Instant,
+}
+
+/// Called from the transport's own threads for every sample of a subscribed topic; must not block.
+pub type SampleHandler = Arc<dyn Fn(Sample) + Send + Sync>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("zenoh: {0}")]
+    Zenoh(String),
+    #[error("ros2: {0}")]
+    Ros2(String),
+    #[error("topic {topic:?}: {message}")]
+    Topic { topic: String, message: String },
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Publishes the CDR bytes of one topic.
+pub trait Publisher: Send {
+    fn publish(&mut self, cdr: &[u8]) -> Result<(), TransportError>;
+}
+
+/// The one small trait every transport implements.
+pub trait Transport: Send {
+    /// A one-line description for the logs (mode, endpoints, format).
+    fn describe(&self) -> String;
+    /// Announce a publisher of `topic` (liveliness token, rcl publisher, ...).
+    fn publisher(&mut self, topic: &TopicSpec) -> Result<Box<dyn Publisher>, TransportError>;
+    /// Deliver every sample of `topic` to `handler` until the transport is dropped.
+    fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<(), TransportError>;
+}

@@ -1,0 +1,99 @@
+//! The r2r transport (cargo feature `ros2`): the robot's own ROS 2 through rcl, for robots with a
+//! sourced ROS 2. Raw CDR in (`Node::subscribe_raw`) and out (untyped publishers, `publish_raw`),
+//! so the same codecs serve every transport. rcl reads the process's `--ros-args` itself
+//! (remappings, `__node`, `__ns`, parameters files). CI type-checks this file through r2r's
+//! `doc-only` feature (`cargo check --features ros2-doc-check`); it runs only on a ROS machine.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+
+use super::{AttachmentStatus, Publisher, Qos, Reliability, Sample, SampleHandler, TopicSpec, Transport, TransportError};
+
+fn rerr(e: impl std::fmt::Display) -> TransportError {
+    TransportError::Ros2(e.to_string())
+}
+
+fn qos(q: &Qos) -> r2r::QosProfile {
+    let p = r2r::QosProfile::default().keep_last(q.depth).volatile();
+    match q.reliability {
+        Reliability::Reliable => p.reliable(),
+        Reliability::BestEffort => p.best_effort(),
+    }
+}
+
+pub struct R2rTransport {
+    node: Arc<Mutex<r2r::Node>>,
+    name: String,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl R2rTransport {
+    /// Create the rcl node and a thread that spins it.
+    pub fn open(name: &str, namespace: &str) -> Result<R2rTransport, TransportError> {
+        let ctx = r2r::Context::create().map_err(rerr)?;
+        let node = Arc::new(Mutex::new(r2r::Node::create(ctx, name, namespace).map_err(rerr)?));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (n, s) = (node.clone(), stop.clone());
+        let spinner = std::thread::Builder::new()
+            .name("r2r-spin".into())
+            .spawn(move || {
+                while !s.load(Ordering::Relaxed) {
+                    n.lock().unwrap_or_else(|p| p.into_inner()).spin_once(Duration::from_millis(5));
+                }
+            })
+            .map_err(rerr)?;
+        Ok(R2rTransport { node, name: format!("{namespace}/{name}"), stop, threads: vec![spinner] })
+    }
+}
+
+impl Drop for R2rTransport {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(spinner) = self.threads.drain(..1).next() {
+            let _ = spinner.join();
+        }
+    }
+}
+
+struct R2rPublisher(r2r::PublisherUntyped);
+
+impl Publisher for R2rPublisher {
+    fn publish(&mut self, cdr: &[u8]) -> Result<(), TransportError> {
+        self.0.publish_raw(cdr).map_err(rerr)
+    }
+}
+
+impl Transport for R2rTransport {
+    fn describe(&self) -> String {
+        format!("ros2 (r2r, rcl) node {}", self.name)
+    }
+
+    fn publisher(&mut self, topic: &TopicSpec) -> Result<Box<dyn Publisher>, TransportError> {
+        let p =
+            self.node.lock().unwrap_or_else(|p| p.into_inner()).create_publisher_untyped(&topic.name, &topic.type_name, qos(&topic.qos));
+        Ok(Box::new(R2rPublisher(p.map_err(|e| TransportError::Topic { topic: topic.name.clone(), message: e.to_string() })?)))
+    }
+
+    fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<(), TransportError> {
+        let stream = self.node.lock().unwrap_or_else(|p| p.into_inner()).subscribe_raw(&topic.name, &topic.type_name, qos(&topic.qos));
+        let stream = stream.map_err(|e| TransportError::Topic { topic: topic.name.clone(), message: e.to_string() })?;
+        let name: Arc<str> = topic.name.as_str().into();
+        // The stream ends when the node is dropped; its thread ends with it.
+        let reader = std::thread::Builder::new()
+            .name(format!("r2r-sub {}", topic.name))
+            .spawn(move || {
+                futures::executor::block_on(stream.for_each(|payload| {
+                    handler(Sample { topic: name.clone(), payload, attachment: AttachmentStatus::NotExpected, received: Instant::now() });
+                    futures::future::ready(())
+                }))
+            })
+            .map_err(rerr)?;
+        self.threads.push(reader);
+        Ok(())
+    }
+}

@@ -1,0 +1,59 @@
+//! What a transport needs to know about a topic: its resolved name, its ROS type name and RIHS01
+//! hash, and its QoS.
+
+/// Reliability of a publisher or subscription.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reliability {
+    Reliable,
+    BestEffort,
+}
+
+/// The QoS the node uses: keep-last `depth`, volatile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Qos {
+    pub reliability: Reliability,
+    pub depth: usize,
+}
+
+impl Qos {
+    /// Sensor subscriptions: best effort, depth 5 (sensor drivers publish best effort).
+    pub const SENSOR: Qos = Qos { reliability: Reliability::BestEffort, depth: 5 };
+    /// Motor commands and our own topics: reliable, depth 10.
+    pub const COMMAND: Qos = Qos { reliability: Reliability::Reliable, depth: 10 };
+}
+
+/// One topic as the transports see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicSpec {
+    /// Fully resolved ROS name, starting with '/', e.g. `/robot1/scan` (see [`super::names`]).
+    pub name: String,
+    /// `pkg/msg/Type`, e.g. `sensor_msgs/msg/LaserScan`.
+    pub type_name: String,
+    /// `RIHS01_<64 hex>` (REP-2011).
+    pub type_hash: String,
+    pub qos: Qos,
+}
+
+impl TopicSpec {
+    pub fn new(name: impl Into<String>, type_name: impl Into<String>, type_hash: impl Into<String>, qos: Qos) -> TopicSpec {
+        TopicSpec { name: name.into(), type_name: type_name.into(), type_hash: type_hash.into(), qos }
+    }
+
+    /// The DDS type name: `sensor_msgs/msg/LaserScan` -> `sensor_msgs::msg::dds_::LaserScan_`.
+    pub fn dds_type(&self) -> String {
+        let mut parts: Vec<&str> = self.type_name.split('/').collect();
+        let ty = parts.pop().unwrap_or_default();
+        format!("{}::dds_::{}_", parts.join("::"), ty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dds_type_names() {
+        let t = TopicSpec::new("/cmd_vel", "geometry_msgs/msg/Twist", "RIHS01_x", Qos::COMMAND);
+        assert_eq!(t.dds_type(), "geometry_msgs::msg::dds_::Twist_");
+    }
+}

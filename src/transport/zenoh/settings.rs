@@ -1,0 +1,61 @@
+//! The `zenoh` section of the configuration, and the Zenoh session configuration built from it.
+//! Multicast scouting is always off: the node only talks to the endpoints it is given.
+
+use serde::{Deserialize, Serialize};
+
+use super::keys::KeyFormat;
+use crate::transport::TransportError;
+
+/// Zenoh session mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ZenohMode {
+    /// A peer that connects to a router (like every rmw_zenoh process on the robot).
+    #[default]
+    Peer,
+    /// A client of a (remote) router: the remote-brain setup.
+    Client,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ZenohConfig {
+    /// peer | client
+    pub mode: ZenohMode,
+    /// Endpoints to connect to, e.g. `tcp/127.0.0.1:7447` (the robot's rmw_zenohd).
+    pub connect: Vec<String>,
+    /// Endpoints to listen on (peer mode only); empty: none.
+    pub listen: Vec<String>,
+    /// rmw | ros2dds
+    pub format: KeyFormat,
+}
+
+impl Default for ZenohConfig {
+    fn default() -> Self {
+        ZenohConfig { mode: ZenohMode::Peer, connect: vec!["tcp/127.0.0.1:7447".into()], listen: vec![], format: KeyFormat::Rmw }
+    }
+}
+
+impl ZenohConfig {
+    /// The Zenoh session configuration: mode, endpoints, multicast scouting off; connections
+    /// are retried forever (a router that stops and comes back is reconnected).
+    pub fn session_config(&self) -> Result<::zenoh::Config, TransportError> {
+        let mut c = ::zenoh::Config::default();
+        let mut set = |key: &str, value: serde_json::Value| {
+            c.insert_json5(key, &value.to_string()).map_err(|e| TransportError::Zenoh(format!("config {key}: {e}")))
+        };
+        let mode = match self.mode {
+            ZenohMode::Peer => "peer",
+            ZenohMode::Client => "client",
+        };
+        set("mode", mode.into())?;
+        set("scouting/multicast/enabled", false.into())?;
+        set("connect/endpoints", serde_json::json!(self.connect))?;
+        set("connect/exit_on_failure", false.into())?;
+        set("connect/timeout_ms", (-1).into())?;
+        // A peer listens only where told; a client never listens.
+        let listen = if self.mode == ZenohMode::Client { vec![] } else { self.listen.clone() };
+        set("listen/endpoints", serde_json::json!(listen))?;
+        Ok(c)
+    }
+}
