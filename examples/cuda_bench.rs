@@ -1,73 +1,17 @@
-//! Burst latency of the CUDA backend on the standard workload W(N, K, rho) (performance.md), until
-//! `neuroburst bench` lands. Builds W itself: one area of N neurons, leak 0.1, refractory 0,
-//! excitability 1, threshold 20*K*rho, `random: {fanout: K}` onto itself, weight 1, psp 1, uniform;
-//! burst t injects the threshold into n with pcg_hash(n, t + 7919) < rho * 2^32; the motor output is
-//! the first 1% of the neurons.
+//! Burst latency of the CUDA backend on the standard workload W(N, K, rho) (`src/workload.rs`), with
+//! a per-phase trace and a CPU check of the first bursts; `neuroburst bench --backend cuda` is the
+//! user-facing benchmark.
 //!
 //! cuda_bench [--sizes 100000,1000000,5000000] [--k 100] [--rho 0.01] [--bursts 2000] [--warmup 200]
 //!            [--check 30] [--device 0]
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use neuroburst::backend::cpu::CpuBackend;
 use neuroburst::backend::cuda::{self, CudaBackend, MemoryPlan};
 use neuroburst::backend::{Backend, GpuProbe, Readback};
 use neuroburst::brain::Brain;
-use neuroburst::genome::{Area, AreaKind, Genome, Leak, Mapping, Morphology, NeuronParams, RandomSpec, Sign};
-use neuroburst::model::rng::pcg_hash;
-use neuroburst::model::{Injection, Potential};
-use rayon::prelude::*;
-
-fn workload(n: u32, k: u32, rho: f64) -> Genome {
-    let mut morphologies = BTreeMap::new();
-    morphologies.insert("fan".to_string(), Morphology::Random(RandomSpec { probability: None, fanout: Some(k) }));
-    Genome {
-        name: format!("W({n},{k},{rho})"),
-        description: String::new(),
-        burst_rate_hz: 1000.0,
-        seed: 42,
-        areas: vec![Area {
-            id: "w".into(),
-            name: String::new(),
-            kind: AreaKind::Interneuron,
-            dims: [n, 1, 1],
-            neurons_per_voxel: 1,
-            position: [0; 3],
-            psp: 1.0,
-            psp_uniform_distribution: true,
-            neuron: NeuronParams {
-                threshold: 20.0 * k as f64 * rho,
-                leak: Leak::Fraction(0.1),
-                refractory_period: 0,
-                excitability: 1.0,
-                mp_charge_accumulation: true,
-                ..NeuronParams::default()
-            },
-        }],
-        morphologies,
-        mappings: vec![Mapping {
-            source: "w".into(),
-            destination: "w".into(),
-            morphology: "fan".into(),
-            scalar: [1, 1, 1],
-            weight: 1.0,
-            psp: None,
-            sign: Sign::Excitatory,
-            attractivity: 100.0,
-            plasticity: None,
-        }],
-    }
-}
-
-fn injection(n: u32, t: u64, rho: f64, threshold: Potential, out: &mut Vec<Injection>) {
-    let cut = (rho * 4_294_967_296.0) as u64;
-    *out = (0..n)
-        .into_par_iter()
-        .filter(|&i| (pcg_hash(i, t + 7919) as u64) < cut)
-        .map(|neuron| Injection { neuron, potential: threshold })
-        .collect();
-}
+use neuroburst::workload::Workload;
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -96,13 +40,13 @@ fn main() {
     println!("device: {gpu}");
     let mut rows = Vec::new();
     for &n in &sizes {
-        let genome = workload(n, k, rho);
+        let w = Workload { neurons: n, fanout: k, rate: rho, seed: 42 };
+        let genome = w.genome();
         let t0 = Instant::now();
         let brain = Brain::build(&genome, 1, false);
         let build_s = t0.elapsed().as_secs_f64();
         let synapses = brain.connectome.synapses();
         let plan = MemoryPlan::of(&brain);
-        let threshold = Potential(brain.layout.params[0].threshold);
         let motor = 0..(n / 100).max(1);
         let cpu_brain = (check > 0 && n <= 1_000_000).then(|| Brain {
             name: brain.name.clone(),
@@ -132,7 +76,7 @@ fn main() {
         if let Some(cb) = cpu_brain {
             let mut cpu = CpuBackend::new(cb, Readback::Ranges(vec![motor.clone()]));
             for t in 1..=check {
-                injection(n, t, rho, threshold, &mut inj);
+                w.injection(t, &mut inj);
                 let a = cpu.burst(&inj).unwrap();
                 let (af, av, at) = (a.fired.to_vec(), a.potentials.to_vec(), a.fired_total);
                 let b = gpu_b.burst(&inj).unwrap();
@@ -150,7 +94,7 @@ fn main() {
         let mut prev_fired = 0u64;
         let mut events = 0u64;
         for i in 0..(warmup + bursts) as u64 {
-            injection(n, start_t + i, rho, threshold, &mut inj);
+            w.injection(start_t + i, &mut inj);
             let t = Instant::now();
             let out = gpu_b.burst(&inj).unwrap();
             let dt = t.elapsed().as_secs_f64();
