@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 /// The Python packages the node tests use (eclipse-zenoh: the same minor version as the crate).
 pub const PY_PACKAGES: &[&str] = &["eclipse-zenoh==1.10.2", "rosbags==0.11.9", "xxhash==4.1.0"];
@@ -51,7 +51,7 @@ pub struct Proc {
 impl Proc {
     pub fn spawn(cmd: &mut Command, stderr: PathBuf) -> Proc {
         let err = std::fs::File::create(&stderr).unwrap();
-        let child = cmd.stdout(Stdio::null()).stderr(err).spawn().unwrap();
+        let child = cmd.stdout(err.try_clone().unwrap()).stderr(err).spawn().unwrap();
         Proc { child, stderr }
     }
 
@@ -71,6 +71,17 @@ impl Proc {
         }
         let _ = self.child.kill();
         None
+    }
+
+    /// Wait up to 30 s for `text` in the output.
+    pub fn wait_for(&self, text: &str) -> bool {
+        for _ in 0..300 {
+            if self.log().contains(text) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        false
     }
 
     pub fn log(&self) -> String {
