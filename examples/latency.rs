@@ -48,7 +48,11 @@ fn main() -> anyhow::Result<()> {
 
     let w = Workload { neurons, fanout: 100, rate: 0.01, seed: 1 };
     let mut genome = w.genome();
-    let rover = Genome::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/genomes/rover.yaml"))?;
+    let mut rover_path = std::path::PathBuf::from("examples/genomes/rover.yaml");
+    if !rover_path.exists() {
+        rover_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(&rover_path);
+    }
+    let rover = Genome::load(&rover_path)?;
     genome.areas.extend(rover.areas.iter().filter(|a| a.id == "scan" || a.id == "motor").cloned());
     genome.mappings.extend(rover.mappings.iter().filter(|m| m.source == "scan").cloned());
     genome.name = format!("{} + scan -> motor", genome.name);

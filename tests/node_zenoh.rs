@@ -103,9 +103,12 @@ fn the_router_stops_and_comes_back() {
         )
     };
     let mut r = router(0);
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    let mut n = node(dir.path(), "rmw", &["--zenoh-connect", &router_ep], &[]);
+    assert!(r.wait_for("router up"), "the router did not start: {}", r.log());
+    // The remote-brain setup: the node and the robot are clients of the router, so everything
+    // goes through it (peers would also talk directly and never notice the router's absence).
+    let mut n = node(dir.path(), "rmw", &["--zenoh-mode", "client", "--zenoh-connect", &router_ep], &[]);
     let mut robot = robot(&python, &router_ep, "rmw", "router");
+    robot.args(["--mode", "client"]);
     let mut child = robot.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     // Wait for the robot to be ready, then stop the router for 3 s.
     use std::io::BufRead;
@@ -116,7 +119,8 @@ fn the_router_stops_and_comes_back() {
     r.child.kill().unwrap();
     r.child.wait().unwrap();
     std::thread::sleep(std::time::Duration::from_secs(3));
-    let _r = router(1);
+    let r1 = router(1);
+    assert!(r1.wait_for("router up"), "the router did not restart: {}", r1.log());
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let status = child.wait().unwrap();

@@ -4,7 +4,7 @@
 pub mod python;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -103,7 +103,7 @@ pub struct Proc {
 impl Proc {
     pub fn spawn(cmd: &mut Command, stderr: PathBuf) -> Proc {
         let err = std::fs::File::create(&stderr).unwrap();
-        let child = cmd.stdout(Stdio::null()).stderr(err).spawn().unwrap();
+        let child = cmd.stdout(err.try_clone().unwrap()).stderr(err).spawn().unwrap();
         Proc { child, stderr }
     }
 
@@ -123,6 +123,17 @@ impl Proc {
         }
         let _ = self.child.kill();
         None
+    }
+
+    /// Wait up to 30 s for `text` in the output.
+    pub fn wait_for(&self, text: &str) -> bool {
+        for _ in 0..300 {
+            if self.log().contains(text) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        false
     }
 
     pub fn log(&self) -> String {

@@ -32,6 +32,7 @@ ap.add_argument("--scenario", choices=["basic", "bad", "router"], default="basic
 ap.add_argument("--rate", type=float, default=200.0, help="the node's burst rate")
 ap.add_argument("--msg-dir", required=True, help="the repository's msg/ folder")
 ap.add_argument("--node", default="neuroburst")
+ap.add_argument("--mode", choices=["peer", "client"], default="peer")
 args = ap.parse_args()
 
 store = get_typestore(Stores.ROS2_JAZZY)
@@ -90,12 +91,13 @@ def image(bright):
 
 
 conf = zenoh.Config()
-conf.insert_json5("mode", '"peer"')
+conf.insert_json5("mode", json.dumps(args.mode))
 conf.insert_json5("scouting/multicast/enabled", "false")
 conf.insert_json5("connect/endpoints", json.dumps([args.connect]))
 conf.insert_json5("connect/exit_on_failure", "false")
 conf.insert_json5("connect/timeout_ms", "-1")
-conf.insert_json5("listen/endpoints", "[]")
+if args.mode == "peer":
+    conf.insert_json5("listen/endpoints", "[]")
 session = zenoh.open(conf)
 GID = xxhash.xxh3_128_intdigest(b"robot peer").to_bytes(16, "little")
 seqs = {}

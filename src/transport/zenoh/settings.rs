@@ -24,7 +24,8 @@ pub struct ZenohConfig {
     pub mode: ZenohMode,
     /// Endpoints to connect to, e.g. `tcp/127.0.0.1:7447` (the robot's rmw_zenohd).
     pub connect: Vec<String>,
-    /// Endpoints to listen on (peer mode only); empty: none.
+    /// Endpoints to listen on (peer mode only). Peers exchange data directly (the router only
+    /// brokers discovery), so a peer must listen where the robot's processes can reach it.
     pub listen: Vec<String>,
     /// rmw | ros2dds
     pub format: KeyFormat,
@@ -32,7 +33,12 @@ pub struct ZenohConfig {
 
 impl Default for ZenohConfig {
     fn default() -> Self {
-        ZenohConfig { mode: ZenohMode::Peer, connect: vec!["tcp/127.0.0.1:7447".into()], listen: vec![], format: KeyFormat::Rmw }
+        ZenohConfig {
+            mode: ZenohMode::Peer,
+            connect: vec!["tcp/127.0.0.1:7447".into()],
+            listen: vec!["tcp/127.0.0.1:0".into()],
+            format: KeyFormat::Rmw,
+        }
     }
 }
 
