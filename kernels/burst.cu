@@ -71,6 +71,8 @@ struct Net {
     u32 n_areas;
     u32 n_rb;            // 0xFFFFFFFF = every neuron is read back
     u32 count_shift;     // packed fired counter: count << shift | pair total
+    u32 base;            // global id of this GPU's first neuron (0 on one GPU)
+    u32 multi;           // 1: one GPU of several (the fired list is gathered from every GPU)
 };
 
 // Mirror of `Side`: one of the two fired-list buffers (read in burst t, written in burst t-1).
@@ -233,6 +235,7 @@ __device__ void propagate_impl(const Net& net, const Side& rd, const Side& wr, u
             id = (u32)e;
             val = (i64)(int)(u32)(e >> 32);
         }
+        id -= net.base;
         atomicAdd(net.inj + id, (u64)val);
         atomicOr(net.inj_mask + (id >> 5), 1u << (id & 31));
     }
@@ -361,10 +364,11 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         }
     }
     const u64 t = *net.burst;
+    const u32 G = net.base;  // local index n is neuron G + n of the brain
     if (threadIdx.x == 0) {
         const u32 last = min(base + blockDim.x * ITEMS, N) - 1;
-        const u32 a0 = area_of(net.area_end, net.n_areas, base);
-        const u32 a1 = area_of(net.area_end, net.n_areas, last);
+        const u32 a0 = area_of(net.area_end, net.n_areas, G + base);
+        const u32 a1 = area_of(net.area_end, net.n_areas, G + last);
         s_a0 = a0;
         s_na = (a1 - a0 < STEP_MAX_AREAS) ? a1 - a0 + 1 : 0;
     }
@@ -410,13 +414,13 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             if (n >= N) continue;
             u64 input = (u64)(i64)a[i] + in[i];
             if ((r[i] & 0xFFFFu) != 0) {
-                f[i] = step_core(p, n, t, input, v1[i], r1[i], atf[i]);
+                f[i] = step_core(p, G + n, t, input, v1[i], r1[i], atf[i]);
                 continue;
             }
             if (flags & FLAG_POWER) input += (u64)ONE_LSB;
             const i64 start = (flags & FLAG_MP_ACC) ? v[i] : 0;
             const i64 x = clamp_potential(start + clamp_potential((i64)input));
-            if (x >= thr && (lim == 0 || x <= lim) && (exc > 0xFFFFFFFFULL || (u64)pcg_hash(n, t) < exc)) {
+            if (x >= thr && (lim == 0 || x <= lim) && (exc > 0xFFFFFFFFULL || (u64)pcg_hash(G + n, t) < exc)) {
                 f[i] = true;
                 atf[i] = x;
                 v1[i] = 0;
@@ -443,13 +447,13 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             const AreaParams* p;
             if (na) {
                 u32 k = 0;
-                while (k + 1 < na && s_end[k] <= n) k++;
+                while (k + 1 < na && s_end[k] <= G + n) k++;
                 p = &s_par[k];
             } else {
-                p = net.areas + area_of(net.area_end, net.n_areas, n);
+                p = net.areas + area_of(net.area_end, net.n_areas, G + n);
             }
             const u64 input = (u64)(i64)a[i] + in[i];
-            f[i] = step_core(*p, n, t, input, v1[i], r1[i], atf[i]);
+            f[i] = step_core(*p, G + n, t, input, v1[i], r1[i], atf[i]);
         }
     }
     }
@@ -473,7 +477,9 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         pk[i] = 0;
         if (f[i]) {
-            pk[i] = (1ULL << net.count_shift) | (row_start<RP>(net, n + 1) - row_start<RP>(net, n));
+            // one GPU of several: only the count (the rows are this GPU's part; every GPU
+            // computes the row offsets of the gathered list in `gather`)
+            pk[i] = (1ULL << net.count_shift) | (net.multi ? 0 : (row_start<RP>(net, n + 1) - row_start<RP>(net, n)));
             mine += pk[i];
         }
     }
@@ -509,13 +515,15 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         if (f[i]) {
             const u32 slot = (u32)(pos >> net.count_shift);
             const u64 off = pos & mask;
-            wr.fired[slot] = n;
-            wr.offs[slot] = off;
-            mark_chunks(net, slot, off, pk[i] & mask);
+            wr.fired[slot] = G + n;
+            if (!net.multi) {
+                wr.offs[slot] = off;
+                mark_chunks(net, slot, off, pk[i] & mask);
+            }
             pos += pk[i];
         }
         // readback compaction into mapped host memory (warp-uniform loop: ballots are safe)
-        const bool rb = f[i] && in_readback(net, n);
+        const bool rb = f[i] && in_readback(net, G + n);
         const unsigned rbm = __ballot_sync(0xffffffffu, rb);
         if (rbm) {
             u64 rbase = 0;
@@ -529,7 +537,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
                     // (no system fences: each waits for the PCIe writes, microseconds)
                     u64* ids = (u64*)(net.host_out + sizeof(OutHeader));
                     u64* vs = ids + net.out_cap;
-                    ids[slot] = ((u64)tag32(t) << 32) | n;
+                    ids[slot] = ((u64)tag32(t) << 32) | (G + n);
                     vs[slot] = ((u64)tag16(t) << 48) | ((u64)atf[i] & 0xFFFFFFFFFFFFULL);
                 }
             }
@@ -538,7 +546,8 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     // the last block writes the burst's counters to the host (each word tagged, in any order)
     __syncthreads();
     if (threadIdx.x == 0) {
-        __threadfence();
+        // the other GPUs read this GPU's fired list in the next burst: system scope then
+        if (net.multi) __threadfence_system(); else __threadfence();
         s_last = atomicAdd(net.ticket, 1u) == gridDim.x - 1;
     }
     __syncthreads();
@@ -553,6 +562,78 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         h->pairs = packed & ((1ULL << net.count_shift) - 1);
         h->rb_count = tg | rbc;
         h->burst = t;
+    }
+}
+
+// One GPU of several: where another GPU's fired list of the last burst lies (peer memory over
+// NVLink, or this GPU's own).
+struct Peer {
+    const u32* fired;
+    const u64* counter; // count << count_shift (no pairs)
+};
+#define MAX_PEERS 64
+
+// gather: the whole brain's fired list of the last burst, read from every GPU's own list (peer
+// loads), into rd with the row offsets of this GPU's part and the chunk index, as `step` builds
+// them on one GPU (block scan, one atomic per block of 256 ids; rd.counter zeroed before).
+template <typename RP>
+__device__ void gather_impl(const Net& net, const Side& rd, const Peer* peers, u32 n_peers) {
+    __shared__ u64 pre[MAX_PEERS + 1];
+    __shared__ u64 warp_sum[32];
+    if (threadIdx.x == 0) {
+        u64 a = 0;
+        for (u32 r = 0; r < n_peers; r++) {
+            pre[r] = a;
+            a += (*(volatile const u64*)peers[r].counter) >> net.count_shift;
+        }
+        pre[n_peers] = a;
+    }
+    __syncthreads();
+    const u64 total = pre[n_peers];
+    const u32 lane = threadIdx.x & 31;
+    const u32 wid = threadIdx.x >> 5;
+    const u32 nw = blockDim.x >> 5;
+    const u64 mask = (1ULL << net.count_shift) - 1;
+    for (u64 tile = (u64)blockIdx.x * blockDim.x; tile < total; tile += (u64)gridDim.x * blockDim.x) {
+        const u64 i = tile + threadIdx.x;
+        u32 s = 0;
+        u64 pk = 0;
+        if (i < total) {
+            u32 r = 0;
+            while (r + 1 < n_peers && pre[r + 1] <= i) r++;
+            s = peers[r].fired[i - pre[r]];
+            pk = (1ULL << net.count_shift) | (row_start<RP>(net, s + 1) - row_start<RP>(net, s));
+        }
+        u64 incl = pk;
+        for (int d = 1; d < 32; d <<= 1) {
+            const u64 o = __shfl_up_sync(0xffffffffu, incl, d);
+            if (lane >= d) incl += o;
+        }
+        if (lane == 31) warp_sum[wid] = incl;
+        __syncthreads();
+        if (wid == 0) {
+            const u64 w = lane < nw ? warp_sum[lane] : 0;
+            u64 wi = w;
+            for (int d = 1; d < 32; d <<= 1) {
+                const u64 o = __shfl_up_sync(0xffffffffu, wi, d);
+                if (lane >= d) wi += o;
+            }
+            const u64 tot = __shfl_sync(0xffffffffu, wi, 31);
+            u64 b0 = 0;
+            if (lane == 0 && tot != 0) b0 = atomicAdd(rd.counter, tot);
+            b0 = __shfl_sync(0xffffffffu, b0, 0);
+            if (lane < nw) warp_sum[lane] = b0 + wi - w;
+        }
+        __syncthreads();
+        if (i < total) {
+            const u64 pos = warp_sum[wid] + incl - pk;
+            const u32 slot = (u32)(pos >> net.count_shift);
+            const u64 off = pos & mask;
+            rd.fired[slot] = s;
+            rd.offs[slot] = off;
+            mark_chunks(net, slot, off, pk & mask);
+        }
+        __syncthreads();
     }
 }
 
@@ -615,6 +696,8 @@ STEPS(_b2, 2, STEP_ITEMS)
 STEPS(_i8, 2, 8)
 STEPS(_i8b3, 3, 8)
 
+extern "C" __global__ void __launch_bounds__(256) gather_r32(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u32>(net, rd, peers, n_peers); }
+extern "C" __global__ void __launch_bounds__(256) gather_r64(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u64>(net, rd, peers, n_peers); }
 extern "C" __global__ void relist_r32(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u32>(net, wr, ids, count); }
 extern "C" __global__ void relist_r64(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u64>(net, wr, ids, count); }
 extern "C" __global__ void in_bound_c16(Net net, u64* scratch, u64 synapses) { in_bound_impl<u16>(net, scratch, synapses); }

@@ -71,11 +71,29 @@ pub struct BackendConfig {
     pub gpu_min_neurons: u64,
     /// CPU backend threads; 0 = one per core.
     pub cpu_threads: usize,
+    /// Shards: a count or `auto`. With the CUDA backend one shard per GPU (`auto`: as many GPUs as
+    /// keep `shard_min_neurons` each); with the CPU backend CPU shards in one process (`auto`: 1).
+    pub shards: crate::shard::ShardCount,
+    /// GPUs to shard over (device ordinals); empty = `device`, `device + 1`, ...
+    pub gpus: Vec<usize>,
+    /// round_robin | by_cortical_area
+    pub strategy: crate::shard::Strategy,
+    /// `shards: auto` gives each GPU at least this many neurons.
+    pub shard_min_neurons: u64,
 }
 
 impl Default for BackendConfig {
     fn default() -> Self {
-        BackendConfig { kind: BackendKind::Auto, device: 0, gpu_min_neurons: 50_000, cpu_threads: 0 }
+        BackendConfig {
+            kind: BackendKind::Auto,
+            device: 0,
+            gpu_min_neurons: 50_000,
+            cpu_threads: 0,
+            shards: crate::shard::ShardCount::Count(1),
+            gpus: Vec::new(),
+            strategy: crate::shard::Strategy::RoundRobin,
+            shard_min_neurons: 2_000_000,
+        }
     }
 }
 

@@ -29,5 +29,6 @@ pub mod model;
 pub mod node;
 pub mod ros;
 pub mod selftest;
+pub mod shard;
 pub mod transport;
 pub mod workload;

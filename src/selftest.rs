@@ -381,8 +381,9 @@ fn compare_states(seed: u64, when: &str, layout: &Layout, a: &NeuronState, b: &N
     Ok(())
 }
 
-/// The candidate constructor: takes the brain (built with `candidate_parts` parts) and readback.
-pub type Candidate<'a> = dyn Fn(Brain, Readback) -> Result<Box<dyn Backend>, BackendError> + 'a;
+/// The candidate constructor: takes the genome, its brain (built with `candidate_parts` parts; a
+/// sharded candidate builds its own from the genome) and the readback.
+pub type Candidate<'a> = dyn Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> + 'a;
 
 /// Run the parity check. Returns the first difference, precisely, as the error.
 pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityReport, String> {
@@ -404,7 +405,7 @@ pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityRep
         let cand_brain = if cfg.candidate_parts <= 1 { clone_brain(&brain) } else { Brain::build(&genome, cfg.candidate_parts, false) };
         let synapses = brain.connectome.synapses();
         let mut reference = CpuBackend::new(brain, readback.clone());
-        let mut cand = candidate(cand_brain, readback.clone())
+        let mut cand = candidate(&genome, cand_brain, readback.clone())
             .map_err(|e| format!("brain seed {seed}: the candidate backend failed to start: {e}"))?;
         if report.candidate.is_empty() {
             let info = cand.info();
@@ -476,14 +477,40 @@ pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityRep
     Ok(report)
 }
 
-/// The CPU backend as a candidate (for checks across shard counts).
-pub fn cpu_candidate(brain: Brain, readback: Readback) -> Result<Box<dyn Backend>, BackendError> {
+/// The CPU backend as a candidate (for checks across thread-part counts).
+pub fn cpu_candidate(_: &Genome, brain: Brain, readback: Readback) -> Result<Box<dyn Backend>, BackendError> {
     Ok(Box::new(CpuBackend::new(brain, readback)))
 }
 
 /// The CUDA backend on `device` as a candidate.
-pub fn cuda_candidate(device: usize) -> impl Fn(Brain, Readback) -> Result<Box<dyn Backend>, BackendError> {
-    move |brain, readback| Ok(Box::new(crate::backend::cuda::CudaBackend::new(brain, readback, device)?) as Box<dyn Backend>)
+pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> {
+    move |_, brain, readback| Ok(Box::new(crate::backend::cuda::CudaBackend::new(brain, readback, device)?) as Box<dyn Backend>)
+}
+
+/// A sharded candidate: `shards` CPU shards in this process (`devices` empty), or one GPU per
+/// device of `devices`; planned by `strategy`. A brain with fewer areas than shards (by_cortical_area)
+/// gets as many shards as it has areas.
+pub fn sharded_candidate(
+    shards: usize,
+    strategy: crate::shard::Strategy,
+    devices: Vec<usize>,
+) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> {
+    move |genome, _, readback| {
+        let layout = Layout::from_genome(genome);
+        let areas = layout.params.iter().filter(|p| p.count > 0).count();
+        let k = match strategy {
+            crate::shard::Strategy::ByCorticalArea => shards.min(areas),
+            crate::shard::Strategy::RoundRobin => shards.min(layout.neurons as usize),
+        }
+        .max(1);
+        let per = if devices.is_empty() { 2 } else { 1 };
+        let (brain, plan) = Brain::build_sharded(genome, k, strategy, per, false).map_err(|e| BackendError::Device(e.to_string()))?;
+        if devices.is_empty() {
+            Ok(Box::new(CpuBackend::with_plan(brain, &plan, readback)) as Box<dyn Backend>)
+        } else {
+            Ok(Box::new(crate::backend::cuda::MultiGpu::new(brain, &plan, readback, &devices[..k])?) as Box<dyn Backend>)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -510,5 +537,18 @@ mod tests {
         }
         assert_eq!(report.brains.len(), 4);
         assert!(report.fired() > 0, "the random brains never fired");
+    }
+
+    #[test]
+    fn cpu_shards_match_the_reference_for_every_count_and_strategy() {
+        use crate::shard::Strategy;
+        for (shards, strategy) in
+            [(2, Strategy::RoundRobin), (3, Strategy::ByCorticalArea), (5, Strategy::RoundRobin), (4, Strategy::ByCorticalArea)]
+        {
+            let cfg = ParityConfig { brains: 4, bursts: 150, seed: 300 + shards as u64, max_neurons: 1500, candidate_parts: 1 };
+            let report =
+                parity(&cfg, &sharded_candidate(shards, strategy, vec![])).unwrap_or_else(|d| panic!("{shards} shards, {strategy}: {d}"));
+            assert_eq!(report.bursts(), 600);
+        }
     }
 }

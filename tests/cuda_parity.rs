@@ -69,3 +69,26 @@ fn probe_without_gpu_never_panics() {
         GpuProbe::Available(name) => panic!("device {} cannot exist, got {name}", usize::MAX / 2),
     }
 }
+
+#[test]
+fn several_gpus_match_cpu_for_every_gpu_count_and_strategy() {
+    use neuroburst::selftest::sharded_candidate;
+    use neuroburst::shard::Strategy;
+    let available = neuroburst::backend::gpu_count();
+    if available < 2 {
+        skip(&format!("{available} GPU(s): the multi-GPU parity check needs at least 2"));
+        return;
+    }
+    let brains = env_or("NEUROBURST_PARITY_BRAINS", 20) as usize;
+    let bursts = env_or("NEUROBURST_PARITY_BURSTS", 2000);
+    let mut k = 2;
+    while k <= available {
+        for strategy in [Strategy::RoundRobin, Strategy::ByCorticalArea] {
+            let cfg = ParityConfig { brains, bursts, seed: env_or("NEUROBURST_PARITY_SEED", 1), max_neurons: 4000, candidate_parts: 1 };
+            let report = parity(&cfg, &sharded_candidate(k, strategy, (0..k).collect()))
+                .unwrap_or_else(|d| panic!("{k} GPUs, {strategy}: parity failed: {d}"));
+            println!("{k} GPUs, {strategy}: {report}");
+        }
+        k *= 2;
+    }
+}

@@ -11,12 +11,14 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
+use super::shard::{ShardEngine, Sharded};
+use super::{BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
 use crate::memory;
 use crate::model::neuron::excited;
 use crate::model::{fixed, step, AreaParams, Injection, NeuronState, FLAG_GRADIENT, FLAG_MP_ACC, FLAG_NEVER_FIRE, FLAG_POWER, LEAK_LINEAR};
+use crate::shard::ShardPlan;
 
 /// An input accumulator element: `i32` when it provably cannot overflow, else `i64`.
 trait Acc: Copy + Default + Send + Sync {
@@ -281,111 +283,77 @@ fn accumulate<A: Acc, C: Copy + Into<u32>>(
     }
 }
 
-/// The reference backend.
-pub struct CpuBackend {
+/// One shard of the reference backend: its neurons cut into pieces, one per thread.
+pub struct CpuEngine {
     params: Vec<AreaParams>,
-    neurons: u32,
-    shards: Vec<Shard>,
+    range: Range<u32>,
+    pieces: Vec<Shard>,
     contributions: Vec<i32>,
     bytes_per_synapse: f64,
-    burst: u64,
-    /// Every neuron fired in the last burst, ascending, with its potential at fire.
+    /// Own neurons fired in the last burst, ascending, with their potentials at fire.
     fired: Vec<u32>,
     fired_v: Vec<i64>,
-    readback: Readback,
-    out: Vec<u32>,
-    out_v: Vec<i64>,
-    /// Scratch: the injection, sorted by neuron.
-    injection: Vec<Injection>,
 }
 
-impl CpuBackend {
-    /// Take a built brain; its connectome's parts become the threads' shards.
-    pub fn new(brain: Brain, readback: Readback) -> CpuBackend {
-        let params = brain.layout.params.clone();
-        let bytes_per_synapse = brain.connectome.bytes_per_synapse();
-        let table = brain.connectome.contributions;
-        let shards = brain.connectome.parts.into_par_iter().map(|p| Shard::new(p, &params, &table)).collect();
-        CpuBackend {
-            params,
-            neurons: brain.layout.neurons,
-            shards,
-            contributions: table,
-            bytes_per_synapse,
-            burst: 0,
-            fired: Vec::new(),
-            fired_v: Vec::new(),
-            readback,
-            out: Vec::new(),
-            out_v: Vec::new(),
-            injection: Vec::new(),
-        }
+impl CpuEngine {
+    /// An engine over `parts` (contiguous target ranges, ascending) of a connectome.
+    pub fn new(parts: Vec<Part>, params: Vec<AreaParams>, contributions: Vec<i32>) -> CpuEngine {
+        let range = parts.first().map_or(0, |p| p.targets_range.start)..parts.last().map_or(0, |p| p.targets_range.end);
+        let synapses: u64 = parts.iter().map(|p| p.synapses()).sum();
+        let bytes: u64 = parts.iter().map(|p| p.bytes()).sum::<u64>() + contributions.len() as u64 * 4;
+        let bytes_per_synapse = if synapses == 0 { 0.0 } else { bytes as f64 / synapses as f64 };
+        let pieces = parts.into_par_iter().map(|p| Shard::new(p, &params, &contributions)).collect();
+        CpuEngine { params, range, pieces, contributions, bytes_per_synapse, fired: Vec::new(), fired_v: Vec::new() }
     }
 }
 
-impl Backend for CpuBackend {
+impl ShardEngine for CpuEngine {
+    fn range(&self) -> Range<u32> {
+        self.range.clone()
+    }
+
     fn info(&self) -> BackendInfo {
         let bytes: u64 = self
-            .shards
+            .pieces
             .iter()
             .map(|s| s.conn.bytes() + s.state.potential.len() as u64 * crate::model::neuron::STATE_BYTES_PER_NEURON)
             .sum();
         BackendInfo {
             backend: "cpu".into(),
-            device: format!("{} threads, {} shards", rayon::current_num_threads(), self.shards.len()),
+            device: format!("{} threads, {} pieces", rayon::current_num_threads(), self.pieces.len()),
             memory_bytes: bytes,
             bytes_per_synapse: self.bytes_per_synapse,
         }
     }
 
-    fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
-        if let Some(bad) = injection.iter().find(|i| i.neuron >= self.neurons) {
-            return Err(BackendError::InjectionOutOfRange { neuron: bad.neuron, neurons: self.neurons });
-        }
-        self.injection.clear();
-        self.injection.extend_from_slice(injection);
-        if !self.injection.is_sorted_by_key(|i| i.neuron) {
-            self.injection.sort_unstable_by_key(|i| i.neuron);
-        }
-        let t = self.burst + 1;
-        let (spikes, table, params, inj) = (&self.fired, &self.contributions, &self.params, &self.injection);
+    fn burst(&mut self, t: u64, spikes: &[u32], inj: &[Injection]) -> Result<(), BackendError> {
+        let (table, params) = (&self.contributions, &self.params);
         let run = |shard: &mut Shard| {
             let r = &shard.conn.targets_range;
             let (lo, hi) = (inj.partition_point(|i| i.neuron < r.start), inj.partition_point(|i| i.neuron < r.end));
             shard.burst(spikes, table, &inj[lo..hi], params, t);
         };
-        if self.shards.len() == 1 {
-            run(&mut self.shards[0]);
+        if self.pieces.len() == 1 {
+            run(&mut self.pieces[0]);
         } else {
-            self.shards.par_iter_mut().for_each(run);
+            self.pieces.par_iter_mut().for_each(run);
         }
-        self.burst = t;
         self.fired.clear();
         self.fired_v.clear();
-        for s in &self.shards {
+        for s in &self.pieces {
             self.fired.extend_from_slice(&s.state.fired);
             self.fired_v.extend_from_slice(&s.state.fired_v);
         }
-        let (fired, potentials) = match &self.readback {
-            Readback::All => (&self.fired[..], &self.fired_v[..]),
-            Readback::Ranges(_) => {
-                self.out.clear();
-                self.out_v.clear();
-                for (&n, &v) in self.fired.iter().zip(&self.fired_v) {
-                    if self.readback.contains(n) {
-                        self.out.push(n);
-                        self.out_v.push(v);
-                    }
-                }
-                (&self.out[..], &self.out_v[..])
-            }
-        };
-        Ok(BurstOutput { burst: t, fired, potentials, fired_total: self.fired.len() as u64 })
+        Ok(())
+    }
+
+    fn fired(&self) -> (&[u32], &[i64]) {
+        (&self.fired, &self.fired_v)
     }
 
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
-        let mut st = NeuronState { burst: self.burst, fired: self.fired.clone(), ..Default::default() };
-        for s in &self.shards {
+        let mut st = NeuronState { fired: self.fired.clone(), ..Default::default() };
+        for s in &self.pieces {
             st.potential.extend_from_slice(&s.state.potential);
             st.refractory.extend_from_slice(&s.state.refractory);
             st.consecutive.extend_from_slice(&s.state.consecutive);
@@ -394,26 +362,51 @@ impl Backend for CpuBackend {
     }
 
     fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
-        let n = self.neurons as usize;
+        let n = self.range.len();
         for len in [st.potential.len(), st.refractory.len(), st.consecutive.len()] {
             if len != n {
                 return Err(BackendError::StateMismatch { got: len, expected: n });
             }
         }
-        if let Some(&bad) = st.fired.iter().find(|&&f| f >= self.neurons) {
-            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.neurons });
-        }
-        for s in &mut self.shards {
-            let r = s.conn.targets_range.start as usize..s.conn.targets_range.end as usize;
+        for s in &mut self.pieces {
+            let r = (s.conn.targets_range.start - self.range.start) as usize..(s.conn.targets_range.end - self.range.start) as usize;
             s.state.potential.copy_from_slice(&st.potential[r.clone()]);
             s.state.refractory.copy_from_slice(&st.refractory[r.clone()]);
             s.state.consecutive.copy_from_slice(&st.consecutive[r]);
             s.input.clear();
             s.state.classify(&self.params);
         }
-        self.burst = st.burst;
-        self.fired = st.fired.clone();
-        self.fired_v = vec![0; st.fired.len()];
+        self.fired.clear();
+        self.fired_v.clear();
         Ok(())
+    }
+}
+
+/// The reference backend: CPU shards (one by default) exchanging fired lists in host memory.
+pub type CpuBackend = Sharded<CpuEngine>;
+
+impl Sharded<CpuEngine> {
+    /// Take a built brain as one shard; its connectome's parts become the threads' pieces.
+    pub fn new(brain: Brain, readback: Readback) -> CpuBackend {
+        let n = brain.layout.neurons;
+        let engine = CpuEngine::new(brain.connectome.parts, brain.layout.params, brain.connectome.contributions);
+        Sharded::from_engines(vec![engine], n, readback, "cpu")
+    }
+
+    /// Take a brain built for `plan` (see [`Brain::build_sharded`]): one CPU shard per range.
+    pub fn with_plan(brain: Brain, plan: &ShardPlan, readback: Readback) -> CpuBackend {
+        let n = brain.layout.neurons;
+        let params = brain.layout.params;
+        let table = brain.connectome.contributions;
+        let mut parts = brain.connectome.parts.into_iter().peekable();
+        let engines = plan
+            .ranges
+            .iter()
+            .map(|r| {
+                let mine: Vec<Part> = std::iter::from_fn(|| parts.next_if(|p| p.targets_range.end <= r.end)).collect();
+                CpuEngine::new(mine, params.clone(), table.clone())
+            })
+            .collect();
+        Sharded::from_engines(engines, n, readback, format!("cpu, {}", plan.strategy))
     }
 }

@@ -5,6 +5,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod open;
 pub mod select;
+pub mod shard;
 
 use std::ops::Range;
 
@@ -89,6 +90,21 @@ pub(crate) fn gpu_probe(device: usize) -> GpuProbe {
 /// Start the CUDA backend on `device`.
 pub(crate) fn open_cuda(brain: crate::brain::Brain, readback: Readback, device: usize) -> Result<Box<dyn Backend>, BackendError> {
     Ok(Box::new(cuda::CudaBackend::new(brain, readback, device)?))
+}
+
+/// Start the brain, built for `plan` with one part per shard, on `devices` (one GPU per shard).
+pub(crate) fn open_multi_cuda(
+    brain: crate::brain::Brain,
+    plan: &crate::shard::ShardPlan,
+    readback: Readback,
+    devices: &[usize],
+) -> Result<Box<dyn Backend>, BackendError> {
+    Ok(Box::new(cuda::MultiGpu::new(brain, plan, readback, devices)?))
+}
+
+/// How many GPUs the driver sees (0 without a usable driver).
+pub fn gpu_count() -> usize {
+    cuda::device_count()
 }
 
 /// Bytes a brain needs on one GPU (connectome and state), computed without a GPU.

@@ -8,6 +8,7 @@ use crate::brain::Brain;
 use crate::config::BackendConfig;
 use crate::genome::Genome;
 use crate::model::Layout;
+use crate::shard::{ShardCount, ShardPlan};
 
 /// A running backend and how it came to be.
 pub struct Opened {
@@ -15,6 +16,8 @@ pub struct Opened {
     pub choice: Choice,
     pub synapses: u64,
     pub build_seconds: f64,
+    /// The shard plan, when sharded.
+    pub plan: Option<ShardPlan>,
 }
 
 /// Probe GPU `device`; never panics.
@@ -22,7 +25,7 @@ pub fn probe(device: usize) -> GpuProbe {
     super::gpu_probe(device)
 }
 
-/// Choose and start the backend for `genome`.
+/// Choose and start the backend for `genome`, sharded as configured.
 pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: bool) -> Result<Opened, String> {
     let neurons = Layout::from_genome(genome).neurons as u64;
     let probe = match cfg.kind {
@@ -31,16 +34,135 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     };
     let choice = choose(cfg.kind, &probe, neurons, cfg.gpu_min_neurons)?;
     tracing::info!("{}", choice.reason);
-    let parts = match choice.kind {
-        BackendKind::Cuda => 1,
-        _ => rayon::current_num_threads(),
+    if choice.kind == BackendKind::Cuda {
+        let (devices, why) = gpu_devices(cfg, neurons, super::gpu_count())?;
+        if let Some(why) = why {
+            tracing::info!("{why}");
+        }
+        if devices.len() > 1 {
+            let (brain, plan) = Brain::build_sharded(genome, devices.len(), cfg.strategy, 1, progress).map_err(|e| e.to_string())?;
+            log_plan(&plan);
+            let synapses = brain.connectome.synapses();
+            let build_seconds = brain.connectome.build_seconds;
+            match super::open_multi_cuda(brain, &plan, readback.clone(), &devices) {
+                Ok(backend) => return Ok(Opened { backend, choice, synapses, build_seconds, plan: Some(plan) }),
+                Err(e) if cfg.kind == BackendKind::Auto => {
+                    tracing::warn!("auto: one GPU instead of {}: {e}", devices.len());
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        let brain = Brain::build(genome, 1, progress);
+        let synapses = brain.connectome.synapses();
+        let build_seconds = brain.connectome.build_seconds;
+        let backend = super::open_cuda(brain, readback, devices[0]).map_err(|e| e.to_string())?;
+        return Ok(Opened { backend, choice, synapses, build_seconds, plan: None });
+    }
+    let shards = match cfg.shards {
+        ShardCount::Count(n) => n,
+        ShardCount::Auto => 1,
     };
-    let brain = Brain::build(genome, parts, progress);
+    if shards > 1 {
+        let threads = rayon::current_num_threads();
+        let (brain, plan) =
+            Brain::build_sharded(genome, shards, cfg.strategy, threads.div_ceil(shards).max(1), progress).map_err(|e| e.to_string())?;
+        log_plan(&plan);
+        let synapses = brain.connectome.synapses();
+        let build_seconds = brain.connectome.build_seconds;
+        let backend = Box::new(CpuBackend::with_plan(brain, &plan, readback));
+        return Ok(Opened { backend, choice, synapses, build_seconds, plan: Some(plan) });
+    }
+    let brain = Brain::build(genome, rayon::current_num_threads(), progress);
     let synapses = brain.connectome.synapses();
     let build_seconds = brain.connectome.build_seconds;
-    let backend: Box<dyn Backend> = match choice.kind {
-        BackendKind::Cuda => super::open_cuda(brain, readback, cfg.device).map_err(|e| e.to_string())?,
-        _ => Box::new(CpuBackend::new(brain, readback)),
+    Ok(Opened { backend: Box::new(CpuBackend::new(brain, readback)), choice, synapses, build_seconds, plan: None })
+}
+
+fn log_plan(plan: &ShardPlan) {
+    let (n, s) = plan.imbalance();
+    tracing::info!(
+        "{} shards ({}): {}; largest over mean: neurons {n:.2}, synapses {s:.2}",
+        plan.len(),
+        plan.strategy,
+        plan.ranges.iter().map(|r| format!("{}..{}", r.start, r.end)).collect::<Vec<_>>().join(", ")
+    );
+}
+
+/// The GPUs to use (device ordinals) and, for `auto`, why that many. Pure: `available` is the
+/// driver's GPU count.
+pub fn gpu_devices(cfg: &BackendConfig, neurons: u64, available: usize) -> Result<(Vec<usize>, Option<String>), String> {
+    let pool: Vec<usize> = if cfg.gpus.is_empty() { (cfg.device..available.max(cfg.device + 1)).collect() } else { cfg.gpus.clone() };
+    if let Some(&bad) = pool.iter().find(|&&d| d >= available) {
+        if !cfg.gpus.is_empty() || cfg.shards != ShardCount::Count(1) {
+            return Err(format!("backend.gpus names GPU {bad}, but the machine has {available} GPU(s)"));
+        }
+    }
+    let (count, why) = match cfg.shards {
+        ShardCount::Count(n) => (n, None),
+        ShardCount::Auto => {
+            let (k, why) = crate::shard::auto_count(neurons, pool.len(), cfg.shard_min_neurons);
+            (k, Some(why))
+        }
     };
-    Ok(Opened { backend, choice, synapses, build_seconds })
+    if count > pool.len() {
+        let msg = format!(
+            "{count} GPU shards were asked for, but {} GPU(s) are there to use{}",
+            pool.len(),
+            if cfg.gpus.is_empty() {
+                format!(" (the machine has {available}, from device {})", cfg.device)
+            } else {
+                " (backend.gpus)".into()
+            }
+        );
+        if cfg.kind == BackendKind::Auto {
+            let k = pool.len().max(1);
+            return Ok((pool[..k].to_vec(), Some(format!("auto: {msg}; using {k}"))));
+        }
+        return Err(msg);
+    }
+    let mut devices = pool[..count.max(1)].to_vec();
+    devices.dedup();
+    if devices.len() != count.max(1) {
+        return Err(format!("backend.gpus names a GPU twice: {:?}", cfg.gpus));
+    }
+    Ok((devices, why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(shards: ShardCount, gpus: Vec<usize>, kind: BackendKind) -> BackendConfig {
+        BackendConfig { shards, gpus, kind, ..Default::default() }
+    }
+
+    #[test]
+    fn gpu_choice() {
+        let c = cfg(ShardCount::Count(2), vec![], BackendKind::Cuda);
+        assert_eq!(gpu_devices(&c, 1000, 4).unwrap().0, vec![0, 1]);
+        let c = cfg(ShardCount::Count(4), vec![], BackendKind::Cuda);
+        let e = gpu_devices(&c, 1000, 2).unwrap_err();
+        assert!(e.contains("4 GPU shards") && e.contains("has 2"), "{e}");
+        // auto falls back to what is there and says so
+        let c = cfg(ShardCount::Count(4), vec![], BackendKind::Auto);
+        let (d, why) = gpu_devices(&c, 1000, 2).unwrap();
+        assert_eq!(d, vec![0, 1]);
+        assert!(why.unwrap().contains("using 2"));
+        let c = cfg(ShardCount::Count(2), vec![3, 1], BackendKind::Cuda);
+        assert_eq!(gpu_devices(&c, 1000, 4).unwrap().0, vec![3, 1]);
+        let c = cfg(ShardCount::Count(2), vec![5, 1], BackendKind::Cuda);
+        assert!(gpu_devices(&c, 1000, 4).unwrap_err().contains("GPU 5"));
+        // auto count: a small brain stays on one GPU
+        let c = cfg(ShardCount::Auto, vec![], BackendKind::Auto);
+        let (d, why) = gpu_devices(&c, 100_000, 4).unwrap();
+        assert_eq!(d, vec![0]);
+        assert!(why.unwrap().contains("1 of 4"));
+        let (d, _) = gpu_devices(&c, 20_000_000, 4).unwrap();
+        assert_eq!(d, vec![0, 1, 2, 3]);
+        // one GPU, the default
+        let c = cfg(ShardCount::Count(1), vec![], BackendKind::Cuda);
+        assert_eq!(gpu_devices(&c, 10, 1).unwrap().0, vec![0]);
+        let c = BackendConfig { device: 2, ..cfg(ShardCount::Count(1), vec![], BackendKind::Cuda) };
+        assert_eq!(gpu_devices(&c, 10, 4).unwrap().0, vec![2]);
+    }
 }

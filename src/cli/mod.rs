@@ -58,6 +58,13 @@ pub struct RuntimeArgs {
     /// CUDA device ordinal (overrides backend.device).
     #[arg(long)]
     pub device: Option<usize>,
+    /// Shards: a count or `auto`: GPUs with the CUDA backend, CPU shards with the CPU backend
+    /// (overrides backend.shards).
+    #[arg(long, value_name = "N|auto")]
+    pub shards: Option<crate::shard::ShardCount>,
+    /// Sharding strategy (overrides backend.strategy).
+    #[arg(long, value_enum)]
+    pub strategy: Option<crate::shard::Strategy>,
 }
 
 impl RuntimeArgs {
@@ -68,6 +75,12 @@ impl RuntimeArgs {
         }
         if let Some(device) = self.device {
             config.backend.device = device;
+        }
+        if let Some(shards) = self.shards {
+            config.backend.shards = shards;
+        }
+        if let Some(strategy) = self.strategy {
+            config.backend.strategy = strategy;
         }
         Ok(config)
     }

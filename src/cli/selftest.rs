@@ -5,7 +5,7 @@
 use clap::Args;
 
 use crate::backend::{cuda, BackendKind, GpuProbe};
-use crate::selftest::{cpu_candidate, cuda_candidate, parity, ParityConfig};
+use crate::selftest::{cpu_candidate, cuda_candidate, parity, sharded_candidate, ParityConfig};
 
 #[derive(Args, Debug)]
 pub struct SelftestArgs {
@@ -28,9 +28,15 @@ pub struct SelftestArgs {
     /// Largest brain, in neurons.
     #[arg(long, default_value_t = 4000)]
     pub max_neurons: u32,
-    /// Target parts of the candidate's connectome (shards).
+    /// Target parts of the candidate's connectome (threads' pieces of the CPU candidate).
     #[arg(long, default_value_t = 3)]
     pub parts: usize,
+    /// Shards of the candidate: GPUs (from --device on) with cuda, CPU shards with cpu.
+    #[arg(long, default_value_t = 1)]
+    pub shards: usize,
+    /// Sharding strategy of the candidate.
+    #[arg(long, value_enum, default_value_t = crate::shard::Strategy::RoundRobin)]
+    pub strategy: crate::shard::Strategy,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -59,7 +65,18 @@ pub fn main(a: SelftestArgs) -> anyhow::Result<()> {
         max_neurons: a.max_neurons,
         candidate_parts: if gpu { 1 } else { a.parts.max(2) },
     };
-    let result = if gpu { parity(&cfg, &cuda_candidate(a.device)) } else { parity(&cfg, &cpu_candidate) };
+    let result = match (gpu, a.shards) {
+        (true, 1) => parity(&cfg, &cuda_candidate(a.device)),
+        (false, 1) => parity(&cfg, &cpu_candidate),
+        (true, k) => {
+            let available = crate::backend::gpu_count();
+            if a.device + k > available {
+                anyhow::bail!("selftest --shards {k}: GPUs {}..{} were asked for, the machine has {available}", a.device, a.device + k);
+            }
+            parity(&cfg, &sharded_candidate(k, a.strategy, (a.device..a.device + k).collect()))
+        }
+        (false, k) => parity(&cfg, &sharded_candidate(k, a.strategy, vec![])),
+    };
     let report = result.map_err(|diff| anyhow::anyhow!("parity FAILED: {diff}"))?;
     if a.json {
         println!("{}", serde_json::to_string(&report)?);

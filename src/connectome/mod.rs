@@ -132,6 +132,49 @@ impl Connectome {
         }
     }
 
+    /// Re-cut the parts along new target `ranges` (ascending, covering every neuron), e.g. to
+    /// follow a shard plan made from this connectome's statistics. Rows keep their source order;
+    /// within a row the synapses keep their order across the old parts (sums are exact integers
+    /// either way).
+    pub fn repartition(&mut self, ranges: &[Range<u32>]) {
+        use rayon::prelude::*;
+        let old = std::mem::take(&mut self.parts);
+        if old.len() == ranges.len() && old.iter().zip(ranges).all(|(p, r)| p.targets_range == *r) {
+            self.parts = old;
+            return;
+        }
+        let n = self.neurons as usize;
+        let wide = old.iter().any(|p| matches!(p.codes, Codes::U32(_)));
+        self.parts = ranges
+            .par_iter()
+            .map(|r| {
+                let over: Vec<&Part> = old.iter().filter(|p| p.targets_range.start < r.end && r.start < p.targets_range.end).collect();
+                let mut row_ptr = Vec::with_capacity(n + 1);
+                let mut targets = Vec::new();
+                let (mut c16, mut c32) = (Vec::new(), Vec::new());
+                row_ptr.push(0u64);
+                for s in 0..n as u32 {
+                    for p in &over {
+                        let base = p.targets_range.start;
+                        for i in p.row(s) {
+                            let t = p.targets[i] + base;
+                            if r.contains(&t) {
+                                targets.push(t - r.start);
+                                if wide {
+                                    c32.push(p.codes.get(i));
+                                } else {
+                                    c16.push(p.codes.get(i) as u16);
+                                }
+                            }
+                        }
+                    }
+                    row_ptr.push(targets.len() as u64);
+                }
+                Part { targets_range: r.clone(), row_ptr, targets, codes: if wide { Codes::U32(c32) } else { Codes::U16(c16) } }
+            })
+            .collect();
+    }
+
     /// Out-degree of each source neuron over all parts.
     pub fn out_degree(&self, source: u32) -> u64 {
         self.parts.iter().map(|p| p.row(source).len() as u64).sum()

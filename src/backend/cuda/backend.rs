@@ -10,7 +10,7 @@ use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
 use crate::backend::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
-use crate::connectome::{Codes, Connectome};
+use crate::connectome::{Codes, Part};
 use crate::model::{AreaParams, Injection, NeuronState};
 
 const BLOCK: u32 = 256;
@@ -26,6 +26,7 @@ const M_RB: usize = 1;
 const M_TICKET: usize = 2;
 const M_COUNTER: usize = 3;
 const M_BOUND: usize = 5;
+const M_GATHER: usize = 6;
 
 /// Default of `zc_max` (bytes): 0, always copy. Reading a 4 KB injection from mapped memory
 /// (W(100k)) measured ~3 us slower per burst than the copy on an H100 VM.
@@ -69,6 +70,8 @@ struct Net {
     n_areas: u32,
     n_rb: u32,
     count_shift: u32,
+    base: u32,
+    multi: u32,
 }
 // SAFETY: plain old data with the layout of the kernel's `Net`.
 unsafe impl DeviceRepr for Net {}
@@ -84,7 +87,34 @@ struct Side {
 // SAFETY: plain old data with the layout of the kernel's `Side`.
 unsafe impl DeviceRepr for Side {}
 
-fn dev_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> BackendError + '_ {
+/// Mirror of `struct Peer` in burst.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Peer {
+    fired: u64,
+    counter: u64,
+}
+
+/// What one GPU of several gets: its part of the connectome (the synapses onto its neurons, rows
+/// for every source of the brain) and the brain's areas.
+pub struct GpuShard {
+    pub part: Part,
+    pub params: Vec<AreaParams>,
+    pub contributions: Vec<i32>,
+    /// Neurons of the whole brain.
+    pub neurons: u32,
+}
+
+/// One GPU of several: the gathered fired list of the whole brain and where the GPUs' own lists lie.
+struct Multi {
+    fired: CudaSlice<u32>,
+    offs: CudaSlice<u64>,
+    /// `Peer` tables, one per side (the side every GPU's last burst wrote).
+    peers: [CudaSlice<u8>; 2],
+    n_peers: u32,
+}
+
+pub(crate) fn dev_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> BackendError + '_ {
     move |e| BackendError::Device(format!("CUDA: {what}: {e}"))
 }
 
@@ -111,6 +141,10 @@ pub struct CudaBackend {
     _areas: CudaSlice<u8>,
     _area_end: CudaSlice<u32>,
     _rb: CudaSlice<u32>,
+    /// Some: one GPU of several.
+    multi: Option<Multi>,
+    /// Whether this is one GPU of several (set at build, before `connect`).
+    sharded: bool,
     // host side
     host_in: Pinned,
     /// Device copy of the injection (the GPU reading mapped host memory block by block is slow).
@@ -129,7 +163,9 @@ pub struct CudaBackend {
     /// Side (fired list) the next burst reads.
     cur: usize,
     burst: u64,
+    /// This GPU's neurons: `base..base + neurons`.
     neurons: u32,
+    base: u32,
     count_shift: u32,
     out_ids: Vec<u32>,
     out_v: Vec<i64>,
@@ -164,54 +200,6 @@ struct Trace {
 // SAFETY: the raw pointers (pinned buffers, graphs) belong to this backend alone; every call binds
 // the context to the calling thread first, and `&mut self` serialises the calls.
 unsafe impl Send for CudaBackend {}
-
-/// One CSR over all target parts: absolute targets, rows in source order.
-struct Csr<'a> {
-    row_ptr: std::borrow::Cow<'a, [u64]>,
-    targets: std::borrow::Cow<'a, [u32]>,
-    codes16: Option<std::borrow::Cow<'a, [u16]>>,
-    codes32: Option<std::borrow::Cow<'a, [u32]>>,
-}
-
-fn merged(conn: &Connectome, neurons: u32) -> Csr<'_> {
-    use std::borrow::Cow;
-    if conn.parts.len() == 1 && conn.parts[0].targets_range.start == 0 {
-        let p = &conn.parts[0];
-        let (c16, c32) = match &p.codes {
-            Codes::U16(c) => (Some(Cow::Borrowed(&c[..])), None),
-            Codes::U32(c) => (None, Some(Cow::Borrowed(&c[..]))),
-        };
-        return Csr { row_ptr: Cow::Borrowed(&p.row_ptr), targets: Cow::Borrowed(&p.targets), codes16: c16, codes32: c32 };
-    }
-    let wide = conn.parts.iter().any(|p| matches!(p.codes, Codes::U32(_)));
-    let total = conn.synapses() as usize;
-    let mut row_ptr = Vec::with_capacity(neurons as usize + 1);
-    let mut targets = Vec::with_capacity(total);
-    let mut c16 = Vec::new();
-    let mut c32 = Vec::new();
-    row_ptr.push(0u64);
-    for s in 0..neurons {
-        for p in &conn.parts {
-            let base = p.targets_range.start;
-            let row = if p.row_ptr.len() > s as usize + 1 { p.row(s) } else { 0..0 };
-            for i in row {
-                targets.push(p.targets[i] + base);
-                if wide {
-                    c32.push(p.codes.get(i));
-                } else {
-                    c16.push(p.codes.get(i) as u16);
-                }
-            }
-        }
-        row_ptr.push(targets.len() as u64);
-    }
-    Csr {
-        row_ptr: Cow::Owned(row_ptr),
-        targets: Cow::Owned(targets),
-        codes16: (!wide).then_some(Cow::Owned(c16)),
-        codes32: wide.then_some(Cow::Owned(c32)),
-    }
-}
 
 fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
     // SAFETY: any initialised plain-old-data slice can be viewed as bytes.
@@ -274,18 +262,31 @@ impl CudaBackend {
             crate::backend::GpuProbe::Available(_) => {}
             crate::backend::GpuProbe::Unavailable(why) => return Err(BackendError::Device(why)),
         }
-        Self::build(brain, readback, device)
+        let n = brain.layout.neurons;
+        let mut conn = brain.connectome;
+        conn.repartition(std::slice::from_ref(&(0..n)));
+        let part = conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() });
+        let shard = GpuShard { part, params: brain.layout.params, contributions: conn.contributions, neurons: n };
+        Self::build(shard, readback, device, false)
     }
 
-    fn build(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
+    /// One GPU of several (see `multi.rs`): bursts only after [`CudaBackend::connect`].
+    pub(crate) fn new_shard(shard: GpuShard, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
+        Self::build(shard, readback, device, true)
+    }
+
+    fn build(shard: GpuShard, readback: Readback, device: usize, sharded: bool) -> Result<CudaBackend, BackendError> {
         let ctx = CudaContext::new(device).map_err(dev_err("creating the context"))?;
         // SAFETY: one stream does all the work; no cross-stream event tracking is needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(dev_err("creating a stream"))?;
         let name = ctx.name().map_err(dev_err("device name"))?;
         let total_mem = ctx.total_mem().map_err(dev_err("device memory"))? as u64;
-        let n = brain.layout.neurons;
-        let plan = MemoryPlan::of(&brain);
+        let part = &shard.part;
+        let base = part.targets_range.start;
+        let n = part.targets_range.len() as u32;
+        let n_total = shard.neurons;
+        let plan = MemoryPlan::of_part(part, n_total, shard.contributions.len(), shard.params.len(), sharded);
         let (free, _) = ctx.mem_get_info().map_err(dev_err("free memory"))?;
         // NEUROBURST_CUDA_MEM_LIMIT (bytes) caps what this backend may take, e.g. to share a GPU.
         let free = match std::env::var("NEUROBURST_CUDA_MEM_LIMIT").ok().and_then(|v| v.parse::<usize>().ok()) {
@@ -304,41 +305,41 @@ impl CudaBackend {
                 free as f64 / (1u64 << 30) as f64
             )));
         }
-        let synapses = brain.connectome.synapses();
-        let count_bits = 64 - (n as u64).leading_zeros();
+        let synapses = part.synapses();
+        let count_bits = 64 - (n_total as u64).leading_zeros();
         let count_shift = 64 - count_bits;
         if count_shift < 63 && synapses >= 1u64 << count_shift {
             return Err(BackendError::Device(format!("{synapses} synapses over {n} neurons overflow the packed fired counter")));
         }
-        let csr = merged(&brain.connectome, n);
         let row64 = plan.row_ptr_bytes == 8;
-        let code32 = csr.codes32.is_some();
+        let code32 = matches!(part.codes, Codes::U32(_));
         let s = &stream;
         let e = |w: &'static str| dev_err(w);
         // connectome
         let row_ptr: CudaSlice<u8> = if row64 {
-            s.clone_htod(as_bytes(&csr.row_ptr)).map_err(e("uploading row pointers"))?
+            s.clone_htod(as_bytes(&part.row_ptr)).map_err(e("uploading row pointers"))?
         } else {
-            let r32: Vec<u32> = csr.row_ptr.iter().map(|&x| x as u32).collect();
+            let r32: Vec<u32> = part.row_ptr.iter().map(|&x| x as u32).collect();
             s.clone_htod(as_bytes(&r32)).map_err(e("uploading row pointers"))?
         };
-        let targets: CudaSlice<u32> = if csr.targets.is_empty() {
+        let targets: CudaSlice<u32> = if part.targets.is_empty() {
             s.alloc_zeros(1).map_err(e("alloc"))?
         } else {
-            s.clone_htod(&csr.targets[..]).map_err(e("uploading synapse targets"))?
+            s.clone_htod(&part.targets[..]).map_err(e("uploading synapse targets"))?
         };
-        let codes: CudaSlice<u8> = match (&csr.codes16, &csr.codes32) {
-            (_, Some(c)) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])).map_err(e("uploading codes"))?,
-            (Some(c), _) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])).map_err(e("uploading codes"))?,
+        let codes: CudaSlice<u8> = match &part.codes {
+            Codes::U32(c) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])).map_err(e("uploading codes"))?,
+            Codes::U16(c) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])).map_err(e("uploading codes"))?,
             _ => s.alloc_zeros(4).map_err(e("alloc"))?,
         };
-        drop(csr);
-        let table_host: Vec<i32> = if brain.connectome.contributions.is_empty() { vec![0] } else { brain.connectome.contributions.clone() };
+        let table_host: Vec<i32> = if shard.contributions.is_empty() { vec![0] } else { shard.contributions.clone() };
         let table: CudaSlice<i32> = s.clone_htod(&table_host).map_err(e("uploading contributions"))?;
-        let areas: CudaSlice<u8> = s.clone_htod(as_bytes::<AreaParams>(&brain.layout.params)).map_err(e("uploading areas"))?;
-        let ends: Vec<u32> = brain.layout.params.iter().map(|p| p.first + p.count).collect();
+        let areas: CudaSlice<u8> = s.clone_htod(as_bytes::<AreaParams>(&shard.params)).map_err(e("uploading areas"))?;
+        let ends: Vec<u32> = shard.params.iter().map(|p| p.first + p.count).collect();
         let area_end: CudaSlice<u32> = s.clone_htod(&ends).map_err(e("uploading areas"))?;
-        let ranges = readback_ranges(&readback, n);
+        // this GPU reads back its own neurons of the readback ranges
+        let ranges = readback_ranges(&readback, n_total)
+            .map(|r| r.into_iter().map(|(a, b)| (a.max(base), b.min(base + n))).filter(|(a, b)| a < b).collect::<Vec<_>>());
         drop(readback);
         let (rb_host, n_rb, out_cap) = match &ranges {
             None => (vec![0u32, 0], u32::MAX, n as usize),
@@ -360,8 +361,10 @@ impl CudaBackend {
         let acc: CudaSlice<i64> = s.alloc_zeros(nn).map_err(e("alloc accumulators"))?;
         let inj: CudaSlice<u64> = s.alloc_zeros(nn).map_err(e("alloc injection"))?;
         let inj_mask: CudaSlice<u32> = s.alloc_zeros(nn.div_ceil(32) + 1).map_err(e("alloc injection mask"))?;
-        let fired = [s.alloc_zeros(nn).map_err(e("alloc fired"))?, s.alloc_zeros(nn).map_err(e("alloc fired"))?];
-        let offs = [s.alloc_zeros(nn).map_err(e("alloc offsets"))?, s.alloc_zeros(nn).map_err(e("alloc offsets"))?];
+        let fired = [s.alloc_zeros(nn.max(1)).map_err(e("alloc fired"))?, s.alloc_zeros(nn.max(1)).map_err(e("alloc fired"))?];
+        // one GPU of several keeps the row offsets of the gathered list only
+        let no = if sharded { 1 } else { nn.max(1) };
+        let offs = [s.alloc_zeros(no).map_err(e("alloc offsets"))?, s.alloc_zeros(no).map_err(e("alloc offsets"))?];
         let misc: CudaSlice<u64> = s.alloc_zeros(64).map_err(e("alloc counters"))?;
         let chunk_first: CudaSlice<u32> = s.alloc_zeros(synapses as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?;
         let host_in = Pinned::new(&ctx, 16 + 16 * 4096, false).map_err(e("pinned injection buffer"))?;
@@ -393,9 +396,11 @@ impl CudaBackend {
             host_out: host_out.dev(),
             out_cap: out_cap as u64,
             n,
-            n_areas: brain.layout.params.len() as u32,
+            n_areas: shard.params.len() as u32,
             n_rb,
             count_shift,
+            base,
+            multi: sharded as u32,
         };
 
         // accumulator width: the largest possible synaptic input of one burst must fit in i32
@@ -456,6 +461,8 @@ impl CudaBackend {
             _areas: areas,
             _area_end: area_end,
             _rb: rb,
+            multi: None,
+            sharded,
             host_in,
             dev_in,
             host_out,
@@ -468,6 +475,7 @@ impl CudaBackend {
             cur: 0,
             burst: 0,
             neurons: n,
+            base,
             count_shift,
             out_ids: Vec::new(),
             out_v: Vec::new(),
@@ -488,7 +496,9 @@ impl CudaBackend {
             );
             b.trace = Some(Trace { bursts: 0, write_s: 0.0, launch_s: 0.0, wait_s: 0.0, post_s: 0.0, gpu_ms: 0.0, spins: 0, ev: Some(ev) });
         }
-        b.capture_graphs()?;
+        if !sharded {
+            b.capture_graphs()?;
+        }
         tracing::debug!(wide_acc = b.wide_acc, input_bound = bound, "CUDA backend ready");
         Ok(b)
     }
@@ -526,6 +536,79 @@ impl CudaBackend {
         self.wide_acc
     }
 
+    /// Where this GPU's own fired lists lie, for the other GPUs: `Peer` of side 0 and of side 1.
+    pub(crate) fn own_lists(&self) -> [(u64, u64); 2] {
+        let misc = dptr(&self.misc, &self.stream);
+        [0, 1].map(|i| (dptr(&self.fired[i], &self.stream), misc + 8 * (M_COUNTER + i) as u64))
+    }
+
+    /// Let this GPU read `other`'s memory (NVLink or PCIe peer access); a clear error when it cannot.
+    pub(crate) fn enable_peer_access(&self, other: &CudaBackend) -> Result<(), BackendError> {
+        let (a, b) = (self.ctx.ordinal(), other.ctx.ordinal());
+        if a == b {
+            return Ok(());
+        }
+        let mut can = 0;
+        // SAFETY: writes one int; both ordinals name existing devices (their contexts exist).
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.ctx.cu_device(), other.ctx.cu_device()) }
+            .result()
+            .map_err(dev_err("querying peer access"))?;
+        if can == 0 {
+            return Err(BackendError::Device(format!(
+                "GPU {a} cannot access the memory of GPU {b} (no peer access between them): the spike exchange needs it; use GPUs with NVLink or P2P, or fewer GPUs"
+            )));
+        }
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        // SAFETY: enables access from our (current) context to the other's; already enabled is fine.
+        match unsafe { sys::cuCtxEnablePeerAccess(other.ctx.cu_ctx(), 0) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            other_err => Err(BackendError::Device(format!("CUDA: enabling peer access from GPU {a} to GPU {b}: {other_err:?}"))),
+        }
+    }
+
+    /// One GPU of several: where every GPU's own lists lie (`own_lists` of each, this one's
+    /// included, in shard order). Captures the burst graphs, which start by gathering them.
+    pub(crate) fn connect(&mut self, lists: &[[(u64, u64); 2]]) -> Result<(), BackendError> {
+        assert!(self.sharded, "connect is for one GPU of several");
+        if lists.len() > 64 {
+            return Err(BackendError::Device(format!("{} GPUs: at most 64 can share one brain", lists.len())));
+        }
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let s = self.stream.clone();
+        let e = |w: &'static str| dev_err(w);
+        let total = self.n_total() as usize;
+        let peers = [0, 1].map(|side| {
+            let v: Vec<Peer> = lists.iter().map(|l| Peer { fired: l[side].0, counter: l[side].1 }).collect();
+            s.clone_htod(as_bytes(&v))
+        });
+        let [p0, p1] = peers;
+        self.multi = Some(Multi {
+            fired: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered fired list"))?,
+            offs: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered offsets"))?,
+            peers: [p0.map_err(e("uploading the peer table"))?, p1.map_err(e("uploading the peer table"))?],
+            n_peers: lists.len() as u32,
+        });
+        s.synchronize().map_err(e("connecting the GPUs"))?;
+        self.capture_graphs()
+    }
+
+    /// Neurons of the whole brain.
+    fn n_total(&self) -> u32 {
+        ((self.row_ptr_len()) - 1) as u32
+    }
+
+    fn row_ptr_len(&self) -> usize {
+        self._row_ptr.len() / if self.plan.row_ptr_bytes == 8 { 8 } else { 4 }
+    }
+
+    fn gathered_side(&self) -> Option<Side> {
+        self.multi.as_ref().map(|m| Side {
+            fired: dptr(&m.fired, &self.stream),
+            offs: dptr(&m.offs, &self.stream),
+            counter: dptr(&self.misc, &self.stream) + 8 * M_GATHER as u64,
+        })
+    }
+
     fn side(&self, i: usize) -> Side {
         Side {
             fired: dptr(&self.fired[i], &self.stream),
@@ -556,10 +639,26 @@ impl CudaBackend {
         let step_cfg =
             LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * items), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         let prop_cfg = LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-        let rd = self.side(r);
         let wr = self.side(1 - r);
         let s = &self.stream;
         s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(dev_err("begin capture"))?;
+        // one GPU of several: first gather every GPU's fired list of the last burst (side r)
+        let (rd, lg) = match (&self.multi, self.gathered_side()) {
+            (Some(m), Some(g)) => {
+                // SAFETY: zeroes the gathered counter (one u64 in `misc`, owned by self) on our stream.
+                let z = unsafe { sys::cuMemsetD32Async(g.counter, 0, 2, s.cu_stream()) }.result();
+                let peers = dptr(&m.peers[r], s);
+                let grid = LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+                // SAFETY: reads the peer table (n_peers entries, uploaded in `connect`) and the lists it
+                // names (every GPU's own fired list of the last burst, peer access enabled), writes at
+                // most N slots of the gathered list and the chunk index (sized for this part's synapses).
+                let l = z.and_then(|_| unsafe {
+                    s.launch_builder(&self.kernels.gather).arg(&net).arg(&g).arg(&peers).arg(&m.n_peers).launch(grid)
+                });
+                (g, l.map(|_| ()))
+            }
+            _ => (self.side(r), Ok(())),
+        };
         let l0 = if copy_bytes > 0 {
             // SAFETY: copies `copy_bytes` (<= both buffers' capacity, checked by the caller) from our
             // pinned buffer to our device buffer; both outlive the graph (rebuilt when replaced).
@@ -574,6 +673,7 @@ impl CudaBackend {
         // SAFETY: as above.
         let l2 = unsafe { s.launch_builder(&self.kernels.step).arg(&net).arg(&wr).launch(step_cfg) };
         let g = s.end_capture(sys::CUgraphInstantiate_flags(0));
+        lg.map_err(dev_err("capturing gather"))?;
         l0.map_err(dev_err("capturing the injection copy"))?;
         l1.map_err(dev_err("capturing propagate"))?;
         l2.map_err(dev_err("capturing step"))?;
@@ -671,9 +771,13 @@ impl Backend for CudaBackend {
         // previous burst has completed (it published its output after it had read the injection).
         let ids = unsafe { std::slice::from_raw_parts_mut(base.add(16) as *mut u32, injection.len()) };
         let (max_id, uniform) = write_ids(injection, ids, first, self.par_min);
-        if !injection.is_empty() && max_id >= self.neurons {
-            let bad = injection.iter().find(|i| i.neuron >= self.neurons).map_or(max_id, |i| i.neuron);
-            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.neurons });
+        let end = self.base + self.neurons;
+        if !injection.is_empty() && max_id >= end {
+            let bad = injection.iter().find(|i| i.neuron >= end).map_or(max_id, |i| i.neuron);
+            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: end });
+        }
+        if self.sharded && self.multi.is_none() {
+            return Err(BackendError::Device("one GPU of several bursts only once connected to the others".into()));
         }
         let fmt: u64 = if uniform {
             2
@@ -844,12 +948,15 @@ impl Backend for CudaBackend {
                 return Err(BackendError::StateMismatch { got: len, expected: n });
             }
         }
-        if let Some(&bad) = st.fired.iter().find(|&&f| f >= self.neurons) {
-            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.neurons });
+        if let Some(&bad) = st.fired.iter().find(|&&f| f >= self.n_total()) {
+            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.n_total() });
         }
         let mut fired = st.fired.clone();
         fired.sort_unstable();
         fired.dedup();
+        if self.sharded {
+            return self.restore_shard(st, &fired);
+        }
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let e = |w: &'static str| dev_err(w);
         let s = self.stream.clone();
@@ -875,6 +982,37 @@ impl Backend for CudaBackend {
             // (N slots) and its counter, which was zeroed above.
             unsafe { s.launch_builder(&self.kernels.relist).arg(&self.net).arg(&wr).arg(&ids).arg(&count).launch(cfg) }
                 .map_err(e("launching relist"))?;
+        }
+        s.synchronize().map_err(e("restoring the state"))?;
+        self.burst = st.burst;
+        Ok(())
+    }
+}
+
+impl CudaBackend {
+    /// One GPU of several: its own neurons' state (`st` indexed from `base`); its own neurons of
+    /// `fired` become the list the others gather in the next burst.
+    fn restore_shard(&mut self, st: &NeuronState, fired: &[u32]) -> Result<(), BackendError> {
+        let own: Vec<u32> = fired.iter().copied().filter(|f| (self.base..self.base + self.neurons).contains(f)).collect();
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let e = |w: &'static str| dev_err(w);
+        let s = self.stream.clone();
+        s.synchronize().map_err(e("synchronising"))?;
+        if self.neurons > 0 {
+            s.memcpy_htod(&st.potential, &mut self.v).map_err(e("writing potentials"))?;
+            let rcc: Vec<u32> = st.refractory.iter().zip(&st.consecutive).map(|(&r, &c)| r as u32 | (c as u32) << 16).collect();
+            s.memcpy_htod(&rcc, &mut self.rcc).map_err(e("writing refractory state"))?;
+        }
+        s.memset_zeros(&mut self.acc).map_err(e("clearing"))?;
+        s.memset_zeros(&mut self.inj).map_err(e("clearing"))?;
+        s.memset_zeros(&mut self.inj_mask).map_err(e("clearing"))?;
+        let mut misc = vec![0u64; 64];
+        misc[M_BURST] = st.burst;
+        misc[M_COUNTER + self.cur] = (own.len() as u64) << self.count_shift;
+        s.memcpy_htod(&misc, &mut self.misc).map_err(e("writing counters"))?;
+        if !own.is_empty() {
+            let mut view = self.fired[self.cur].slice_mut(0..own.len());
+            s.memcpy_htod(&own, &mut view).map_err(e("writing the fired list"))?;
         }
         s.synchronize().map_err(e("restoring the state"))?;
         self.burst = st.burst;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use cudarc::driver::{result, sys, CudaContext, DriverError};
 
 use crate::brain::Brain;
-use crate::connectome::Codes;
+use crate::connectome::{Codes, Part};
 
 /// Bytes per neuron of the device state: potential (8), refractory + consecutive count (4),
 /// synaptic accumulator (8, used as 4 when narrow), injection (8), two fired lists with row offsets
@@ -36,21 +36,26 @@ impl MemoryPlan {
     pub fn of(brain: &Brain) -> MemoryPlan {
         let n = brain.layout.neurons as u64;
         let s = brain.connectome.synapses();
+        let code_bytes = if brain.connectome.parts.iter().any(|p| matches!(p.codes, Codes::U32(_))) { 4 } else { 2 };
+        Self::new(n, n, s, code_bytes, brain.connectome.contributions.len(), brain.layout.params.len(), false)
+    }
+
+    /// One GPU of several (`sharded`) or the only one: the synapses onto `part`'s neurons, rows for
+    /// every one of `total` neurons.
+    pub fn of_part(part: &Part, total: u32, table_len: usize, areas: usize, sharded: bool) -> MemoryPlan {
+        let code_bytes = if matches!(part.codes, Codes::U32(_)) { 4 } else { 2 };
+        Self::new(part.targets_range.len() as u64, total as u64, part.synapses(), code_bytes, table_len, areas, sharded)
+    }
+
+    fn new(n: u64, total: u64, s: u64, code_bytes: u64, table_len: usize, areas: usize, sharded: bool) -> MemoryPlan {
         let row_ptr_bytes = if s < u32::MAX as u64 { 4 } else { 8 };
-        let code_bytes = match brain.connectome.parts.first().map(|p| &p.codes) {
-            Some(Codes::U32(_)) => 4,
-            _ => {
-                if brain.connectome.parts.iter().any(|p| matches!(p.codes, Codes::U32(_))) {
-                    4
-                } else {
-                    2
-                }
-            }
-        };
-        let connectome_bytes = (n + 1) * row_ptr_bytes + s * (4 + code_bytes) + brain.connectome.contributions.len() as u64 * 4;
-        let areas = brain.layout.params.len() as u64;
+        let connectome_bytes = (total + 1) * row_ptr_bytes + s * (4 + code_bytes) + table_len as u64 * 4;
+        let areas = areas as u64;
         let chunk_index = (s / super::backend::PAIRS_PER_CHUNK as u64 + 2) * 4;
-        let state_bytes = n * STATE_BYTES_PER_NEURON + n.div_ceil(32) * 4 + areas * (104 + 4) + 64 * 8 + chunk_index;
+        // several GPUs: own fired lists without row offsets, plus the gathered list of the brain
+        let lists = if sharded { 2 * 4 * n + total * (4 + 8) } else { 0 };
+        let per_neuron = if sharded { STATE_BYTES_PER_NEURON - 2 * (4 + 8) } else { STATE_BYTES_PER_NEURON };
+        let state_bytes = n * per_neuron + lists + n.div_ceil(32) * 4 + areas * (104 + 4) + 64 * 8 + chunk_index;
         MemoryPlan {
             neurons: n,
             synapses: s,

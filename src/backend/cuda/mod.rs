@@ -18,8 +18,10 @@
 mod backend;
 pub mod memory;
 pub mod module;
+mod multi;
 mod probe;
 
 pub use backend::CudaBackend;
 pub use memory::{device_bytes_needed, MemoryPlan};
-pub use probe::probe;
+pub use multi::MultiGpu;
+pub use probe::{device_count, probe};

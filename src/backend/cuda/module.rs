@@ -68,6 +68,8 @@ pub struct Kernels {
     /// `step` takes 8 neurons per thread (else STEP_ITEMS = 4).
     pub step_items8: bool,
     pub relist: CudaFunction,
+    /// One GPU of several: gathers the fired lists of every GPU.
+    pub gather: CudaFunction,
     pub in_bound: CudaFunction,
     pub max_reduce: CudaFunction,
 }
@@ -98,6 +100,7 @@ impl Kernels {
             step: f(format!("step_{n}_{r}{step_suffix}"))?,
             step_items8: step_suffix.starts_with("_i8"),
             relist: f(format!("relist_{r}"))?,
+            gather: f(format!("gather_{r}"))?,
             in_bound: f(format!("in_bound_{c}"))?,
             max_reduce: f("max_reduce".into())?,
             module,
@@ -118,7 +121,7 @@ mod tests {
         std::env::set_var("NEUROBURST_PTX_CACHE", std::env::temp_dir().join("neuroburst-ptx-test"));
         let ptx = super::ptx_for(9, 0).unwrap_or_else(|e| panic!("{e}"));
         let src = ptx.to_src();
-        for k in ["propagate_n32_r32_c16", "step_n64_r64", "relist_r32", "in_bound_c32", "max_reduce"] {
+        for k in ["propagate_n32_r32_c16", "step_n64_r64", "relist_r32", "gather_r64", "in_bound_c32", "max_reduce"] {
             assert!(src.contains(k), "kernel {k} missing from the PTX");
         }
     }

@@ -25,6 +25,21 @@ pub fn probe(device: usize) -> GpuProbe {
     }
 }
 
+/// How many GPUs the driver sees (0 when there is no usable driver); never panics.
+pub fn device_count() -> usize {
+    std::panic::catch_unwind(|| {
+        // SAFETY: only tries to dlopen the library.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return 0;
+        }
+        if cudarc::driver::result::init().is_err() {
+            return 0;
+        }
+        cudarc::driver::result::device::get_count().map_or(0, |c| c.max(0) as usize)
+    })
+    .unwrap_or(0)
+}
+
 fn probe_inner(device: usize) -> Result<String, String> {
     use cudarc::driver::{result, sys, CudaContext};
     // SAFETY: only tries to dlopen the library.

@@ -1,0 +1,353 @@
+//! One brain on several GPUs of one machine.
+//!
+//! Each GPU owns a contiguous range of neurons (a [`ShardPlan`]): their state and every synapse
+//! onto them, with rows for every source of the brain. Every burst, each GPU first gathers the
+//! whole brain's fired list of the last burst straight from the other GPUs' memory (peer loads
+//! over NVLink: only fired ids travel, inside the burst's CUDA graph), then propagates it over its
+//! own synapses and steps its own neurons; its own fired list stays on it for the others to read.
+//!
+//! One host thread per GPU writes that GPU's share of the injection, launches its graph and waits
+//! for it; the calling thread hands out the burst and joins the motor output. A burst starts only
+//! when every GPU has finished the last one, so no GPU reads a list while its owner rewrites it
+//! (the fired lists are double-buffered by burst parity).
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::backend::{CudaBackend, GpuShard};
+use crate::backend::shard::{check_state, state_slice};
+use crate::backend::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
+use crate::brain::Brain;
+use crate::model::{Injection, NeuronState};
+use crate::shard::ShardPlan;
+
+/// What the calling thread hands a worker for one burst.
+#[derive(Clone, Copy)]
+struct Job {
+    injection: *const Injection,
+    len: usize,
+}
+
+/// What a worker hands back.
+#[derive(Default)]
+struct Out {
+    fired: Vec<u32>,
+    potentials: Vec<i64>,
+    fired_total: u64,
+    error: Option<BackendError>,
+}
+
+/// Requests other than bursts, run on the worker's thread.
+enum Control {
+    Snapshot,
+    Restore(NeuronState),
+}
+
+enum Reply {
+    State(Result<NeuronState, BackendError>),
+    Done(Result<(), BackendError>),
+}
+
+/// Shared between the calling thread and the workers.
+struct Shared {
+    /// Burst number the workers are to run (0: none yet).
+    go: AtomicU64,
+    job: Mutex<Job>,
+    /// Workers that have checked their share of the injection this burst.
+    checked: AtomicUsize,
+    /// Some worker's share held a neuron outside its range: the injection was not sorted.
+    unsorted: AtomicBool,
+    stop: AtomicBool,
+}
+
+// SAFETY: `Job` points into the caller's injection, which outlives the burst (the caller waits for
+// every worker before returning).
+unsafe impl Send for Job {}
+
+struct Worker {
+    range: Range<u32>,
+    done: Arc<AtomicU64>,
+    out: Arc<Mutex<Out>>,
+    control: std::sync::mpsc::Sender<Control>,
+    reply: std::sync::mpsc::Receiver<Reply>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// The brain on several GPUs.
+pub struct MultiGpu {
+    shared: Arc<Shared>,
+    workers: Vec<Worker>,
+    neurons: u32,
+    burst: u64,
+    fired: Vec<u32>,
+    potentials: Vec<i64>,
+    sorted: Vec<Injection>,
+    info: BackendInfo,
+}
+
+/// Spin, then yield, until `f` holds.
+fn wait_until(f: impl Fn() -> bool) {
+    let start = Instant::now();
+    let mut spins = 0u32;
+    while !f() {
+        spins += 1;
+        if spins < 1 << 16 || start.elapsed() < Duration::from_millis(2) {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(Duration::from_micros(20));
+        }
+    }
+}
+
+impl MultiGpu {
+    /// Put `brain`, built for `plan` with one part per shard ([`Brain::build_sharded`]), on
+    /// `devices` (one per shard). Checks peer access between every pair first.
+    pub fn new(brain: Brain, plan: &ShardPlan, readback: Readback, devices: &[usize]) -> Result<MultiGpu, BackendError> {
+        assert_eq!(plan.len(), devices.len(), "one GPU per shard");
+        assert_eq!(brain.connectome.parts.len(), plan.len(), "one part per shard");
+        let neurons = brain.layout.neurons;
+        let params = brain.layout.params;
+        let table = brain.connectome.contributions;
+        let mut gpus = Vec::with_capacity(devices.len());
+        for (part, &device) in brain.connectome.parts.into_iter().zip(devices) {
+            let shard = GpuShard { part, params: params.clone(), contributions: table.clone(), neurons };
+            gpus.push(CudaBackend::new_shard(shard, readback.clone(), device)?);
+        }
+        for a in &gpus {
+            for b in &gpus {
+                a.enable_peer_access(b)?;
+            }
+        }
+        let lists: Vec<[(u64, u64); 2]> = gpus.iter().map(|g| g.own_lists()).collect();
+        for g in &mut gpus {
+            g.connect(&lists)?;
+        }
+        let infos: Vec<BackendInfo> = gpus.iter().map(|g| g.info()).collect();
+        let info = BackendInfo {
+            backend: "cuda".into(),
+            device: format!(
+                "{} GPUs ({}): {}",
+                gpus.len(),
+                plan.strategy,
+                infos.iter().map(|i| i.device.as_str()).collect::<Vec<_>>().join("; ")
+            ),
+            memory_bytes: infos.iter().map(|i| i.memory_bytes).sum(),
+            bytes_per_synapse: infos.iter().map(|i| i.bytes_per_synapse).sum::<f64>() / infos.len() as f64,
+        };
+        let shared = Arc::new(Shared {
+            go: AtomicU64::new(0),
+            job: Mutex::new(Job { injection: std::ptr::null(), len: 0 }),
+            checked: AtomicUsize::new(0),
+            unsorted: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
+        let n_workers = gpus.len();
+        let workers = gpus
+            .into_iter()
+            .zip(&plan.ranges)
+            .enumerate()
+            .map(|(k, (gpu, range))| {
+                let done = Arc::new(AtomicU64::new(0));
+                let out = Arc::new(Mutex::new(Out::default()));
+                let (control, control_rx) = std::sync::mpsc::channel();
+                let (reply_tx, reply) = std::sync::mpsc::channel();
+                let (sh, d, o, r) = (shared.clone(), done.clone(), out.clone(), range.clone());
+                let handle = std::thread::Builder::new()
+                    .name(format!("gpu-shard-{k}"))
+                    .spawn(move || worker(gpu, r, n_workers, sh, d, o, control_rx, reply_tx))
+                    .map_err(|e| BackendError::Device(format!("cannot start the thread of GPU shard {k}: {e}")))?;
+                Ok(Worker { range: range.clone(), done, out, control, reply, handle: Some(handle) })
+            })
+            .collect::<Result<Vec<_>, BackendError>>()?;
+        Ok(MultiGpu { shared, workers, neurons, burst: 0, fired: Vec::new(), potentials: Vec::new(), sorted: Vec::new(), info })
+    }
+
+    /// Run burst `t` over `injection` on every GPU; Ok(false) when a worker found it unsorted.
+    fn run(&mut self, t: u64, injection: &[Injection]) -> Result<bool, BackendError> {
+        *self.shared.job.lock().unwrap() = Job { injection: injection.as_ptr(), len: injection.len() };
+        self.shared.checked.store(0, Ordering::SeqCst);
+        self.shared.unsorted.store(false, Ordering::SeqCst);
+        self.shared.go.store(t, Ordering::SeqCst);
+        for w in &self.workers {
+            wait_until(|| w.done.load(Ordering::Acquire) == t);
+        }
+        if self.shared.unsorted.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        self.fired.clear();
+        self.potentials.clear();
+        let mut error = None;
+        for w in &self.workers {
+            let mut o = w.out.lock().unwrap();
+            if let Some(e) = o.error.take() {
+                error.get_or_insert(e);
+            }
+            self.fired.extend_from_slice(&o.fired);
+            self.potentials.extend_from_slice(&o.potentials);
+        }
+        match error {
+            Some(e) => Err(e),
+            None => {
+                self.burst = t;
+                Ok(true)
+            }
+        }
+    }
+
+    fn ask(&self, w: &Worker, c: Control) -> Result<Reply, BackendError> {
+        w.control.send(c).map_err(|_| BackendError::Device("a GPU shard's thread has stopped".into()))?;
+        w.reply.recv().map_err(|_| BackendError::Device("a GPU shard's thread has stopped".into()))
+    }
+
+    /// Neurons of each GPU.
+    pub fn ranges(&self) -> Vec<Range<u32>> {
+        self.workers.iter().map(|w| w.range.clone()).collect()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn worker(
+    mut gpu: CudaBackend,
+    range: Range<u32>,
+    n_workers: usize,
+    shared: Arc<Shared>,
+    done: Arc<AtomicU64>,
+    out: Arc<Mutex<Out>>,
+    control: std::sync::mpsc::Receiver<Control>,
+    reply: std::sync::mpsc::Sender<Reply>,
+) {
+    let mut last = 0u64;
+    loop {
+        // a burst, a control request, or stop
+        let start = Instant::now();
+        let mut spins = 0u32;
+        let t = loop {
+            let t = shared.go.load(Ordering::Acquire);
+            if t != last {
+                break Some(t);
+            }
+            if shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            spins += 1;
+            if spins % 1024 == 0 {
+                if let Ok(c) = control.try_recv() {
+                    let r = match c {
+                        Control::Snapshot => Reply::State(gpu.snapshot()),
+                        Control::Restore(st) => Reply::Done(gpu.restore(&st)),
+                    };
+                    let _ = reply.send(r);
+                    break None;
+                }
+            }
+            if spins < 1 << 16 || start.elapsed() < Duration::from_millis(2) {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        };
+        let Some(t) = t else { continue };
+        last = t;
+        let job = *shared.job.lock().unwrap();
+        // SAFETY: the caller keeps the injection alive until every worker reports `done == t`.
+        let inj = unsafe { std::slice::from_raw_parts(job.injection, job.len) };
+        // this GPU's share, assuming the injection is sorted by neuron; checked, since every GPU
+        // must agree before any starts (a GPU that ran alone would run ahead of the others)
+        let (lo, hi) = (inj.partition_point(|i| i.neuron < range.start), inj.partition_point(|i| i.neuron < range.end));
+        let mine = &inj[lo..hi];
+        if mine.iter().any(|i| !range.contains(&i.neuron)) {
+            shared.unsorted.store(true, Ordering::SeqCst);
+        }
+        shared.checked.fetch_add(1, Ordering::AcqRel);
+        wait_until(|| shared.checked.load(Ordering::Acquire) == n_workers);
+        if !shared.unsorted.load(Ordering::SeqCst) {
+            let r = gpu.burst(mine);
+            let mut o = out.lock().unwrap();
+            match r {
+                Ok(b) => {
+                    o.fired.clear();
+                    o.fired.extend_from_slice(b.fired);
+                    o.potentials.clear();
+                    o.potentials.extend_from_slice(b.potentials);
+                    o.fired_total = b.fired_total;
+                    o.error = None;
+                }
+                Err(e) => o.error = Some(e),
+            }
+        }
+        done.store(t, Ordering::Release);
+    }
+}
+
+impl Backend for MultiGpu {
+    fn info(&self) -> BackendInfo {
+        self.info.clone()
+    }
+
+    fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
+        if let Some(bad) = injection.iter().find(|i| i.neuron >= self.neurons) {
+            return Err(BackendError::InjectionOutOfRange { neuron: bad.neuron, neurons: self.neurons });
+        }
+        let t = self.burst + 1;
+        if !self.run(t, injection)? {
+            // not sorted by neuron: sort a copy and run again (no GPU has started)
+            let mut sorted = std::mem::take(&mut self.sorted);
+            sorted.clear();
+            sorted.extend_from_slice(injection);
+            sorted.sort_by_key(|i| i.neuron);
+            let r = self.run(t, &sorted);
+            self.sorted = sorted;
+            if !r? {
+                return Err(BackendError::Device("the sorted injection was refused as unsorted".into()));
+            }
+        }
+        let fired_total = self.workers.iter().map(|w| w.out.lock().unwrap().fired_total).sum();
+        Ok(BurstOutput { burst: t, fired: &self.fired, potentials: &self.potentials, fired_total })
+    }
+
+    fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
+        let mut st = NeuronState { burst: self.burst, ..Default::default() };
+        for w in &self.workers {
+            match self.ask(w, Control::Snapshot)? {
+                Reply::State(s) => {
+                    let s = s?;
+                    st.potential.extend_from_slice(&s.potential);
+                    st.refractory.extend_from_slice(&s.refractory);
+                    st.consecutive.extend_from_slice(&s.consecutive);
+                    st.fired.extend_from_slice(&s.fired);
+                }
+                _ => unreachable!("a snapshot is answered with a state"),
+            }
+        }
+        st.fired.sort_unstable();
+        Ok(st)
+    }
+
+    fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
+        check_state(st, self.neurons)?;
+        for w in &self.workers {
+            let mut part = state_slice(st, &w.range);
+            part.fired = st.fired.clone();
+            match self.ask(w, Control::Restore(part))? {
+                Reply::Done(r) => r?,
+                _ => unreachable!("a restore is answered with done"),
+            }
+        }
+        self.burst = st.burst;
+        Ok(())
+    }
+}
+
+impl Drop for MultiGpu {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for w in &mut self.workers {
+            if let Some(h) = w.handle.take() {
+                let _ = h.join();
+            }
+        }
+    }
+}

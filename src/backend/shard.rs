@@ -1,0 +1,197 @@
+//! Shards in one process: a brain cut along a [`crate::shard::ShardPlan`] into [`ShardEngine`]s,
+//! each owning a contiguous range of neurons and every synapse onto them. Every burst each engine
+//! reads the whole brain's fired list of the last burst (the exchange: here the concatenation of
+//! the engines' own lists, in id order) and steps its own neurons.
+//!
+//! The same engines serve a brain spread over processes or hosts (the exchange then travels over
+//! the network): an engine only ever sees the spikes it is handed and the injection of its range.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
+use crate::model::{Injection, NeuronState};
+
+/// One shard of a brain.
+pub trait ShardEngine: Send {
+    /// The neurons this shard owns.
+    fn range(&self) -> Range<u32>;
+
+    fn info(&self) -> BackendInfo;
+
+    /// Run burst `t`: propagate `spikes` (every neuron of the whole brain that fired in burst
+    /// `t - 1`, in any order), then step the own neurons with `injection` (only own neurons,
+    /// sorted by neuron). The own fired neurons are then in [`ShardEngine::fired`].
+    fn burst(&mut self, t: u64, spikes: &[u32], injection: &[Injection]) -> Result<(), BackendError>;
+
+    /// The own neurons that fired in the last burst, ascending, and their potentials at fire.
+    fn fired(&self) -> (&[u32], &[i64]);
+
+    /// The own neurons' state (`potential` etc. indexed from `range().start`); `fired` holds the
+    /// own neurons that fired in the last burst.
+    fn snapshot(&mut self) -> Result<NeuronState, BackendError>;
+
+    /// Replace the own neurons' state (as [`ShardEngine::snapshot`] gives it; `fired` is ignored:
+    /// the spikes of the last burst arrive with the next [`ShardEngine::burst`]).
+    fn restore(&mut self, state: &NeuronState) -> Result<(), BackendError>;
+}
+
+/// The slice of `state` (whole brain) that belongs to `range`.
+pub fn state_slice(state: &NeuronState, range: &Range<u32>) -> NeuronState {
+    let r = range.start as usize..range.end as usize;
+    NeuronState {
+        burst: state.burst,
+        potential: state.potential[r.clone()].to_vec(),
+        refractory: state.refractory[r.clone()].to_vec(),
+        consecutive: state.consecutive[r].to_vec(),
+        fired: state.fired.iter().copied().filter(|n| range.contains(n)).collect(),
+    }
+}
+
+/// Check that a whole-brain state has `neurons` neurons and names no neuron past them.
+pub fn check_state(st: &NeuronState, neurons: u32) -> Result<(), BackendError> {
+    for len in [st.potential.len(), st.refractory.len(), st.consecutive.len()] {
+        if len != neurons as usize {
+            return Err(BackendError::StateMismatch { got: len, expected: neurons as usize });
+        }
+    }
+    if let Some(&bad) = st.fired.iter().find(|&&f| f >= neurons) {
+        return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons });
+    }
+    Ok(())
+}
+
+/// The fired neurons of `fired` (ascending) that the readback selects, into `out`.
+pub fn select_readback(readback: &Readback, fired: &[u32], fired_v: &[i64], out: &mut Vec<u32>, out_v: &mut Vec<i64>) {
+    out.clear();
+    out_v.clear();
+    for (&n, &v) in fired.iter().zip(fired_v) {
+        if readback.contains(n) {
+            out.push(n);
+            out_v.push(v);
+        }
+    }
+}
+
+/// A brain as shards in one process, exchanging fired lists through host memory.
+pub struct Sharded<E: ShardEngine> {
+    engines: Vec<E>,
+    neurons: u32,
+    label: String,
+    burst: u64,
+    /// Every neuron fired in the last burst, ascending, with its potential at fire.
+    fired: Vec<u32>,
+    fired_v: Vec<i64>,
+    readback: Readback,
+    out: Vec<u32>,
+    out_v: Vec<i64>,
+    /// Scratch: the injection, sorted by neuron.
+    injection: Vec<Injection>,
+}
+
+impl<E: ShardEngine> Sharded<E> {
+    /// `engines` in id order, their ranges covering `0..neurons` without gaps.
+    pub fn from_engines(engines: Vec<E>, neurons: u32, readback: Readback, label: impl Into<String>) -> Sharded<E> {
+        let mut next = 0;
+        for e in &engines {
+            assert_eq!(e.range().start, next, "shard ranges must be ascending and contiguous");
+            next = e.range().end;
+        }
+        assert_eq!(next, neurons, "shard ranges must cover every neuron");
+        Sharded {
+            engines,
+            neurons,
+            label: label.into(),
+            burst: 0,
+            fired: Vec::new(),
+            fired_v: Vec::new(),
+            readback,
+            out: Vec::new(),
+            out_v: Vec::new(),
+            injection: Vec::new(),
+        }
+    }
+
+    pub fn engines(&self) -> &[E] {
+        &self.engines
+    }
+}
+
+impl<E: ShardEngine> Backend for Sharded<E> {
+    fn info(&self) -> BackendInfo {
+        let infos: Vec<BackendInfo> = self.engines.iter().map(|e| e.info()).collect();
+        let memory: u64 = infos.iter().map(|i| i.memory_bytes).sum();
+        let synapse_bytes: f64 = infos.iter().map(|i| i.bytes_per_synapse).sum::<f64>() / infos.len().max(1) as f64;
+        let device = if infos.len() == 1 {
+            infos[0].device.clone()
+        } else {
+            format!("{} shards ({}), each {}", infos.len(), self.label, infos[0].device)
+        };
+        BackendInfo { backend: infos[0].backend.clone(), device, memory_bytes: memory, bytes_per_synapse: synapse_bytes }
+    }
+
+    fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
+        if let Some(bad) = injection.iter().find(|i| i.neuron >= self.neurons) {
+            return Err(BackendError::InjectionOutOfRange { neuron: bad.neuron, neurons: self.neurons });
+        }
+        self.injection.clear();
+        self.injection.extend_from_slice(injection);
+        if !self.injection.is_sorted_by_key(|i| i.neuron) {
+            self.injection.sort_by_key(|i| i.neuron);
+        }
+        let t = self.burst + 1;
+        let (spikes, inj) = (&self.fired, &self.injection);
+        let run = |e: &mut E| {
+            let r = e.range();
+            let (lo, hi) = (inj.partition_point(|i| i.neuron < r.start), inj.partition_point(|i| i.neuron < r.end));
+            e.burst(t, spikes, &inj[lo..hi])
+        };
+        if self.engines.len() == 1 {
+            run(&mut self.engines[0])?;
+        } else {
+            self.engines.par_iter_mut().map(run).collect::<Result<(), BackendError>>()?;
+        }
+        self.burst = t;
+        // the exchange: every shard's fired list, in id order
+        self.fired.clear();
+        self.fired_v.clear();
+        for e in &self.engines {
+            let (f, v) = e.fired();
+            self.fired.extend_from_slice(f);
+            self.fired_v.extend_from_slice(v);
+        }
+        let (fired, potentials) = match &self.readback {
+            Readback::All => (&self.fired[..], &self.fired_v[..]),
+            Readback::Ranges(_) => {
+                select_readback(&self.readback, &self.fired, &self.fired_v, &mut self.out, &mut self.out_v);
+                (&self.out[..], &self.out_v[..])
+            }
+        };
+        Ok(BurstOutput { burst: t, fired, potentials, fired_total: self.fired.len() as u64 })
+    }
+
+    fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
+        let mut st = NeuronState { burst: self.burst, fired: self.fired.clone(), ..Default::default() };
+        for e in &mut self.engines {
+            let s = e.snapshot()?;
+            st.potential.extend_from_slice(&s.potential);
+            st.refractory.extend_from_slice(&s.refractory);
+            st.consecutive.extend_from_slice(&s.consecutive);
+        }
+        Ok(st)
+    }
+
+    fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
+        check_state(st, self.neurons)?;
+        for e in &mut self.engines {
+            e.restore(&state_slice(st, &e.range()))?;
+        }
+        self.burst = st.burst;
+        self.fired = st.fired.clone();
+        self.fired.sort_unstable();
+        self.fired.dedup();
+        self.fired_v = vec![0; self.fired.len()];
+        Ok(())
+    }
+}
