@@ -34,6 +34,10 @@ pub struct SelftestArgs {
     /// Shards of the candidate: GPUs (from --device on) with cuda, CPU shards with cpu.
     #[arg(long, default_value_t = 1)]
     pub shards: usize,
+    /// GPUs of the shards (device ordinals, comma-separated; a GPU may repeat, to check the
+    /// exchange on one GPU); default: --device and the next ones.
+    #[arg(long, value_delimiter = ',')]
+    pub gpus: Vec<usize>,
     /// Sharding strategy of the candidate.
     #[arg(long, value_enum, default_value_t = crate::shard::Strategy::RoundRobin)]
     pub strategy: crate::shard::Strategy,
@@ -70,10 +74,14 @@ pub fn main(a: SelftestArgs) -> anyhow::Result<()> {
         (false, 1) => parity(&cfg, &cpu_candidate),
         (true, k) => {
             let available = crate::backend::gpu_count();
-            if a.device + k > available {
-                anyhow::bail!("selftest --shards {k}: GPUs {}..{} were asked for, the machine has {available}", a.device, a.device + k);
+            let gpus: Vec<usize> = if a.gpus.is_empty() { (a.device..a.device + k).collect() } else { a.gpus.clone() };
+            if gpus.len() != k {
+                anyhow::bail!("selftest --shards {k} --gpus {:?}: one GPU per shard", a.gpus);
             }
-            parity(&cfg, &sharded_candidate(k, a.strategy, (a.device..a.device + k).collect()))
+            if let Some(bad) = gpus.iter().find(|&&g| g >= available) {
+                anyhow::bail!("selftest --shards {k}: GPU {bad} was asked for, the machine has {available}");
+            }
+            parity(&cfg, &sharded_candidate(k, a.strategy, gpus))
         }
         (false, k) => parity(&cfg, &sharded_candidate(k, a.strategy, vec![])),
     };

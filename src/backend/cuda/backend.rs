@@ -211,19 +211,21 @@ fn dptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
     p
 }
 
-/// Write the ids of `src` into `dst` (same length); returns the largest id and whether every value
-/// equals `first`. Injections of `par_min` entries or more are split over rayon's threads: reading
-/// the caller's entries (16 bytes each, often still in other cores' caches) is the cost.
-fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> (u32, bool) {
-    fn seq(src: &[Injection], dst: &mut [u32], first: i64) -> (u32, bool) {
-        let mut max = 0u32;
+/// Write the ids of `src` into `dst` (same length); returns the smallest and the largest id and
+/// whether every value equals `first`. Injections of `par_min` entries or more are split over
+/// rayon's threads: reading the caller's entries (16 bytes each, often still in other cores'
+/// caches) is the cost.
+fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> (u32, u32, bool) {
+    fn seq(src: &[Injection], dst: &mut [u32], first: i64) -> (u32, u32, bool) {
+        let (mut min, mut max) = (u32::MAX, 0u32);
         let mut diff = 0u64;
         for (d, s) in dst.iter_mut().zip(src) {
             *d = s.neuron;
+            min = min.min(s.neuron);
             max = max.max(s.neuron);
             diff |= (s.potential.0 ^ first) as u64;
         }
-        (max, diff == 0)
+        (min, max, diff == 0)
     }
     if src.len() < par_min.max(1) {
         return seq(src, dst, first);
@@ -233,7 +235,17 @@ fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> 
     src.par_chunks(chunk)
         .zip(dst.par_chunks_mut(chunk))
         .map(|(s, d)| seq(s, d, first))
-        .reduce(|| (0, true), |a, b| (a.0.max(b.0), a.1 && b.1))
+        .reduce(|| (u32::MAX, 0, true), |a, b| (a.0.min(b.0), a.1.max(b.1), a.2 && b.2))
+}
+
+/// A burst's injection, written into the pinned buffer and not yet launched (see
+/// [`CudaBackend::stage`]).
+pub(crate) struct Staged {
+    t_start: std::time::Instant,
+    in_bytes: usize,
+    mapped: bool,
+    /// Every id lies within this GPU's neurons.
+    pub in_range: bool,
 }
 
 /// Sorted, merged, clipped readback ranges; None = every neuron.
@@ -561,9 +573,22 @@ impl CudaBackend {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         // SAFETY: enables access from our (current) context to the other's; already enabled is fine.
         match unsafe { sys::cuCtxEnablePeerAccess(other.ctx.cu_ctx(), 0) } {
-            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
-            other_err => Err(BackendError::Device(format!("CUDA: enabling peer access from GPU {a} to GPU {b}: {other_err:?}"))),
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            other_err => return Err(BackendError::Device(format!("CUDA: enabling peer access from GPU {a} to GPU {b}: {other_err:?}"))),
         }
+        // The buffers come from the other GPU's stream-ordered memory pool, which peer access does
+        // not cover: grant this GPU access to that pool too.
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: writes one handle; the device exists.
+        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, other.ctx.cu_device()) }.result().map_err(dev_err("getting a memory pool"))?;
+        let desc = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: a as i32 },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: one valid descriptor for a valid pool.
+        unsafe { sys::cuMemPoolSetAccess(pool, &desc, 1) }
+            .result()
+            .map_err(|e| BackendError::Device(format!("CUDA: granting GPU {a} access to the memory pool of GPU {b}: {e}")))
     }
 
     /// One GPU of several: where every GPU's own lists lie (`own_lists` of each, this one's
@@ -760,6 +785,27 @@ impl Backend for CudaBackend {
     }
 
     fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
+        let staged = self.stage(injection)?;
+        if !staged.in_range {
+            let r = self.base..self.base + self.neurons;
+            let bad = injection.iter().find(|i| !r.contains(&i.neuron)).map_or(r.end, |i| i.neuron);
+            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: r.end });
+        }
+        self.launch(staged)
+    }
+
+    fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
+        self.snapshot_impl()
+    }
+
+    fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
+        self.restore_impl(st)
+    }
+}
+
+impl CudaBackend {
+    /// Write the injection into the pinned buffer; says whether its ids are all this GPU's.
+    pub(crate) fn stage(&mut self, injection: &[Injection]) -> Result<Staged, BackendError> {
         let t_start = std::time::Instant::now();
         // Entry format: 2 = one value for all (4-byte ids), 0 = (id, i32 value), 1 = (id, i64 value).
         // Format 2 is tried first: one pass (several threads for large injections) checks the ids,
@@ -770,11 +816,10 @@ impl Backend for CudaBackend {
         // SAFETY: the buffer holds 16 + 4 * len bytes (ensured above) and nothing reads it now: the
         // previous burst has completed (it published its output after it had read the injection).
         let ids = unsafe { std::slice::from_raw_parts_mut(base.add(16) as *mut u32, injection.len()) };
-        let (max_id, uniform) = write_ids(injection, ids, first, self.par_min);
-        let end = self.base + self.neurons;
-        if !injection.is_empty() && max_id >= end {
-            let bad = injection.iter().find(|i| i.neuron >= end).map_or(max_id, |i| i.neuron);
-            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: end });
+        let (min_id, max_id, uniform) = write_ids(injection, ids, first, self.par_min);
+        let in_range = injection.is_empty() || (min_id >= self.base && max_id < self.base + self.neurons);
+        if !in_range {
+            return Ok(Staged { t_start, in_bytes: 0, mapped: false, in_range });
         }
         if self.sharded && self.multi.is_none() {
             return Err(BackendError::Device("one GPU of several bursts only once connected to the others".into()));
@@ -815,6 +860,12 @@ impl Backend for CudaBackend {
             (base as *mut u64).add(1).write(first as u64);
             std::ptr::write_volatile(self.host_out.ptr() as *mut u64, u64::MAX);
         }
+        Ok(Staged { t_start, in_bytes, mapped, in_range })
+    }
+
+    /// Run the staged burst and collect its output.
+    pub(crate) fn launch(&mut self, staged: Staged) -> Result<BurstOutput<'_>, BackendError> {
+        let Staged { t_start, in_bytes, mapped, .. } = staged;
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let t = self.burst + 1;
@@ -918,7 +969,7 @@ impl Backend for CudaBackend {
         Ok(BurstOutput { burst: t, fired: &self.out_ids, potentials: &self.out_v, fired_total })
     }
 
-    fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
+    fn snapshot_impl(&mut self) -> Result<NeuronState, BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let s = &self.stream;
         s.synchronize().map_err(dev_err("synchronising"))?;
@@ -941,7 +992,7 @@ impl Backend for CudaBackend {
         })
     }
 
-    fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
+    fn restore_impl(&mut self, st: &NeuronState) -> Result<(), BackendError> {
         let n = self.neurons as usize;
         for len in [st.potential.len(), st.refractory.len(), st.consecutive.len()] {
             if len != n {

@@ -53,13 +53,16 @@ enum Reply {
 
 /// Shared between the calling thread and the workers.
 struct Shared {
-    /// Burst number the workers are to run (0: none yet).
+    /// Round the workers are to run (0: none yet); a burst takes one round, or two when the
+    /// injection has to be sorted first.
     go: AtomicU64,
     job: Mutex<Job>,
     /// Workers that have checked their share of the injection this burst.
     checked: AtomicUsize,
     /// Some worker's share held a neuron outside its range: the injection was not sorted.
     unsorted: AtomicBool,
+    /// The injection names a neuron past the brain (seen by the last worker, once sorted).
+    beyond: AtomicBool,
     stop: AtomicBool,
 }
 
@@ -69,6 +72,8 @@ unsafe impl Send for Job {}
 
 struct Worker {
     range: Range<u32>,
+    /// To wake it when it dozes between bursts.
+    thread: std::thread::Thread,
     done: Arc<AtomicU64>,
     out: Arc<Mutex<Out>>,
     control: std::sync::mpsc::Sender<Control>,
@@ -82,19 +87,24 @@ pub struct MultiGpu {
     workers: Vec<Worker>,
     neurons: u32,
     burst: u64,
+    round: u64,
     fired: Vec<u32>,
     potentials: Vec<i64>,
     sorted: Vec<Injection>,
     info: BackendInfo,
 }
 
-/// Spin, then yield, until `f` holds.
+/// How long a waiting thread spins before it sleeps: a burst's phases take microseconds, and a
+/// sleeping thread wakes tens of microseconds late.
+const SPIN: Duration = Duration::from_millis(20);
+
+/// Spin, then doze, until `f` holds (the other side is another thread on another core).
 fn wait_until(f: impl Fn() -> bool) {
     let start = Instant::now();
     let mut spins = 0u32;
     while !f() {
-        spins += 1;
-        if spins < 1 << 16 || start.elapsed() < Duration::from_millis(2) {
+        spins = spins.wrapping_add(1);
+        if spins % 256 != 0 || start.elapsed() < SPIN {
             std::hint::spin_loop();
         } else {
             std::thread::sleep(Duration::from_micros(20));
@@ -142,6 +152,7 @@ impl MultiGpu {
             job: Mutex::new(Job { injection: std::ptr::null(), len: 0 }),
             checked: AtomicUsize::new(0),
             unsorted: AtomicBool::new(false),
+            beyond: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         });
         let n_workers = gpus.len();
@@ -157,12 +168,13 @@ impl MultiGpu {
                 let (sh, d, o, r) = (shared.clone(), done.clone(), out.clone(), range.clone());
                 let handle = std::thread::Builder::new()
                     .name(format!("gpu-shard-{k}"))
-                    .spawn(move || worker(gpu, r, n_workers, sh, d, o, control_rx, reply_tx))
+                    .spawn(move || worker(k, gpu, r, n_workers, sh, d, o, control_rx, reply_tx))
                     .map_err(|e| BackendError::Device(format!("cannot start the thread of GPU shard {k}: {e}")))?;
-                Ok(Worker { range: range.clone(), done, out, control, reply, handle: Some(handle) })
+                let thread = handle.thread().clone();
+                Ok(Worker { range: range.clone(), thread, done, out, control, reply, handle: Some(handle) })
             })
             .collect::<Result<Vec<_>, BackendError>>()?;
-        Ok(MultiGpu { shared, workers, neurons, burst: 0, fired: Vec::new(), potentials: Vec::new(), sorted: Vec::new(), info })
+        Ok(MultiGpu { shared, workers, neurons, burst: 0, round: 0, fired: Vec::new(), potentials: Vec::new(), sorted: Vec::new(), info })
     }
 
     /// Run burst `t` over `injection` on every GPU; Ok(false) when a worker found it unsorted.
@@ -170,12 +182,22 @@ impl MultiGpu {
         *self.shared.job.lock().unwrap() = Job { injection: injection.as_ptr(), len: injection.len() };
         self.shared.checked.store(0, Ordering::SeqCst);
         self.shared.unsorted.store(false, Ordering::SeqCst);
-        self.shared.go.store(t, Ordering::SeqCst);
+        self.shared.beyond.store(false, Ordering::SeqCst);
+        self.round += 1;
+        let round = self.round;
+        self.shared.go.store(round, Ordering::SeqCst);
         for w in &self.workers {
-            wait_until(|| w.done.load(Ordering::Acquire) == t);
+            w.thread.unpark();
+        }
+        for w in &self.workers {
+            wait_until(|| w.done.load(Ordering::Acquire) == round);
         }
         if self.shared.unsorted.load(Ordering::SeqCst) {
             return Ok(false);
+        }
+        if self.shared.beyond.load(Ordering::SeqCst) {
+            let bad = injection.iter().map(|i| i.neuron).find(|&n| n >= self.neurons).unwrap_or(self.neurons);
+            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.neurons });
         }
         self.fired.clear();
         self.potentials.clear();
@@ -199,6 +221,7 @@ impl MultiGpu {
 
     fn ask(&self, w: &Worker, c: Control) -> Result<Reply, BackendError> {
         w.control.send(c).map_err(|_| BackendError::Device("a GPU shard's thread has stopped".into()))?;
+        w.thread.unpark();
         w.reply.recv().map_err(|_| BackendError::Device("a GPU shard's thread has stopped".into()))
     }
 
@@ -210,6 +233,7 @@ impl MultiGpu {
 
 #[allow(clippy::too_many_arguments)]
 fn worker(
+    k: usize,
     mut gpu: CudaBackend,
     range: Range<u32>,
     n_workers: usize,
@@ -230,9 +254,12 @@ fn worker(
                 break Some(t);
             }
             if shared.stop.load(Ordering::Relaxed) {
+                if let Some(s) = gpu.trace_summary() {
+                    tracing::info!("GPU shard {k} (GPU {}): {s}", gpu.info().device);
+                }
                 return;
             }
-            spins += 1;
+            spins = spins.wrapping_add(1);
             if spins % 1024 == 0 {
                 if let Ok(c) = control.try_recv() {
                     let r = match c {
@@ -243,10 +270,11 @@ fn worker(
                     break None;
                 }
             }
-            if spins < 1 << 16 || start.elapsed() < Duration::from_millis(2) {
+            if spins % 1024 != 0 || start.elapsed() < SPIN {
                 std::hint::spin_loop();
             } else {
-                std::thread::sleep(Duration::from_micros(20));
+                // idle for a while: doze until the next burst unparks this thread
+                std::thread::park_timeout(Duration::from_millis(2));
             }
         };
         let Some(t) = t else { continue };
@@ -258,13 +286,19 @@ fn worker(
         // must agree before any starts (a GPU that ran alone would run ahead of the others)
         let (lo, hi) = (inj.partition_point(|i| i.neuron < range.start), inj.partition_point(|i| i.neuron < range.end));
         let mine = &inj[lo..hi];
-        if mine.iter().any(|i| !range.contains(&i.neuron)) {
+        // written into this GPU's pinned buffer; the ids are checked on the way
+        let staged = gpu.stage(mine);
+        if matches!(&staged, Ok(s) if !s.in_range) {
             shared.unsorted.store(true, Ordering::SeqCst);
+        }
+        if k + 1 == n_workers && hi != inj.len() {
+            // sorted (else some worker flags it), so these lie past the brain's last neuron
+            shared.beyond.store(true, Ordering::SeqCst);
         }
         shared.checked.fetch_add(1, Ordering::AcqRel);
         wait_until(|| shared.checked.load(Ordering::Acquire) == n_workers);
-        if !shared.unsorted.load(Ordering::SeqCst) {
-            let r = gpu.burst(mine);
+        if !shared.unsorted.load(Ordering::SeqCst) && !shared.beyond.load(Ordering::SeqCst) {
+            let r = staged.and_then(|s| gpu.launch(s));
             let mut o = out.lock().unwrap();
             match r {
                 Ok(b) => {
@@ -288,9 +322,7 @@ impl Backend for MultiGpu {
     }
 
     fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
-        if let Some(bad) = injection.iter().find(|i| i.neuron >= self.neurons) {
-            return Err(BackendError::InjectionOutOfRange { neuron: bad.neuron, neurons: self.neurons });
-        }
+        // ids are checked by the workers, each over its share, in parallel
         let t = self.burst + 1;
         if !self.run(t, injection)? {
             // not sorted by neuron: sort a copy and run again (no GPU has started)
