@@ -18,6 +18,12 @@ pub struct InspectArgs {
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Show the shard plan for this many shards (GPUs or CPU shards).
+    #[arg(long, default_value_t = 1)]
+    pub shards: usize,
+    /// Sharding strategy of the plan.
+    #[arg(long, value_enum, default_value_t = crate::shard::Strategy::RoundRobin)]
+    pub strategy: crate::shard::Strategy,
 }
 
 pub fn main(a: InspectArgs) -> anyhow::Result<()> {
@@ -29,6 +35,16 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
     let state_bytes = neurons * STATE_BYTES_PER_NEURON;
     let total = c.bytes() + state_bytes;
     let gpu_bytes = crate::backend::gpu_bytes_needed(&brain);
+    let incoming = crate::shard::incoming_per_area(&brain.layout, &c.mappings);
+    let plan = crate::shard::ShardPlan::new(&brain.layout, &incoming, a.shards, a.strategy)?;
+    let per_gpu: Vec<u64> = plan
+        .ranges
+        .iter()
+        .zip(&plan.synapses)
+        .map(|(r, &s)| {
+            crate::backend::cuda::MemoryPlan::estimate(r.len() as u64, neurons, s, plan.len() > 1).total_bytes
+        })
+        .collect();
 
     if a.json {
         let areas: Vec<_> = brain
@@ -54,6 +70,8 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
             "memory_bytes": total,
             "bytes_per_synapse": c.bytes_per_synapse(),
             "gpu_bytes_needed": gpu_bytes,
+            "plan": plan,
+            "plan_gpu_bytes": per_gpu,
             "build_s": c.build_seconds,
         });
         println!("{}", serde_json::to_string_pretty(&obj)?);
@@ -94,5 +112,23 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
     println!("memory (CPU)       {}", table::bytes(total));
     println!("memory (one GPU)   {}", table::bytes(gpu_bytes));
     println!("built in           {:.3} s", c.build_seconds);
+    if plan.len() > 1 {
+        println!();
+        println!("shard plan: {} shards, {}", plan.len(), plan.strategy);
+        let mut rows = vec![vec!["shard".into(), "neurons".into(), "ids".into(), "synapses".into(), "GPU memory".into(), "areas".into()]];
+        for (k, r) in plan.ranges.iter().enumerate() {
+            rows.push(vec![
+                k.to_string(),
+                r.len().to_string(),
+                format!("{}..{}", r.start, r.end),
+                plan.synapses[k].to_string(),
+                table::bytes(per_gpu[k]),
+                plan.areas[k].join(" "),
+            ]);
+        }
+        print!("{}", table::render(&rows));
+        let (n, s) = plan.imbalance();
+        println!("largest shard over the mean: neurons {n:.2}, synapses {s:.2}");
+    }
     Ok(())
 }

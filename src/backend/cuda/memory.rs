@@ -47,6 +47,11 @@ impl MemoryPlan {
         Self::new(part.targets_range.len() as u64, total as u64, part.synapses(), code_bytes, table_len, areas, sharded)
     }
 
+    /// An estimate for `n` of `total` neurons with `s` synapses onto them (u16 codes, a small table).
+    pub fn estimate(n: u64, total: u64, s: u64, sharded: bool) -> MemoryPlan {
+        Self::new(n, total, s, 2, 1024, 64, sharded)
+    }
+
     fn new(n: u64, total: u64, s: u64, code_bytes: u64, table_len: usize, areas: usize, sharded: bool) -> MemoryPlan {
         let row_ptr_bytes = if s < u32::MAX as u64 { 4 } else { 8 };
         let connectome_bytes = (total + 1) * row_ptr_bytes + s * (4 + code_bytes) + table_len as u64 * 4;
