@@ -41,9 +41,7 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
         .ranges
         .iter()
         .zip(&plan.synapses)
-        .map(|(r, &s)| {
-            crate::backend::cuda::MemoryPlan::estimate(r.len() as u64, neurons, s, plan.len() > 1).total_bytes
-        })
+        .map(|(r, &s)| crate::backend::cuda::MemoryPlan::estimate(r.len() as u64, neurons, s, plan.len() > 1).total_bytes)
         .collect();
 
     if a.json {
