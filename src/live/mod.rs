@@ -52,6 +52,8 @@ pub struct Summary {
     pub missed_deadlines: u64,
     pub dropped_messages: u64,
     pub malformed_messages: u64,
+    /// Losses of every link to the robot (router and peers); None where the transport cannot tell.
+    pub link_losses: Option<u64>,
 }
 
 /// A topic spec for `type_name` with the built-in hash table.
@@ -245,15 +247,17 @@ pub fn run(
     summary.missed_deadlines = clock.missed;
     summary.dropped_messages = inputs.iter().map(|i| i.slot.dropped()).sum();
     summary.malformed_messages = inputs.iter().map(|i| i.slot.counters.malformed.load(Ordering::Relaxed)).sum();
+    summary.link_losses = transport.link_losses();
     if config.checkpoint.on_shutdown {
         save(genome, backend, &config.checkpoint.path);
     }
     tracing::info!(
-        "stopped after {} bursts: {} missed deadlines, {} dropped messages ({} malformed)",
+        "stopped after {} bursts: {} missed deadlines, {} dropped messages ({} malformed), {} link losses",
         summary.bursts,
         summary.missed_deadlines,
         summary.dropped_messages,
-        summary.malformed_messages
+        summary.malformed_messages,
+        summary.link_losses.map_or("unknown".to_string(), |n| n.to_string())
     );
     Ok(summary)
 }
