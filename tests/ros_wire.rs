@@ -8,7 +8,7 @@ mod common;
 use neuroburst::ros::builtin::*;
 use neuroburst::ros::geometry_msgs::*;
 use neuroburst::ros::nav_msgs::Odometry;
-use neuroburst::ros::neuroburst_msgs::BurstActivity;
+use neuroburst::ros::neuroburst_msgs::{BurstActivity, BurstStats};
 use neuroburst::ros::sensor_msgs::*;
 use neuroburst::ros::typesys::Array;
 use neuroburst::ros::{decode, encode, registry, type_hash, RosMessage};
@@ -19,6 +19,7 @@ import numpy as np
 from rosbags.typesys import Stores, get_typestore, get_types_from_msg
 ts = get_typestore(Stores.ROS2_JAZZY)
 ts.register(get_types_from_msg(open(sys.argv[1]).read(), 'neuroburst/msg/BurstActivity'))
+ts.register(get_types_from_msg(open(sys.argv[3]).read(), 'neuroburst/msg/BurstStats'))
 T = ts.types
 f64 = lambda v: np.array(v, dtype=np.float64)
 f32 = lambda v: np.array(v, dtype=np.float32)
@@ -35,6 +36,7 @@ twist = T['geometry_msgs/msg/Twist'](linear=V3(x=0.5, y=0.0, z=0.0), angular=V3(
 twc = T['geometry_msgs/msg/TwistWithCovariance'](twist=twist, covariance=f64([i * 0.25 for i in range(36)]))
 msgs = {
     'builtin_interfaces/msg/Time': time,
+    'std_msgs/msg/Empty': T['std_msgs/msg/Empty'](),
     'std_msgs/msg/Header': header,
     'std_msgs/msg/MultiArrayDimension': Dim(label='xy', size=3, stride=6),
     'std_msgs/msg/MultiArrayLayout': layout,
@@ -56,6 +58,7 @@ msgs = {
     'sensor_msgs/msg/Range': T['sensor_msgs/msg/Range'](header=header, radiation_type=1, field_of_view=0.5, min_range=0.02, max_range=4.0, range=1.25, variance=0.01),
     'nav_msgs/msg/Odometry': T['nav_msgs/msg/Odometry'](header=header, child_frame_id='base_link', pose=pwc, twist=twc),
     'neuroburst/msg/BurstActivity': T['neuroburst/msg/BurstActivity'](burst=42, stamp=time, fired_total=17, area_ids=['_power', 'i__vis', 'o__mot'], fired=np.array([1, 10, 6], dtype=np.uint32)),
+    'neuroburst/msg/BurstStats': T['neuroburst/msg/BurstStats'](burst=1234567, bursts=999, burst_duration_us=12.5, burst_duration_max_us=250.25, area_ids=['motor', 'all'], fired=np.array([3, 77], dtype=np.uint32), missed_deadlines=2, dropped_messages=31, malformed_messages=20),
 }
 ours = json.load(open(sys.argv[2]))
 out = {}
@@ -90,6 +93,7 @@ fn samples() -> Vec<Sample> {
         v.push((M::TYPE, bytes, check, type_hash::<M>()));
     }
     add(&mut v, time.clone());
+    add(&mut v, Empty {});
     add(&mut v, header.clone());
     add(&mut v, dim("xy", 3, 6));
     add(&mut v, layout.clone());
@@ -168,6 +172,20 @@ fn samples() -> Vec<Sample> {
             fired: vec![1, 10, 6],
         },
     );
+    add(
+        &mut v,
+        BurstStats {
+            burst: 1_234_567,
+            bursts: 999,
+            burst_duration_us: 12.5,
+            burst_duration_max_us: 250.25,
+            area_ids: vec!["motor".into(), "all".into()],
+            fired: vec![3, 77],
+            missed_deadlines: 2,
+            dropped_messages: 31,
+            malformed_messages: 20,
+        },
+    );
     v
 }
 
@@ -192,7 +210,8 @@ fn every_type_matches_rosbags_both_ways() {
     let map: serde_json::Map<String, serde_json::Value> = samples.iter().map(|s| (s.0.to_string(), hex(&s.1).into())).collect();
     std::fs::write(&ours, serde_json::Value::Object(map).to_string()).unwrap();
     let msg = common::root().join("msg/BurstActivity.msg");
-    let out = common::python::run(PY, &[msg.to_str().unwrap(), ours.to_str().unwrap()]);
+    let stats = common::root().join("msg/BurstStats.msg");
+    let out = common::python::run(PY, &[msg.to_str().unwrap(), ours.to_str().unwrap(), stats.to_str().unwrap()]);
     let theirs: serde_json::Value = serde_json::from_str(&out).unwrap();
 
     for (name, bytes, decodes_to_sample, hash) in &samples {

@@ -90,11 +90,23 @@ fn configure(a: &mut NodeArgs) -> anyhow::Result<Config> {
     if let Some(name) = ros.node_name {
         n.name = name;
     }
-    for topic in n.inputs.iter_mut().map(|i| &mut i.topic).chain(n.outputs.iter_mut().map(|o| &mut o.topic)).chain([&mut n.stats_topic]) {
+    // `-r from:=to` renames the encoders' and decoders' topics, and the node's own.
+    let remap = |topic: &mut String| {
         if let Some(to) = ros.remaps.get(topic.as_str()).or_else(|| ros.remaps.get(topic.trim_start_matches('/'))) {
             *topic = to.clone();
         }
-    }
+    };
+    n.input_types = std::mem::take(&mut n.input_types)
+        .into_iter()
+        .map(|(mut topic, t)| {
+            remap(&mut topic);
+            (topic, t)
+        })
+        .collect();
+    remap(&mut n.stats_topic);
+    remap(&mut c.checkpoint.trigger_topic);
+    c.encoders.iter_mut().for_each(|e| remap(e.topic_mut()));
+    c.decoders.iter_mut().for_each(|d| remap(d.topic_mut()));
     let z = &mut c.zenoh;
     if !a.zenoh_connect.is_empty() {
         z.connect = a.zenoh_connect.clone();

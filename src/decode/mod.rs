@@ -44,6 +44,35 @@ impl DecoderConfig {
             DecoderConfig::FloatArray(c) => &c.topic,
         }
     }
+
+    /// The topic, to rename it (ROS remappings).
+    pub fn topic_mut(&mut self) -> &mut String {
+        match self {
+            DecoderConfig::Twist(c) => &mut c.topic,
+            DecoderConfig::Joints(c) => &mut c.topic,
+            DecoderConfig::FloatArray(c) => &mut c.topic,
+        }
+    }
+
+    /// The message type it publishes (`pkg/msg/Type`).
+    pub fn message_type(&self) -> &'static str {
+        use crate::ros::builtin::{Float32MultiArray, Float64MultiArray};
+        use crate::ros::geometry_msgs::{Twist, TwistStamped};
+        use crate::ros::sensor_msgs::JointState;
+        use crate::ros::RosMessage;
+        match self {
+            DecoderConfig::Twist(t) if t.stamped => TwistStamped::TYPE,
+            DecoderConfig::Twist(_) => Twist::TYPE,
+            DecoderConfig::Joints(j) => match j.message {
+                JointsMessage::JointState => JointState::TYPE,
+                JointsMessage::Float64MultiArray => Float64MultiArray::TYPE,
+            },
+            DecoderConfig::FloatArray(f) => match f.precision {
+                Precision::Float32 => Float32MultiArray::TYPE,
+                Precision::Float64 => Float64MultiArray::TYPE,
+            },
+        }
+    }
 }
 
 /// A message produced by a decoder.

@@ -50,7 +50,20 @@ impl EncoderConfig {
         }
     }
 
-    /// The message types this encoder accepts (`pkg/msg/Type`).
+    /// The topic, to rename it (ROS remappings).
+    pub fn topic_mut(&mut self) -> &mut String {
+        match self {
+            EncoderConfig::Image(c) => &mut c.topic,
+            EncoderConfig::LaserScan(c) => &mut c.topic,
+            EncoderConfig::Imu(c) => &mut c.topic,
+            EncoderConfig::JointState(c) => &mut c.topic,
+            EncoderConfig::Range(c) => &mut c.topic,
+            EncoderConfig::FloatArray(c) => &mut c.topic,
+        }
+    }
+
+    /// The message types this encoder accepts (`pkg/msg/Type`); the first is what the live node
+    /// subscribes with unless `node.input_types` says otherwise.
     pub fn message_types(&self) -> &'static [&'static str] {
         match self {
             EncoderConfig::Image(_) => &["sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage"],

@@ -1,5 +1,6 @@
-//! Intake: one slot per subscribed topic, where the latest sample wins. Transport callbacks put
-//! samples in; the burst loop takes them out. Samples that never reach a burst are counted.
+//! One slot per subscribed topic, where the latest sample wins: transport callbacks put samples
+//! in, the burst loop takes them out (and hands them to the encoders of [`crate::node::intake`]).
+//! Samples that never reach a burst are counted.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,8 +15,6 @@ pub struct TopicCounters {
     pub replaced: AtomicU64,
     /// rmw_zenoh samples without a (well-formed) attachment: dropped.
     pub bad_attachment: AtomicU64,
-    /// Payloads the codec could not read: dropped.
-    pub malformed: AtomicU64,
 }
 
 pub struct Slot {
@@ -53,10 +52,10 @@ impl Slot {
         Arc::new(move |s| slot.put(s))
     }
 
-    /// Messages lost so far: replaced, without attachment, or malformed.
-    pub fn dropped(&self) -> u64 {
+    /// Messages lost before any encoder saw them: replaced, or without a valid attachment.
+    pub fn lost(&self) -> u64 {
         let c = &self.counters;
-        c.replaced.load(Ordering::Relaxed) + c.bad_attachment.load(Ordering::Relaxed) + c.malformed.load(Ordering::Relaxed)
+        c.replaced.load(Ordering::Relaxed) + c.bad_attachment.load(Ordering::Relaxed)
     }
 }
 
@@ -80,6 +79,6 @@ mod tests {
         assert!(s.take().is_none());
         assert_eq!(s.counters.replaced.load(Ordering::Relaxed), 1);
         assert_eq!(s.counters.bad_attachment.load(Ordering::Relaxed), 2);
-        assert_eq!(s.dropped(), 3);
+        assert_eq!(s.lost(), 3);
     }
 }

@@ -1,5 +1,8 @@
 //! The `node` section of the configuration: who the node is on the ROS graph, its transport,
-//! its clock, its topics.
+//! its clock, its stats. Its sensor and motor topics are the `encoders` and `decoders` of the
+//! configuration, the same as a replay's.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,10 +36,10 @@ pub struct NodeConfig {
     pub stats_rate_hz: f64,
     /// Seconds between two log lines about the same problem on the same topic.
     pub log_interval_s: f64,
-    /// Sensor topics and the sensor areas they drive.
-    pub inputs: Vec<InputConfig>,
-    /// Motor areas and the topics they command.
-    pub outputs: Vec<OutputConfig>,
+    /// The message type to subscribe with, per encoder topic, where the encoder accepts several
+    /// (image: sensor_msgs/msg/Image by default, or CompressedImage; float_array:
+    /// std_msgs/msg/Float32MultiArray by default, or Float64MultiArray).
+    pub input_types: BTreeMap<String, String>,
 }
 
 impl Default for NodeConfig {
@@ -50,50 +53,7 @@ impl Default for NodeConfig {
             stats_topic: "~/stats".into(),
             stats_rate_hz: 1.0,
             log_interval_s: 5.0,
-            inputs: vec![],
-            outputs: vec![],
+            input_types: BTreeMap::new(),
         }
     }
-}
-
-/// One subscribed sensor topic.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InputConfig {
-    /// Topic name (relative names resolve in the namespace).
-    pub topic: String,
-    /// ROS type, `pkg/msg/Type`: sensor_msgs/msg/LaserScan or sensor_msgs/msg/Image.
-    #[serde(rename = "type")]
-    pub type_name: String,
-    /// Id of the sensor area it drives.
-    pub area: String,
-    /// Potential injected for the strongest reading (closest range, brightest pixel).
-    #[serde(default = "one")]
-    pub gain: f64,
-    /// Inject the latest message again every burst until a newer one arrives (false: once).
-    #[serde(default)]
-    pub hold: bool,
-}
-
-/// One published motor topic.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutputConfig {
-    /// Topic name.
-    pub topic: String,
-    /// ROS type: geometry_msgs/msg/Twist.
-    #[serde(rename = "type")]
-    pub type_name: String,
-    /// Id of the motor area it reads.
-    pub area: String,
-    /// linear.x when the whole area fires (m/s).
-    #[serde(default = "one")]
-    pub max_linear: f64,
-    /// angular.z when the whole right half fires and the left half is silent (rad/s).
-    #[serde(default = "one")]
-    pub max_angular: f64,
-}
-
-fn one() -> f64 {
-    1.0
 }

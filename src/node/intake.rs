@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::encode::{EncodeError, Encoder, EncoderConfig};
+use crate::encode::{Encoder, EncoderConfig};
 use crate::model::{Injection, Layout};
 
 /// Counters of one input topic.
@@ -40,6 +40,10 @@ pub struct Intake {
     pub stats: BTreeMap<String, TopicStats>,
     /// Errors of the first dropped message of each topic.
     pub first_errors: BTreeMap<String, String>,
+    /// Error of the latest dropped message of each topic.
+    pub last_errors: BTreeMap<String, String>,
+    /// Log the first error of each topic (the live node logs its own way: [`Intake::quiet`]).
+    log_errors: bool,
 }
 
 impl Intake {
@@ -53,7 +57,27 @@ impl Intake {
         }
         let stats = by_topic.keys().map(|t| (t.clone(), TopicStats::default())).collect();
         let held = vec![Vec::new(); encoders.len()];
-        Ok(Intake { encoders, by_topic, pending: BTreeMap::new(), held, stats, first_errors: BTreeMap::new() })
+        Ok(Intake {
+            encoders,
+            by_topic,
+            pending: BTreeMap::new(),
+            held,
+            stats,
+            first_errors: BTreeMap::new(),
+            last_errors: BTreeMap::new(),
+            log_errors: true,
+        })
+    }
+
+    /// Do not log errors (they are still recorded and counted).
+    pub fn quiet(mut self) -> Intake {
+        self.log_errors = false;
+        self
+    }
+
+    /// The message types the encoders of `topic` accept (those of its first encoder).
+    pub fn message_types(&self, topic: &str) -> &'static [&'static str] {
+        self.by_topic.get(topic).and_then(|v| v.first()).map_or(&[], |&i| self.encoders[i].config.message_types())
     }
 
     /// The configured input topics.
@@ -96,7 +120,13 @@ impl Intake {
                     Ok(inj) => self.held[i] = inj,
                     Err(e) => {
                         ok = false;
-                        note_error(&mut self.first_errors, &topic, &e);
+                        if !self.first_errors.contains_key(&topic) {
+                            if self.log_errors {
+                                tracing::warn!("topic {topic}: message dropped: {e}");
+                            }
+                            self.first_errors.insert(topic.clone(), e.to_string());
+                        }
+                        self.last_errors.insert(topic.clone(), e.to_string());
                     }
                 }
             }
@@ -107,12 +137,5 @@ impl Intake {
             }
         }
         self.held.iter().flatten().copied().collect()
-    }
-}
-
-fn note_error(first: &mut BTreeMap<String, String>, topic: &str, e: &EncodeError) {
-    if !first.contains_key(topic) {
-        tracing::warn!("topic {topic}: message dropped: {e}");
-        first.insert(topic.to_string(), e.to_string());
     }
 }

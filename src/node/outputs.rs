@@ -4,7 +4,6 @@ use crate::backend::BurstOutput;
 use crate::decode::{Decoder, DecoderConfig, MotorMessage};
 use crate::model::Layout;
 use crate::ros::builtin::Time;
-use crate::ros::encode;
 use crate::ros::neuroburst_msgs::BurstActivity;
 
 pub struct Outputs {
@@ -16,11 +15,12 @@ pub struct Outputs {
 /// What one burst produced.
 #[derive(Debug)]
 pub struct BurstProducts {
+    pub burst: u64,
+    pub fired_total: u64,
     /// (decoder index, message) of the decoders that published.
     pub motor: Vec<(usize, MotorMessage)>,
     /// Fired neurons per area (of those read back).
     pub fired_per_area: Vec<u32>,
-    pub activity: BurstActivity,
 }
 
 impl Outputs {
@@ -33,6 +33,7 @@ impl Outputs {
         })
     }
 
+    /// Decode one burst at `time_ns` (bag time in a replay, ROS time in the live node).
     pub fn burst(&mut self, out: &BurstOutput<'_>, layout: &Layout, time_ns: u64) -> BurstProducts {
         for v in &mut self.per_area {
             v.clear();
@@ -50,19 +51,18 @@ impl Outputs {
                 d.burst(&self.per_area[area], time_ns).map(|m| (i, m))
             })
             .collect();
-        let fired_per_area: Vec<u32> = self.per_area.iter().map(|v| v.len() as u32).collect();
-        let activity = BurstActivity {
-            burst: out.burst,
-            stamp: Time::from_nanos(time_ns),
-            fired_total: out.fired_total,
-            area_ids: self.area_ids.clone(),
-            fired: fired_per_area.clone(),
-        };
-        BurstProducts { motor, fired_per_area, activity }
+        let fired_per_area = self.per_area.iter().map(|v| v.len() as u32).collect();
+        BurstProducts { burst: out.burst, fired_total: out.fired_total, motor, fired_per_area }
     }
 
-    /// The activity message as CDR.
-    pub fn activity_payload(p: &BurstProducts) -> Vec<u8> {
-        encode(&p.activity)
+    /// The activity message of a burst, stamped `time_ns`.
+    pub fn activity(&self, p: &BurstProducts, time_ns: u64) -> BurstActivity {
+        BurstActivity {
+            burst: p.burst,
+            stamp: Time::from_nanos(time_ns),
+            fired_total: p.fired_total,
+            area_ids: self.area_ids.clone(),
+            fired: p.fired_per_area.clone(),
+        }
     }
 }

@@ -15,7 +15,7 @@ use crate::model::Layout;
 use crate::node::intake::{Intake, TopicStats};
 use crate::node::outputs::Outputs;
 use crate::ros::neuroburst_msgs::BurstActivity;
-use crate::ros::{registry, RosMessage};
+use crate::ros::{encode, registry, RosMessage};
 
 /// Per-burst record for plots.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,7 +117,7 @@ pub fn replay(
     let mut channels = Vec::new();
     let mut motor: Vec<MotorStats> = Vec::new();
     for d in &outputs.decoders {
-        let type_name = output_type(&d.config);
+        let type_name = d.config.message_type();
         let info = registry::lookup(type_name).expect("decoder types are registered");
         channels.push(writer.add_topic(d.config.topic(), &info, Qos::COMMANDS)?);
         motor.push(MotorStats {
@@ -190,7 +190,7 @@ pub fn replay(
             last_values[*i] = m.values.clone();
         }
         if let Some(ch) = activity_channel {
-            writer.write(ch, t_k, &Outputs::activity_payload(&products))?;
+            writer.write(ch, t_k, &encode(&outputs.activity(&products, t_k)))?;
             summary.activity_messages += 1;
         }
         for (f, &n) in fired.iter_mut().zip(&products.fired_per_area) {
@@ -216,26 +216,6 @@ pub fn replay(
     summary.first_errors = intake.first_errors.clone();
     summary.fired = layout.meta.iter().map(|m| m.id.clone()).zip(fired).collect();
     Ok(summary)
-}
-
-/// The message type a decoder publishes.
-pub fn output_type(c: &crate::decode::DecoderConfig) -> &'static str {
-    use crate::decode::DecoderConfig as D;
-    use crate::ros::builtin::{Float32MultiArray, Float64MultiArray};
-    use crate::ros::geometry_msgs::{Twist, TwistStamped};
-    use crate::ros::sensor_msgs::JointState;
-    match c {
-        D::Twist(t) if t.stamped => TwistStamped::TYPE,
-        D::Twist(_) => Twist::TYPE,
-        D::Joints(j) => match j.message {
-            crate::decode::JointsMessage::JointState => JointState::TYPE,
-            crate::decode::JointsMessage::Float64MultiArray => Float64MultiArray::TYPE,
-        },
-        D::FloatArray(f) => match f.precision {
-            crate::decode::Precision::Float32 => Float32MultiArray::TYPE,
-            crate::decode::Precision::Float64 => Float64MultiArray::TYPE,
-        },
-    }
 }
 
 fn labels(c: &crate::decode::DecoderConfig, layout: &Layout) -> Vec<String> {

@@ -23,6 +23,11 @@ ros_message! {
 }
 
 ros_message! {
+    /// No content: a trigger (`~/save_checkpoint`). One padding byte on the wire.
+    Empty = "std_msgs/msg/Empty" {}
+}
+
+ros_message! {
     /// One dimension of a multi-array.
     MultiArrayDimension = "std_msgs/msg/MultiArrayDimension" { label: String, size: u32, stride: u32 }
 }

@@ -75,11 +75,22 @@ mod tests {
 
     #[test]
     fn own_messages_match_the_msg_files() {
-        let file = include_str!("../../msg/BurstActivity.msg");
-        let lines: Vec<&str> = file.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
-        let def = definition::<neuroburst_msgs::BurstActivity>();
-        let ours: Vec<&str> = def.split(&"=".repeat(80)).next().unwrap().lines().collect();
-        assert_eq!(lines, ours);
+        fn check<M: RosMessage>(file: &str) {
+            let lines: Vec<&str> = file.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+            let def = definition::<M>();
+            let ours: Vec<&str> = def.split(&"=".repeat(80)).next().unwrap().lines().collect();
+            assert_eq!(lines, ours, "{}", M::TYPE);
+        }
+        check::<neuroburst_msgs::BurstActivity>(include_str!("../../msg/BurstActivity.msg"));
+        check::<neuroburst_msgs::BurstStats>(include_str!("../../msg/BurstStats.msg"));
+    }
+
+    #[test]
+    fn empty_and_burst_stats_hashes() {
+        // Both computed by rosbags 0.11.9 (`hash_rihs01`; BurstStats registered from msg/).
+        assert_eq!(type_hash::<builtin::Empty>(), "RIHS01_20b625256f32d5dbc0d04fee44f43c41e51c70d3502f84b4a08e7a9c26a96312");
+        assert_eq!(type_hash::<neuroburst_msgs::BurstStats>(), "RIHS01_a3ab4720d4dc0a4ef3e0d7fa7ccab283fbae08dbe6c465f260085ef09139f841");
+        assert_eq!(encode(&builtin::Empty {}), vec![0, 1, 0, 0, 0]);
     }
 
     #[test]

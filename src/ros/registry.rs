@@ -14,6 +14,7 @@ pub fn type_names() -> Vec<&'static str> {
 fn all() -> Vec<fn() -> TypeInfo> {
     vec![
         builtin::Time::info,
+        builtin::Empty::info,
         builtin::Header::info,
         builtin::MultiArrayDimension::info,
         builtin::MultiArrayLayout::info,
@@ -35,6 +36,7 @@ fn all() -> Vec<fn() -> TypeInfo> {
         sensor_msgs::Range::info,
         nav_msgs::Odometry::info,
         neuroburst_msgs::BurstActivity::info,
+        neuroburst_msgs::BurstStats::info,
     ]
 }
 
@@ -42,6 +44,11 @@ fn all() -> Vec<fn() -> TypeInfo> {
 pub fn lookup(name: &str) -> Option<TypeInfo> {
     let full = if name.contains("/msg/") { name.to_string() } else { name.replacen('/', "/msg/", 1) };
     all().into_iter().map(|f| f()).find(|t| t.name == full)
+}
+
+/// The RIHS01 hash of type `name` (what rmw_zenoh keys and liveliness tokens carry).
+pub fn type_hash(name: &str) -> Option<String> {
+    lookup(name).map(|t| super::typesys::rihs01(&t))
 }
 
 /// Decode `payload` as type `name` and drop the value: whether it is a valid message.
@@ -57,6 +64,7 @@ pub fn check(name: &str, payload: &[u8]) -> Option<Result<(), super::MsgError>> 
     }
     try_types!(
         builtin::Time,
+        builtin::Empty,
         builtin::Header,
         builtin::MultiArrayDimension,
         builtin::MultiArrayLayout,
@@ -77,7 +85,8 @@ pub fn check(name: &str, payload: &[u8]) -> Option<Result<(), super::MsgError>> 
         sensor_msgs::JointState,
         sensor_msgs::Range,
         nav_msgs::Odometry,
-        neuroburst_msgs::BurstActivity
+        neuroburst_msgs::BurstActivity,
+        neuroburst_msgs::BurstStats
     );
     None
 }

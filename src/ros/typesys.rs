@@ -188,13 +188,19 @@ pub fn referenced(info: &TypeInfo) -> BTreeMap<&'static str, TypeInfo> {
 
 fn json_type(t: &TypeInfo, out: &mut String) {
     out.push_str(&format!("{{\"type_name\": \"{}\", \"fields\": [", t.name));
-    for (i, f) in t.fields.iter().enumerate() {
+    // rosidl gives a message without fields (std_msgs/Empty) one uint8 member, in its type
+    // description as on the wire (the one padding byte of an empty body).
+    const PLACEHOLDER: [(&str, FieldType); 1] =
+        [("structure_needs_at_least_one_member", FieldType { type_id: 3, capacity: 0, nested: "" })];
+    let fields: Vec<(&str, FieldType)> =
+        if t.fields.is_empty() { PLACEHOLDER.to_vec() } else { t.fields.iter().map(|f| (f.name, f.ty)).collect() };
+    for (i, (name, ty)) in fields.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
         out.push_str(&format!(
-            "{{\"name\": \"{}\", \"type\": {{\"type_id\": {}, \"capacity\": {}, \"string_capacity\": 0, \"nested_type_name\": \"{}\"}}}}",
-            f.name, f.ty.type_id, f.ty.capacity, f.ty.nested
+            "{{\"name\": \"{name}\", \"type\": {{\"type_id\": {}, \"capacity\": {}, \"string_capacity\": 0, \"nested_type_name\": \"{}\"}}}}",
+            ty.type_id, ty.capacity, ty.nested
         ));
     }
     out.push_str("]}");
@@ -279,9 +285,11 @@ macro_rules! ros_message {
 
         impl $crate::ros::typesys::CdrField for $name {
             const MIN_SIZE: usize = 0 $(+ <$fty as $crate::ros::typesys::CdrField>::MIN_SIZE)*;
+            #[allow(unused_variables)] // a message without fields writes nothing
             fn write(&self, w: &mut $crate::ros::cdr::CdrWriter) {
                 $($crate::ros::typesys::CdrField::write(&self.$field, w);)*
             }
+            #[allow(unused_variables)] // nor reads anything
             fn read(r: &mut $crate::ros::cdr::CdrReader<'_>) -> Result<Self, $crate::ros::cdr::CdrError> {
                 Ok($name { $($field: <$fty as $crate::ros::typesys::CdrField>::read(r)?,)* })
             }
@@ -299,6 +307,7 @@ macro_rules! ros_message {
         impl $crate::ros::RosMessage for $name {
             const TYPE: &'static str = $ty;
             fn info() -> $crate::ros::typesys::TypeInfo {
+                #[allow(unused_imports)] // a message without fields uses neither
                 use $crate::ros::typesys::{CdrField, FieldInfo, TypeInfo};
                 TypeInfo {
                     name: $ty,

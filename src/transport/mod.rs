@@ -70,4 +70,9 @@ pub trait Transport: Send {
     fn publisher(&mut self, topic: &TopicSpec) -> Result<Box<dyn Publisher>, TransportError>;
     /// Deliver every sample of `topic` to `handler` until the transport is dropped.
     fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<(), TransportError>;
+    /// How often the transport lost every connection to the robot (router and peers) so far;
+    /// None where it cannot tell (rcl keeps that to itself).
+    fn link_losses(&self) -> Option<u64> {
+        None
+    }
 }

@@ -78,7 +78,7 @@ def header():
 def scan(near):
     ranges = np.full(16, 9.0, dtype=np.float32)
     if near:
-        ranges[12:] = 0.2  # an obstacle on the right
+        ranges[12:] = 0.2  # an obstacle on the left (the angle_max side of a counter-clockwise scan)
     m = LaserScan(header=header(), angle_min=-1.5, angle_max=1.5, angle_increment=0.2, time_increment=0.0,
                   scan_time=0.1, range_min=0.1, range_max=10.0, ranges=ranges, intensities=np.zeros(0, dtype=np.float32))
     return bytes(store.serialize_cdr(m, "sensor_msgs/msg/LaserScan"))
@@ -194,7 +194,7 @@ if args.scenario == "basic":
         seq = [struct.unpack("<q", t[3][:8])[0] for t in twists[-20:]] if args.format == "rmw" else []
     check(all(q.linear.x == 0.0 for q in quiet), "motor moves without input")
     check(all(b > a for a, b in zip(seq, seq[1:])), f"Twist sequence numbers not increasing: {seq}")
-    # An obstacle on the right and a bright camera: the motor row fires.
+    # An obstacle on the left and a bright camera: the motor row fires (forward, turning right).
     n0 = len(twists)
     for _ in range(25):
         put(scan_pub, scan(True))

@@ -4,6 +4,7 @@
 
 pub mod attachment;
 pub mod keys;
+mod links;
 pub mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +27,8 @@ fn zerr(e: impl std::fmt::Display) -> TransportError {
 }
 
 pub struct ZenohTransport {
+    /// First, so that it stops watching before the session goes.
+    links: links::LinkWatch,
     session: Session,
     config: ZenohConfig,
     identity: NodeIdentity,
@@ -40,6 +43,7 @@ impl ZenohTransport {
         let session = ::zenoh::open(config.session_config()?).wait().map_err(zerr)?;
         let identity =
             NodeIdentity { domain, zid: session.zid().to_string(), node_id: 0, namespace: namespace.to_string(), name: node.to_string() };
+        let links = links::LinkWatch::start(session.clone(), config.connect.clone());
         let mut t = ZenohTransport {
             session,
             config: config.clone(),
@@ -47,6 +51,7 @@ impl ZenohTransport {
             next_entity: AtomicU64::new(1),
             tokens: vec![],
             subscribers: vec![],
+            links,
         };
         if config.format == KeyFormat::Rmw {
             let key = t.identity.node_token();
@@ -121,6 +126,10 @@ impl Transport for ZenohTransport {
             .map_err(|e| TransportError::Topic { topic: topic.name.clone(), message: format!("key {key}: {e}") })?;
         tracing::debug!("publishing {} on {key}", topic.name);
         Ok(Box::new(ZenohPublisher { publisher, format: self.config.format, gid, seq: 0 }))
+    }
+
+    fn link_losses(&self) -> Option<u64> {
+        Some(self.links.losses())
     }
 
     fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<(), TransportError> {
