@@ -149,6 +149,7 @@ pub fn run(
     let mut inputs = vec![];
     for key in intake.topics().map(String::from).collect::<Vec<_>>() {
         let type_name = input_type(nc, &intake, &key)?;
+        intake.check_type(&key, type_name)?;
         let spec = topic_spec(&key, nc, type_name, Qos::SENSOR)?;
         let slot = Slot::new(&spec.name);
         transport.subscribe(&spec, slot.handler())?;
