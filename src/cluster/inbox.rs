@@ -265,18 +265,20 @@ impl Inbox {
     }
 
     /// Move the spikes of `burst` of `members` into `out` (shard `k`'s ids in `out[k]`; the
-    /// buffers are swapped, not copied) and the input of `burst + 1` into `input`; then drop
-    /// the slot of `burst` and open the one of `burst + RING`.
-    pub fn take(&mut self, burst: u64, members: u64, out: &mut [Vec<u32>], input: &mut Vec<Injection>) {
+    /// buffers are swapped, not copied) and, if asked, the input of `burst + 1` into `input`;
+    /// then drop the slot of `burst` and open the one of `burst + RING`.
+    pub fn take(&mut self, burst: u64, members: u64, out: &mut [Vec<u32>], input: Option<&mut Vec<Injection>>) {
         assert_eq!(burst, self.base, "bursts are taken in order");
         let i = (burst % RING as u64) as usize;
         for k in wire::shards_of(members & self.slots[i].have) {
             std::mem::swap(&mut self.slots[i].spikes[k], &mut out[k]);
         }
-        input.clear();
-        let j = ((burst + 1) % RING as u64) as usize;
-        if self.slots[j].has_input {
-            std::mem::swap(&mut self.slots[j].input, input);
+        if let Some(input) = input {
+            input.clear();
+            let j = ((burst + 1) % RING as u64) as usize;
+            if self.slots[j].has_input {
+                std::mem::swap(&mut self.slots[j].input, input);
+            }
         }
         let s = &mut self.slots[i];
         s.burst = burst + RING as u64;
@@ -327,11 +329,11 @@ mod tests {
         assert!(g.has_input(6));
         let mut out = vec![Vec::new(); 3];
         let mut input = Vec::new();
-        g.take(5, 0b111, &mut out, &mut input);
+        g.take(5, 0b111, &mut out, Some(&mut input));
         assert_eq!(out, vec![vec![1, 2], vec![], vec![21]]);
         assert_eq!(input, vec![Injection { neuron: 12, potential: Potential(7) }]);
         assert_eq!(g.missing(6, 0b111), 0b001);
-        g.take(6, 0b101, &mut out, &mut input);
+        g.take(6, 0b101, &mut out, Some(&mut input));
         assert_eq!(out[2], vec![25]);
         assert!(input.is_empty());
         assert_eq!(g.malformed, 0);

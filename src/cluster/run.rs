@@ -119,9 +119,8 @@ pub fn session_config(cluster: &ClusterConfig, index: usize) -> Result<::zenoh::
         ..Default::default()
     };
     let mut c = z.session_config().map_err(|e| ClusterError::Zenoh(e.to_string()))?;
-    for (k, v) in [("connect/retry/period_init_ms", "100"), ("connect/retry/period_max_ms", "1000")] {
-        c.insert_json5(k, v).map_err(|e| ClusterError::Zenoh(format!("config {k}: {e}")))?;
-    }
+    let retry = r#"{"period_init_ms": 100, "period_max_ms": 1000, "period_increase_factor": 2}"#;
+    c.insert_json5("connect/retry", retry).map_err(|e| ClusterError::Zenoh(format!("config connect/retry: {e}")))?;
     Ok(c)
 }
 
@@ -492,7 +491,7 @@ impl Shard {
             let missing = g.missing(b, members);
             let input_missing = need_input && !g.has_input(b + 1);
             if missing == 0 && !input_missing {
-                g.take(b, members, &mut self.parts, &mut self.input);
+                g.take(b, members, &mut self.parts, need_input.then_some(&mut self.input));
                 return Gathered::Ready;
             }
             let gone = (missing & !g.alive) | if input_missing && g.alive & io_bit == 0 { io_bit } else { 0 };
