@@ -49,6 +49,9 @@ pub struct Inbox {
     pub directive: Option<Directive>,
     /// Shards whose member token is present.
     pub alive: u64,
+    /// Shards whose token was present at some time since the epoch began: a token that goes is
+    /// a loss; one never seen yet (a peer's link still coming up) is not.
+    pub seen: u64,
     /// Shards whose token appeared (again) since the io shard last looked.
     pub appeared: u64,
     /// Each shard's present token key and the checkpoint burst it advertises.
@@ -80,6 +83,7 @@ impl Shared {
             pending: Vec::new(),
             directive: None,
             alive: 0,
+            seen: 0,
             appeared: 0,
             tokens: vec![None; n],
             ahead: None,
@@ -145,6 +149,7 @@ impl Shared {
                     if g.tokens[k].as_ref().is_none_or(|(old, _)| old != key) {
                         g.tokens[k] = Some((key.to_string(), ckpt));
                         g.alive |= bit;
+                        g.seen |= bit;
                         g.appeared |= bit;
                     }
                 } else if g.tokens[k].as_ref().is_some_and(|(old, _)| old == key) {
@@ -235,6 +240,7 @@ impl Inbox {
         self.epoch = epoch;
         self.base = base;
         self.ahead = None;
+        self.seen = self.alive;
         for b in base..base + RING as u64 {
             let s = &mut self.slots[(b % RING as u64) as usize];
             s.burst = b;

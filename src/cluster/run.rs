@@ -110,7 +110,7 @@ fn zerr(what: &str) -> impl Fn(::zenoh::Error) -> ClusterError + '_ {
 }
 
 /// The Zenoh session of shard `index`: a peer listening on its endpoint and connecting to every
-/// other, multicast scouting off, connections retried every 0.1..1 s.
+/// other, multicast and gossip scouting off, connections retried every 0.1..1 s.
 pub fn session_config(cluster: &ClusterConfig, index: usize) -> Result<::zenoh::Config, ClusterError> {
     let z = ZenohConfig {
         mode: ZenohMode::Peer,
@@ -121,6 +121,8 @@ pub fn session_config(cluster: &ClusterConfig, index: usize) -> Result<::zenoh::
     let mut c = z.session_config().map_err(|e| ClusterError::Zenoh(e.to_string()))?;
     let retry = r#"{"period_init_ms": 100, "period_max_ms": 1000, "period_increase_factor": 2}"#;
     c.insert_json5("connect/retry", retry).map_err(|e| ClusterError::Zenoh(format!("config connect/retry: {e}")))?;
+    // Only the configured links: no peer learns (and dials) other addresses through gossip.
+    c.insert_json5("scouting/gossip/enabled", "false").map_err(|e| ClusterError::Zenoh(format!("config scouting/gossip: {e}")))?;
     Ok(c)
 }
 
@@ -494,7 +496,8 @@ impl Shard {
                 g.take(b, members, &mut self.parts, need_input.then_some(&mut self.input));
                 return Gathered::Ready;
             }
-            let gone = (missing & !g.alive) | if input_missing && g.alive & io_bit == 0 { io_bit } else { 0 };
+            let lost = g.seen & !g.alive;
+            let gone = (missing & lost) | if input_missing && lost & io_bit != 0 { io_bit } else { 0 };
             if gone != 0 {
                 return Gathered::Lost { shards: gone, reason: "its member token is gone (the process ended or cannot be reached)".into() };
             }
