@@ -369,13 +369,19 @@ mod tests {
         s.on_data("neuroburst/t/spikes/0/0", &b[..3]);
         assert_eq!(s.lock().malformed, 3);
         assert!(s.lock().first_error.as_ref().unwrap().contains("neuroburst/t/spikes/0/0"));
+        let view = |s: &Shared| {
+            let g = s.lock();
+            (g.alive, g.seen, g.checkpoint_of(2))
+        };
         s.on_token(&keys.member(2, 100), true);
-        assert_eq!((s.lock().alive, s.lock().checkpoint_of(2)), (0b100, Some(100)));
+        assert_eq!(view(&s), (0b100, 0b100, Some(100)));
         s.on_token(&keys.member(2, 200), true); // a restarted shard 2
         s.on_token(&keys.member(2, 100), false); // the old token's late removal: ignored
-        assert_eq!((s.lock().alive, s.lock().checkpoint_of(2)), (0b100, Some(200)));
+        assert_eq!(view(&s), (0b100, 0b100, Some(200)));
         s.on_token(&keys.member(2, 200), false);
-        assert_eq!(s.lock().alive, 0);
+        assert_eq!(view(&s), (0, 0b100, None), "gone after seen: a loss");
+        s.lock().rebase(2, 0);
+        assert_eq!(view(&s).1, 0, "a new epoch forgets tokens that are gone");
         s.on_control("c", &Directive { from: 0, epoch: 2, resume: 0, members: 7 }.encode());
         s.on_control("c", &Directive { from: 0, epoch: 1, resume: 0, members: 7 }.encode());
         assert_eq!(s.lock().directive.unwrap().epoch, 2);
