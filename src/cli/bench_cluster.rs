@@ -5,6 +5,8 @@
 //! own on a private bridge (`netns`, needs root), the input precomputed at the io shard. The
 //! figure per burst is the io shard's burst period: from holding the whole brain's fired list of
 //! one burst to holding the next one's (exchange included). Overhead = that minus one process.
+//! Also per burst at the io shard: the time in its own engine and the time waiting for the
+//! others' spikes (their compute, imbalance and the network).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -154,6 +156,7 @@ fn cluster(w: &Workload, a: &BenchClusterArgs, n: usize, net: &str, threads: usi
     Ok(json!({
         "net": net, "shards": n, "threads_per_shard": threads, "hosts": hosts.describe(),
         "p50_us": io["p50_us"], "p99_us": io["p99_us"],
+        "io_compute_p50_us": io["compute_p50_us"], "io_wait_p50_us": io["wait_p50_us"], "io_wait_p99_us": io["wait_p99_us"],
         "compute_p50_us": shards.iter().map(|s| s["compute_p50_us"].clone()).collect::<Vec<_>>(),
         "wait_p50_us": shards.iter().map(|s| s["wait_p50_us"].clone()).collect::<Vec<_>>(),
     }))
@@ -206,6 +209,8 @@ pub fn main(a: BenchClusterArgs) -> anyhow::Result<()> {
         "p99 us".into(),
         "overhead p50 us".into(),
         "overhead p99 us".into(),
+        "io compute p50 us".into(),
+        "io wait p50/p99 us".into(),
     ]];
     for r in obj["rows"].as_array().unwrap() {
         let name =
@@ -215,6 +220,11 @@ pub fn main(a: BenchClusterArgs) -> anyhow::Result<()> {
             t.push(vec![name, "-".into(), format!("skipped: {why}")]);
             continue;
         }
+        let wait = if r["io_wait_p50_us"].is_null() {
+            "-".to_string()
+        } else {
+            format!("{}/{}", f(&r["io_wait_p50_us"]), f(&r["io_wait_p99_us"]))
+        };
         t.push(vec![
             name,
             r["threads_per_shard"].to_string(),
@@ -222,6 +232,8 @@ pub fn main(a: BenchClusterArgs) -> anyhow::Result<()> {
             f(&r["p99_us"]),
             f(&r["overhead_p50_us"]),
             f(&r["overhead_p99_us"]),
+            f(&r["io_compute_p50_us"]),
+            wait,
         ]);
     }
     println!(
