@@ -38,6 +38,9 @@ pub struct Config {
     /// Checkpoints of the brain's state.
     #[serde(default)]
     pub checkpoint: crate::checkpoint::CheckpointConfig,
+    /// One brain sharded over several processes or hosts (`neuroburst shard`).
+    #[serde(default)]
+    pub cluster: crate::cluster::ClusterConfig,
 }
 
 /// Settings of `neuroburst replay`.
@@ -241,6 +244,21 @@ mod tests {
         assert_eq!(c.decoders[0].topic(), "/cmd_vel");
         let e = Config::load(Some(&p), &["replay.activity_topic=/cmd_vel".into()]).unwrap_err().to_string();
         assert!(e.contains("/cmd_vel") && e.contains("two outputs"), "{e}");
+    }
+
+    #[test]
+    fn the_shipped_cluster_and_remote_brain_configs_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+        let c = Config::load(Some(&dir.join("cluster.yaml")), &[]).unwrap();
+        c.cluster.validate(Some(2)).unwrap();
+        assert_eq!(c.cluster.shards(), 3);
+        assert_eq!(c.cluster.on_shard_loss, crate::cluster::OnShardLoss::Degraded);
+        assert!(c.cluster.endpoints.iter().all(|e| e.starts_with("tcp/127.0.0.1:")), "shipped endpoints stay on loopback");
+        let r = Config::load(Some(&dir.join("remote_brain.yaml")), &[]).unwrap();
+        assert_eq!(r.zenoh.mode, crate::transport::zenoh::ZenohMode::Client);
+        assert_eq!(r.zenoh.connect, vec!["tcp/127.0.0.1:7447".to_string()]);
+        let e = Config::load(None, &["cluster.on_shard_loss=retry".into()]).unwrap_err().to_string();
+        assert!(e.contains("on_shard_loss") && e.contains("unknown variant"), "{e}");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! - [`node`]: the loop around the brain (intake, outputs) and the bag replay;
 //! - [`transport`]: ROS 2 topics as CDR bytes over Zenoh (rmw_zenoh, zenoh-bridge-ros2dds) or r2r;
 //! - [`live`]: the live ROS 2 node loop; [`checkpoint`]: the brain state on disk;
+//! - [`cluster`]: one brain sharded over processes or hosts, exchanging spikes over Zenoh;
 //! - [`cli`]: the command line.
 
 pub mod backend;
@@ -18,6 +19,7 @@ pub mod bag;
 pub mod brain;
 pub mod checkpoint;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod connectome;
 pub mod decode;

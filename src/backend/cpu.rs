@@ -398,15 +398,25 @@ impl Sharded<CpuEngine> {
         let n = brain.layout.neurons;
         let params = brain.layout.params;
         let table = brain.connectome.contributions;
-        let mut parts = brain.connectome.parts.into_iter().peekable();
-        let engines = plan
-            .ranges
-            .iter()
-            .map(|r| {
-                let mine: Vec<Part> = std::iter::from_fn(|| parts.next_if(|p| p.targets_range.end <= r.end)).collect();
-                CpuEngine::new(mine, params.clone(), table.clone())
-            })
+        let engines = parts_by_shard(brain.connectome.parts, plan)
+            .into_iter()
+            .map(|mine| CpuEngine::new(mine, params.clone(), table.clone()))
             .collect();
         Sharded::from_engines(engines, n, readback, format!("cpu, {}", plan.strategy))
     }
+}
+
+impl CpuEngine {
+    /// Shard `k` of a brain built for `plan` (see [`Brain::build_sharded`]), alone: the engine of
+    /// one process of a brain spread over processes or hosts (the other shards' parts are dropped).
+    pub fn for_shard(brain: Brain, plan: &ShardPlan, k: usize) -> CpuEngine {
+        let mine = parts_by_shard(brain.connectome.parts, plan).swap_remove(k);
+        CpuEngine::new(mine, brain.layout.params, brain.connectome.contributions)
+    }
+}
+
+/// The connectome's parts (ascending) grouped by the plan's shard ranges.
+fn parts_by_shard(parts: Vec<Part>, plan: &ShardPlan) -> Vec<Vec<Part>> {
+    let mut parts = parts.into_iter().peekable();
+    plan.ranges.iter().map(|r| std::iter::from_fn(|| parts.next_if(|p| p.targets_range.end <= r.end)).collect()).collect()
 }

@@ -2,6 +2,7 @@
 //! JSON lines, `inspect --json`, `bench --json`.
 
 mod bench;
+mod bench_cluster;
 mod convert;
 mod inspect;
 mod node;
@@ -9,6 +10,7 @@ mod replay;
 pub mod ros_args;
 mod run;
 mod selftest;
+mod shard;
 mod table;
 
 use std::path::PathBuf;
@@ -41,6 +43,10 @@ pub enum Command {
     Selftest(selftest::SelftestArgs),
     /// The live ROS 2 node: sensor topics in, bursts at the configured rate, motor topics out.
     Node(node::NodeArgs),
+    /// One shard of a brain spread over processes or hosts (the `cluster` configuration section).
+    Shard(shard::ShardArgs),
+    /// Time W(N, K, rho) in one process and over 2 and 4 shard processes (loopback, namespaces).
+    BenchCluster(bench_cluster::BenchClusterArgs),
 }
 
 /// Options shared by the commands that run a brain.
@@ -105,5 +111,7 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(a) => replay::main(a),
         Command::Selftest(a) => selftest::main(a),
         Command::Node(a) => node::main(a),
+        Command::Shard(a) => shard::main(a),
+        Command::BenchCluster(a) => bench_cluster::main(a),
     }
 }

@@ -3,3 +3,9 @@ class DeclareLaunchArgument:
         self.name = name
         self.default_value = default_value
         self.description = description
+
+
+class SetEnvironmentVariable:
+    def __init__(self, name, value):
+        self.name = name
+        self.value = value

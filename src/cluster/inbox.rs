@@ -1,0 +1,389 @@
+//! What a shard has received: the Zenoh callbacks decode every message straight into a slot of
+//! its burst (no thread hop, no allocation once the buffers have grown); the burst thread waits on
+//! a condition variable until the burst it needs is complete, a peer is lost, a directive arrives
+//! or the timeout passes.
+//!
+//! Slots form a ring of [`RING`] bursts from `base` (the burst being gathered): a peer is at most
+//! one burst ahead (it needs this shard's spikes to go further), so a message beyond the ring
+//! means that this shard fell behind: the others have gone on without it.
+
+use std::ops::Range;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+use super::wire::{self, Directive, Keys, Topic};
+use crate::model::Injection;
+
+pub const RING: usize = 4;
+/// Messages of a future epoch kept until the directive that opens it (a rejoining shard sees
+/// the old epoch's traffic first; those are dropped first).
+const PENDING_MAX: usize = 256;
+
+#[derive(Default)]
+struct Slot {
+    burst: u64,
+    /// Shards whose spikes of `burst` are here.
+    have: u64,
+    spikes: Vec<Vec<u32>>,
+    input: Vec<Injection>,
+    has_input: bool,
+}
+
+struct Pending {
+    epoch: u32,
+    burst: u64,
+    key: String,
+    bytes: Vec<u8>,
+}
+
+/// The state behind the lock.
+pub struct Inbox {
+    me: usize,
+    ranges: Vec<Range<u32>>,
+    keys: Keys,
+    epoch: u32,
+    base: u64,
+    slots: Vec<Slot>,
+    pending: Vec<Pending>,
+    /// The newest directive seen (any epoch).
+    pub directive: Option<Directive>,
+    /// Shards whose member token is present.
+    pub alive: u64,
+    /// Shards whose token was present at some time since the epoch began: a token that goes is
+    /// a loss; one never seen yet (a peer's link still coming up) is not.
+    pub seen: u64,
+    /// Shards whose token appeared (again) since the io shard last looked.
+    pub appeared: u64,
+    /// Each shard's present token key and the checkpoint burst it advertises.
+    tokens: Vec<Option<(String, u64)>>,
+    /// A peer's message far beyond `base` in this epoch: (shard, burst).
+    pub ahead: Option<(usize, u64)>,
+    /// Messages that could not be decoded, and the first error.
+    pub malformed: u64,
+    pub first_error: Option<String>,
+}
+
+/// The inbox and its condition variable.
+pub struct Shared {
+    inbox: Mutex<Inbox>,
+    changed: Condvar,
+}
+
+impl Shared {
+    pub fn new(me: usize, ranges: Vec<Range<u32>>, keys: Keys) -> Shared {
+        let n = ranges.len();
+        let slots = (0..RING).map(|_| Slot { spikes: vec![Vec::new(); n], ..Default::default() }).collect();
+        let inbox = Inbox {
+            me,
+            ranges,
+            keys,
+            epoch: 0,
+            base: 0,
+            slots,
+            pending: Vec::new(),
+            directive: None,
+            alive: 0,
+            seen: 0,
+            appeared: 0,
+            tokens: vec![None; n],
+            ahead: None,
+            malformed: 0,
+            first_error: None,
+        };
+        Shared { inbox: Mutex::new(inbox), changed: Condvar::new() }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Inbox> {
+        self.inbox.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait until notified or `deadline`; false when the deadline has passed.
+    pub fn wait<'a>(&self, guard: MutexGuard<'a, Inbox>, deadline: Instant) -> (MutexGuard<'a, Inbox>, bool) {
+        let now = Instant::now();
+        if now >= deadline {
+            return (guard, false);
+        }
+        let (g, _) = self.changed.wait_timeout(guard, deadline - now).unwrap_or_else(|p| p.into_inner());
+        (g, Instant::now() < deadline)
+    }
+
+    /// A data sample (spikes or input) from Zenoh.
+    pub fn on_data(&self, key: &str, bytes: &[u8]) {
+        let mut g = self.lock();
+        if let Err(e) = g.accept(key, bytes, true) {
+            g.malformed += 1;
+            if g.malformed <= 10 {
+                tracing::warn!("dropped a malformed message: {e}");
+            }
+            g.first_error.get_or_insert(e.to_string());
+        }
+        drop(g);
+        self.changed.notify_all();
+    }
+
+    /// A directive on the control key.
+    pub fn on_control(&self, key: &str, bytes: &[u8]) {
+        let mut g = self.lock();
+        match Directive::decode(key, bytes) {
+            Ok(d) => {
+                if g.directive.is_none_or(|old| d.epoch > old.epoch) {
+                    g.directive = Some(d);
+                }
+            }
+            Err(e) => {
+                g.malformed += 1;
+                tracing::warn!("dropped a malformed directive: {e}");
+            }
+        }
+        drop(g);
+        self.changed.notify_all();
+    }
+
+    /// A member token appeared (`put`) or went away.
+    pub fn on_token(&self, key: &str, put: bool) {
+        let mut g = self.lock();
+        match g.keys.parse_member(key) {
+            Ok((k, ckpt)) if k < g.tokens.len() => {
+                let bit = 1u64 << k;
+                if put {
+                    if g.tokens[k].as_ref().is_none_or(|(old, _)| old != key) {
+                        g.tokens[k] = Some((key.to_string(), ckpt));
+                        g.alive |= bit;
+                        g.seen |= bit;
+                        g.appeared |= bit;
+                    }
+                } else if g.tokens[k].as_ref().is_some_and(|(old, _)| old == key) {
+                    g.tokens[k] = None;
+                    g.alive &= !bit;
+                }
+            }
+            Ok((k, _)) => tracing::warn!("member token {key}: shard {k} is not in this cluster"),
+            Err(e) => tracing::warn!("{e}"),
+        }
+        drop(g);
+        self.changed.notify_all();
+    }
+}
+
+impl Inbox {
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// The checkpoint burst that shard `k`'s token advertises.
+    pub fn checkpoint_of(&self, k: usize) -> Option<u64> {
+        self.tokens.get(k).and_then(|t| t.as_ref().map(|(_, c)| *c))
+    }
+
+    fn slot(&mut self, burst: u64) -> Option<&mut Slot> {
+        if burst < self.base || burst >= self.base + RING as u64 {
+            return None;
+        }
+        let s = &mut self.slots[(burst % RING as u64) as usize];
+        debug_assert_eq!(s.burst, burst);
+        Some(s)
+    }
+
+    fn accept(&mut self, key: &str, bytes: &[u8], may_pend: bool) -> Result<(), wire::WireError> {
+        let (topic, burst, shard) = self.keys.parse_data(key)?;
+        if shard >= self.ranges.len() {
+            return Err(wire::WireError { key: key.into(), message: format!("shard {shard} is not in this cluster") });
+        }
+        let h = wire::decode_header(key, bytes, topic, burst, shard)?;
+        if h.epoch < self.epoch {
+            return Ok(());
+        }
+        if h.epoch > self.epoch {
+            if may_pend {
+                self.pend(Pending { epoch: h.epoch, burst, key: key.to_string(), bytes: bytes.to_vec() });
+            }
+            return Ok(());
+        }
+        if burst >= self.base + RING as u64 {
+            self.ahead = Some((shard, burst));
+            return Ok(());
+        }
+        let (me, range) = (self.me, self.ranges[shard].clone());
+        let own = self.ranges[me].clone();
+        let Some(slot) = self.slot(burst) else { return Ok(()) };
+        match topic {
+            Topic::Spikes => {
+                if shard == me || slot.have & (1 << shard) != 0 {
+                    return Ok(());
+                }
+                slot.spikes[shard].clear();
+                wire::decode_spikes(key, bytes, &h, &range, &mut slot.spikes[shard])?;
+                slot.have |= 1 << shard;
+            }
+            Topic::Input => {
+                if shard != me || slot.has_input {
+                    return Ok(());
+                }
+                slot.input.clear();
+                wire::decode_input(key, bytes, &h, &own, &mut slot.input)?;
+                slot.has_input = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn pend(&mut self, p: Pending) {
+        if self.pending.len() >= PENDING_MAX {
+            let oldest = (0..self.pending.len()).min_by_key(|&i| (self.pending[i].epoch, self.pending[i].burst)).unwrap();
+            self.pending.swap_remove(oldest);
+        }
+        self.pending.push(p);
+    }
+
+    /// Start epoch `epoch` at burst `base`: empty slots, then the kept messages of that epoch.
+    pub fn rebase(&mut self, epoch: u32, base: u64) {
+        self.epoch = epoch;
+        self.base = base;
+        self.ahead = None;
+        self.seen = self.alive;
+        for b in base..base + RING as u64 {
+            let s = &mut self.slots[(b % RING as u64) as usize];
+            s.burst = b;
+            s.have = 0;
+            s.has_input = false;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        for p in pending {
+            if p.epoch == epoch {
+                if let Err(e) = self.accept(&p.key, &p.bytes, false) {
+                    self.malformed += 1;
+                    tracing::warn!("dropped a malformed message: {e}");
+                }
+            } else if p.epoch > epoch {
+                self.pending.push(p);
+            }
+        }
+    }
+
+    /// Shards of `members` (other than this one) whose spikes of `burst` are missing.
+    pub fn missing(&self, burst: u64, members: u64) -> u64 {
+        let have = if burst >= self.base && burst < self.base + RING as u64 { self.slots[(burst % RING as u64) as usize].have } else { 0 };
+        members & !(1 << self.me) & !have
+    }
+
+    pub fn has_input(&self, burst: u64) -> bool {
+        burst >= self.base && burst < self.base + RING as u64 && self.slots[(burst % RING as u64) as usize].has_input
+    }
+
+    /// Move the spikes of `burst` of `members` into `out` (shard `k`'s ids in `out[k]`; the
+    /// buffers are swapped, not copied) and, if asked, the input of `burst + 1` into `input`;
+    /// then drop the slot of `burst` and open the one of `burst + RING`.
+    pub fn take(&mut self, burst: u64, members: u64, out: &mut [Vec<u32>], input: Option<&mut Vec<Injection>>) {
+        assert_eq!(burst, self.base, "bursts are taken in order");
+        let i = (burst % RING as u64) as usize;
+        for k in wire::shards_of(members & self.slots[i].have) {
+            std::mem::swap(&mut self.slots[i].spikes[k], &mut out[k]);
+        }
+        if let Some(input) = input {
+            input.clear();
+            let j = ((burst + 1) % RING as u64) as usize;
+            if self.slots[j].has_input {
+                std::mem::swap(&mut self.slots[j].input, input);
+            }
+        }
+        let s = &mut self.slots[i];
+        s.burst = burst + RING as u64;
+        s.have = 0;
+        s.has_input = false;
+        self.base = burst + 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Potential;
+
+    fn spikes(keys: &Keys, shard: usize, epoch: u32, burst: u64, ids: &[u32]) -> (String, Vec<u8>) {
+        let mut k = String::new();
+        keys.data(Topic::Spikes, burst, shard, &mut k);
+        let mut b = Vec::new();
+        wire::encode_spikes(&mut b, shard, epoch, burst, ids);
+        (k, b)
+    }
+
+    fn shared() -> (Shared, Keys) {
+        let keys = Keys::new("t");
+        (Shared::new(1, vec![0..10, 10..20, 20..30], keys.clone()), keys)
+    }
+
+    #[test]
+    fn slots_fill_and_rotate() {
+        let (s, keys) = shared();
+        s.lock().rebase(1, 5);
+        let (k, b) = spikes(&keys, 0, 1, 5, &[1, 2]);
+        s.on_data(&k, &b);
+        let (k, b) = spikes(&keys, 2, 1, 6, &[25]); // a peer one burst ahead
+        s.on_data(&k, &b);
+        let (k, b) = spikes(&keys, 2, 1, 5, &[21]);
+        s.on_data(&k, &b);
+        let (k, b) = spikes(&keys, 0, 0, 5, &[3]); // an old epoch: ignored
+        s.on_data(&k, &b);
+        let mut key = String::new();
+        keys.data(Topic::Input, 6, 1, &mut key);
+        let mut ib = Vec::new();
+        wire::encode_input(&mut ib, 1, 1, 6, &[Injection { neuron: 12, potential: Potential(7) }]);
+        s.on_data(&key, &ib);
+        let mut g = s.lock();
+        assert_eq!(g.missing(5, 0b111), 0);
+        assert_eq!(g.missing(6, 0b111), 0b001);
+        assert!(g.has_input(6));
+        let mut out = vec![Vec::new(); 3];
+        let mut input = Vec::new();
+        g.take(5, 0b111, &mut out, Some(&mut input));
+        assert_eq!(out, vec![vec![1, 2], vec![], vec![21]]);
+        assert_eq!(input, vec![Injection { neuron: 12, potential: Potential(7) }]);
+        assert_eq!(g.missing(6, 0b111), 0b001);
+        g.take(6, 0b101, &mut out, Some(&mut input));
+        assert_eq!(out[2], vec![25]);
+        assert!(input.is_empty());
+        assert_eq!(g.malformed, 0);
+    }
+
+    #[test]
+    fn future_epochs_wait_for_their_directive_and_far_bursts_mean_behind() {
+        let (s, keys) = shared();
+        s.lock().rebase(1, 0);
+        let (k, b) = spikes(&keys, 0, 2, 300, &[4]);
+        s.on_data(&k, &b);
+        assert_eq!(s.lock().missing(300, 0b101), 0b101);
+        s.lock().rebase(2, 300);
+        assert_eq!(s.lock().missing(300, 0b101), 0b100);
+        let (k, b) = spikes(&keys, 2, 2, 310, &[24]);
+        s.on_data(&k, &b);
+        assert_eq!(s.lock().ahead, Some((2, 310)));
+    }
+
+    #[test]
+    fn bad_messages_are_counted_and_tokens_tracked() {
+        let (s, keys) = shared();
+        s.lock().rebase(1, 0);
+        let (k, b) = spikes(&keys, 0, 1, 0, &[15]); // outside shard 0's range
+        s.on_data(&k, &b);
+        s.on_data("neuroburst/t/spikes/0/9", &b);
+        s.on_data("neuroburst/t/spikes/0/0", &b[..3]);
+        assert_eq!(s.lock().malformed, 3);
+        assert!(s.lock().first_error.as_ref().unwrap().contains("neuroburst/t/spikes/0/0"));
+        let view = |s: &Shared| {
+            let g = s.lock();
+            (g.alive, g.seen, g.checkpoint_of(2))
+        };
+        s.on_token(&keys.member(2, 100), true);
+        assert_eq!(view(&s), (0b100, 0b100, Some(100)));
+        s.on_token(&keys.member(2, 200), true); // a restarted shard 2
+        s.on_token(&keys.member(2, 100), false); // the old token's late removal: ignored
+        assert_eq!(view(&s), (0b100, 0b100, Some(200)));
+        s.on_token(&keys.member(2, 200), false);
+        assert_eq!(view(&s), (0, 0b100, None), "gone after seen: a loss");
+        s.lock().rebase(2, 0);
+        assert_eq!(view(&s).1, 0, "a new epoch forgets tokens that are gone");
+        s.on_control("c", &Directive { from: 0, epoch: 2, resume: 0, members: 7 }.encode());
+        s.on_control("c", &Directive { from: 0, epoch: 1, resume: 0, members: 7 }.encode());
+        assert_eq!(s.lock().directive.unwrap().epoch, 2);
+    }
+}

@@ -1,0 +1,46 @@
+//! One brain over several processes or hosts (`neuroburst shard`): each shard is a process with
+//! its own [`crate::backend::cpu::CpuEngine`] over a range of a [`crate::shard::ShardPlan`], and
+//! a Zenoh peer session to every other shard. docs/distributed.md is the user's guide.
+//!
+//! # The protocol
+//! - **Membership** is static ([`ClusterConfig`]): shard `k` listens on `endpoints[k]`; the plan is
+//!   the same in every process (same genome, shard count and strategy). Each shard declares the
+//!   liveliness token `member/<k>/<c>` (`c`: its latest checkpoint's burst) after its subscribers.
+//! - **Start**: the io shard waits for every token, then publishes the directive *epoch 1, resume
+//!   from `c` = the smallest checkpoint burst advertised* (0: the initial state). Every shard
+//!   restores that state and starts.
+//! - **A burst** (at burst `b` of epoch `e`, starting with `b = c`): publish the own fired ids of
+//!   burst `b`; the io shard then sends every member its share of burst `b + 1`'s injection; wait
+//!   for every member's spikes of burst `b` (and, but on the io shard, the input of `b + 1`); the
+//!   whole brain's fired list is their concatenation in shard order (= id order); run burst
+//!   `b + 1` with it. Fired sets are bit-identical to one process (sums are exact integers).
+//! - **Checkpoints**: every `checkpoint_interval` bursts, while no shard is missing, every shard
+//!   saves its own state after that burst (keeping the last two).
+//! - **Loss**: a member whose token goes (the process died, or its host is unreachable) or whose
+//!   spikes of a burst do not come within `burst_timeout_ms` (it stalled) is lost. `stop`: every
+//!   shard names it and exits (status 3); restart them all with `--resume` (the start picks the
+//!   smallest latest checkpoint). `degraded`: the others go on without it, its spikes count as
+//!   none, no checkpoints are written. The loss of the io shard always stops the others.
+//! - **Rejoin**: a restarted shard (`--resume`) declares its token again. The io shard answers
+//!   with the directive *epoch `e + 1`, resume from `c'`, members + the newcomer*, where `c'` is
+//!   the latest of its checkpoints not newer than the newcomer's latest; every member drops what
+//!   it is doing, restores `c'` and runs on from there. Everything after `c'` is computed again,
+//!   so the brain is again exactly the brain that never lost a shard. Messages carry their epoch;
+//!   older epochs are ignored, newer ones kept until their directive arrives.
+//! - **Left behind**: a shard that stalled and wakes up to find its peers bursts ahead (or a
+//!   directive without it) exits with status 4; restart it with `--resume` to rejoin.
+//!
+//! Limits: one io shard; in `degraded` mode, a shard that dies while sending one burst's spikes
+//! may reach some peers and not others, so their states differ from that burst on (the rejoin's
+//! rollback repairs it); at most 64 shards.
+
+pub mod checkpoints;
+pub mod config;
+pub mod inbox;
+pub mod netns;
+pub mod record;
+mod run;
+pub mod wire;
+
+pub use config::{ClusterConfig, OnShardLoss};
+pub use run::{run, session_config, ClusterError, Outcome, Report, ShardOptions};

@@ -1,0 +1,694 @@
+//! One shard of a brain spread over processes or hosts: its own [`CpuEngine`], a Zenoh peer
+//! session to every other shard, and the loop of [`super`]'s protocol.
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ::zenoh::qos::{CongestionControl, Priority};
+use ::zenoh::sample::{Locality, SampleKind};
+use ::zenoh::{Session, Wait};
+
+use super::checkpoints::{ShardCheckpointError, ShardCheckpoints};
+use super::config::{ClusterConfig, OnShardLoss};
+use super::inbox::Shared;
+use super::record::{self, Line};
+use super::wire::{self, Directive, Keys, Topic};
+use crate::backend::cpu::CpuEngine;
+use crate::backend::shard::ShardEngine;
+use crate::backend::BackendError;
+use crate::brain::Brain;
+use crate::genome::{AreaKind, Genome};
+use crate::model::{Injection, Layout, NeuronState};
+use crate::shard::{PlanError, Strategy};
+use crate::transport::zenoh::{ZenohConfig, ZenohMode};
+use crate::workload::Workload;
+
+/// What a shard runs.
+pub struct ShardOptions {
+    pub genome: Genome,
+    pub cluster: ClusterConfig,
+    pub strategy: Strategy,
+    /// This shard's index (its endpoint is `cluster.endpoints[index]`).
+    pub index: usize,
+    /// Run up to this burst and stop; 0 = until interrupted.
+    pub bursts: u64,
+    /// Start from the latest checkpoint (else: a fresh start, old checkpoints removed).
+    pub resume: bool,
+    /// The io shard's sensor input: the injection of W (see [`Workload::injection`]).
+    pub input: Option<Workload>,
+    /// Compute every burst's input before the start (benchmarks: keeps its cost out of the timing).
+    pub precompute_input: bool,
+    /// The io shard writes its record here (see [`record`]).
+    pub record: Option<PathBuf>,
+    /// Bursts after each epoch's start that the timings leave out.
+    pub warmup: u64,
+    pub progress: bool,
+    /// Set by a signal: stop after the current burst.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// How a shard ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ran to the last burst.
+    Completed,
+    /// Stopped on a signal.
+    Interrupted,
+    /// Stopped because shards were lost (`on_shard_loss: stop`, or the io shard was lost).
+    ShardLost { shards: u64, burst: u64, reason: String },
+    /// The others went on without this shard (it stalled); restart it to rejoin.
+    Excluded { reason: String },
+}
+
+/// What a shard did.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub outcome: Outcome,
+    pub index: usize,
+    pub shards: usize,
+    pub neurons: Range<u32>,
+    pub epochs: u32,
+    pub bursts_run: u64,
+    pub last_burst: u64,
+    pub malformed: u64,
+    /// Per timed burst: from the whole fired list of the last burst to that of this one (the
+    /// burst period; at the io shard, the brain's burst latency), microseconds.
+    pub period_us: Vec<f64>,
+    /// Per timed burst: time in this shard's engine.
+    pub compute_us: Vec<f64>,
+    /// Per timed burst: time waiting for the peers' spikes (and the input).
+    pub wait_us: Vec<f64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error(transparent)]
+    Config(#[from] super::config::ClusterConfigError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error(transparent)]
+    Checkpoint(#[from] ShardCheckpointError),
+    #[error("zenoh: {0}")]
+    Zenoh(String),
+    #[error("{0}")]
+    Startup(String),
+    #[error("{path}: {source}")]
+    Record {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn zerr(what: &str) -> impl Fn(::zenoh::Error) -> ClusterError + '_ {
+    move |e| ClusterError::Zenoh(format!("{what}: {e}"))
+}
+
+/// The Zenoh session of shard `index`: a peer listening on its endpoint and connecting to every
+/// other, multicast and gossip scouting off, connections retried every 0.1..1 s.
+pub fn session_config(cluster: &ClusterConfig, index: usize) -> Result<::zenoh::Config, ClusterError> {
+    let z = ZenohConfig {
+        mode: ZenohMode::Peer,
+        listen: vec![cluster.endpoints[index].clone()],
+        connect: cluster.endpoints.iter().enumerate().filter(|&(k, _)| k != index).map(|(_, e)| e.clone()).collect(),
+        ..Default::default()
+    };
+    let mut c = z.session_config().map_err(|e| ClusterError::Zenoh(e.to_string()))?;
+    let retry = r#"{"period_init_ms": 100, "period_max_ms": 1000, "period_increase_factor": 2}"#;
+    c.insert_json5("connect/retry", retry).map_err(|e| ClusterError::Zenoh(format!("config connect/retry: {e}")))?;
+    // Only the configured links: no peer learns (and dials) other addresses through gossip.
+    c.insert_json5("scouting/gossip/enabled", "false").map_err(|e| ClusterError::Zenoh(format!("config scouting/gossip: {e}")))?;
+    Ok(c)
+}
+
+/// Why a gather ended.
+enum Gathered {
+    Ready,
+    Directive(Directive),
+    Lost { shards: u64, reason: String },
+    Rejoin(u64),
+    Behind(String),
+    Interrupted,
+}
+
+enum EpochEnd {
+    Next(Directive),
+    Done(Outcome),
+}
+
+struct Shard {
+    o: ShardOptions,
+    n: usize,
+    me: usize,
+    io: usize,
+    ranges: Vec<Range<u32>>,
+    motor: Vec<Range<u32>>,
+    engine: CpuEngine,
+    initial: NeuronState,
+    ckpts: ShardCheckpoints,
+    keys: Keys,
+    shared: Arc<Shared>,
+    session: Session,
+    epoch: u32,
+    /// Own fired neurons of the current burst.
+    own: Vec<u32>,
+    /// Received spikes by shard, the whole brain's list, this shard's input, scratch.
+    parts: Vec<Vec<u32>>,
+    whole: Vec<u32>,
+    input: Vec<Injection>,
+    injection: Vec<Injection>,
+    precomputed: Vec<Vec<Injection>>,
+    key: String,
+    buf: Vec<u8>,
+    record: Option<std::io::BufWriter<std::fs::File>>,
+    report: Report,
+}
+
+/// Run shard `o.index` until the last burst, a signal, or a loss that stops it.
+pub fn run(o: ShardOptions) -> Result<Report, ClusterError> {
+    o.cluster.validate(Some(o.index))?;
+    let n = o.cluster.shards();
+    let me = o.index;
+    let threads = rayon::current_num_threads();
+    let (brain, plan) = Brain::build_sharded(&o.genome, n, o.strategy, threads, o.progress)?;
+    let ranges = plan.ranges.clone();
+    let motor = match &o.input {
+        Some(w) => vec![w.motor()],
+        None => motor_ranges(&o.genome, &brain.layout),
+    };
+    tracing::info!(
+        "shard {me} of {n}: neurons {:?} ({} synapses onto them), {} plan, {threads} threads",
+        ranges[me],
+        plan.synapses[me],
+        plan.strategy
+    );
+    let mut engine = CpuEngine::for_shard(brain, &plan, me);
+    let initial = engine.snapshot()?;
+    let c = &o.cluster;
+    let ckpts = ShardCheckpoints::new(&c.checkpoint_dir, &c.name, me, n, ranges[me].clone());
+    let latest = if o.resume {
+        ckpts.latest()
+    } else {
+        let removed = ckpts.clear()?;
+        if removed > 0 {
+            tracing::info!("fresh start: removed {removed} old checkpoint(s) of shard {me} from {}", c.checkpoint_dir.display());
+        }
+        0
+    };
+    let record = match (&o.record, me == c.io_shard) {
+        (Some(p), true) => {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|source| ClusterError::Record { path: p.clone(), source })?;
+            Some(std::io::BufWriter::new(f))
+        }
+        _ => None,
+    };
+    let precomputed = match (&o.input, o.precompute_input && me == c.io_shard && o.bursts > 0) {
+        (Some(w), true) => (1..=o.bursts)
+            .map(|t| {
+                let mut v = Vec::new();
+                w.injection(t, &mut v);
+                v
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let keys = Keys::new(&c.name);
+    let shared = Arc::new(Shared::new(me, ranges.clone(), keys.clone()));
+    let session = ::zenoh::open(session_config(c, me)?).wait().map_err(zerr("opening the session"))?;
+    tracing::info!("zenoh peer {} listening on {}, connecting to the other {} shard(s)", session.zid(), c.endpoints[me], n - 1);
+
+    // Subscribers first, then the token: whoever sees the token can reach the subscribers.
+    let s = shared.clone();
+    let _spikes = session
+        .declare_subscriber(keys.all_spikes())
+        .allowed_origin(Locality::Remote)
+        .callback(move |x| s.on_data(x.key_expr().as_str(), &x.payload().to_bytes()))
+        .wait()
+        .map_err(zerr("spikes subscriber"))?;
+    let s = shared.clone();
+    let _inputs = session
+        .declare_subscriber(keys.inputs_of(me))
+        .allowed_origin(Locality::Remote)
+        .callback(move |x| s.on_data(x.key_expr().as_str(), &x.payload().to_bytes()))
+        .wait()
+        .map_err(zerr("input subscriber"))?;
+    let s = shared.clone();
+    let _control = session
+        .declare_subscriber(keys.control())
+        .allowed_origin(Locality::Remote)
+        .callback(move |x| s.on_control(x.key_expr().as_str(), &x.payload().to_bytes()))
+        .wait()
+        .map_err(zerr("control subscriber"))?;
+    let s = shared.clone();
+    let _members = session
+        .liveliness()
+        .declare_subscriber(keys.all_members())
+        .history(true)
+        .callback(move |x| s.on_token(x.key_expr().as_str(), x.kind() == SampleKind::Put))
+        .wait()
+        .map_err(zerr("member subscriber"))?;
+    let token_key = keys.member(me, latest);
+    let _token = session.liveliness().declare_token(token_key.clone()).wait().map_err(zerr("member token"))?;
+    shared.on_token(&token_key, true);
+
+    let report = Report {
+        outcome: Outcome::Completed,
+        index: me,
+        shards: n,
+        neurons: ranges[me].clone(),
+        epochs: 0,
+        bursts_run: 0,
+        last_burst: 0,
+        malformed: 0,
+        period_us: vec![],
+        compute_us: vec![],
+        wait_us: vec![],
+    };
+    let mut shard = Shard {
+        io: c.io_shard,
+        n,
+        me,
+        ranges,
+        motor,
+        engine,
+        initial,
+        ckpts,
+        keys,
+        shared,
+        session,
+        epoch: 0,
+        own: Vec::new(),
+        parts: vec![Vec::new(); n],
+        whole: Vec::new(),
+        input: Vec::new(),
+        injection: Vec::new(),
+        precomputed,
+        key: String::new(),
+        buf: Vec::new(),
+        record,
+        report,
+        o,
+    };
+    let outcome = shard.main();
+    // Close explicitly: the session sends what it still holds (the last spikes) before the
+    // links go down, and the peers see this shard's token go.
+    if let Err(e) = shard.session.close().wait() {
+        tracing::warn!("closing the zenoh session: {e}");
+    }
+    if let Some(r) = shard.record.as_mut() {
+        use std::io::Write;
+        let path = shard.o.record.clone().unwrap_or_default();
+        r.flush().map_err(|source| ClusterError::Record { path, source })?;
+    }
+    shard.report.outcome = outcome?;
+    shard.report.malformed = shard.shared.lock().malformed;
+    Ok(shard.report)
+}
+
+/// The id ranges of the genome's motor areas.
+fn motor_ranges(genome: &Genome, layout: &Layout) -> Vec<Range<u32>> {
+    genome
+        .areas
+        .iter()
+        .filter(|a| a.kind == AreaKind::Motor)
+        .filter_map(|a| layout.area_index(&a.id))
+        .map(|i| layout.params[i].first..layout.params[i].first + layout.params[i].count)
+        .collect()
+}
+
+impl Shard {
+    fn is_io(&self) -> bool {
+        self.me == self.io
+    }
+
+    fn all(&self) -> u64 {
+        if self.n == 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.n) - 1
+        }
+    }
+
+    fn main(&mut self) -> Result<Outcome, ClusterError> {
+        let mut d = match self.start()? {
+            Some(d) => d,
+            None => return Ok(Outcome::Interrupted),
+        };
+        loop {
+            match self.epoch_loop(d)? {
+                EpochEnd::Next(next) => d = next,
+                EpochEnd::Done(outcome) => return Ok(outcome),
+            }
+        }
+    }
+
+    /// The start-up barrier. The io shard waits for every member token, then tells everyone to
+    /// start from the latest checkpoint that all hold; the others wait for that directive.
+    fn start(&mut self) -> Result<Option<Directive>, ClusterError> {
+        let timeout = self.o.cluster.startup_timeout();
+        let deadline = Instant::now() + timeout;
+        let all = self.all();
+        let mut g = self.shared.lock();
+        loop {
+            if self.o.stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            if self.is_io() && g.alive & all == all {
+                let resume = (0..self.n).filter_map(|k| g.checkpoint_of(k)).min().unwrap_or(0);
+                g.appeared = 0;
+                drop(g);
+                let d = Directive { from: self.me, epoch: 1, resume, members: all };
+                tracing::info!("all {} shards are up; starting from burst {resume}", self.n);
+                self.publish_directive(&d)?;
+                return Ok(Some(d));
+            }
+            if !self.is_io() {
+                if let Some(d) = g.directive.filter(|d| d.members & (1 << self.me) != 0) {
+                    tracing::info!(
+                        "start directive from the io shard: epoch {}, from burst {}, members {}",
+                        d.epoch,
+                        d.resume,
+                        wire::list(d.members)
+                    );
+                    return Ok(Some(d));
+                }
+            }
+            let (g2, in_time) = self.shared.wait(g, deadline.min(Instant::now() + Duration::from_millis(100)));
+            g = g2;
+            if !in_time && Instant::now() >= deadline {
+                let what = if self.is_io() {
+                    let missing = all & !g.alive;
+                    let eps: Vec<&str> = wire::shards_of(missing).map(|k| self.o.cluster.endpoints[k].as_str()).collect();
+                    format!(
+                        "shard(s) {} did not come up within {:.0} s (endpoints {})",
+                        wire::list(missing),
+                        timeout.as_secs_f64(),
+                        eps.join(", ")
+                    )
+                } else {
+                    format!(
+                        "no start directive from the io shard {} ({}) within {:.0} s",
+                        self.io,
+                        self.o.cluster.endpoints[self.io],
+                        timeout.as_secs_f64()
+                    )
+                };
+                return Err(ClusterError::Startup(what));
+            }
+        }
+    }
+
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<(), ClusterError> {
+        self.session
+            .put(key, bytes)
+            .congestion_control(CongestionControl::Block)
+            .priority(Priority::RealTime)
+            .express(true)
+            .allowed_destination(Locality::Remote)
+            .wait()
+            .map_err(|e| ClusterError::Zenoh(format!("put {key}: {e}")))
+    }
+
+    fn publish_directive(&self, d: &Directive) -> Result<(), ClusterError> {
+        self.put(&self.keys.control(), &d.encode())
+    }
+
+    /// Restore the state of burst `c` (0: the initial state).
+    fn restore(&mut self, c: u64) -> Result<(), ClusterError> {
+        let state = if c == 0 { self.initial.clone() } else { self.ckpts.load(&self.o.genome, c)? };
+        self.engine.restore(&state)?;
+        self.own.clear();
+        self.own.extend_from_slice(&state.fired);
+        Ok(())
+    }
+
+    fn publish_spikes(&mut self, b: u64) -> Result<(), ClusterError> {
+        wire::encode_spikes(&mut self.buf, self.me, self.epoch, b, &self.own);
+        self.keys.data(Topic::Spikes, b, self.me, &mut self.key);
+        self.put(&self.key, &self.buf)
+    }
+
+    /// The io shard: the injection of burst `t`, each member's share sent, this shard's kept.
+    fn send_inputs(&mut self, t: u64, members: u64) -> Result<(), ClusterError> {
+        let mut inj = std::mem::take(&mut self.injection);
+        match &self.o.input {
+            Some(_) if (t as usize) <= self.precomputed.len() => {
+                inj.clear();
+                inj.extend_from_slice(&self.precomputed[t as usize - 1]);
+            }
+            Some(w) => w.injection(t, &mut inj),
+            None => inj.clear(),
+        }
+        for k in 0..self.n {
+            if members & (1 << k) == 0 {
+                continue;
+            }
+            let r = &self.ranges[k];
+            let share = &inj[inj.partition_point(|i| i.neuron < r.start)..inj.partition_point(|i| i.neuron < r.end)];
+            if k == self.me {
+                self.input.clear();
+                self.input.extend_from_slice(share);
+            } else {
+                wire::encode_input(&mut self.buf, k, self.epoch, t, share);
+                self.keys.data(Topic::Input, t, k, &mut self.key);
+                self.put(&self.key, &self.buf)?;
+            }
+        }
+        self.injection = inj;
+        Ok(())
+    }
+
+    /// Wait for the spikes of burst `b` from every member (and, but on the io shard, the input
+    /// of burst `b + 1`), then move them out of the inbox.
+    fn gather(&mut self, b: u64, members: u64, need_input: bool, deadline: Instant, timeout: Duration) -> Gathered {
+        let me_bit = 1u64 << self.me;
+        let io_bit = 1u64 << self.io;
+        let mut g = self.shared.lock();
+        loop {
+            if let Some(d) = g.directive.filter(|d| d.epoch > self.epoch) {
+                if d.members & me_bit != 0 {
+                    return Gathered::Directive(d);
+                }
+                return Gathered::Behind(format!("the io shard's directive of epoch {} leaves this shard out", d.epoch));
+            }
+            if let Some((s, at)) = g.ahead {
+                return Gathered::Behind(format!("shard {s} is at burst {at} while this shard waits for burst {b}"));
+            }
+            if self.is_io() {
+                let req = g.appeared & !members & g.alive;
+                if req != 0 {
+                    g.appeared &= !req;
+                    return Gathered::Rejoin(req);
+                }
+            }
+            let missing = g.missing(b, members);
+            let input_missing = need_input && !g.has_input(b + 1);
+            if missing == 0 && !input_missing {
+                g.take(b, members, &mut self.parts, need_input.then_some(&mut self.input));
+                return Gathered::Ready;
+            }
+            let lost = g.seen & !g.alive;
+            let gone = (missing & lost) | if input_missing && lost & io_bit != 0 { io_bit } else { 0 };
+            if gone != 0 {
+                return Gathered::Lost { shards: gone, reason: "its member token is gone (the process ended or cannot be reached)".into() };
+            }
+            if self.o.stop.load(Ordering::Relaxed) {
+                return Gathered::Interrupted;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let shards = missing | if input_missing { io_bit } else { 0 };
+                let what = if missing != 0 { "spikes" } else { "input" };
+                return Gathered::Lost {
+                    shards,
+                    reason: format!("no {what} of burst {b} within {} ms (stalled or unreachable)", timeout.as_millis()),
+                };
+            }
+            g = self.shared.wait(g, deadline.min(now + Duration::from_millis(100))).0;
+        }
+    }
+
+    /// Run one epoch from directive `d`: restore, then burst until the end, a loss that stops
+    /// the shard, or the next directive.
+    fn epoch_loop(&mut self, d: Directive) -> Result<EpochEnd, ClusterError> {
+        let c = d.resume;
+        self.restore(c)?;
+        self.epoch = d.epoch;
+        self.report.epochs = d.epoch;
+        let mut members = d.members;
+        {
+            let mut g = self.shared.lock();
+            g.rebase(d.epoch, c);
+            g.appeared &= !members;
+        }
+        if d.epoch > 1 || c > 0 {
+            tracing::info!("epoch {}: resumed from burst {c} with shards {}", d.epoch, wire::list(members));
+        }
+        let cfg = self.o.cluster.clone();
+        let last = if self.o.bursts == 0 { u64::MAX } else { self.o.bursts };
+        let period = (cfg.rate_hz > 0.0).then(|| Duration::from_secs_f64(1.0 / cfg.rate_hz));
+        let mut next_at = Instant::now();
+        let mut prev_done: Option<Instant> = None;
+        let mut b = c;
+        let mut degraded_logged = false;
+        loop {
+            self.publish_spikes(b)?;
+            let more = b < last;
+            if self.is_io() && more {
+                if let Some(p) = period {
+                    next_at += p;
+                    let now = Instant::now();
+                    if next_at > now {
+                        std::thread::sleep(next_at - now);
+                    } else {
+                        next_at = now;
+                    }
+                }
+                self.send_inputs(b + 1, members)?;
+            }
+            let timeout = if b == c { cfg.startup_timeout() } else { cfg.burst_timeout() };
+            let wait_start = Instant::now();
+            let deadline = wait_start + timeout;
+            loop {
+                match self.gather(b, members, !self.is_io() && more, deadline, timeout) {
+                    Gathered::Ready => break,
+                    Gathered::Directive(next) => return Ok(EpochEnd::Next(next)),
+                    Gathered::Interrupted => return Ok(EpochEnd::Done(Outcome::Interrupted)),
+                    Gathered::Behind(reason) => {
+                        tracing::error!(
+                            "shard {} was left behind: {reason}; the others went on without it: restart it with --resume to rejoin",
+                            self.me
+                        );
+                        return Ok(EpochEnd::Done(Outcome::Excluded { reason }));
+                    }
+                    Gathered::Rejoin(req) => {
+                        let next = self.rejoin(req, members);
+                        self.publish_directive(&next)?;
+                        return Ok(EpochEnd::Next(next));
+                    }
+                    Gathered::Lost { shards, reason } => {
+                        let io_lost = shards & (1 << self.io) != 0;
+                        for k in wire::shards_of(shards) {
+                            let ep = &cfg.endpoints[k];
+                            if cfg.on_shard_loss == OnShardLoss::Stop || io_lost {
+                                let why = if io_lost {
+                                    "the io shard carries the sensor input and motor output"
+                                } else {
+                                    "cluster.on_shard_loss = stop"
+                                };
+                                tracing::error!("shard {k} ({ep}) lost at burst {b}: {reason}; {why}: stopping");
+                            } else {
+                                tracing::warn!(
+                                    "shard {k} ({ep}) lost at burst {b}: {reason}; continuing degraded without it (its spikes count as none) until it rejoins"
+                                );
+                            }
+                        }
+                        if cfg.on_shard_loss == OnShardLoss::Stop || io_lost {
+                            return Ok(EpochEnd::Done(Outcome::ShardLost { shards, burst: b, reason }));
+                        }
+                        members &= !shards;
+                        degraded_logged = false;
+                    }
+                }
+            }
+            let done = Instant::now();
+            // The whole brain's fired list of burst b, in id order.
+            self.whole.clear();
+            for k in 0..self.n {
+                if k == self.me {
+                    self.whole.extend_from_slice(&self.own);
+                } else if members & (1 << k) != 0 {
+                    self.whole.extend_from_slice(&self.parts[k]);
+                }
+            }
+            if b > c {
+                let timed = b > c + self.o.warmup;
+                if let (Some(prev), true) = (prev_done, timed) {
+                    self.report.period_us.push((done - prev).as_secs_f64() * 1e6);
+                    self.report.wait_us.push((done - wait_start).as_secs_f64() * 1e6);
+                }
+                self.write_record(b, members)?;
+            }
+            prev_done = Some(done);
+            self.report.last_burst = b;
+            let full = members == self.all();
+            if !full && !degraded_logged {
+                tracing::info!("burst {b}: running degraded with shards {} (no checkpoints while degraded)", wire::list(members));
+                degraded_logged = true;
+            }
+            if full && b > c && cfg.checkpoint_interval > 0 && b % cfg.checkpoint_interval == 0 {
+                let mut st = self.engine.snapshot()?;
+                st.burst = b;
+                st.fired.clone_from(&self.own);
+                let path = self.ckpts.save(&self.o.genome, st)?;
+                tracing::debug!("checkpoint {}", path.display());
+            }
+            if !more {
+                return Ok(EpochEnd::Done(Outcome::Completed));
+            }
+            if self.o.stop.load(Ordering::Relaxed) {
+                return Ok(EpochEnd::Done(Outcome::Interrupted));
+            }
+            let t0 = Instant::now();
+            self.engine.burst(b + 1, &self.whole, &self.input)?;
+            if b + 1 > c + self.o.warmup + 1 {
+                self.report.compute_us.push(t0.elapsed().as_secs_f64() * 1e6);
+            }
+            self.own.clear();
+            self.own.extend_from_slice(self.engine.fired().0);
+            self.report.bursts_run += 1;
+            b += 1;
+        }
+    }
+
+    /// The io shard lets shards `req` rejoin: everyone resumes from the latest checkpoint this
+    /// shard holds that is not newer than the newest one each of them holds.
+    fn rejoin(&mut self, req: u64, members: u64) -> Directive {
+        let g = self.shared.lock();
+        let theirs = wire::shards_of(req).filter_map(|k| g.checkpoint_of(k)).min().unwrap_or(0);
+        drop(g);
+        let resume = self.ckpts.list().into_iter().filter(|&b| b <= theirs).max().unwrap_or(0);
+        let d = Directive { from: self.me, epoch: self.epoch + 1, resume, members: members | req };
+        tracing::info!(
+            "shard(s) {} rejoin (checkpoints up to burst {theirs}): every shard resumes from burst {resume} in epoch {}, shards {}",
+            wire::list(req),
+            d.epoch,
+            wire::list(d.members)
+        );
+        d
+    }
+
+    fn write_record(&mut self, b: u64, members: u64) -> Result<(), ClusterError> {
+        let Some(w) = self.record.as_mut() else { return Ok(()) };
+        let mut per_shard = vec![0u64; self.n];
+        for (k, c) in per_shard.iter_mut().enumerate() {
+            *c = if k == self.me {
+                self.own.len() as u64
+            } else if members & (1 << k) != 0 {
+                self.parts[k].len() as u64
+            } else {
+                0
+            };
+        }
+        let whole = &self.whole;
+        let motor: usize = self.motor.iter().map(|r| whole.partition_point(|&x| x < r.end) - whole.partition_point(|&x| x < r.start)).sum();
+        let line = Line {
+            epoch: self.epoch,
+            burst: b,
+            fired: whole.len() as u64,
+            hash: record::fired_hash(whole),
+            per_shard,
+            motor: motor as u64,
+        };
+        line.write(w).map_err(|source| ClusterError::Record { path: self.o.record.clone().unwrap_or_default(), source })
+    }
+}

@@ -1,0 +1,331 @@
+//! One brain over three hosts: `neuroburst shard` processes, each in a network namespace of its
+//! own on a private bridge (10.77.0.x; made by the test, removed after it), or on 127.0.0.1 where
+//! namespaces cannot be made (the test prints why; NEUROBURST_TEST_LOOPBACK=1 forces it). The
+//! brain is W(20k, 100, 1%); the io shard records a hash of the whole brain's fired ids every
+//! burst, and the test compares them with the same brain run in this process.
+//!
+//! - the fired sets of 1,000 bursts equal one process's;
+//! - `degraded`: shard 2 killed (SIGKILL) is detected at once (its Zenoh link and token go), the
+//!   others go on with its spikes counting as none; restarted with --resume it rejoins, the
+//!   whole brain rolls back to its checkpoint, and every burst again equals one process's;
+//! - `stop`: shard 1 stalled (SIGSTOP) is detected within burst_timeout_ms, the others stop with
+//!   status 3 naming it; all three restarted with --resume finish the run, equal to one process.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::Proc;
+use neuroburst::backend::cpu::CpuBackend;
+use neuroburst::backend::{Backend, Readback};
+use neuroburst::brain::Brain;
+use neuroburst::cluster::netns::Hosts;
+use neuroburst::cluster::record::{self, Line};
+use neuroburst::connectome::even_ranges;
+use neuroburst::workload::Workload;
+
+const W: Workload = Workload { neurons: 20_000, fanout: 100, rate: 0.01, seed: 1 };
+const WORKLOAD: &str = "20000,100,0.01,1";
+const BURSTS: u64 = 1000;
+const SHARDS: usize = 3;
+
+/// Per burst (index t - 1): hash of the fired ids, fired count, fired per shard, motor fired.
+type Reference = Vec<(u64, u64, Vec<u64>, u64)>;
+
+fn reference() -> &'static Reference {
+    static R: OnceLock<Reference> = OnceLock::new();
+    R.get_or_init(|| {
+        let brain = Brain::build(&W.genome(), 2, false);
+        let mut b = CpuBackend::new(brain, Readback::All);
+        let ranges = even_ranges(W.neurons, SHARDS);
+        let mut inj = Vec::new();
+        (1..=BURSTS)
+            .map(|t| {
+                W.injection(t, &mut inj);
+                let out = b.burst(&inj).unwrap();
+                let per = ranges
+                    .iter()
+                    .map(|r| (out.fired.partition_point(|&x| x < r.end) - out.fired.partition_point(|&x| x < r.start)) as u64)
+                    .collect();
+                let motor = out.fired.partition_point(|&x| x < W.motor().end) as u64;
+                (record::fired_hash(out.fired), out.fired.len() as u64, per, motor)
+            })
+            .collect()
+    })
+}
+
+fn hosts(tag: &str) -> Hosts {
+    if std::env::var_os("NEUROBURST_TEST_LOOPBACK").is_some() {
+        println!("hosts: loopback (NEUROBURST_TEST_LOOPBACK is set)");
+        return Hosts::loopback(SHARDS);
+    }
+    let (h, why) = Hosts::netns_or_loopback(SHARDS, tag);
+    match why {
+        Some(e) => println!("hosts: network namespaces cannot be made here ({e}); running on loopback instead"),
+        None => println!("hosts: {}", h.describe()),
+    }
+    h
+}
+
+struct Cluster {
+    // Fields drop in order: the processes before the namespaces they run in.
+    procs: Vec<Option<Proc>>,
+    hosts: Hosts,
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    starts: usize,
+}
+
+impl Cluster {
+    fn new(tag: &str, settings: &str) -> Cluster {
+        let hosts = hosts(tag);
+        let dir = tempfile::tempdir().unwrap();
+        let eps: Vec<String> = (0..SHARDS).map(|i| hosts.endpoint(i)).collect();
+        let config = dir.path().join("cluster.yaml");
+        let yaml = format!(
+            "backend:\n  kind: cpu\n  cpu_threads: 1\nlog:\n  progress: false\ncluster:\n  name: w{tag}\n  endpoints: [{}]\n  io_shard: 0\n  checkpoint_dir: {}\n  startup_timeout_s: 60\n{settings}",
+            eps.join(", "),
+            dir.path().join("ckpt").display()
+        );
+        std::fs::write(&config, yaml).unwrap();
+        Cluster { procs: (0..SHARDS).map(|_| None).collect(), hosts, dir, config, starts: 0 }
+    }
+
+    fn record(&self, run: usize) -> PathBuf {
+        self.dir.path().join(format!("record{run}.txt"))
+    }
+
+    fn spawn(&mut self, k: usize, resume: bool, run: usize) {
+        let mut cmd = self.hosts.command(k, env!("CARGO_BIN_EXE_neuroburst"));
+        cmd.args(["shard", "--index", &k.to_string(), "--workload", WORKLOAD, "--bursts", &BURSTS.to_string()])
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--record")
+            .arg(self.record(run))
+            .env("RUST_LOG", "info,zenoh=warn");
+        if resume {
+            cmd.arg("--resume");
+        }
+        self.starts += 1;
+        let log = self.dir.path().join(format!("shard{k}-{}.log", self.starts));
+        self.procs[k] = Some(Proc::spawn(&mut cmd, log));
+    }
+
+    fn proc(&self, k: usize) -> &Proc {
+        self.procs[k].as_ref().unwrap()
+    }
+
+    /// Wait for shard `k` to exit.
+    fn wait(&mut self, k: usize, timeout: Duration) -> ExitStatus {
+        let end = Instant::now() + timeout;
+        let p = self.procs[k].as_mut().unwrap();
+        loop {
+            if let Some(s) = p.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < end, "shard {k} did not finish within {timeout:?}:\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn logs(&self) -> String {
+        let mut s = String::new();
+        for (k, p) in self.procs.iter().enumerate() {
+            if let Some(p) = p {
+                s += &format!("--- shard {k} ({}) ---\n{}\n", p.stderr.display(), p.log());
+            }
+        }
+        s
+    }
+
+    /// The latest checkpoint burst of shard `k`.
+    fn checkpoint(&self, k: usize) -> u64 {
+        let prefix = format!("shard{k}-");
+        std::fs::read_dir(self.dir.path().join("ckpt"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let rest = &name[name.find(&prefix)? + prefix.len()..];
+                rest.strip_suffix(".ckpt")?.parse().ok()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn wait_checkpoint(&self, k: usize, at_least: u64) {
+        let end = Instant::now() + Duration::from_secs(60);
+        while self.checkpoint(k) < at_least {
+            assert!(Instant::now() < end, "no checkpoint {at_least} of shard {k}:\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Time until `text` shows in shard `k`'s log.
+    fn time_to(&self, k: usize, text: &str, from: Instant, timeout: Duration) -> Duration {
+        loop {
+            if self.proc(k).log().contains(text) {
+                return from.elapsed();
+            }
+            assert!(from.elapsed() < timeout, "shard {k} did not log {text:?} within {timeout:?}:\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// The complete lines of a record (the io shard may be writing the next one).
+fn read_record(p: &Path) -> Vec<Line> {
+    let text = std::fs::read_to_string(p).unwrap_or_default();
+    let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    record::parse(complete).unwrap()
+}
+
+/// Every burst 1..=BURSTS of `lines` (the line that counts) equals one process.
+fn assert_matches_reference(lines: &[Line], logs: &str) {
+    let reference = reference();
+    let finals = record::final_lines(lines);
+    assert_eq!(finals.len() as u64, BURSTS, "record has {} bursts, expected {BURSTS}\n{logs}", finals.len());
+    for (t, l) in &finals {
+        let (hash, fired, per, motor) = &reference[*t as usize - 1];
+        assert_eq!(
+            (l.hash, l.fired, &l.per_shard, l.motor),
+            (*hash, *fired, per, *motor),
+            "burst {t} (epoch {}) differs from one process\n{logs}",
+            l.epoch
+        );
+    }
+    // A brain that neither falls silent nor fires everything: every burst tells shards apart.
+    let active: u64 = finals.values().map(|l| l.fired).sum();
+    assert!(active > BURSTS * 100 && active < BURSTS * W.neurons as u64 / 10, "{active} spikes in {BURSTS} bursts");
+}
+
+#[test]
+fn three_hosts_fire_exactly_as_one_process() {
+    let mut c = Cluster::new("a", "  checkpoint_interval: 250\n");
+    for k in 0..SHARDS {
+        c.spawn(k, false, 0);
+    }
+    for k in 0..SHARDS {
+        let s = c.wait(k, Duration::from_secs(240));
+        assert!(s.success(), "shard {k}: {s}\n{}", c.logs());
+    }
+    let lines = read_record(&c.record(0));
+    assert!(lines.iter().all(|l| l.epoch == 1), "one epoch without faults");
+    assert_matches_reference(&lines, &c.logs());
+    assert_eq!(c.checkpoint(2), 1000);
+    for k in 0..SHARDS {
+        assert!(c.proc(k).log().contains("\"outcome\":\"completed\""), "{}", c.logs());
+    }
+}
+
+#[test]
+fn degraded_a_killed_shard_is_detected_and_rejoins_from_its_checkpoint() {
+    let timeout_ms = 1000;
+    let mut c = Cluster::new(
+        "b",
+        &format!("  on_shard_loss: degraded\n  burst_timeout_ms: {timeout_ms}\n  checkpoint_interval: 100\n  rate_hz: 100\n"),
+    );
+    for k in 0..SHARDS {
+        c.spawn(k, false, 0);
+    }
+    c.wait_checkpoint(2, 200);
+    let killed = Instant::now();
+    c.procs[2].as_mut().unwrap().child.kill().unwrap();
+    c.procs[2].as_mut().unwrap().child.wait().unwrap();
+    for k in [0, 1] {
+        let dt = c.time_to(k, "shard 2 (", killed, Duration::from_secs(10));
+        println!("shard {k} noticed the loss of shard 2 after {dt:?}");
+        assert!(dt < Duration::from_millis(timeout_ms), "detection took {dt:?}, the timeout is {timeout_ms} ms");
+        assert!(c.proc(k).log().contains("continuing degraded"), "{}", c.logs());
+    }
+    // The others go on without shard 2: its spikes count as none.
+    let end = Instant::now() + Duration::from_secs(20);
+    while !read_record(&c.record(0)).iter().rev().take(20).any(|l| l.per_shard[2] == 0 && l.burst > 210) {
+        assert!(Instant::now() < end, "no degraded bursts in the record\n{}", c.logs());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ckpt = c.checkpoint(2);
+    c.spawn(2, true, 0);
+    for k in 0..SHARDS {
+        let s = c.wait(k, Duration::from_secs(240));
+        assert!(s.success(), "shard {k}: {s}\n{}", c.logs());
+    }
+    let log0 = c.proc(0).log();
+    assert!(log0.contains(&format!("every shard resumes from burst {ckpt}")), "rejoin from {ckpt}:\n{}", c.logs());
+    let lines = read_record(&c.record(0));
+    let degraded: Vec<&Line> = lines.iter().filter(|l| l.epoch == 1 && l.burst > ckpt && l.per_shard[2] == 0).collect();
+    assert!(degraded.len() > 10, "bursts without shard 2 in epoch 1: {}", degraded.len());
+    assert!(lines.iter().any(|l| l.epoch == 2 && l.burst == ckpt + 1), "epoch 2 starts after burst {ckpt}");
+    assert_matches_reference(&lines, &c.logs());
+}
+
+#[test]
+fn stop_a_stalled_shard_stops_the_others_and_all_resume_from_the_checkpoint() {
+    let timeout_ms = 500;
+    let mut c = Cluster::new(
+        "c",
+        &format!("  on_shard_loss: stop\n  burst_timeout_ms: {timeout_ms}\n  checkpoint_interval: 100\n  rate_hz: 100\n"),
+    );
+    for k in 0..SHARDS {
+        c.spawn(k, false, 0);
+    }
+    c.wait_checkpoint(1, 200);
+    let stalled = Instant::now();
+    c.proc(1).signal(libc::SIGSTOP);
+    for k in [0, 2] {
+        let s = c.wait(k, Duration::from_secs(10));
+        let dt = stalled.elapsed();
+        println!("shard {k} stopped {dt:?} after shard 1 stalled: {s}");
+        assert_eq!(s.code(), Some(3), "shard {k} should stop with status 3\n{}", c.logs());
+        let log = c.proc(k).log();
+        assert!(log.contains("shard 1 (") && log.contains(&format!("within {timeout_ms} ms")), "{}", c.logs());
+        assert!(dt < Duration::from_millis(timeout_ms + 2000), "stop took {dt:?}");
+    }
+    c.proc(1).signal(libc::SIGKILL);
+    c.wait(1, Duration::from_secs(10));
+    let first = read_record(&c.record(0));
+    let stopped_at = first.last().unwrap().burst;
+    for k in 0..SHARDS {
+        c.spawn(k, true, 1);
+    }
+    for k in 0..SHARDS {
+        let s = c.wait(k, Duration::from_secs(240));
+        assert!(s.success(), "shard {k}: {s}\n{}", c.logs());
+    }
+    let second = read_record(&c.record(1));
+    let resumed = second.first().unwrap().burst - 1;
+    println!("stopped at burst {stopped_at}, resumed from {resumed}");
+    assert!(resumed % 100 == 0 && resumed >= 200 && resumed <= stopped_at, "resumed from {resumed}");
+    // The second run's lines count over the first run's.
+    let mut all = first;
+    all.extend(second.into_iter().map(|l| Line { epoch: l.epoch + 1000, ..l }));
+    assert_matches_reference(&all, &c.logs());
+}
+
+#[test]
+fn a_bad_cluster_config_is_an_error_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.yaml");
+    std::fs::write(&cfg, "cluster:\n  endpoints: [tcp/127.0.0.1:7600]\n  io_shard: 3\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
+        .args(["shard", "--index", "0", "--workload", "100,5,0.1"])
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cluster.io_shard"), "{err}");
+    std::fs::write(&cfg, "cluster:\n  endpoints: [tcp/127.0.0.1:7600]\n  on_shard_loss: retry\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
+        .args(["shard", "--index", "0", "--workload", "100,5,0.1", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("on_shard_loss") && err.contains("line 3"), "{err}");
+}
