@@ -316,6 +316,39 @@ __device__ __forceinline__ u32 area_of(const u32* __restrict__ area_end, u32 n_a
     return lo;
 }
 
+// Block-wide claim of `mine` (a packed count << shift | pairs) from `*counter`: an inclusive scan
+// over the block and one atomic per block; returns this thread's first position. Every thread of
+// the block must call it; `warp_sum` is shared scratch of 32 words (free again on return).
+__device__ __forceinline__ u64 block_claim(u64 mine, u64* counter, u64* warp_sum) {
+    const u32 lane = threadIdx.x & 31;
+    const u32 wid = threadIdx.x >> 5;
+    const u32 nw = blockDim.x >> 5;
+    u64 incl = mine;
+    for (int d = 1; d < 32; d <<= 1) {
+        const u64 o = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += o;
+    }
+    if (lane == 31) warp_sum[wid] = incl;
+    __syncthreads();
+    if (wid == 0) {
+        const u64 w = lane < nw ? warp_sum[lane] : 0;
+        u64 wi = w;
+        for (int d = 1; d < 32; d <<= 1) {
+            const u64 o = __shfl_up_sync(0xffffffffu, wi, d);
+            if (lane >= d) wi += o;
+        }
+        const u64 total = __shfl_sync(0xffffffffu, wi, 31);
+        u64 b0 = 0;
+        if (lane == 0 && total != 0) b0 = atomicAdd(counter, total);
+        b0 = __shfl_sync(0xffffffffu, b0, 0);
+        if (lane < nw) warp_sum[lane] = b0 + wi - w;
+    }
+    __syncthreads();
+    const u64 pos = warp_sum[wid] + incl - mine;
+    __syncthreads();
+    return pos;
+}
+
 #define STEP_ITEMS 4
 // Tags of the output words of burst t (never 0: the host zeroes the entries it has read).
 __device__ __forceinline__ u32 tag32(u64 t) { return (u32)(t % 0xFFFFFFFFULL) + 1; }
@@ -484,30 +517,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         }
     }
     // fired-list compaction: block scan of the packed (count, pairs), one atomic per block
-    const u32 wid = threadIdx.x >> 5;
-    const u32 nw = blockDim.x >> 5;
-    u64 incl = mine;
-    for (int d = 1; d < 32; d <<= 1) {
-        const u64 o = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d) incl += o;
-    }
-    if (lane == 31) warp_sum[wid] = incl;
-    __syncthreads();
-    if (wid == 0) {
-        const u64 w = lane < nw ? warp_sum[lane] : 0;
-        u64 wi = w;
-        for (int d = 1; d < 32; d <<= 1) {
-            const u64 o = __shfl_up_sync(0xffffffffu, wi, d);
-            if (lane >= d) wi += o;
-        }
-        const u64 total = __shfl_sync(0xffffffffu, wi, 31);
-        u64 b0 = 0;
-        if (lane == 0 && total != 0) b0 = atomicAdd(wr.counter, total);
-        b0 = __shfl_sync(0xffffffffu, b0, 0);
-        if (lane < nw) warp_sum[lane] = b0 + wi - w;
-    }
-    __syncthreads();
-    u64 pos = warp_sum[wid] + incl - mine;
+    u64 pos = block_claim(mine, wr.counter, warp_sum);
     const u64 mask = (1ULL << net.count_shift) - 1;
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
@@ -590,9 +600,6 @@ __device__ void gather_impl(const Net& net, const Side& rd, const Peer* peers, u
     }
     __syncthreads();
     const u64 total = pre[n_peers];
-    const u32 lane = threadIdx.x & 31;
-    const u32 wid = threadIdx.x >> 5;
-    const u32 nw = blockDim.x >> 5;
     const u64 mask = (1ULL << net.count_shift) - 1;
     for (u64 tile = (u64)blockIdx.x * blockDim.x; tile < total; tile += (u64)gridDim.x * blockDim.x) {
         const u64 i = tile + threadIdx.x;
@@ -604,36 +611,14 @@ __device__ void gather_impl(const Net& net, const Side& rd, const Peer* peers, u
             s = peers[r].fired[i - pre[r]];
             pk = (1ULL << net.count_shift) | (row_start<RP>(net, s + 1) - row_start<RP>(net, s));
         }
-        u64 incl = pk;
-        for (int d = 1; d < 32; d <<= 1) {
-            const u64 o = __shfl_up_sync(0xffffffffu, incl, d);
-            if (lane >= d) incl += o;
-        }
-        if (lane == 31) warp_sum[wid] = incl;
-        __syncthreads();
-        if (wid == 0) {
-            const u64 w = lane < nw ? warp_sum[lane] : 0;
-            u64 wi = w;
-            for (int d = 1; d < 32; d <<= 1) {
-                const u64 o = __shfl_up_sync(0xffffffffu, wi, d);
-                if (lane >= d) wi += o;
-            }
-            const u64 tot = __shfl_sync(0xffffffffu, wi, 31);
-            u64 b0 = 0;
-            if (lane == 0 && tot != 0) b0 = atomicAdd(rd.counter, tot);
-            b0 = __shfl_sync(0xffffffffu, b0, 0);
-            if (lane < nw) warp_sum[lane] = b0 + wi - w;
-        }
-        __syncthreads();
+        const u64 pos = block_claim(pk, rd.counter, warp_sum);
         if (i < total) {
-            const u64 pos = warp_sum[wid] + incl - pk;
             const u32 slot = (u32)(pos >> net.count_shift);
             const u64 off = pos & mask;
             rd.fired[slot] = s;
             rd.offs[slot] = off;
             mark_chunks(net, slot, off, pk & mask);
         }
-        __syncthreads();
     }
 }
 

@@ -1008,19 +1008,8 @@ impl CudaBackend {
         if self.sharded {
             return self.restore_shard(st, &fired);
         }
-        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let s = self.load_state(st, 0)?;
         let e = |w: &'static str| dev_err(w);
-        let s = self.stream.clone();
-        s.synchronize().map_err(e("synchronising"))?;
-        s.memcpy_htod(&st.potential, &mut self.v).map_err(e("writing potentials"))?;
-        let rcc: Vec<u32> = st.refractory.iter().zip(&st.consecutive).map(|(&r, &c)| r as u32 | (c as u32) << 16).collect();
-        s.memcpy_htod(&rcc, &mut self.rcc).map_err(e("writing refractory state"))?;
-        s.memset_zeros(&mut self.acc).map_err(e("clearing"))?;
-        s.memset_zeros(&mut self.inj).map_err(e("clearing"))?;
-        s.memset_zeros(&mut self.inj_mask).map_err(e("clearing"))?;
-        let mut misc = vec![0u64; 64];
-        misc[M_BURST] = st.burst;
-        s.memcpy_htod(&misc, &mut self.misc).map_err(e("writing counters"))?;
         let tmp = 1 - self.cur;
         if !fired.is_empty() {
             let mut view = self.fired[tmp].slice_mut(0..fired.len());
@@ -1041,10 +1030,9 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
-    /// One GPU of several: its own neurons' state (`st` indexed from `base`); its own neurons of
-    /// `fired` become the list the others gather in the next burst.
-    fn restore_shard(&mut self, st: &NeuronState, fired: &[u32]) -> Result<(), BackendError> {
-        let own: Vec<u32> = fired.iter().copied().filter(|f| (self.base..self.base + self.neurons).contains(f)).collect();
+    /// Write this GPU's neurons' state and the burst number, clear the inputs, and set the counter of
+    /// the side the next burst reads to `counter` (0: no fired list yet); returns the stream.
+    fn load_state(&mut self, st: &NeuronState, counter: u64) -> Result<Arc<CudaStream>, BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let e = |w: &'static str| dev_err(w);
         let s = self.stream.clone();
@@ -1059,8 +1047,17 @@ impl CudaBackend {
         s.memset_zeros(&mut self.inj_mask).map_err(e("clearing"))?;
         let mut misc = vec![0u64; 64];
         misc[M_BURST] = st.burst;
-        misc[M_COUNTER + self.cur] = (own.len() as u64) << self.count_shift;
+        misc[M_COUNTER + self.cur] = counter;
         s.memcpy_htod(&misc, &mut self.misc).map_err(e("writing counters"))?;
+        Ok(s)
+    }
+
+    /// One GPU of several: its own neurons' state (`st` indexed from `base`); its own neurons of
+    /// `fired` become the list the others gather in the next burst.
+    fn restore_shard(&mut self, st: &NeuronState, fired: &[u32]) -> Result<(), BackendError> {
+        let own: Vec<u32> = fired.iter().copied().filter(|f| (self.base..self.base + self.neurons).contains(f)).collect();
+        let s = self.load_state(st, (own.len() as u64) << self.count_shift)?;
+        let e = |w: &'static str| dev_err(w);
         if !own.is_empty() {
             let mut view = self.fired[self.cur].slice_mut(0..own.len());
             s.memcpy_htod(&own, &mut view).map_err(e("writing the fired list"))?;

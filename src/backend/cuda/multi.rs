@@ -88,6 +88,8 @@ pub struct MultiGpu {
     neurons: u32,
     burst: u64,
     round: u64,
+    /// Neurons fired in the whole brain in the last burst (the workers' counts summed).
+    fired_total: u64,
     fired: Vec<u32>,
     potentials: Vec<i64>,
     sorted: Vec<Injection>,
@@ -174,7 +176,7 @@ impl MultiGpu {
                 Ok(Worker { range: range.clone(), thread, done, out, control, reply, handle: Some(handle) })
             })
             .collect::<Result<Vec<_>, BackendError>>()?;
-        Ok(MultiGpu { shared, workers, neurons, burst: 0, round: 0, fired: Vec::new(), potentials: Vec::new(), sorted: Vec::new(), info })
+        Ok(MultiGpu { shared, workers, neurons, burst: 0, round: 0, fired_total: 0, fired: Vec::new(), potentials: Vec::new(), sorted: Vec::new(), info })
     }
 
     /// Run burst `t` over `injection` on every GPU; Ok(false) when a worker found it unsorted.
@@ -202,6 +204,7 @@ impl MultiGpu {
         self.fired.clear();
         self.potentials.clear();
         let mut error = None;
+        self.fired_total = 0;
         for w in &self.workers {
             let mut o = w.out.lock().unwrap();
             if let Some(e) = o.error.take() {
@@ -209,6 +212,7 @@ impl MultiGpu {
             }
             self.fired.extend_from_slice(&o.fired);
             self.potentials.extend_from_slice(&o.potentials);
+            self.fired_total += o.fired_total;
         }
         match error {
             Some(e) => Err(e),
@@ -336,8 +340,7 @@ impl Backend for MultiGpu {
                 return Err(BackendError::Device("the sorted injection was refused as unsorted".into()));
             }
         }
-        let fired_total = self.workers.iter().map(|w| w.out.lock().unwrap().fired_total).sum();
-        Ok(BurstOutput { burst: t, fired: &self.fired, potentials: &self.potentials, fired_total })
+        Ok(BurstOutput { burst: t, fired: &self.fired, potentials: &self.potentials, fired_total: self.fired_total })
     }
 
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
