@@ -176,7 +176,18 @@ impl MultiGpu {
                 Ok(Worker { range: range.clone(), thread, done, out, control, reply, handle: Some(handle) })
             })
             .collect::<Result<Vec<_>, BackendError>>()?;
-        Ok(MultiGpu { shared, workers, neurons, burst: 0, round: 0, fired_total: 0, fired: Vec::new(), potentials: Vec::new(), sorted: Vec::new(), info })
+        Ok(MultiGpu {
+            shared,
+            workers,
+            neurons,
+            burst: 0,
+            round: 0,
+            fired_total: 0,
+            fired: Vec::new(),
+            potentials: Vec::new(),
+            sorted: Vec::new(),
+            info,
+        })
     }
 
     /// Run burst `t` over `injection` on every GPU; Ok(false) when a worker found it unsorted.
