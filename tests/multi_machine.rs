@@ -9,7 +9,9 @@
 //!   others go on with its spikes counting as none; restarted with --resume it rejoins, the
 //!   whole brain rolls back to its checkpoint, and every burst again equals one process's;
 //! - `stop`: shard 1 stalled (SIGSTOP) is detected within burst_timeout_ms, the others stop with
-//!   status 3 naming it; all three restarted with --resume finish the run, equal to one process.
+//!   status 3 naming it; all three restarted with --resume finish the run, equal to one process;
+//! - `degraded`: shard 1 stalled (SIGSTOP) is left out after burst_timeout_ms; woken up it finds
+//!   the others ahead and exits with status 4; restarted with --resume it rejoins.
 
 mod common;
 
@@ -328,4 +330,38 @@ fn a_bad_cluster_config_is_an_error_naming_the_key() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("on_shard_loss") && err.contains("line 3"), "{err}");
+}
+
+#[test]
+fn degraded_a_stalled_shard_is_left_behind_exits_and_rejoins() {
+    let timeout_ms = 500;
+    let mut c = Cluster::new(
+        "e",
+        &format!("  on_shard_loss: degraded\n  burst_timeout_ms: {timeout_ms}\n  checkpoint_interval: 100\n  rate_hz: 100\n"),
+    );
+    for k in 0..SHARDS {
+        c.spawn(k, false, 0);
+    }
+    c.wait_checkpoint(1, 200);
+    let stalled = Instant::now();
+    c.proc(1).signal(libc::SIGSTOP);
+    for k in [0, 2] {
+        let dt = c.time_to(k, "continuing degraded", stalled, Duration::from_secs(10));
+        println!("shard {k} went on without the stalled shard 1 after {dt:?}");
+        assert!(c.proc(k).log().contains("no spikes of burst"), "{}", c.logs());
+        assert!(dt < Duration::from_millis(timeout_ms + 2000), "detection took {dt:?}");
+    }
+    // Woken up (well inside Zenoh's 10 s lease), it finds the others bursts ahead and leaves.
+    std::thread::sleep(Duration::from_millis(1000));
+    c.proc(1).signal(libc::SIGCONT);
+    let s = c.wait(1, Duration::from_secs(20));
+    assert_eq!(s.code(), Some(4), "the stalled shard should exit with status 4\n{}", c.logs());
+    assert!(c.proc(1).log().contains("left behind"), "{}", c.logs());
+    c.spawn(1, true, 0);
+    for k in 0..SHARDS {
+        let s = c.wait(k, Duration::from_secs(240));
+        assert!(s.success(), "shard {k}: {s}\n{}", c.logs());
+    }
+    assert!(c.proc(0).log().contains("rejoin"), "{}", c.logs());
+    assert_matches_reference(&read_record(&c.record(0)), &c.logs());
 }

@@ -70,6 +70,15 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
     let config = a.runtime.config()?;
     super::init(&config);
     config.cluster.validate(Some(a.index))?;
+    match config.backend.kind {
+        crate::backend::BackendKind::Cuda => {
+            return Err(anyhow!(
+                "backend.kind: cuda: a shard runs the CPU engine only (a GPU engine per shard is not written yet); use cpu or auto"
+            ))
+        }
+        crate::backend::BackendKind::Auto => tracing::info!("backend.kind auto: a shard runs the CPU engine"),
+        crate::backend::BackendKind::Cpu => {}
+    }
     let (genome, input) = match (&a.genome, &a.workload) {
         (Some(p), _) => (Genome::load(p)?, None),
         (None, Some(w)) => {

@@ -76,6 +76,8 @@ impl Hosts {
             ip(&["-n", &name, "link", "set", "lo", "up"])?;
             h.addrs.push(addr);
         }
+        // A namespace that can be made but not entered (some containers) is no use either.
+        ip(&["netns", "exec", &h.names[0], "true"])?;
         Ok(h)
     }
 

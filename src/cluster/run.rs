@@ -469,9 +469,15 @@ impl Shard {
 
     /// Wait for the spikes of burst `b` from every member (and, but on the io shard, the input
     /// of burst `b + 1`), then move them out of the inbox.
+    ///
+    /// A shard that wakes far past its own wake-up time was stalled itself (stopped, starved):
+    /// it gives the peers one fresh timeout, in which the messages that piled up meanwhile are
+    /// read (and show it whether the others went on without it), before it judges them.
     fn gather(&mut self, b: u64, members: u64, need_input: bool, deadline: Instant, timeout: Duration) -> Gathered {
         let me_bit = 1u64 << self.me;
         let io_bit = 1u64 << self.io;
+        let mut deadline = deadline;
+        let mut extended = false;
         let mut g = self.shared.lock();
         loop {
             if let Some(d) = g.directive.filter(|d| d.epoch > self.epoch) {
@@ -513,7 +519,18 @@ impl Shard {
                     reason: format!("no {what} of burst {b} within {} ms (stalled or unreachable)", timeout.as_millis()),
                 };
             }
-            g = self.shared.wait(g, deadline.min(now + Duration::from_millis(100))).0;
+            let wake = deadline.min(now + Duration::from_millis(100));
+            g = self.shared.wait(g, wake).0;
+            let late = Instant::now().saturating_duration_since(wake);
+            if !extended && late > (timeout / 2).max(Duration::from_millis(50)) {
+                tracing::warn!(
+                    "this shard was stalled for {} ms: waiting {} ms more before judging its peers",
+                    late.as_millis(),
+                    timeout.as_millis()
+                );
+                deadline = Instant::now() + timeout;
+                extended = true;
+            }
         }
     }
 
