@@ -1,8 +1,10 @@
-// The burst on the GPU: two kernels per burst, captured in a CUDA graph by
+// The burst on the GPU: three kernels per burst, captured in CUDA graphs by
 // src/backend/cuda/backend.rs, compiled by NVRTC at start-up.
 //
-//   propagate: the spikes of burst t-1 over (spike, synapse) pairs + the sensory injection
-//              -> integer atomics into the input accumulators (order-independent, exact);
+//   propagate: the spikes of burst t-1 over (spike, synapse) pairs -> integer atomics into the
+//              input accumulators (order-independent, exact); on one GPU it runs ahead, as soon
+//              as burst t-1 is done, in its own graph;
+//   inject:    the burst's sensory injection (copied up, or read from mapped memory) -> `inj`;
 //   step:      every neuron (4 per thread), steps 2-7 of burst-model.md (mirror of src/model/neuron.rs),
 //              fired-list compaction (ids + row offsets, one packed 64-bit atomic per block),
 //              readback compaction straight into mapped pinned host memory; the last block to
@@ -150,22 +152,12 @@ template <> __device__ __forceinline__ void acc_add<i64>(void* acc, u32 i, int c
     atomicAdd(((u64*)acc) + i, (u64)(i64)c);
 }
 
-// propagate: grid-stride over chunks of PAIRS_PER_WARP (spike, synapse) pairs per warp, then over
-// the injection entries. Pair k belongs to the fired row s with offs[s] <= k < offs[s + 1].
+// propagate: grid-stride over chunks of PAIRS_PER_WARP (spike, synapse) pairs per warp. Pair k
+// belongs to the fired row s with offs[s] <= k < offs[s + 1]. It needs only the last burst's fired
+// list, so on one GPU it runs ahead, right after the last burst's `step` (before the host has the
+// next injection): it is off the burst's latency path.
 template <typename ACC, typename RP, typename CODE>
-__device__ void propagate_impl(const Net& net, const Side& rd, const Side& wr, u32 mapped) {
-    // The injection: `mapped` = 0: header and entries were copied to net.host_in (every block takes
-    // a share); else only the first `mapped` blocks read them straight from the mapped pinned
-    // buffer (reads of host memory by every block serialise over PCIe: ~1 us each).
-    __shared__ u64 hdr[2];
-    const bool inj_here = mapped == 0 || blockIdx.x < mapped;
-    if (threadIdx.x < 2 && inj_here)
-        hdr[threadIdx.x] = mapped ? __ldcv(((const u64*)net.host_map) + threadIdx.x) : ((const u64*)net.host_in)[threadIdx.x];
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        *wr.counter = 0;
-        *net.rb_counter = 0;
-        *net.burst += 1;
-    }
+__device__ void propagate_impl(const Net& net, const Side& rd) {
     const u64 packed = *rd.counter;
     const u32 count = (u32)(packed >> net.count_shift);
     const u64 pairs = packed & ((1ULL << net.count_shift) - 1);
@@ -210,15 +202,28 @@ __device__ void propagate_impl(const Net& net, const Side& rd, const Side& wr, u
             if (cv != 0) acc_add<ACC>(net.acc, tg[i], cv);
         }
     }
+}
+
+// inject: the burst's sensory injection into `inj` (wrapping sums) and the injected-neuron mask,
+// and the burst's counters reset (it runs right before `step`). `mapped` = 0: header and entries
+// were copied to net.host_in; else the grid (`mapped` blocks) reads them straight from the mapped
+// pinned buffer (no copy call).
+__device__ void inject_impl(const Net& net, const Side& wr, u32 mapped) {
+    __shared__ u64 hdr[2];
+    if (threadIdx.x < 2)
+        hdr[threadIdx.x] = mapped ? __ldcv(((const u64*)net.host_map) + threadIdx.x) : ((const u64*)net.host_in)[threadIdx.x];
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        *wr.counter = 0;
+        *net.rb_counter = 0;
+        *net.burst += 1;
+    }
     __syncthreads();
-    if (!inj_here) return;
     const u64 h = hdr[0];
     const u64 ninj = h & 0x3FFFFFFFFFFFFFFFULL;
     const u32 fmt = (u32)(h >> 62);
     const i64 uniform = (i64)hdr[1];
     const u8* entries = (mapped ? net.host_map : net.host_in) + 16;
-    const u32 nblk = mapped ? mapped : gridDim.x;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < ninj; i += (u64)nblk * blockDim.x) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < ninj; i += (u64)gridDim.x * blockDim.x) {
         u32 id;
         i64 val;
         if (fmt == 1) {
@@ -657,7 +662,7 @@ extern "C" __global__ void max_reduce(const u64* scratch, u32 n, u64* out) {
 }
 
 #define PROPAGATE(NAME, ACC, RP, CODE) \
-    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side rd, Side wr, u32 mapped) { propagate_impl<ACC, RP, CODE>(net, rd, wr, mapped); }
+    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side rd) { propagate_impl<ACC, RP, CODE>(net, rd); }
 PROPAGATE(propagate_n32_r32_c16, int, u32, u16)
 PROPAGATE(propagate_n32_r32_c32, int, u32, u32)
 PROPAGATE(propagate_n32_r64_c16, int, u64, u16)
@@ -683,6 +688,7 @@ STEPS(_i8b3, 3, 8)
 
 extern "C" __global__ void __launch_bounds__(256) gather_r32(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u32>(net, rd, peers, n_peers); }
 extern "C" __global__ void __launch_bounds__(256) gather_r64(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u64>(net, rd, peers, n_peers); }
+extern "C" __global__ void __launch_bounds__(256) inject(Net net, Side wr, u32 mapped) { inject_impl(net, wr, mapped); }
 extern "C" __global__ void relist_r32(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u32>(net, wr, ids, count); }
 extern "C" __global__ void relist_r64(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u64>(net, wr, ids, count); }
 extern "C" __global__ void in_bound_c16(Net net, u64* scratch, u64 synapses) { in_bound_impl<u16>(net, scratch, synapses); }

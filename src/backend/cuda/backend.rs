@@ -153,6 +153,16 @@ pub struct CudaBackend {
     out_cap: usize,
     net: Net,
     graphs: Vec<CudaGraph>,
+    /// One GPU: `propagate` of the fired list on side r, in its own graph (see `ahead`).
+    pre: Vec<CudaGraph>,
+    /// Propagate the last burst's spikes as soon as it is done (one GPU; NEUROBURST_CUDA_AHEAD=0
+    /// turns it off): the burst graph then only injects and steps, and its latency no longer
+    /// includes the synaptic propagation.
+    ahead: bool,
+    /// The `pre` graph of the side the next burst reads has been launched.
+    pre_pending: bool,
+    /// Blocks of `inject` when the injection was copied up.
+    inj_grid: u32,
     /// Graphs that copy the injection themselves, by (side, copy bytes).
     copy_graphs: std::collections::HashMap<(usize, usize), CudaGraph>,
     /// Copy the injection inside the graph (NEUROBURST_CUDA_GRAPH_COPY=1), instead of a copy call
@@ -182,6 +192,8 @@ pub struct CudaBackend {
     /// (NEUROBURST_CUDA_PAR_MIN).
     par_min: usize,
     trace: Option<Trace>,
+    stage_vec: bool,
+    stage_buf: Vec<u32>,
 }
 
 /// Where the time of a burst goes (NEUROBURST_CUDA_TRACE=1): host phases and GPU time by events.
@@ -481,6 +493,10 @@ impl CudaBackend {
             out_cap,
             net,
             graphs: Vec::new(),
+            pre: Vec::new(),
+            ahead: !sharded && std::env::var("NEUROBURST_CUDA_AHEAD").map_or(true, |v| v != "0"),
+            pre_pending: false,
+            inj_grid: n.div_ceil(BLOCK * 16).clamp(1, sm * 2),
             copy_graphs: std::collections::HashMap::new(),
             graph_copy: std::env::var("NEUROBURST_CUDA_GRAPH_COPY").is_ok_and(|v| v == "1"),
             prop_grid: sm * 8,
@@ -499,6 +515,8 @@ impl CudaBackend {
             sync_stream: std::env::var("NEUROBURST_CUDA_SYNC").is_ok_and(|v| v == "stream"),
             zc_max: env_usize("NEUROBURST_CUDA_ZC_MAX", DEFAULT_ZC_MAX),
             par_min: env_usize("NEUROBURST_CUDA_PAR_MIN", DEFAULT_PAR_MIN),
+            stage_vec: std::env::var("NEUROBURST_CUDA_STAGE").is_ok_and(|v| v == "vec"),
+            stage_buf: Vec::new(),
             trace: None,
         };
         if std::env::var("NEUROBURST_CUDA_TRACE").is_ok_and(|v| v == "1") {
@@ -642,28 +660,56 @@ impl CudaBackend {
         }
     }
 
-    /// Capture the four graphs: burst reading side 0 and writing side 1, and the reverse; each with
+    /// Capture the four burst graphs: reading side 0 and writing side 1, and the reverse; each with
     /// the injection copied to the device (by a copy call before the launch) or read from the mapped
-    /// pinned buffer. Forgets the graphs that copy the injection themselves (see `copy_graph`).
+    /// pinned buffer; and, when propagating ahead, the two `pre` graphs. Forgets the graphs that
+    /// copy the injection themselves (see `copy_graph`).
     fn capture_graphs(&mut self) -> Result<(), BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         self.graphs.clear();
         self.copy_graphs.clear();
+        self.pre.clear();
         for (r, mapped) in [(0, 0u32), (0, ZC_BLOCKS), (1, 0), (1, ZC_BLOCKS)] {
             let g = self.capture(r, mapped, 0)?;
             self.graphs.push(g);
         }
+        if self.ahead {
+            for r in 0..2 {
+                let g = self.capture_pre(r)?;
+                self.pre.push(g);
+            }
+        }
         Ok(())
     }
 
+    fn prop_cfg(&self) -> LaunchConfig {
+        LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+    }
+
+    /// The graph that propagates the fired list on side `r` (one GPU, propagating ahead).
+    fn capture_pre(&self, r: usize) -> Result<CudaGraph, BackendError> {
+        let s = &self.stream;
+        s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(dev_err("begin capture"))?;
+        let rd = self.side(r);
+        // SAFETY: as in `capture`.
+        let l = unsafe { s.launch_builder(&self.kernels.propagate).arg(&self.net).arg(&rd).launch(self.prop_cfg()) };
+        let g = s.end_capture(sys::CUgraphInstantiate_flags(0));
+        l.map_err(dev_err("capturing propagate"))?;
+        let g = g.map_err(dev_err("instantiating the propagate graph"))?.ok_or_else(|| BackendError::Device("empty graph".into()))?;
+        g.upload().map_err(dev_err("uploading the propagate graph"))?;
+        Ok(g)
+    }
+
     /// One burst graph reading side `r`; `copy_bytes` > 0: it starts with a copy node of that many
-    /// bytes of the pinned injection buffer to the device.
+    /// bytes of the pinned injection buffer to the device. Propagating ahead, it only injects and
+    /// steps (the `pre` graph of side `r` ran before it).
     fn capture(&self, r: usize, mapped: u32, copy_bytes: usize) -> Result<CudaGraph, BackendError> {
         let net = self.net;
         let items = if self.kernels.step_items8 { 2 * STEP_ITEMS } else { STEP_ITEMS };
         let step_cfg =
             LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * items), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-        let prop_cfg = LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let inj_blocks = if mapped > 0 { mapped } else { self.inj_grid };
+        let inj_cfg = LaunchConfig { grid_dim: (inj_blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         let wr = self.side(1 - r);
         let s = &self.stream;
         s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(dev_err("begin capture"))?;
@@ -673,7 +719,7 @@ impl CudaBackend {
                 // SAFETY: zeroes the gathered counter (one u64 in `misc`, owned by self) on our stream.
                 let z = unsafe { sys::cuMemsetD32Async(g.counter, 0, 2, s.cu_stream()) }.result();
                 let peers = dptr(&m.peers[r], s);
-                let grid = LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+                let grid = self.prop_cfg();
                 // SAFETY: reads the peer table (n_peers entries, uploaded in `connect`) and the lists it
                 // names (every GPU's own fired list of the last burst, peer access enabled), writes at
                 // most N slots of the gathered list and the chunk index (sized for this part's synapses).
@@ -694,14 +740,22 @@ impl CudaBackend {
         // SAFETY: every pointer in `net`, `rd` and `wr` points into buffers owned by `self` that
         // outlive the graphs (rebuilt whenever a buffer is replaced); the kernels index them
         // within the sizes allocated in `build` (N neurons, N fired slots, the synapse count).
-        let l1 = unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).arg(&wr).arg(&mapped).launch(prop_cfg) };
+        let l1 = if self.ahead {
+            Ok(())
+        } else {
+            unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).launch(self.prop_cfg()) }.map(|_| ())
+        };
+        // SAFETY: as above; `inject` reads the injection (header + entries, within the buffers'
+        // capacity) and writes `inj`, `inj_mask` (N neurons) and the counters.
+        let l2 = unsafe { s.launch_builder(&self.kernels.inject).arg(&net).arg(&wr).arg(&mapped).launch(inj_cfg) };
         // SAFETY: as above.
-        let l2 = unsafe { s.launch_builder(&self.kernels.step).arg(&net).arg(&wr).launch(step_cfg) };
+        let l3 = unsafe { s.launch_builder(&self.kernels.step).arg(&net).arg(&wr).launch(step_cfg) };
         let g = s.end_capture(sys::CUgraphInstantiate_flags(0));
         lg.map_err(dev_err("capturing gather"))?;
         l0.map_err(dev_err("capturing the injection copy"))?;
         l1.map_err(dev_err("capturing propagate"))?;
-        l2.map_err(dev_err("capturing step"))?;
+        l2.map_err(dev_err("capturing inject"))?;
+        l3.map_err(dev_err("capturing step"))?;
         let g = g.map_err(dev_err("instantiating the burst graph"))?.ok_or_else(|| BackendError::Device("empty graph".into()))?;
         g.upload().map_err(dev_err("uploading the burst graph"))?;
         Ok(g)
@@ -816,7 +870,14 @@ impl CudaBackend {
         // SAFETY: the buffer holds 16 + 4 * len bytes (ensured above) and nothing reads it now: the
         // previous burst has completed (it published its output after it had read the injection).
         let ids = unsafe { std::slice::from_raw_parts_mut(base.add(16) as *mut u32, injection.len()) };
-        let (min_id, max_id, uniform) = write_ids(injection, ids, first, self.par_min);
+        let (min_id, max_id, uniform) = if self.stage_vec {
+            self.stage_buf.resize(injection.len(), 0);
+            let r = write_ids(injection, &mut self.stage_buf, first, self.par_min);
+            ids.copy_from_slice(&self.stage_buf);
+            r
+        } else {
+            write_ids(injection, ids, first, self.par_min)
+        };
         let in_range = injection.is_empty() || (min_id >= self.base && max_id < self.base + self.neurons);
         if !in_range {
             return Ok(Staged { t_start, in_bytes: 0, mapped: false, in_range });
@@ -870,6 +931,12 @@ impl CudaBackend {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let t = self.burst + 1;
         let t_write = std::time::Instant::now();
+        if self.ahead && !self.pre_pending {
+            // SAFETY: launches our own instantiated graph on our own stream.
+            unsafe { result::graph::launch(self.pre[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
+                .map_err(dev_err("launching the propagate graph"))?;
+            self.pre_pending = true;
+        }
         if let Some((a, _)) = self.trace.as_ref().and_then(|tr| tr.ev.as_ref()) {
             a.record(&self.stream).map_err(dev_err("event"))?;
         }
@@ -893,6 +960,13 @@ impl CudaBackend {
         }
         if let Some((_, b)) = self.trace.as_ref().and_then(|tr| tr.ev.as_ref()) {
             b.record(&self.stream).map_err(dev_err("event"))?;
+        }
+        if self.ahead {
+            // the next burst's propagation, queued behind this burst's step: it runs while the host
+            // collects this burst's output and waits for the next injection
+            // SAFETY: launches our own instantiated graph on our own stream.
+            unsafe { result::graph::launch(self.pre[1 - self.cur].cu_graph_exec(), self.stream.cu_stream()) }
+                .map_err(dev_err("launching the propagate graph"))?;
         }
         let t_launch = std::time::Instant::now();
         self.wait_for(t)?;
@@ -1042,6 +1116,8 @@ impl CudaBackend {
             let rcc: Vec<u32> = st.refractory.iter().zip(&st.consecutive).map(|(&r, &c)| r as u32 | (c as u32) << 16).collect();
             s.memcpy_htod(&rcc, &mut self.rcc).map_err(e("writing refractory state"))?;
         }
+        // a propagation run ahead from the replaced fired list is void
+        self.pre_pending = false;
         s.memset_zeros(&mut self.acc).map_err(e("clearing"))?;
         s.memset_zeros(&mut self.inj).map_err(e("clearing"))?;
         s.memset_zeros(&mut self.inj_mask).map_err(e("clearing"))?;
@@ -1070,6 +1146,11 @@ impl CudaBackend {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
+        if self.multi.is_none() && !self.sharded {
+            if let Some(s) = self.trace_summary() {
+                eprintln!("cuda trace: {s}");
+            }
+        }
         let _ = self.ctx.bind_to_thread();
         let _ = self.stream.synchronize();
     }
