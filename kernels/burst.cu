@@ -75,6 +75,8 @@ struct Net {
     u32 count_shift;     // packed fired counter: count << shift | pair total
     u32 base;            // global id of this GPU's first neuron (0 on one GPU)
     u32 multi;           // 1: one GPU of several (the fired list is gathered from every GPU)
+    u32 acc_keep;        // 1: step leaves `acc` as it is (cleared before the next propagation into it)
+    u32 pad_;
 };
 
 // Mirror of `Side`: one of the two fired-list buffers (read in burst t, written in burst t-1).
@@ -500,7 +502,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         if (n < N) {
-            if (a[i] != 0) accp[n] = 0;
+            if (a[i] != 0 && !net.acc_keep) accp[n] = 0;
             if (mw[i] & (1u << lane)) injp[n] = 0;
             if (v1[i] != v[i]) vp[n] = v1[i];
             if (r1[i] != r[i]) rccp[n] = r1[i];

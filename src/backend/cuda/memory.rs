@@ -8,9 +8,9 @@ use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
 
 /// Bytes per neuron of the device state: potential (8), refractory + consecutive count (4),
-/// synaptic accumulator (8, used as 4 when narrow), injection (8), two fired lists with row offsets
-/// (2 x (4 + 8)).
-pub const STATE_BYTES_PER_NEURON: u64 = 8 + 4 + 8 + 8 + 2 * (4 + 8);
+/// two synaptic accumulators (8 each, used as 4 when narrow: the propagation run ahead fills one
+/// while `step` reads the other), injection (8), two fired lists with row offsets (2 x (4 + 8)).
+pub const STATE_BYTES_PER_NEURON: u64 = 8 + 4 + 2 * 8 + 8 + 2 * (4 + 8);
 
 /// Memory kept free beyond the plan, for the module, the graphs and the driver.
 pub const RESERVE_BYTES: u64 = 96 << 20;
@@ -59,6 +59,7 @@ impl MemoryPlan {
         let chunk_index = (s / super::backend::PAIRS_PER_CHUNK as u64 + 2) * 4;
         // several GPUs: own fired lists without row offsets, plus the gathered list of the brain
         let lists = if sharded { 2 * 4 * n + total * (4 + 8) } else { 0 };
+        // several GPUs: no row offsets of the own lists
         let per_neuron = if sharded { STATE_BYTES_PER_NEURON - 2 * (4 + 8) } else { STATE_BYTES_PER_NEURON };
         let state_bytes = n * per_neuron + lists + n.div_ceil(32) * 4 + areas * (104 + 4) + 64 * 8 + chunk_index;
         MemoryPlan {

@@ -6,14 +6,21 @@
 //!   the mapped pinned host buffers that carry the injection up and the motor output down.
 //! - [`backend`]: [`CudaBackend`], the [`crate::backend::Backend`] on the device.
 //!
-//! Design (details in `kernels/burst.cu`): per burst one CUDA graph of two kernels. `propagate`
-//! spreads the last burst's spikes over (spike, synapse) pairs (a row-offset list built by the
-//! fired-list compaction; every warp takes 256 consecutive pairs and finds their rows by binary
-//! search) and adds the injection, both with integer atomics (exact, order-independent sums);
-//! `step` runs every neuron, compacts the fired list on the device and writes the read-back
-//! neurons straight into mapped pinned host memory; its last block publishes the counters, which
-//! the host polls. Every output word carries a tag of its burst, so the GPU needs no system-scope
-//! fences. Only the injection and the read-back list cross PCIe.
+//! Design (details in `kernels/burst.cu`): three kernels. `propagate` spreads the last burst's
+//! spikes over (spike, synapse) pairs (a row-offset list built by the fired-list compaction; every
+//! warp takes 256 consecutive pairs and finds their rows by binary search) with integer atomics
+//! (exact, order-independent sums); `inject` adds the burst's sensory injection; `step` runs every
+//! neuron, compacts the fired list on the device and writes the read-back neurons straight into
+//! mapped pinned host memory; its last block publishes the counters, which the host polls. Every
+//! output word carries a tag of its burst, so the GPU needs no system-scope fences. Only the
+//! injection and the read-back list cross PCIe.
+//!
+//! On one GPU the propagation runs ahead: it needs only the last burst's fired list, so each burst
+//! graph (copy the injection up, `inject`, `step`) ends with the next burst's propagation (clear
+//! the other of two accumulators, `propagate` into it), which runs while the host collects the
+//! output and waits for the next injection. A burst's latency is then the injection, the step and
+//! the output. On several GPUs every burst graph gathers the fired lists from the other GPUs first,
+//! then propagates, injects and steps.
 
 mod backend;
 pub mod memory;

@@ -1,15 +1,16 @@
 //! One brain on several GPUs of one machine.
 //!
 //! Each GPU owns a contiguous range of neurons (a [`ShardPlan`]): their state and every synapse
-//! onto them, with rows for every source of the brain. Every burst, each GPU first gathers the
-//! whole brain's fired list of the last burst straight from the other GPUs' memory (peer loads
-//! over NVLink: only fired ids travel, inside the burst's CUDA graph), then propagates it over its
-//! own synapses and steps its own neurons; its own fired list stays on it for the others to read.
+//! onto them, with rows for every source of the brain. Once every GPU has finished burst t, each
+//! gathers the whole brain's fired list of burst t straight from the other GPUs' memory (peer
+//! loads over NVLink: only fired ids travel, inside a CUDA graph) and propagates it over its own
+//! synapses, ahead of burst t+1's injection; burst t+1 then only injects and steps its own neurons.
+//! Its own fired list stays on it for the others to read.
 //!
 //! One host thread per GPU writes that GPU's share of the injection, launches its graph and waits
 //! for it; the calling thread hands out the burst and joins the motor output. A burst starts only
-//! when every GPU has finished the last one, so no GPU reads a list while its owner rewrites it
-//! (the fired lists are double-buffered by burst parity).
+//! when every GPU has finished the last one and launched its propagation, so no GPU reads a list
+//! while its owner rewrites it (the fired lists are double-buffered by burst parity).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -63,6 +64,9 @@ struct Shared {
     unsorted: AtomicBool,
     /// The injection names a neuron past the brain (seen by the last worker, once sorted).
     beyond: AtomicBool,
+    /// Bursts run by the workers, summed (each adds one per burst once it has its output): every
+    /// GPU propagates the next burst's spikes ahead once all have stepped.
+    stepped: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -155,6 +159,7 @@ impl MultiGpu {
             checked: AtomicUsize::new(0),
             unsorted: AtomicBool::new(false),
             beyond: AtomicBool::new(false),
+            stepped: AtomicU64::new(0),
             stop: AtomicBool::new(false),
         });
         let n_workers = gpus.len();
@@ -259,6 +264,8 @@ fn worker(
     reply: std::sync::mpsc::Sender<Reply>,
 ) {
     let mut last = 0u64;
+    // bursts this worker has launched (every worker launches the same ones)
+    let mut stepped = 0u64;
     loop {
         // a burst, a control request, or stop
         let start = Instant::now();
@@ -326,8 +333,18 @@ fn worker(
                 }
                 Err(e) => o.error = Some(e),
             }
+            drop(o);
+            done.store(t, Ordering::Release);
+            // once every GPU has stepped, their fired lists are complete: gather and propagate them
+            // for the next burst now, while the host hands out this one's output and waits for the
+            // next injection (an error here recurs, and is reported, when the next burst launches)
+            stepped += 1;
+            shared.stepped.fetch_add(1, Ordering::AcqRel);
+            wait_until(|| shared.stepped.load(Ordering::Acquire) >= stepped * n_workers as u64);
+            let _ = gpu.launch_pre();
+        } else {
+            done.store(t, Ordering::Release);
         }
-        done.store(t, Ordering::Release);
     }
 }
 
