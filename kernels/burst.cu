@@ -253,14 +253,18 @@ __device__ __forceinline__ void mark_chunks(const Net& net, u32 slot, u64 off, u
     for (u64 c = (off + PAIRS_PER_WARP - 1) / PAIRS_PER_WARP; c * PAIRS_PER_WARP < off + len; c++) net.chunk_first[c] = slot;
 }
 
-__device__ __forceinline__ bool in_readback(const Net& net, u32 id) {
+// Read-back ranges a block of `step` keeps in shared memory (more: searched in global memory).
+#define STEP_MAX_RB 8
+
+// `lo`/`hi`: the ranges (in shared memory when few, else net.rb_lo / net.rb_hi).
+__device__ __forceinline__ bool in_readback(const Net& net, const u32* lo_, const u32* hi_, u32 id) {
     if (net.n_rb == 0xFFFFFFFFu) return true;
     u32 lo = 0, hi = net.n_rb;
     while (lo < hi) {
         u32 mid = (lo + hi) / 2;
-        if (net.rb_hi[mid] <= id) lo = mid + 1; else hi = mid;
+        if (hi_[mid] <= id) lo = mid + 1; else hi = mid;
     }
-    return lo < net.n_rb && net.rb_lo[lo] <= id;
+    return lo < net.n_rb && lo_[lo] <= id;
 }
 
 // Steps 2-7 of burst t for neuron n on register values (mirror of src/model/neuron.rs `step`).
@@ -375,6 +379,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     __shared__ u32 s_a0, s_na;
     __shared__ u64 warp_sum[32];
     __shared__ u32 s_last;
+    __shared__ u32 s_rb[2 * STEP_MAX_RB];
     const u32 lane = threadIdx.x & 31;
     const u32 N = net.n;
     const u32 base = blockIdx.x * (blockDim.x * ITEMS);
@@ -418,6 +423,12 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     for (u32 w = threadIdx.x; w < na * (sizeof(AreaParams) / 8); w += blockDim.x)
         ((u64*)s_par)[w] = __ldg(((const u64*)(net.areas + a0)) + w);
     if (threadIdx.x < na) s_end[threadIdx.x] = __ldg(net.area_end + a0 + threadIdx.x);
+    // the read-back ranges, when few (loaded now, used after the step: no round trip then)
+    const bool rb_shared = net.n_rb <= STEP_MAX_RB;
+    if (rb_shared && threadIdx.x < net.n_rb) {
+        s_rb[threadIdx.x] = __ldg(net.rb_lo + threadIdx.x);
+        s_rb[STEP_MAX_RB + threadIdx.x] = __ldg(net.rb_hi + threadIdx.x);
+    }
     // injected input (only where the mask says so)
     u64 in[ITEMS];
 #pragma unroll
@@ -540,7 +551,8 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             pos += pk[i];
         }
         // readback compaction into mapped host memory (warp-uniform loop: ballots are safe)
-        const bool rb = f[i] && in_readback(net, G + n);
+        const bool rb = f[i] && (rb_shared ? in_readback(net, s_rb, s_rb + STEP_MAX_RB, G + n)
+                                           : in_readback(net, net.rb_lo, net.rb_hi, G + n));
         const unsigned rbm = __ballot_sync(0xffffffffu, rb);
         if (rbm) {
             u64 rbase = 0;
