@@ -644,3 +644,74 @@ fn degraded_a_rejoin_during_a_bag_replay_still_records_what_one_process_records(
     }
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&one).unwrap(), "the same file");
 }
+
+#[test]
+fn the_shipped_diffdrive_cluster_config_replays_like_the_example() {
+    use neuroburst::config::Config;
+    let cluster = Config::load(Some(&common::root().join("config/cluster_diffdrive.yaml")), &[]).unwrap();
+    let example = Config::load(Some(&diffdrive("config.yaml")), &[]).unwrap();
+    assert_eq!(cluster.encoders, example.encoders);
+    assert_eq!(cluster.decoders, example.decoders);
+    assert_eq!(cluster.replay, example.replay);
+    cluster.cluster.validate(Some(2)).unwrap();
+    assert!(cluster.cluster.endpoints.iter().all(|e| e.starts_with("tcp/127.0.0.1:")), "shipped endpoints stay on loopback");
+}
+
+#[test]
+fn bad_io_options_are_errors_naming_the_thing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.yaml");
+    let port = common::free_port();
+    std::fs::write(&cfg, format!("log:\n  progress: false\ncluster:\n  endpoints: [tcp/127.0.0.1:{port}]\n  startup_timeout_s: 5\n")).unwrap();
+    let genome = diffdrive("genome.yaml");
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
+            .args(["shard", "--index", "0", "--bursts", "1", "--config", cfg.to_str().unwrap(), "--genome", genome.to_str().unwrap()])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        err
+    };
+    let missing = dir.path().join("missing.mcap");
+    let e = run(&["--bag", missing.to_str().unwrap()]);
+    assert!(e.contains("missing.mcap"), "{e}");
+    let e = run(&["--record", "out.mcap"]);
+    assert!(e.contains("--record out.mcap") && e.contains("--bag"), "{e}");
+    let e = run(&["--bag", diffdrive("input.mcap").to_str().unwrap(), "--resume"]);
+    assert!(e.contains("--resume") && e.contains("--bag"), "{e}");
+    let e = run(&["--record", "a.mcap", "--record", "b.mcap"]);
+    assert!(e.contains("--record a.mcap and --record b.mcap"), "{e}");
+    // The example's bag with encoders that expect other types.
+    let wrong = dir.path().join("wrong.yaml");
+    std::fs::write(
+        &wrong,
+        format!(
+            "log:\n  progress: false\nencoders:\n  - {{kind: laser_scan, topic: /imu, area: i__scn, max_range: 4.0}}\ncluster:\n  endpoints: [tcp/127.0.0.1:{port}]\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
+        .args(["shard", "--index", "0", "--config", wrong.to_str().unwrap(), "--genome", genome.to_str().unwrap(), "--bag"])
+        .arg(diffdrive("input.mcap"))
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("/imu") && e.contains("input.mcap"), "{e}");
+    // A live rate faster than the burst timeout allows.
+    let e = run(&["--transport", "zenoh", "--set", "cluster.burst_timeout_ms=5", "--set", "node.rate_hz=100"]);
+    assert!(e.contains("cluster.burst_timeout_ms"), "{e}");
+    let e = run(&["--transport", "zenoh", "--zenoh-connect", "nonsense"]);
+    assert!(e.contains("transport") || e.contains("nonsense"), "{e}");
+    // --bag and --workload together
+    let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
+        .args(["shard", "--index", "0", "--config", cfg.to_str().unwrap(), "--workload", "100,5,0.1", "--bag", "x.mcap"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bag"));
+}

@@ -257,7 +257,8 @@ fn io_side(
     if let Some(path) = &a.bag {
         if a.resume {
             return Err(anyhow!(
-                "--resume with --bag on the io shard: a replay starts from the bag's beginning; start the io shard without --resume                  (the others may keep it: the cluster then starts from burst 0)"
+                "--resume with --bag on the io shard: a replay starts from the bag's beginning; start the io shard without --resume \
+                 (the others may keep it: the cluster then starts from burst 0)"
             ));
         }
         if cluster.rate_hz > 0.0 {
