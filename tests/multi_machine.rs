@@ -662,7 +662,8 @@ fn bad_io_options_are_errors_naming_the_thing() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("c.yaml");
     let port = common::free_port();
-    std::fs::write(&cfg, format!("log:\n  progress: false\ncluster:\n  endpoints: [tcp/127.0.0.1:{port}]\n  startup_timeout_s: 5\n")).unwrap();
+    std::fs::write(&cfg, format!("log:\n  progress: false\ncluster:\n  endpoints: [tcp/127.0.0.1:{port}]\n  startup_timeout_s: 5\n"))
+        .unwrap();
     let genome = diffdrive("genome.yaml");
     let run = |extra: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
