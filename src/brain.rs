@@ -33,18 +33,10 @@ impl Brain {
         progress: bool,
     ) -> Result<(Brain, ShardPlan), PlanError> {
         let layout = Layout::from_genome(genome);
-        let pieces = |plan: &ShardPlan| -> Vec<std::ops::Range<u32>> {
-            plan.ranges
-                .iter()
-                .flat_map(|r| {
-                    connectome::even_ranges(r.len() as u32, parts_per_shard).into_iter().map(move |p| p.start + r.start..p.end + r.start)
-                })
-                .collect()
-        };
         let (connectome, plan) = match strategy {
             Strategy::RoundRobin => {
                 let plan0 = ShardPlan::new(&layout, &[], shards, strategy)?;
-                let c = connectome::build(genome, &layout, &BuildOptions { parts: pieces(&plan0), progress });
+                let c = connectome::build(genome, &layout, &BuildOptions { parts: pieces(&plan0.ranges, parts_per_shard), progress });
                 let plan = ShardPlan::new(&layout, &incoming_per_area(&layout, &c.mappings), shards, strategy)?;
                 (c, plan)
             }
@@ -54,11 +46,80 @@ impl Brain {
                 let ranges = connectome::even_ranges(layout.neurons, rayon::current_num_threads());
                 let mut c = connectome::build(genome, &layout, &BuildOptions { parts: ranges, progress });
                 let plan = ShardPlan::new(&layout, &incoming_per_area(&layout, &c.mappings), shards, strategy)?;
-                c.repartition(&pieces(&plan));
+                c.repartition(&pieces(&plan.ranges, parts_per_shard));
                 (c, plan)
             }
         };
         let brain = Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome };
         Ok((brain, plan))
+    }
+
+    /// Shard `k` of [`Brain::build_sharded`]'s brain, alone (a shard process): the same plan, the
+    /// same parts of shard `k`, and no others. Every synapse is still drawn (a contribution
+    /// depends on its source's out-degree) but only those onto shard `k`'s neurons are kept, so
+    /// the memory is the shard's and the time the whole brain's (`by_cortical_area`, which plans
+    /// from the synapse counts, draws twice: once to count, once to keep).
+    pub fn build_shard(
+        genome: &Genome,
+        shards: usize,
+        strategy: Strategy,
+        parts_per_shard: usize,
+        k: usize,
+        progress: bool,
+    ) -> Result<(Brain, ShardPlan), PlanError> {
+        let layout = Layout::from_genome(genome);
+        let plan0 = ShardPlan::new(&layout, &[], shards, strategy)?;
+        let ranges = match strategy {
+            Strategy::RoundRobin => plan0.ranges,
+            Strategy::ByCorticalArea => {
+                let counted = connectome::build(genome, &layout, &BuildOptions { parts: vec![], progress });
+                ShardPlan::new(&layout, &incoming_per_area(&layout, &counted.mappings), shards, strategy)?.ranges
+            }
+        };
+        assert!(k < ranges.len(), "shard {k} of {} (callers check the index)", ranges.len());
+        let c = connectome::build(genome, &layout, &BuildOptions { parts: pieces(&ranges[k..=k], parts_per_shard), progress });
+        let plan = ShardPlan::new(&layout, &incoming_per_area(&layout, &c.mappings), shards, strategy)?;
+        debug_assert_eq!(plan.ranges, ranges);
+        let brain = Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome: c };
+        Ok((brain, plan))
+    }
+}
+
+/// `ranges`, each cut into `per` (nearly) equal pieces, ascending.
+fn pieces(ranges: &[std::ops::Range<u32>], per: usize) -> Vec<std::ops::Range<u32>> {
+    ranges
+        .iter()
+        .flat_map(|r| connectome::even_ranges(r.len() as u32, per).into_iter().map(move |p| p.start + r.start..p.end + r.start))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Workload;
+
+    /// Shard k's build alone holds exactly shard k's parts of the whole build.
+    fn check(genome: &Genome, shards: usize, strategy: Strategy, per: usize) {
+        let (whole, plan) = Brain::build_sharded(genome, shards, strategy, per, false).unwrap();
+        for k in 0..shards {
+            let (mine, plan_k) = Brain::build_shard(genome, shards, strategy, per, k, false).unwrap();
+            assert_eq!(plan_k, plan);
+            let c = &mine.connectome;
+            assert_eq!(c.parts.len(), per);
+            assert_eq!(c.contributions, whole.connectome.contributions);
+            assert_eq!(c.mappings, whole.connectome.mappings, "statistics are the whole brain's");
+            for (p, q) in c.parts.iter().zip(&whole.connectome.parts[k * per..(k + 1) * per]) {
+                assert_eq!((&p.targets_range, &p.row_ptr, &p.targets, &p.codes), (&q.targets_range, &q.row_ptr, &q.targets, &q.codes));
+            }
+        }
+    }
+
+    #[test]
+    fn a_shard_builds_only_its_own_part() {
+        let w = Workload { neurons: 5000, fanout: 20, rate: 0.01, seed: 4 };
+        check(&w.genome(), 3, Strategy::RoundRobin, 2);
+        let rover = Genome::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/genomes/rover.yaml"))).unwrap();
+        check(&rover, 2, Strategy::ByCorticalArea, 1);
+        check(&rover, 3, Strategy::RoundRobin, 3);
     }
 }

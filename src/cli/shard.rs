@@ -2,6 +2,10 @@
 //! The burst loop runs on its own thread; this one waits for SIGINT/SIGTERM (stop after the
 //! current burst). Prints one JSON summary line on stdout at the end. Exit status: 0 done or
 //! stopped by a signal, 2 error, 3 stopped because a shard was lost, 4 left behind by the others.
+//!
+//! The io shard's input and output: `--workload` (W's input), `--bag` (a replay, as
+//! `neuroburst replay`), `--transport` (the live node's topics, as `neuroburst node`), or none.
+//! The other shards ignore `--bag` and `--transport`, so every host can run the same command.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,8 +16,15 @@ use clap::Args;
 use serde_json::json;
 
 use super::bench::percentile;
+use crate::cluster::bag_io::BagIo;
+use crate::cluster::io::{ShardIo, WorkloadIo};
+use crate::cluster::live_io::LiveIo;
 use crate::cluster::{run, Outcome, ShardOptions};
+use crate::config::Config;
 use crate::genome::Genome;
+use crate::live::TransportKind;
+use crate::model::Layout;
+use crate::transport::zenoh::{KeyFormat, ZenohMode};
 use crate::workload::Workload;
 
 #[derive(Args, Debug)]
@@ -35,9 +46,37 @@ pub struct ShardArgs {
     /// checkpoints of this shard are removed.
     #[arg(long)]
     pub resume: bool,
-    /// The io shard appends one line per burst here: epoch, burst, fired, hash, per shard, motor.
+    /// On the io shard (repeatable): `OUT.mcap` records what `neuroburst replay --out` does (the
+    /// decoders' motor topics and the activity topic, at bag time; needs --bag); any other FILE
+    /// gets one text line per burst appended: epoch, burst, fired, hash, per shard, motor.
     #[arg(long, value_name = "FILE")]
-    pub record: Option<PathBuf>,
+    pub record: Vec<PathBuf>,
+    /// On the io shard: replay this bag through the brain, lock-stepped to bag time as
+    /// `neuroburst replay` does (the configuration's encoders, decoders and `replay` section).
+    #[arg(long, value_name = "BAG", conflicts_with_all = ["workload", "transport"])]
+    pub bag: Option<PathBuf>,
+    /// On the io shard: the live node's topics over this transport (the configuration's encoders
+    /// and decoders, its `node` and `zenoh` sections), as `neuroburst node`.
+    #[arg(long, value_enum, conflicts_with = "workload")]
+    pub transport: Option<TransportKind>,
+    /// Zenoh endpoint of the robot to connect to (repeatable; overrides zenoh.connect).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub zenoh_connect: Vec<String>,
+    /// Zenoh endpoint to listen on for the robot in peer mode (repeatable; overrides zenoh.listen).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub zenoh_listen: Vec<String>,
+    /// Zenoh mode towards the robot: peer | client (overrides zenoh.mode).
+    #[arg(long, value_enum)]
+    pub zenoh_mode: Option<ZenohMode>,
+    /// Zenoh key format: rmw | ros2dds (overrides zenoh.format).
+    #[arg(long, value_enum)]
+    pub zenoh_format: Option<KeyFormat>,
+    /// ROS domain id (overrides node.domain).
+    #[arg(long)]
+    pub domain: Option<u32>,
+    /// ROS namespace (overrides node.namespace).
+    #[arg(long)]
+    pub namespace: Option<String>,
     /// Compute the whole run's input before the start (benchmarks).
     #[arg(long)]
     pub precompute_input: bool,
@@ -87,6 +126,17 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         }
         (None, None) => return Err(anyhow!("pass --genome FILE or --workload N,K,RHO")),
     };
+    let (text_record, bag_record) = records(&a.record)?;
+    let is_io = a.index == config.cluster.io_shard;
+    let mut config = config;
+    let io: Option<Box<dyn ShardIo>> = if is_io {
+        Some(io_side(&a, &mut config, &genome, input, bag_record.as_deref())?)
+    } else {
+        if a.bag.is_some() || a.transport.is_some() {
+            tracing::info!("--bag / --transport: shard {} is not the io shard ({}): ignored here", a.index, config.cluster.io_shard);
+        }
+        None
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let options = ShardOptions {
         genome,
@@ -95,9 +145,9 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         index: a.index,
         bursts: a.bursts,
         resume: a.resume,
-        input,
-        precompute_input: a.precompute_input,
-        record: a.record.clone(),
+        io,
+        motor: input.map(|w| vec![w.motor()]),
+        record: text_record,
         warmup: a.warmup,
         progress: config.log.progress,
         stop: stop.clone(),
@@ -162,6 +212,7 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         "wait_p50_us": percentile(&w, 0.5),
         "wait_p99_us": percentile(&w, 0.99),
         "threads": rayon::current_num_threads(),
+        "io": report.io,
     });
     println!("{summary}");
     if code != 0 {
@@ -169,6 +220,103 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         let _ = std::io::stdout().flush();
         eprintln!("neuroburst shard {}: {outcome}", a.index);
         std::process::exit(code);
+    }
+    Ok(())
+}
+
+/// `--record` files: at most one text record and one `.mcap` output bag.
+fn records(files: &[PathBuf]) -> anyhow::Result<(Option<PathBuf>, Option<PathBuf>)> {
+    let (mut text, mut bag) = (None, None);
+    for f in files {
+        let is_bag = f.extension().is_some_and(|e| e.eq_ignore_ascii_case("mcap"));
+        let slot: &mut Option<PathBuf> = if is_bag { &mut bag } else { &mut text };
+        if let Some(old) = slot.replace(f.clone()) {
+            return Err(anyhow!(
+                "--record {} and --record {}: one {} record at most",
+                old.display(),
+                f.display(),
+                if is_bag { ".mcap" } else { "text" }
+            ));
+        }
+    }
+    Ok((text, bag))
+}
+
+/// The io shard's input and output, from the options and the configuration.
+fn io_side(
+    a: &ShardArgs,
+    config: &mut Config,
+    genome: &Genome,
+    workload: Option<Workload>,
+    bag_record: Option<&std::path::Path>,
+) -> anyhow::Result<Box<dyn ShardIo>> {
+    let cluster = &config.cluster;
+    if let (Some(p), None) = (bag_record, &a.bag) {
+        return Err(anyhow!("--record {}: an .mcap record holds a replay's motor topics: it needs --bag", p.display()));
+    }
+    if let Some(path) = &a.bag {
+        if a.resume {
+            return Err(anyhow!(
+                "--resume with --bag on the io shard: a replay starts from the bag's beginning; start the io shard without --resume \
+                 (the others may keep it: the cluster then starts from burst 0)"
+            ));
+        }
+        if cluster.rate_hz > 0.0 {
+            tracing::info!("cluster.rate_hz is not used with --bag: replay.pace paces a replay");
+        }
+        let bag = crate::bag::open(path)?;
+        let keep_back = cluster.on_shard_loss == crate::cluster::OnShardLoss::Degraded;
+        let io = BagIo::new(bag, path, Layout::from_genome(genome), config, genome.burst_rate_hz, bag_record, keep_back)?;
+        if config.replay.pace > 0.0 {
+            check_period(cluster, genome.burst_rate_hz * config.replay.pace, "replay.pace")?;
+        }
+        return Ok(Box::new(io));
+    }
+    if let Some(kind) = a.transport {
+        let n = &mut config.node;
+        n.transport = kind;
+        if let Some(d) = a.domain {
+            n.domain = d;
+        }
+        if let Some(ns) = &a.namespace {
+            n.namespace = ns.clone();
+        }
+        let z = &mut config.zenoh;
+        if !a.zenoh_connect.is_empty() {
+            z.connect = a.zenoh_connect.clone();
+        }
+        if !a.zenoh_listen.is_empty() {
+            z.listen = a.zenoh_listen.clone();
+        }
+        if let Some(m) = a.zenoh_mode {
+            z.mode = m;
+        }
+        if let Some(f) = a.zenoh_format {
+            z.format = f;
+        }
+        let (rate, from) = if config.cluster.rate_hz > 0.0 {
+            (config.cluster.rate_hz, "cluster.rate_hz")
+        } else if config.node.rate_hz > 0.0 {
+            (config.node.rate_hz, "node.rate_hz")
+        } else {
+            (genome.burst_rate_hz, "the genome's burst_rate_hz")
+        };
+        check_period(&config.cluster, rate, from)?;
+        let transport = crate::transport::select::open(config).context("cannot open the transport")?;
+        return Ok(Box::new(LiveIo::new(config, Layout::from_genome(genome), transport, rate)?));
+    }
+    let precompute = if a.precompute_input { a.bursts } else { 0 };
+    Ok(Box::new(WorkloadIo::new(workload, cluster.rate_hz, precompute)))
+}
+
+/// A burst period at `rate` must be shorter than `cluster.burst_timeout_ms`.
+fn check_period(cluster: &crate::cluster::ClusterConfig, rate: f64, from: &str) -> anyhow::Result<()> {
+    if rate > 0.0 && cluster.burst_timeout().as_secs_f64() <= 1.0 / rate {
+        return Err(anyhow!(
+            "cluster.burst_timeout_ms: {} ms is not longer than a burst period at {rate} bursts/s ({from}: {:.1} ms)",
+            cluster.burst_timeout_ms,
+            1000.0 / rate
+        ));
     }
     Ok(())
 }
@@ -185,5 +333,13 @@ mod tests {
         assert!(parse_workload("10,5").unwrap_err().to_string().contains("--workload"));
         assert!(parse_workload("10,5,2").unwrap_err().to_string().contains("RHO"));
         assert!(parse_workload("0,5,0.1").is_err());
+    }
+
+    #[test]
+    fn records_split_by_extension_and_one_of_each() {
+        let p = |s: &str| PathBuf::from(s);
+        assert_eq!(records(&[p("a.txt"), p("b.MCAP")]).unwrap(), (Some(p("a.txt")), Some(p("b.MCAP"))));
+        assert_eq!(records(&[]).unwrap(), (None, None));
+        assert!(records(&[p("a.mcap"), p("b.mcap")]).unwrap_err().to_string().contains("--record a.mcap"));
     }
 }

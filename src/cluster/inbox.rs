@@ -373,17 +373,22 @@ mod tests {
             let g = s.lock();
             (g.alive, g.seen, g.checkpoint_of(2))
         };
-        s.on_token(&keys.member(2, 100), true);
+        s.on_token(&keys.member(2, 100, "z1"), true);
         assert_eq!(view(&s), (0b100, 0b100, Some(100)));
-        s.on_token(&keys.member(2, 200), true); // a restarted shard 2
-        s.on_token(&keys.member(2, 100), false); // the old token's late removal: ignored
+        s.on_token(&keys.member(2, 200, "z2"), true); // a restarted shard 2
+        s.on_token(&keys.member(2, 100, "z1"), false); // the old token's late removal: ignored
         assert_eq!(view(&s), (0b100, 0b100, Some(200)));
-        s.on_token(&keys.member(2, 200), false);
+        s.lock().appeared = 0;
+        s.on_token(&keys.member(2, 200, "z3"), true); // restarted again, same checkpoint
+        assert_eq!(s.lock().appeared, 0b100, "a new session's token is a new arrival");
+        s.on_token(&keys.member(2, 200, "z2"), false);
+        assert_eq!(view(&s), (0b100, 0b100, Some(200)));
+        s.on_token(&keys.member(2, 200, "z3"), false);
         assert_eq!(view(&s), (0, 0b100, None), "gone after seen: a loss");
         s.lock().rebase(2, 0);
         assert_eq!(view(&s).1, 0, "a new epoch forgets tokens that are gone");
-        s.on_control("c", &Directive { from: 0, epoch: 2, resume: 0, members: 7 }.encode());
-        s.on_control("c", &Directive { from: 0, epoch: 1, resume: 0, members: 7 }.encode());
+        s.on_control("c", &Directive { from: 0, epoch: 2, resume: 0, members: 7, last: 0 }.encode());
+        s.on_control("c", &Directive { from: 0, epoch: 1, resume: 0, members: 7, last: 0 }.encode());
         assert_eq!(s.lock().directive.unwrap().epoch, 2);
     }
 }

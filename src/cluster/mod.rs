@@ -5,7 +5,8 @@
 //! # The protocol
 //! - **Membership** is static ([`ClusterConfig`]): shard `k` listens on `endpoints[k]`; the plan is
 //!   the same in every process (same genome, shard count and strategy). Each shard declares the
-//!   liveliness token `member/<k>/<c>` (`c`: its latest checkpoint's burst) after its subscribers.
+//!   liveliness token `member/<k>/<c>/<zid>` (`c`: its latest checkpoint's burst; `zid`: its Zenoh
+//!   session) after its subscribers.
 //! - **Start**: the io shard waits for every token, then publishes the directive *epoch 1, resume
 //!   from `c` = the smallest checkpoint burst advertised* (0: the initial state). Every shard
 //!   restores that state and starts.
@@ -27,6 +28,10 @@
 //!   it is doing, restores `c'` and runs on from there. Everything after `c'` is computed again,
 //!   so the brain is again exactly the brain that never lost a shard. Messages carry their epoch;
 //!   older epochs are ignored, newer ones kept until their directive arrives.
+//! - **The io shard's input and output** ([`io::ShardIo`]): W's input or none
+//!   ([`io::WorkloadIo`]), a bag replayed lock-stepped to bag time with the motor topics recorded
+//!   ([`bag_io::BagIo`]), or the live node's topics over its transport ([`live_io::LiveIo`]).
+//!   The io shard announces where its input ends (a bag's last burst) in its directives.
 //! - **Left behind**: a shard that stalled and wakes up to find its peers bursts ahead (or a
 //!   directive without it) exits with status 4; restart it with `--resume` to rejoin.
 //!
@@ -34,9 +39,12 @@
 //! may reach some peers and not others, so their states differ from that burst on (the rejoin's
 //! rollback repairs it); at most 64 shards.
 
+pub mod bag_io;
 pub mod checkpoints;
 pub mod config;
 pub mod inbox;
+pub mod io;
+pub mod live_io;
 pub mod netns;
 pub mod record;
 mod run;

@@ -123,6 +123,15 @@ impl Hosts {
         }
     }
 
+    /// Cut (`up` false) or restore host `i`'s cable: its port on the bridge goes down or up (the
+    /// host keeps its interface and address; its peers' packets to it go nowhere). Namespaces only.
+    pub fn set_link(&self, i: usize, up: bool) -> Result<(), String> {
+        let (Some(sw), true) = (&self.switch, i < self.names.len()) else {
+            return Err(format!("host {i}: no cable to cut on {}", if self.is_netns() { "this bridge" } else { "127.0.0.1" }));
+        };
+        ip(&["-n", sw, "link", "set", &format!("p{i}"), if up { "up" } else { "down" }])
+    }
+
     /// `loopback` or `netns (10.77.0.1..10.77.0.n)`.
     pub fn describe(&self) -> String {
         if self.is_netns() {

@@ -14,6 +14,7 @@ use ::zenoh::{Session, Wait};
 use super::checkpoints::{ShardCheckpointError, ShardCheckpoints};
 use super::config::{ClusterConfig, OnShardLoss};
 use super::inbox::Shared;
+use super::io::{ShardIo, WorkloadIo};
 use super::record::{self, Line};
 use super::wire::{self, Directive, Keys, Topic};
 use crate::backend::cpu::CpuEngine;
@@ -24,7 +25,6 @@ use crate::genome::{AreaKind, Genome};
 use crate::model::{Injection, Layout, NeuronState};
 use crate::shard::{PlanError, Strategy};
 use crate::transport::zenoh::{ZenohConfig, ZenohMode};
-use crate::workload::Workload;
 
 /// What a shard runs.
 pub struct ShardOptions {
@@ -37,10 +37,11 @@ pub struct ShardOptions {
     pub bursts: u64,
     /// Start from the latest checkpoint (else: a fresh start, old checkpoints removed).
     pub resume: bool,
-    /// The io shard's sensor input: the injection of W (see [`Workload::injection`]).
-    pub input: Option<Workload>,
-    /// Compute every burst's input before the start (benchmarks: keeps its cost out of the timing).
-    pub precompute_input: bool,
+    /// The io shard's sensor input and motor output (unused on the other shards); None: no
+    /// input, bursts at `cluster.rate_hz`.
+    pub io: Option<Box<dyn ShardIo>>,
+    /// The neurons the record counts as motor (None: the genome's motor areas).
+    pub motor: Option<Vec<Range<u32>>>,
     /// The io shard writes its record here (see [`record`]).
     pub record: Option<PathBuf>,
     /// Bursts after each epoch's start that the timings leave out.
@@ -81,6 +82,8 @@ pub struct Report {
     pub compute_us: Vec<f64>,
     /// Per timed burst: time waiting for the peers' spikes (and the input).
     pub wait_us: Vec<f64>,
+    /// What the io shard's input and output did (null elsewhere).
+    pub io: serde_json::Value,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +100,8 @@ pub enum ClusterError {
     Zenoh(String),
     #[error("{0}")]
     Startup(String),
+    #[error("io shard: {0}")]
+    Io(String),
     #[error("{path}: {source}")]
     Record {
         path: PathBuf,
@@ -110,7 +115,8 @@ fn zerr(what: &str) -> impl Fn(::zenoh::Error) -> ClusterError + '_ {
 }
 
 /// The Zenoh session of shard `index`: a peer listening on its endpoint and connecting to every
-/// other, multicast and gossip scouting off, connections retried every 0.1..1 s.
+/// other, multicast and gossip scouting off, connections retried every 0.1..1 s, a blocked put
+/// waiting at most half of `burst_timeout_ms` for a peer's link before closing it.
 pub fn session_config(cluster: &ClusterConfig, index: usize) -> Result<::zenoh::Config, ClusterError> {
     let z = ZenohConfig {
         mode: ZenohMode::Peer,
@@ -123,6 +129,12 @@ pub fn session_config(cluster: &ClusterConfig, index: usize) -> Result<::zenoh::
     c.insert_json5("connect/retry", retry).map_err(|e| ClusterError::Zenoh(format!("config connect/retry: {e}")))?;
     // Only the configured links: no peer learns (and dials) other addresses through gossip.
     c.insert_json5("scouting/gossip/enabled", "false").map_err(|e| ClusterError::Zenoh(format!("config scouting/gossip: {e}")))?;
+    // A peer behind a dead link (a cut cable) takes no more bytes: once its queue is full, a
+    // blocking put would wait 5 s for it, stalling this shard's burst for everyone. After half a
+    // burst timeout its link is closed instead (it is late by then anyway) and the put goes on.
+    let wait_us = (cluster.burst_timeout().as_micros() / 2).clamp(1000, 5_000_000);
+    c.insert_json5("transport/link/tx/queue/congestion_control/block/wait_before_close", &wait_us.to_string())
+        .map_err(|e| ClusterError::Zenoh(format!("config congestion_control/block: {e}")))?;
     Ok(c)
 }
 
@@ -151,6 +163,10 @@ struct Shard {
     engine: CpuEngine,
     initial: NeuronState,
     ckpts: ShardCheckpoints,
+    /// The io shard's input and output.
+    io_side: Box<dyn ShardIo>,
+    /// The last burst of the current epoch (u64::MAX: until stopped).
+    last: u64,
     keys: Keys,
     shared: Arc<Shared>,
     session: Session,
@@ -162,25 +178,25 @@ struct Shard {
     whole: Vec<u32>,
     input: Vec<Injection>,
     injection: Vec<Injection>,
-    precomputed: Vec<Vec<Injection>>,
     key: String,
     buf: Vec<u8>,
     record: Option<std::io::BufWriter<std::fs::File>>,
     report: Report,
 }
 
+/// How long a shard waits for its Zenoh session to close.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
 /// Run shard `o.index` until the last burst, a signal, or a loss that stops it.
-pub fn run(o: ShardOptions) -> Result<Report, ClusterError> {
+pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
     o.cluster.validate(Some(o.index))?;
     let n = o.cluster.shards();
     let me = o.index;
     let threads = rayon::current_num_threads();
-    let (brain, plan) = Brain::build_sharded(&o.genome, n, o.strategy, threads, o.progress)?;
+    // Only this shard's synapses: the memory of a shard, not of the whole brain.
+    let (brain, plan) = Brain::build_shard(&o.genome, n, o.strategy, threads, me, o.progress)?;
     let ranges = plan.ranges.clone();
-    let motor = match &o.input {
-        Some(w) => vec![w.motor()],
-        None => motor_ranges(&o.genome, &brain.layout),
-    };
+    let motor = o.motor.take().unwrap_or_else(|| motor_ranges(&o.genome, &brain.layout));
     tracing::info!(
         "shard {me} of {n}: neurons {:?} ({} synapses onto them), {} plan, {threads} threads",
         ranges[me],
@@ -211,16 +227,10 @@ pub fn run(o: ShardOptions) -> Result<Report, ClusterError> {
         }
         _ => None,
     };
-    let precomputed = match (&o.input, o.precompute_input && me == c.io_shard && o.bursts > 0) {
-        (Some(w), true) => (1..=o.bursts)
-            .map(|t| {
-                let mut v = Vec::new();
-                w.injection(t, &mut v);
-                v
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
+    let io_side: Box<dyn ShardIo> = o.io.take().unwrap_or_else(|| Box::new(WorkloadIo::new(None, c.rate_hz, 0)));
+    if me == c.io_shard {
+        tracing::info!("io shard: {}", io_side.describe());
+    }
     let keys = Keys::new(&c.name);
     let shared = Arc::new(Shared::new(me, ranges.clone(), keys.clone()));
     let session = ::zenoh::open(session_config(c, me)?).wait().map_err(zerr("opening the session"))?;
@@ -256,7 +266,7 @@ pub fn run(o: ShardOptions) -> Result<Report, ClusterError> {
         .callback(move |x| s.on_token(x.key_expr().as_str(), x.kind() == SampleKind::Put))
         .wait()
         .map_err(zerr("member subscriber"))?;
-    let token_key = keys.member(me, latest);
+    let token_key = keys.member(me, latest, &session.zid().to_string());
     let _token = session.liveliness().declare_token(token_key.clone()).wait().map_err(zerr("member token"))?;
     shared.on_token(&token_key, true);
 
@@ -272,6 +282,7 @@ pub fn run(o: ShardOptions) -> Result<Report, ClusterError> {
         period_us: vec![],
         compute_us: vec![],
         wait_us: vec![],
+        io: serde_json::Value::Null,
     };
     let mut shard = Shard {
         io: c.io_shard,
@@ -282,6 +293,8 @@ pub fn run(o: ShardOptions) -> Result<Report, ClusterError> {
         engine,
         initial,
         ckpts,
+        io_side,
+        last: u64::MAX,
         keys,
         shared,
         session,
@@ -291,7 +304,6 @@ pub fn run(o: ShardOptions) -> Result<Report, ClusterError> {
         whole: Vec::new(),
         input: Vec::new(),
         injection: Vec::new(),
-        precomputed,
         key: String::new(),
         buf: Vec::new(),
         record,
@@ -299,10 +311,19 @@ pub fn run(o: ShardOptions) -> Result<Report, ClusterError> {
         o,
     };
     let outcome = shard.main();
+    let io_summary = if shard.is_io() { Some(shard.io_side.finish()) } else { None };
     // Close explicitly: the session sends what it still holds (the last spikes) before the
-    // links go down, and the peers see this shard's token go.
-    if let Err(e) = shard.session.close().wait() {
-        tracing::warn!("closing the zenoh session: {e}");
+    // links go down, and the peers see this shard's token go. Over a dead link (a cut cable)
+    // Zenoh would wait 10 s for answers that cannot come: after 2 s this shard exits anyway.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let session = shard.session.clone();
+    let _ = std::thread::Builder::new().name("close".into()).spawn(move || {
+        let _ = tx.send(session.close().wait());
+    });
+    match rx.recv_timeout(CLOSE_WAIT) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("closing the zenoh session: {e}"),
+        Err(_) => tracing::warn!("closing the zenoh session: no answer within {} s (unreachable peers); leaving", CLOSE_WAIT.as_secs()),
     }
     if let Some(r) = shard.record.as_mut() {
         use std::io::Write;
@@ -310,6 +331,7 @@ pub fn run(o: ShardOptions) -> Result<Report, ClusterError> {
         r.flush().map_err(|source| ClusterError::Record { path, source })?;
     }
     shard.report.outcome = outcome?;
+    shard.report.io = io_summary.transpose()?.unwrap_or_default();
     shard.report.malformed = shard.shared.lock().malformed;
     Ok(shard.report)
 }
@@ -328,6 +350,13 @@ fn motor_ranges(genome: &Genome, layout: &Layout) -> Vec<Range<u32>> {
 impl Shard {
     fn is_io(&self) -> bool {
         self.me == self.io
+    }
+
+    /// The last burst the io shard announces: the earlier of `--bursts` and the end of its input
+    /// (0: neither).
+    fn io_last(&self) -> u64 {
+        let mine = (self.o.bursts > 0).then_some(self.o.bursts);
+        [mine, self.io_side.last_burst()].into_iter().flatten().min().unwrap_or(0)
     }
 
     fn all(&self) -> u64 {
@@ -366,7 +395,7 @@ impl Shard {
                 let resume = (0..self.n).filter_map(|k| g.checkpoint_of(k)).min().unwrap_or(0);
                 g.appeared = 0;
                 drop(g);
-                let d = Directive { from: self.me, epoch: 1, resume, members: all };
+                let d = Directive { from: self.me, epoch: 1, resume, members: all, last: self.io_last() };
                 tracing::info!("all {} shards are up; starting from burst {resume}", self.n);
                 self.publish_directive(&d)?;
                 return Ok(Some(d));
@@ -440,14 +469,7 @@ impl Shard {
     /// The io shard: the injection of burst `t`, each member's share sent, this shard's kept.
     fn send_inputs(&mut self, t: u64, members: u64) -> Result<(), ClusterError> {
         let mut inj = std::mem::take(&mut self.injection);
-        match &self.o.input {
-            Some(_) if (t as usize) <= self.precomputed.len() => {
-                inj.clear();
-                inj.extend_from_slice(&self.precomputed[t as usize - 1]);
-            }
-            Some(w) => w.injection(t, &mut inj),
-            None => inj.clear(),
-        }
+        self.io_side.injection(t, &mut inj)?;
         for k in 0..self.n {
             if members & (1 << k) == 0 {
                 continue;
@@ -551,9 +573,14 @@ impl Shard {
             tracing::info!("epoch {}: resumed from burst {c} with shards {}", d.epoch, wire::list(members));
         }
         let cfg = self.o.cluster.clone();
-        let last = if self.o.bursts == 0 { u64::MAX } else { self.o.bursts };
-        let period = (cfg.rate_hz > 0.0).then(|| Duration::from_secs_f64(1.0 / cfg.rate_hz));
-        let mut next_at = Instant::now();
+        let last = [self.o.bursts, d.last].into_iter().filter(|&x| x > 0).min().unwrap_or(u64::MAX);
+        if last != self.last && last != u64::MAX && !self.is_io() {
+            tracing::info!("the io shard's input ends at burst {last}");
+        }
+        self.last = last;
+        if self.is_io() {
+            self.io_side.start(c)?;
+        }
         let mut prev_done: Option<Instant> = None;
         let mut b = c;
         let mut degraded_logged = false;
@@ -561,15 +588,7 @@ impl Shard {
             self.publish_spikes(b)?;
             let more = b < last;
             if self.is_io() && more {
-                if let Some(p) = period {
-                    next_at += p;
-                    let now = Instant::now();
-                    if next_at > now {
-                        std::thread::sleep(next_at - now);
-                    } else {
-                        next_at = now;
-                    }
-                }
+                self.io_side.pace(b + 1);
                 self.send_inputs(b + 1, members)?;
             }
             let timeout = if b == c { cfg.startup_timeout() } else { cfg.burst_timeout() };
@@ -634,6 +653,9 @@ impl Shard {
                     self.report.wait_us.push((done - wait_start).as_secs_f64() * 1e6);
                 }
                 self.write_record(b, members)?;
+                if self.is_io() {
+                    self.io_side.fired(b, &self.whole)?;
+                }
             }
             prev_done = Some(done);
             self.report.last_burst = b;
@@ -648,6 +670,9 @@ impl Shard {
                 st.fired.clone_from(&self.own);
                 let path = self.ckpts.save(&self.o.genome, st)?;
                 tracing::debug!("checkpoint {}", path.display());
+                if self.is_io() {
+                    self.io_side.checkpointed(&self.ckpts.list())?;
+                }
             }
             if !more {
                 return Ok(EpochEnd::Done(Outcome::Completed));
@@ -674,7 +699,7 @@ impl Shard {
         let theirs = wire::shards_of(req).filter_map(|k| g.checkpoint_of(k)).min().unwrap_or(0);
         drop(g);
         let resume = self.ckpts.list().into_iter().filter(|&b| b <= theirs).max().unwrap_or(0);
-        let d = Directive { from: self.me, epoch: self.epoch + 1, resume, members: members | req };
+        let d = Directive { from: self.me, epoch: self.epoch + 1, resume, members: members | req, last: self.io_last() };
         tracing::info!(
             "shard(s) {} rejoin (checkpoints up to burst {theirs}): every shard resumes from burst {resume} in epoch {}, shards {}",
             wire::list(req),

@@ -4,19 +4,21 @@
 //! ```text
 //! neuroburst/<brain>/spikes/<burst>/<shard>   'S' 1 | shard u16 | epoch u32 | burst u64 | count u32 | gap varints
 //! neuroburst/<brain>/input/<burst>/<shard>    'I' 1 | shard u16 | epoch u32 | burst u64 | count u32 | (gap varint, zigzag potential varint) x count
-//! neuroburst/<brain>/control                  'D' 1 | from u16  | epoch u32 | resume burst u64 | members u64
-//! neuroburst/<brain>/member/<shard>/<burst>   liveliness token: the shard is up, holding checkpoints up to <burst>
+//! neuroburst/<brain>/control                  'D' 2 | from u16  | epoch u32 | resume burst u64 | members u64 | last burst u64
+//! neuroburst/<brain>/member/<shard>/<burst>/<zid>  liveliness token: the shard is up, holding checkpoints up to <burst>
+//!                                                   (<zid>: its Zenoh session, so a restarted shard's token is a new key)
 //! ```
 //! `spikes`: the sender's own fired neurons of burst `burst`; `input`: the io shard's injection
 //! of burst `burst` for shard `shard`; `control`: a directive of the io shard (every member of
-//! `members` restores the state of burst `resume` and runs epoch `epoch` from there).
+//! `members` restores the state of burst `resume` and runs epoch `epoch` from there, up to burst
+//! `last`, 0: until stopped).
 //! Decoding never panics: every error names the key and what is wrong.
 
 use std::ops::Range;
 
 use crate::model::{Injection, Potential};
 
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 const SPIKES: u8 = b'S';
 const INPUT: u8 = b'I';
 const DIRECTIVE: u8 = b'D';
@@ -66,12 +68,15 @@ impl Keys {
         format!("{}/control", self.prefix)
     }
 
-    pub fn member(&self, shard: usize, checkpoint: u64) -> String {
-        format!("{}/member/{shard}/{checkpoint}", self.prefix)
+    /// The member token of `shard` holding checkpoints up to `checkpoint`, declared by the Zenoh
+    /// session `session` (a restarted shard declares a new key even with the same checkpoint,
+    /// so the old token's late removal is not taken for the new one's).
+    pub fn member(&self, shard: usize, checkpoint: u64, session: &str) -> String {
+        format!("{}/member/{shard}/{checkpoint}/{session}", self.prefix)
     }
 
     pub fn all_members(&self) -> String {
-        format!("{}/member/*/*", self.prefix)
+        format!("{}/member/*/*/*", self.prefix)
     }
 
     /// `(burst, shard)` of a data key of this brain.
@@ -94,9 +99,13 @@ impl Keys {
 
     /// `(shard, checkpoint burst)` of a member token of this brain.
     pub fn parse_member(&self, key: &str) -> Result<(usize, u64), WireError> {
-        let bad = || WireError::new(key, "not a neuroburst/<brain>/member/<shard>/<burst> token of this brain");
+        let bad = || WireError::new(key, "not a neuroburst/<brain>/member/<shard>/<burst>/<session> token of this brain");
         let rest = key.strip_prefix(&self.prefix).and_then(|r| r.strip_prefix("/member/")).ok_or_else(bad)?;
-        let (s, b) = rest.split_once('/').ok_or_else(bad)?;
+        let mut it = rest.split('/');
+        let (Some(s), Some(b), Some(z), None) = (it.next(), it.next(), it.next(), it.next()) else { return Err(bad()) };
+        if z.is_empty() {
+            return Err(bad());
+        }
         Ok((s.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
     }
 }
@@ -258,14 +267,19 @@ pub fn decode_input(key: &str, b: &[u8], h: &Header, range: &Range<u32>, out: &m
     Ok(())
 }
 
-/// A directive of the io shard: members of `members` restore burst `resume` and run epoch `epoch`.
+/// A directive of the io shard: members of `members` restore burst `resume` and run epoch `epoch`
+/// up to burst `last` (0: until stopped; the io shard's input may end, a bag does).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Directive {
     pub from: usize,
     pub epoch: u32,
     pub resume: u64,
     pub members: u64,
+    pub last: u64,
 }
+
+/// The size of an encoded directive.
+const DIRECTIVE_LEN: usize = 32;
 
 impl Directive {
     pub fn encode(&self) -> Vec<u8> {
@@ -274,21 +288,26 @@ impl Directive {
         b.extend_from_slice(&self.epoch.to_le_bytes());
         b.extend_from_slice(&self.resume.to_le_bytes());
         b.extend_from_slice(&self.members.to_le_bytes());
+        b.extend_from_slice(&self.last.to_le_bytes());
         b
     }
 
     pub fn decode(key: &str, b: &[u8]) -> Result<Directive, WireError> {
-        if b.len() != 24 || b[0] != DIRECTIVE {
+        if b.len() < 2 || b[0] != DIRECTIVE {
             return Err(WireError::new(key, format!("not a directive ({} bytes)", b.len())));
         }
         if b[1] != VERSION {
             return Err(WireError::new(key, format!("wire version {}, this neuroburst speaks {VERSION}", b[1])));
+        }
+        if b.len() != DIRECTIVE_LEN {
+            return Err(WireError::new(key, format!("a directive of {} bytes, expected {DIRECTIVE_LEN}", b.len())));
         }
         Ok(Directive {
             from: u16::from_le_bytes([b[2], b[3]]) as usize,
             epoch: u32::from_le_bytes(b[4..8].try_into().unwrap()),
             resume: u64::from_le_bytes(b[8..16].try_into().unwrap()),
             members: u64::from_le_bytes(b[16..24].try_into().unwrap()),
+            last: u64::from_le_bytes(b[24..32].try_into().unwrap()),
         })
     }
 }
@@ -320,8 +339,10 @@ mod tests {
         assert!(k.parse_data("neuroburst/other/spikes/1/1").is_err());
         assert!(k.parse_data("neuroburst/rover/spikes/x/1").is_err());
         assert!(k.parse_data("neuroburst/rover/spikes/1/1/2").is_err());
-        assert_eq!(k.parse_member(&k.member(3, 500)), Ok((3, 500)));
+        assert_eq!(k.parse_member(&k.member(3, 500, "a1b2")), Ok((3, 500)));
         assert!(k.parse_member("neuroburst/rover/member/3").is_err());
+        assert!(k.parse_member("neuroburst/rover/member/3/500").is_err());
+        assert!(k.parse_member("neuroburst/rover/member/3/500/z/x").is_err());
     }
 
     #[test]
@@ -395,9 +416,12 @@ mod tests {
 
     #[test]
     fn directives_round_trip() {
-        let d = Directive { from: 0, epoch: 3, resume: 500, members: 0b1011 };
+        let d = Directive { from: 0, epoch: 3, resume: 500, members: 0b1011, last: 900 };
         assert_eq!(Directive::decode("c", &d.encode()), Ok(d));
-        assert!(Directive::decode("c", &[b'D', 1]).is_err());
+        assert!(Directive::decode("c", &[b'D', VERSION]).unwrap_err().message.contains("32"));
+        let mut old = d.encode();
+        old[1] = 1;
+        assert!(Directive::decode("c", &old[..24]).unwrap_err().message.contains("wire version 1"));
         assert_eq!(list(0b1011), "[0, 1, 3]");
     }
 }

@@ -20,7 +20,9 @@ use crate::model::{AreaParams, Layout};
 /// How to build.
 #[derive(Clone, Debug)]
 pub struct BuildOptions {
-    /// Target ranges, one per part, ascending and covering `0..neurons`.
+    /// Target ranges, one per part, ascending and disjoint. Usually they cover `0..neurons`; the
+    /// synapses onto targets outside every part are drawn (and counted in the mapping statistics)
+    /// but not kept: one shard's build keeps only its own parts.
     pub parts: Vec<Range<u32>>,
     /// Show a progress bar on stderr once the build has taken more than a second.
     pub progress: bool,
@@ -251,19 +253,23 @@ fn build_chunk(
             });
             slot_code.push(code);
         }
+        // Every synapse counts in the statistics, kept or not.
+        for &key in &row {
+            let slot = (key & 0xffff_ffff) as usize;
+            let counts = &mut out.counts[mappings[slot].index];
+            counts.0 += 1;
+            counts.1 += (out.locals[slot_code[slot] as usize] == 0) as u64;
+        }
         let mut p = 0;
         for (pi, prange) in parts.iter().enumerate() {
+            // targets below this part (outside every part) are not kept
+            p += row[p..].partition_point(|&key| ((key >> 32) as u32) < prange.start);
             let cp = &mut out.parts[pi];
             let before = cp.targets.len();
             while p < row.len() && ((row[p] >> 32) as u32) < prange.end {
                 let key = row[p];
-                let slot = (key & 0xffff_ffff) as usize;
-                let code = slot_code[slot];
-                let counts = &mut out.counts[mappings[slot].index];
-                counts.0 += 1;
-                counts.1 += (out.locals[code as usize] == 0) as u64;
                 cp.targets.push((key >> 32) as u32 - prange.start);
-                cp.codes.push(code);
+                cp.codes.push(slot_code[(key & 0xffff_ffff) as usize]);
                 p += 1;
             }
             cp.lens.push((cp.targets.len() - before) as u32);

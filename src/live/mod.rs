@@ -89,7 +89,7 @@ fn ros_now_ns() -> u64 {
 
 /// The message type to subscribe to `topic` with: `node.input_types`, or the first type its
 /// encoder accepts.
-fn input_type(nc: &NodeConfig, intake: &Intake, topic: &str) -> anyhow::Result<&'static str> {
+pub fn input_type(nc: &NodeConfig, intake: &Intake, topic: &str) -> anyhow::Result<&'static str> {
     let accepted = intake.message_types(topic);
     match nc.input_types.get(topic) {
         Some(t) => accepted.iter().copied().find(|a| a == t).ok_or_else(|| {

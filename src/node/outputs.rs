@@ -35,10 +35,16 @@ impl Outputs {
 
     /// Decode one burst at `time_ns` (bag time in a replay, ROS time in the live node).
     pub fn burst(&mut self, out: &BurstOutput<'_>, layout: &Layout, time_ns: u64) -> BurstProducts {
+        self.decode(out.burst, out.fired, out.fired_total, layout, time_ns)
+    }
+
+    /// Decode burst `burst` from its fired neurons (those read back, ascending) and the count of
+    /// all that fired, at `time_ns`.
+    pub fn decode(&mut self, burst: u64, fired: &[u32], fired_total: u64, layout: &Layout, time_ns: u64) -> BurstProducts {
         for v in &mut self.per_area {
             v.clear();
         }
-        for &n in out.fired {
+        for &n in fired {
             let c = layout.coord(n);
             self.per_area[c.area].push(c.xyzk);
         }
@@ -52,7 +58,7 @@ impl Outputs {
             })
             .collect();
         let fired_per_area = self.per_area.iter().map(|v| v.len() as u32).collect();
-        BurstProducts { burst: out.burst, fired_total: out.fired_total, motor, fired_per_area }
+        BurstProducts { burst, fired_total, motor, fired_per_area }
     }
 
     /// The activity message of a burst, stamped `time_ns`.

@@ -13,7 +13,7 @@ use crate::bag::qos::Qos;
 use crate::bag::{Bag, BagError, BagWriter};
 use crate::model::Layout;
 use crate::node::intake::{Intake, TopicStats};
-use crate::node::outputs::Outputs;
+use crate::node::outputs::{BurstProducts, Outputs};
 use crate::ros::neuroburst_msgs::BurstActivity;
 use crate::ros::{encode, registry, RosMessage};
 
@@ -82,23 +82,80 @@ pub struct ReplayOptions<'a> {
     pub stop: &'a AtomicBool,
 }
 
-/// Replay `bag` through `backend` (which must read back every fired neuron, or at least the
-/// motor areas), writing motor and activity messages to `writer`.
-pub fn replay(
-    bag: &Bag,
-    layout: &Layout,
-    backend: &mut dyn Backend,
-    config: &crate::config::Config,
-    writer: &mut BagWriter,
-    opts: &ReplayOptions<'_>,
-) -> Result<ReplaySummary, ReplayError> {
-    if !(opts.burst_rate_hz > 0.0 && opts.burst_rate_hz.is_finite()) {
-        return Err(ReplayError::Config(format!("burst_rate_hz must be > 0, not {}", opts.burst_rate_hz)));
-    }
-    let mut intake = Intake::new(&config.encoders, layout)?;
-    let mut outputs = Outputs::new(&config.decoders, layout).map_err(ReplayError::Config)?;
+/// When each burst of a replay runs, in bag time: burst k (k = 1, 2, ...) at
+/// `t_k = t0 + (k - 1) / r`, on the messages logged before `t_k`; bursts continue until every
+/// message has been offered (one burst after the last), or `max_bursts`.
+#[derive(Clone, Debug)]
+pub struct BagSchedule {
+    t0: u64,
+    t_last: u64,
+    period_ns: f64,
+    total: u64,
+    /// The next message to offer.
+    next: usize,
+}
 
-    // Check the configured topics against the bag before anything runs.
+impl BagSchedule {
+    /// The schedule of `bag` at `burst_rate_hz`; None for a bag without messages.
+    pub fn new(bag: &Bag, burst_rate_hz: f64, max_bursts: u64) -> Result<Option<BagSchedule>, ReplayError> {
+        if !(burst_rate_hz > 0.0 && burst_rate_hz.is_finite()) {
+            return Err(ReplayError::Config(format!("burst_rate_hz must be > 0, not {burst_rate_hz}")));
+        }
+        let Some(first) = bag.messages.first() else { return Ok(None) };
+        let t0 = first.log_time;
+        let t_last = bag.messages.last().map_or(t0, |m| m.log_time);
+        let period_ns = 1e9 / burst_rate_hz;
+        // bursts up to the first one that starts after the last message
+        let mut total = ((t_last - t0) as f64 / period_ns).floor() as u64 + 2;
+        if max_bursts > 0 {
+            total = total.min(max_bursts);
+        }
+        Ok(Some(BagSchedule { t0, t_last, period_ns, total, next: 0 }))
+    }
+
+    /// The number of bursts.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The first message's log time.
+    pub fn t0(&self) -> u64 {
+        self.t0
+    }
+
+    /// Bag seconds from the first message to the last.
+    pub fn duration_s(&self) -> f64 {
+        (self.t_last - self.t0) as f64 * 1e-9
+    }
+
+    /// Burst `k`'s bag time `t_k`.
+    pub fn time(&self, k: u64) -> u64 {
+        self.t0 + ((k - 1) as f64 * self.period_ns).round() as u64
+    }
+
+    /// Offer `intake` every message not yet offered that was logged before burst `k`'s time;
+    /// those on topics no encoder reads are counted in `ignored`.
+    pub fn offer(&mut self, bag: &Bag, k: u64, intake: &mut Intake, ignored: &mut BTreeMap<String, u64>) {
+        let t_k = self.time(k);
+        while self.next < bag.messages.len() && bag.messages[self.next].log_time < t_k {
+            let m = &bag.messages[self.next];
+            let topic = &bag.topics[m.topic];
+            if !intake.offer(&topic.name, &topic.type_name, &m.data) {
+                *ignored.entry(topic.name.clone()).or_default() += 1;
+            }
+            self.next += 1;
+        }
+    }
+
+    /// Back to the first message (a replay that starts again).
+    pub fn rewind(&mut self) {
+        self.next = 0;
+    }
+}
+
+/// Check the configured encoders' topics against the bag before anything runs: their types,
+/// their encoding (cdr); a configured topic missing from the bag is a warning.
+pub fn check_topics(bag: &Bag, intake: &Intake) -> Result<(), ReplayError> {
     for t in &bag.topics {
         if intake.topics().any(|x| x == t.name) {
             intake.check_type(&t.name, &t.type_name)?;
@@ -112,40 +169,80 @@ pub fn replay(
             tracing::warn!("topic {topic} (configured encoder) is not in the bag");
         }
     }
+    Ok(())
+}
 
-    // Output channels, in configuration order.
-    let mut channels = Vec::new();
-    let mut motor: Vec<MotorStats> = Vec::new();
-    for d in &outputs.decoders {
-        let type_name = d.config.message_type();
-        let info = registry::lookup(type_name).expect("decoder types are registered");
-        channels.push(writer.add_topic(d.config.topic(), &info, Qos::COMMANDS)?);
-        motor.push(MotorStats {
+/// The channels of a replay's output bag: one per decoder, in configuration order, then the
+/// activity topic (none when `activity_topic` is empty).
+#[derive(Clone, Debug)]
+pub struct OutputChannels {
+    pub motor: Vec<u16>,
+    pub activity: Option<u16>,
+}
+
+impl OutputChannels {
+    pub fn add(writer: &mut BagWriter, outputs: &Outputs, activity_topic: &str) -> Result<OutputChannels, ReplayError> {
+        let mut motor = Vec::new();
+        for d in &outputs.decoders {
+            let info = registry::lookup(d.config.message_type()).expect("decoder types are registered");
+            motor.push(writer.add_topic(d.config.topic(), &info, Qos::COMMANDS)?);
+        }
+        let activity =
+            if activity_topic.is_empty() { None } else { Some(writer.add_topic(activity_topic, &BurstActivity::info(), Qos::COMMANDS)?) };
+        Ok(OutputChannels { motor, activity })
+    }
+
+    /// Hand `write` the messages of one burst at bag time `t_k`, in the order a replay records
+    /// them: the motor messages (decoder order), then the activity message.
+    pub fn messages<E>(
+        &self,
+        products: &BurstProducts,
+        outputs: &Outputs,
+        t_k: u64,
+        mut write: impl FnMut(u16, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (i, m) in &products.motor {
+            write(self.motor[*i], &m.payload)?;
+        }
+        if let Some(ch) = self.activity {
+            write(ch, &encode(&outputs.activity(products, t_k)))?;
+        }
+        Ok(())
+    }
+}
+
+/// Replay `bag` through `backend` (which must read back every fired neuron, or at least the
+/// motor areas), writing motor and activity messages to `writer`.
+pub fn replay(
+    bag: &Bag,
+    layout: &Layout,
+    backend: &mut dyn Backend,
+    config: &crate::config::Config,
+    writer: &mut BagWriter,
+    opts: &ReplayOptions<'_>,
+) -> Result<ReplaySummary, ReplayError> {
+    let schedule = BagSchedule::new(bag, opts.burst_rate_hz, opts.max_bursts)?;
+    let mut intake = Intake::new(&config.encoders, layout)?;
+    let mut outputs = Outputs::new(&config.decoders, layout).map_err(ReplayError::Config)?;
+    check_topics(bag, &intake)?;
+    let channels = OutputChannels::add(writer, &outputs, &opts.activity_topic)?;
+    let motor = outputs
+        .decoders
+        .iter()
+        .map(|d| MotorStats {
             topic: d.config.topic().into(),
-            type_name: type_name.into(),
+            type_name: d.config.message_type().into(),
             labels: labels(&d.config, layout),
             ..Default::default()
-        });
-    }
-    let activity_channel = if opts.activity_topic.is_empty() {
-        None
-    } else {
-        Some(writer.add_topic(&opts.activity_topic, &BurstActivity::info(), Qos::COMMANDS)?)
-    };
+        })
+        .collect();
 
     let mut summary = ReplaySummary { motor, ..Default::default() };
-    let Some(first) = bag.messages.first() else {
+    let Some(mut schedule) = schedule else {
         return Ok(summary);
     };
-    let t0 = first.log_time;
-    let t_last = bag.messages.last().map_or(t0, |m| m.log_time);
-    let period_ns = 1e9 / opts.burst_rate_hz;
-    let burst_time = |k: u64| t0 + ((k - 1) as f64 * period_ns).round() as u64;
-    // bursts up to the first one that starts after the last message
-    let mut total = ((t_last - t0) as f64 / period_ns).floor() as u64 + 2;
-    if opts.max_bursts > 0 {
-        total = total.min(opts.max_bursts);
-    }
+    let t0 = schedule.t0();
+    let total = schedule.total();
 
     let bar = if opts.progress { indicatif::ProgressBar::new(total) } else { indicatif::ProgressBar::hidden() };
     bar.set_style(
@@ -156,41 +253,32 @@ pub fn replay(
     let mut fired = vec![0u64; layout.meta.len()];
     let mut last_values: Vec<Vec<f64>> = summary.motor.iter().map(|m| vec![0.0; m.labels.len()]).collect();
     let mut sums: Vec<Vec<f64>> = last_values.clone();
-    let mut next = 0usize;
     let started = std::time::Instant::now();
     for k in 1..=total {
         if opts.stop.load(Ordering::SeqCst) {
             summary.interrupted = true;
             break;
         }
-        let t_k = burst_time(k);
+        let t_k = schedule.time(k);
         if opts.pace > 0.0 {
             let due = std::time::Duration::from_secs_f64((t_k - t0) as f64 * 1e-9 / opts.pace);
             if let Some(wait) = due.checked_sub(started.elapsed()) {
                 std::thread::sleep(wait);
             }
         }
-        while next < bag.messages.len() && bag.messages[next].log_time < t_k {
-            let m = &bag.messages[next];
-            let topic = &bag.topics[m.topic];
-            if !intake.offer(&topic.name, &topic.type_name, &m.data) {
-                *summary.ignored.entry(topic.name.clone()).or_default() += 1;
-            }
-            next += 1;
-        }
+        schedule.offer(bag, k, &mut intake, &mut summary.ignored);
         let injection = intake.injection();
         let out = backend.burst(&injection).map_err(|e| ReplayError::Backend { burst: k, message: e.to_string() })?;
         let products = outputs.burst(&out, layout, t_k);
+        channels.messages(&products, &outputs, t_k, |ch, data| writer.write(ch, t_k, data))?;
         for (i, m) in &products.motor {
-            writer.write(channels[*i], t_k, &m.payload)?;
             summary.motor[*i].messages += 1;
             for (s, v) in sums[*i].iter_mut().zip(&m.values) {
                 *s += v;
             }
             last_values[*i] = m.values.clone();
         }
-        if let Some(ch) = activity_channel {
-            writer.write(ch, t_k, &encode(&outputs.activity(&products, t_k)))?;
+        if channels.activity.is_some() {
             summary.activity_messages += 1;
         }
         for (f, &n) in fired.iter_mut().zip(&products.fired_per_area) {
@@ -208,7 +296,7 @@ pub fn replay(
         }
     }
     bar.finish_and_clear();
-    summary.duration_s = (t_last - t0) as f64 * 1e-9;
+    summary.duration_s = schedule.duration_s();
     for (m, s) in summary.motor.iter_mut().zip(sums) {
         m.mean = s.iter().map(|v| if m.messages > 0 { v / m.messages as f64 } else { 0.0 }).collect();
     }
