@@ -20,7 +20,9 @@
 //!   `neuroburst replay` in one process, read with the project's reader and with rosbags;
 //! - the io shard as the live node (`--transport zenoh`, on 127.0.0.1): tests/python/robot.py, an
 //!   eclipse-zenoh peer, sends LaserScan and Image and receives Twist and BurstStats (rmw_zenoh
-//!   keys, attachments and graph tokens).
+//!   keys, attachments and graph tokens);
+//! - GPU shards (`--backend cuda`, where a GPU is usable; else it says so and skips): shards 1 and
+//!   2 on the GPU, the io shard on the CPU, 1,000 bursts equal to one process.
 
 mod common;
 
@@ -138,7 +140,9 @@ impl Cluster {
 
     /// Shard `k` with these arguments after `shard --index k --config ...`.
     fn spawn_with(&mut self, k: usize, args: &[impl AsRef<OsStr>], resume: bool) {
-        let mut cmd = self.hosts.command(k, env!("CARGO_BIN_EXE_neuroburst"));
+        // NEUROBURST_BIN: the binary to run (e.g. a copy on another machine), else cargo's
+        let bin = std::env::var_os("NEUROBURST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_neuroburst")), PathBuf::from);
+        let mut cmd = self.hosts.command(k, bin);
         cmd.args(["shard", "--index", &k.to_string()])
             .arg("--config")
             .arg(&self.config)
@@ -258,6 +262,32 @@ fn three_hosts_fire_exactly_as_one_process() {
     for k in 0..SHARDS {
         assert!(c.proc(k).log().contains("\"outcome\":\"completed\""), "{}", c.logs());
     }
+}
+
+#[test]
+fn gpu_shards_fire_exactly_as_one_process() {
+    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::cuda::probe(0) {
+        println!("skipping: no usable GPU ({why})");
+        return;
+    }
+    let mut c = Cluster::new("g", "");
+    for k in 0..SHARDS {
+        let (record, bursts) = (c.record(0), BURSTS.to_string());
+        let mut args: Vec<&OsStr> =
+            vec!["--workload".as_ref(), WORKLOAD.as_ref(), "--bursts".as_ref(), bursts.as_ref(), "--record".as_ref(), record.as_ref()];
+        if k > 0 {
+            args.extend([OsStr::new("--backend"), OsStr::new("cuda")]);
+        }
+        c.spawn_with(k, &args, false);
+    }
+    for k in 0..SHARDS {
+        let s = c.wait(k, Duration::from_secs(240));
+        assert!(s.success(), "shard {k}: {s}\n{}", c.logs());
+    }
+    for k in 1..SHARDS {
+        assert!(c.proc(k).log().contains("cuda engine"), "shard {k} is not on the GPU:\n{}", c.logs());
+    }
+    assert_matches_reference(&read_record(&c.record(0)), &c.logs());
 }
 
 #[test]

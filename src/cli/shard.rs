@@ -109,15 +109,7 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
     let config = a.runtime.config()?;
     super::init(&config);
     config.cluster.validate(Some(a.index))?;
-    match config.backend.kind {
-        crate::backend::BackendKind::Cuda => {
-            return Err(anyhow!(
-                "backend.kind: cuda: a shard runs the CPU engine only (a GPU engine per shard is not written yet); use cpu or auto"
-            ))
-        }
-        crate::backend::BackendKind::Auto => tracing::info!("backend.kind auto: a shard runs the CPU engine"),
-        crate::backend::BackendKind::Cpu => {}
-    }
+
     let (genome, input) = match (&a.genome, &a.workload) {
         (Some(p), _) => (Genome::load(p)?, None),
         (None, Some(w)) => {
@@ -125,6 +117,33 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
             (w.genome(), Some(w))
         }
         (None, None) => return Err(anyhow!("pass --genome FILE or --workload N,K,RHO")),
+    };
+    // backend.kind cuda: this shard's neurons on GPU `backend.device` (a clear error when it is not
+    // usable); auto: the GPU when one is usable and the shard holds at least gpu_min_neurons
+    // neurons, else the CPU, saying why
+    use crate::backend::{cuda::probe, BackendKind, GpuProbe};
+    let per_shard = crate::model::Layout::from_genome(&genome).neurons as u64 / config.cluster.shards().max(1) as u64;
+    let device = config.backend.device;
+    let gpu = match config.backend.kind {
+        BackendKind::Cpu => None,
+        BackendKind::Cuda => match probe(device) {
+            GpuProbe::Available(_) => Some(device),
+            GpuProbe::Unavailable(why) => return Err(anyhow!("backend.kind: cuda: GPU {device} is not usable: {why}")),
+        },
+        BackendKind::Auto if per_shard < config.backend.gpu_min_neurons => {
+            tracing::info!("backend.kind auto: ~{per_shard} neurons per shard < gpu_min_neurons {}: CPU", config.backend.gpu_min_neurons);
+            None
+        }
+        BackendKind::Auto => match probe(device) {
+            GpuProbe::Available(name) => {
+                tracing::info!("backend.kind auto: this shard runs on GPU {device} ({name})");
+                Some(device)
+            }
+            GpuProbe::Unavailable(why) => {
+                tracing::info!("backend.kind auto: this shard runs on the CPU ({why})");
+                None
+            }
+        },
     };
     let (text_record, bag_record) = records(&a.record)?;
     let is_io = a.index == config.cluster.io_shard;
@@ -143,6 +162,7 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         cluster: config.cluster.clone(),
         strategy: config.backend.strategy,
         index: a.index,
+        gpu,
         bursts: a.bursts,
         resume: a.resume,
         io,

@@ -33,6 +33,8 @@ pub struct ShardOptions {
     pub strategy: Strategy,
     /// This shard's index (its endpoint is `cluster.endpoints[index]`).
     pub index: usize,
+    /// Some(device): this shard's neurons run on that GPU (CUDA); None: on the CPU.
+    pub gpu: Option<usize>,
     /// Run up to this burst and stop; 0 = until interrupted.
     pub bursts: u64,
     /// Start from the latest checkpoint (else: a fresh start, old checkpoints removed).
@@ -160,7 +162,7 @@ struct Shard {
     io: usize,
     ranges: Vec<Range<u32>>,
     motor: Vec<Range<u32>>,
-    engine: CpuEngine,
+    engine: Box<dyn ShardEngine>,
     initial: NeuronState,
     ckpts: ShardCheckpoints,
     /// The io shard's input and output.
@@ -193,8 +195,10 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
     let n = o.cluster.shards();
     let me = o.index;
     let threads = rayon::current_num_threads();
+    // a GPU takes the shard's synapses as one part
+    let parts = if o.gpu.is_some() { 1 } else { threads };
     // Only this shard's synapses: the memory of a shard, not of the whole brain.
-    let (brain, plan) = Brain::build_shard(&o.genome, n, o.strategy, threads, me, o.progress)?;
+    let (brain, plan) = Brain::build_shard(&o.genome, n, o.strategy, parts, me, o.progress)?;
     let ranges = plan.ranges.clone();
     let motor = o.motor.take().unwrap_or_else(|| motor_ranges(&o.genome, &brain.layout));
     tracing::info!(
@@ -203,7 +207,11 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         plan.synapses[me],
         plan.strategy
     );
-    let mut engine = CpuEngine::for_shard(brain, &plan, me);
+    let mut engine: Box<dyn ShardEngine> = match o.gpu {
+        None => Box::new(CpuEngine::for_shard(brain, &plan, me)),
+        Some(device) => Box::new(crate::backend::cuda::CudaShardEngine::new(brain, ranges[me].clone(), device)?),
+    };
+    tracing::info!("shard {me}: {} engine on {}", engine.info().backend, engine.info().device);
     let initial = engine.snapshot()?;
     let c = &o.cluster;
     let ckpts = ShardCheckpoints::new(&c.checkpoint_dir, &c.name, me, n, ranges[me].clone());

@@ -674,6 +674,43 @@ impl CudaBackend {
         self.capture_graphs()
     }
 
+    /// One GPU of a brain spread over processes: the whole brain's fired list of each burst comes
+    /// from the host ([`CudaBackend::upload_spikes`]) into a buffer that `gather` reads as its one
+    /// peer. Returns that buffer and its counter, which the caller keeps alive.
+    pub(crate) fn connect_host(&mut self) -> Result<(CudaSlice<u32>, CudaSlice<u64>), BackendError> {
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let s = self.stream.clone();
+        let buf: CudaSlice<u32> = s.alloc_zeros((self.n_total() as usize).max(1)).map_err(dev_err("alloc the spike buffer"))?;
+        let ctr: CudaSlice<u64> = s.alloc_zeros(1).map_err(dev_err("alloc the spike counter"))?;
+        let peer = (dptr(&buf, &s), dptr(&ctr, &s));
+        self.connect(&[[peer, peer]])?;
+        Ok((buf, ctr))
+    }
+
+    /// The whole brain's fired list of the last burst (any order, ids checked) into the buffer of
+    /// [`CudaBackend::connect_host`], queued on the stream before the next burst's gather.
+    pub(crate) fn upload_spikes(&mut self, spikes: &[u32], buf: &mut CudaSlice<u32>, ctr: &mut CudaSlice<u64>) -> Result<(), BackendError> {
+        let total = self.n_total();
+        if let Some(&bad) = spikes.iter().find(|&&n| n >= total) {
+            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: total });
+        }
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let s = self.stream.clone();
+        if !spikes.is_empty() {
+            let mut view = buf.slice_mut(0..spikes.len());
+            s.memcpy_htod(spikes, &mut view).map_err(dev_err("uploading the spikes"))?;
+        }
+        s.memcpy_htod(&[(spikes.len() as u64) << self.count_shift], ctr).map_err(dev_err("uploading the spike count"))?;
+        // the propagation must gather these: it is launched with the next burst
+        self.pre_pending = false;
+        Ok(())
+    }
+
+    /// Bursts run so far.
+    pub(crate) fn bursts(&self) -> u64 {
+        self.burst
+    }
+
     /// Neurons of the whole brain.
     fn n_total(&self) -> u32 {
         ((self.row_ptr_len()) - 1) as u32

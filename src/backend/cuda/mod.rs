@@ -23,12 +23,14 @@
 //! then propagates, injects and steps.
 
 mod backend;
+mod engine;
 pub mod memory;
 pub mod module;
 mod multi;
 mod probe;
 
 pub use backend::CudaBackend;
+pub use engine::CudaShardEngine;
 pub use memory::{device_bytes_needed, MemoryPlan};
 pub use multi::MultiGpu;
 pub use probe::{device_count, probe};
