@@ -21,8 +21,9 @@
 //! - the io shard as the live node (`--transport zenoh`, on 127.0.0.1): tests/python/robot.py, an
 //!   eclipse-zenoh peer, sends LaserScan and Image and receives Twist and BurstStats (rmw_zenoh
 //!   keys, attachments and graph tokens);
-//! - GPU shards (`--backend cuda`, where a GPU is usable; else it says so and skips): shards 1 and
-//!   2 on the GPU, the io shard on the CPU, 1,000 bursts equal to one process.
+//! - GPU shards (`--backend cuda`, where a GPU is usable; else it says so and skips): shard 1 on
+//!   one GPU, shard 2 split over two (GPUs 0 and 1, or twice GPU 0 on a machine with one), the io
+//!   shard on the CPU, 1,000 bursts equal to one process.
 
 mod common;
 
@@ -271,12 +272,16 @@ fn gpu_shards_fire_exactly_as_one_process() {
         return;
     }
     let mut c = Cluster::new("g", "");
+    let two = format!("backend.gpus=[0, {}]", neuroburst::backend::cuda::device_count().min(2) - 1);
     for k in 0..SHARDS {
         let (record, bursts) = (c.record(0), BURSTS.to_string());
         let mut args: Vec<&OsStr> =
             vec!["--workload".as_ref(), WORKLOAD.as_ref(), "--bursts".as_ref(), bursts.as_ref(), "--record".as_ref(), record.as_ref()];
         if k > 0 {
             args.extend([OsStr::new("--backend"), OsStr::new("cuda")]);
+        }
+        if k == 2 {
+            args.extend([OsStr::new("--set"), OsStr::new(&two)]);
         }
         c.spawn_with(k, &args, false);
     }
@@ -287,6 +292,7 @@ fn gpu_shards_fire_exactly_as_one_process() {
     for k in 1..SHARDS {
         assert!(c.proc(k).log().contains("cuda engine"), "shard {k} is not on the GPU:\n{}", c.logs());
     }
+    assert!(c.proc(2).log().contains("; "), "shard 2 is not on two GPUs:\n{}", c.logs());
     assert_matches_reference(&read_record(&c.record(0)), &c.logs());
 }
 

@@ -118,30 +118,39 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         }
         (None, None) => return Err(anyhow!("pass --genome FILE or --workload N,K,RHO")),
     };
-    // backend.kind cuda: this shard's neurons on GPU `backend.device` (a clear error when it is not
-    // usable); auto: the GPU when one is usable and the shard holds at least gpu_min_neurons
-    // neurons, else the CPU, saying why
+    // backend.kind cuda: this shard's neurons on GPU `backend.device`, or split over `backend.gpus`
+    // (a clear error when one is not usable); auto: the GPU when one is usable and the shard holds
+    // at least gpu_min_neurons neurons, else the CPU, saying why
     use crate::backend::{cuda::probe, BackendKind, GpuProbe};
     let per_shard = crate::model::Layout::from_genome(&genome).neurons as u64 / config.cluster.shards().max(1) as u64;
     let device = config.backend.device;
-    let gpu = match config.backend.kind {
-        BackendKind::Cpu => None,
-        BackendKind::Cuda => match probe(device) {
-            GpuProbe::Available(_) => Some(device),
-            GpuProbe::Unavailable(why) => return Err(anyhow!("backend.kind: cuda: GPU {device} is not usable: {why}")),
-        },
+    let gpus: Vec<usize> = match config.backend.kind {
+        BackendKind::Cpu => vec![],
+        BackendKind::Cuda => {
+            let list = if config.backend.gpus.is_empty() { vec![device] } else { config.backend.gpus.clone() };
+            for &d in &list {
+                if let GpuProbe::Unavailable(why) = probe(d) {
+                    return Err(anyhow!("backend.kind: cuda: GPU {d} (backend.gpus / backend.device) is not usable: {why}"));
+                }
+            }
+            let count = crate::backend::cuda::device_count();
+            if let Some(&d) = list.iter().find(|&&d| d >= count) {
+                return Err(anyhow!("backend.gpus: GPU {d} is not there ({count} GPUs)"));
+            }
+            list
+        }
         BackendKind::Auto if per_shard < config.backend.gpu_min_neurons => {
             tracing::info!("backend.kind auto: ~{per_shard} neurons per shard < gpu_min_neurons {}: CPU", config.backend.gpu_min_neurons);
-            None
+            vec![]
         }
         BackendKind::Auto => match probe(device) {
             GpuProbe::Available(name) => {
                 tracing::info!("backend.kind auto: this shard runs on GPU {device} ({name})");
-                Some(device)
+                vec![device]
             }
             GpuProbe::Unavailable(why) => {
                 tracing::info!("backend.kind auto: this shard runs on the CPU ({why})");
-                None
+                vec![]
             }
         },
     };
@@ -162,7 +171,7 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         cluster: config.cluster.clone(),
         strategy: config.backend.strategy,
         index: a.index,
-        gpu,
+        gpus,
         bursts: a.bursts,
         resume: a.resume,
         io,

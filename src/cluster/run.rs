@@ -33,8 +33,8 @@ pub struct ShardOptions {
     pub strategy: Strategy,
     /// This shard's index (its endpoint is `cluster.endpoints[index]`).
     pub index: usize,
-    /// Some(device): this shard's neurons run on that GPU (CUDA); None: on the CPU.
-    pub gpu: Option<usize>,
+    /// This shard's neurons run on these GPUs (CUDA; split evenly); empty: on the CPU.
+    pub gpus: Vec<usize>,
     /// Run up to this burst and stop; 0 = until interrupted.
     pub bursts: u64,
     /// Start from the latest checkpoint (else: a fresh start, old checkpoints removed).
@@ -196,7 +196,7 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
     let me = o.index;
     let threads = rayon::current_num_threads();
     // a GPU takes the shard's synapses as one part
-    let parts = if o.gpu.is_some() { 1 } else { threads };
+    let parts = if o.gpus.is_empty() { threads } else { o.gpus.len() };
     // Only this shard's synapses: the memory of a shard, not of the whole brain.
     let (brain, plan) = Brain::build_shard(&o.genome, n, o.strategy, parts, me, o.progress)?;
     let ranges = plan.ranges.clone();
@@ -207,9 +207,10 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         plan.synapses[me],
         plan.strategy
     );
-    let mut engine: Box<dyn ShardEngine> = match o.gpu {
-        None => Box::new(CpuEngine::for_shard(brain, &plan, me)),
-        Some(device) => Box::new(crate::backend::cuda::CudaShardEngine::new(brain, ranges[me].clone(), device)?),
+    let mut engine: Box<dyn ShardEngine> = if o.gpus.is_empty() {
+        Box::new(CpuEngine::for_shard(brain, &plan, me))
+    } else {
+        Box::new(crate::backend::cuda::CudaShardEngine::new(brain, ranges[me].clone(), &o.gpus)?)
     };
     tracing::info!("shard {me}: {} engine on {}", engine.info().backend, engine.info().device);
     let initial = engine.snapshot()?;

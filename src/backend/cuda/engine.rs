@@ -1,12 +1,14 @@
-//! One GPU as one shard of a brain spread over processes or hosts ([`ShardEngine`]): each burst
-//! the whole brain's fired list of the last burst arrives from the host (the other shards' spikes
-//! came over the network), is uploaded and gathered as the one "peer" of a GPU of several, then
-//! propagated over this GPU's synapses; `inject` and `step` run its own neurons, and every own
-//! fired neuron comes back (the read-back range is the shard's whole range).
+//! One or several GPUs as one shard of a brain spread over processes or hosts ([`ShardEngine`]):
+//! each burst the whole brain's fired list of the last burst arrives from the host (the other
+//! shards' spikes came over the network); every GPU of the shard uploads it and gathers it as the
+//! one "peer" of a GPU of several, propagates it over its synapses, then `inject` and `step` run
+//! its own neurons, and every own fired neuron comes back (the read-back range is the GPU's whole
+//! range). Several GPUs split the shard's range evenly and burst in parallel.
 
 use std::ops::Range;
 
 use cudarc::driver::CudaSlice;
+use rayon::prelude::*;
 
 use super::backend::{CudaBackend, GpuShard};
 use crate::backend::shard::ShardEngine;
@@ -14,8 +16,9 @@ use crate::backend::{Backend, BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
 use crate::model::{Injection, NeuronState};
 
-pub struct CudaShardEngine {
-    gpu: CudaBackend,
+/// One GPU of the shard.
+struct Gpu {
+    backend: CudaBackend,
     range: Range<u32>,
     spikes: CudaSlice<u32>,
     count: CudaSlice<u64>,
@@ -23,20 +26,68 @@ pub struct CudaShardEngine {
     fired_v: Vec<i64>,
 }
 
+impl Gpu {
+    fn burst(&mut self, spikes: &[u32], injection: &[Injection]) -> Result<(), BackendError> {
+        let (lo, hi) =
+            (injection.partition_point(|i| i.neuron < self.range.start), injection.partition_point(|i| i.neuron < self.range.end));
+        self.backend.upload_spikes(spikes, &mut self.spikes, &mut self.count)?;
+        let out = self.backend.burst(&injection[lo..hi])?;
+        self.fired.clear();
+        self.fired.extend_from_slice(out.fired);
+        self.fired_v.clear();
+        self.fired_v.extend_from_slice(out.potentials);
+        Ok(())
+    }
+}
+
+pub struct CudaShardEngine {
+    gpus: Vec<Gpu>,
+    range: Range<u32>,
+    fired: Vec<u32>,
+    fired_v: Vec<i64>,
+    info: BackendInfo,
+}
+
 impl CudaShardEngine {
-    /// Put `brain`'s part for `range` (built with one part for that range, e.g. by
-    /// [`Brain::build_shard`] with one part per shard) on GPU `device`.
-    pub fn new(brain: Brain, range: Range<u32>, device: usize) -> Result<CudaShardEngine, BackendError> {
+    /// Put `brain`'s part for `range` on `devices`: the brain was built with one part per device
+    /// inside `range`, ascending and contiguous (e.g. [`Brain::build_shard`] with `devices.len()`
+    /// parts per shard).
+    pub fn new(brain: Brain, range: Range<u32>, devices: &[usize]) -> Result<CudaShardEngine, BackendError> {
         let neurons = brain.layout.neurons;
-        let mut parts: Vec<_> = brain.connectome.parts.into_iter().filter(|p| p.targets_range == range).collect();
-        let part = match (parts.pop(), parts.is_empty()) {
-            (Some(p), true) => p,
-            _ => return Err(BackendError::Device(format!("the brain was not built with one part for the shard's neurons {range:?}"))),
+        let mut parts: Vec<_> = brain
+            .connectome
+            .parts
+            .into_iter()
+            .filter(|p| p.targets_range.start >= range.start && p.targets_range.end <= range.end)
+            .collect();
+        parts.sort_by_key(|p| p.targets_range.start);
+        let contiguous = parts.first().map(|p| p.targets_range.start) == Some(range.start)
+            && parts.last().map(|p| p.targets_range.end) == Some(range.end)
+            && parts.windows(2).all(|w| w[0].targets_range.end == w[1].targets_range.start);
+        if devices.is_empty() || parts.len() != devices.len() || !contiguous {
+            return Err(BackendError::Device(format!(
+                "the shard's neurons {range:?} were built in {} parts for {} GPUs",
+                parts.len(),
+                devices.len()
+            )));
+        }
+        let mut gpus = Vec::with_capacity(parts.len());
+        for (part, &device) in parts.into_iter().zip(devices) {
+            let r = part.targets_range.clone();
+            let shard =
+                GpuShard { part, params: brain.layout.params.clone(), contributions: brain.connectome.contributions.clone(), neurons };
+            let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device)?;
+            let (spikes, count) = backend.connect_host()?;
+            gpus.push(Gpu { backend, range: r, spikes, count, fired: Vec::new(), fired_v: Vec::new() });
+        }
+        let infos: Vec<BackendInfo> = gpus.iter().map(|g| g.backend.info()).collect();
+        let info = BackendInfo {
+            backend: "cuda".into(),
+            device: infos.iter().map(|i| i.device.as_str()).collect::<Vec<_>>().join("; "),
+            memory_bytes: infos.iter().map(|i| i.memory_bytes).sum(),
+            bytes_per_synapse: infos.iter().map(|i| i.bytes_per_synapse).sum::<f64>() / infos.len() as f64,
         };
-        let shard = GpuShard { part, params: brain.layout.params, contributions: brain.connectome.contributions, neurons };
-        let mut gpu = CudaBackend::new_shard(shard, Readback::Ranges(vec![range.clone()]), device)?;
-        let (spikes, count) = gpu.connect_host()?;
-        Ok(CudaShardEngine { gpu, range, spikes, count, fired: Vec::new(), fired_v: Vec::new() })
+        Ok(CudaShardEngine { gpus, range, fired: Vec::new(), fired_v: Vec::new(), info })
     }
 }
 
@@ -46,19 +97,25 @@ impl ShardEngine for CudaShardEngine {
     }
 
     fn info(&self) -> BackendInfo {
-        self.gpu.info()
+        self.info.clone()
     }
 
     fn burst(&mut self, t: u64, spikes: &[u32], injection: &[Injection]) -> Result<(), BackendError> {
-        if t != self.gpu.bursts() + 1 {
-            return Err(BackendError::Device(format!("burst {t} asked of a GPU shard whose last burst was {}", self.gpu.bursts())));
+        let last = self.gpus[0].backend.bursts();
+        if t != last + 1 {
+            return Err(BackendError::Device(format!("burst {t} asked of a GPU shard whose last burst was {last}")));
         }
-        self.gpu.upload_spikes(spikes, &mut self.spikes, &mut self.count)?;
-        let out = self.gpu.burst(injection)?;
+        if self.gpus.len() == 1 {
+            self.gpus[0].burst(spikes, injection)?;
+        } else {
+            self.gpus.par_iter_mut().try_for_each(|g| g.burst(spikes, injection))?;
+        }
         self.fired.clear();
-        self.fired.extend_from_slice(out.fired);
         self.fired_v.clear();
-        self.fired_v.extend_from_slice(out.potentials);
+        for g in &self.gpus {
+            self.fired.extend_from_slice(&g.fired);
+            self.fired_v.extend_from_slice(&g.fired_v);
+        }
         Ok(())
     }
 
@@ -67,13 +124,36 @@ impl ShardEngine for CudaShardEngine {
     }
 
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
-        let mut st = self.gpu.snapshot()?;
-        st.fired = self.fired.clone();
+        let mut st =
+            NeuronState { burst: 0, potential: Vec::new(), refractory: Vec::new(), consecutive: Vec::new(), fired: self.fired.clone() };
+        for g in &mut self.gpus {
+            let s = g.backend.snapshot()?;
+            st.burst = s.burst;
+            st.potential.extend_from_slice(&s.potential);
+            st.refractory.extend_from_slice(&s.refractory);
+            st.consecutive.extend_from_slice(&s.consecutive);
+        }
         Ok(st)
     }
 
     fn restore(&mut self, state: &NeuronState) -> Result<(), BackendError> {
-        self.gpu.restore(state)?;
+        let n = self.range.len();
+        for len in [state.potential.len(), state.refractory.len(), state.consecutive.len()] {
+            if len != n {
+                return Err(BackendError::StateMismatch { got: len, expected: n });
+            }
+        }
+        for g in &mut self.gpus {
+            let r = (g.range.start - self.range.start) as usize..(g.range.end - self.range.start) as usize;
+            let part = NeuronState {
+                burst: state.burst,
+                potential: state.potential[r.clone()].to_vec(),
+                refractory: state.refractory[r.clone()].to_vec(),
+                consecutive: state.consecutive[r].to_vec(),
+                fired: Vec::new(),
+            };
+            g.backend.restore(&part)?;
+        }
         self.fired.clear();
         self.fired_v.clear();
         Ok(())
