@@ -73,6 +73,55 @@ pub struct RuntimeArgs {
     pub strategy: Option<crate::shard::Strategy>,
 }
 
+/// How the node (or the io shard of a distributed brain) reaches the robot: overrides of the
+/// `zenoh` and `node` sections.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RobotLinkArgs {
+    /// Zenoh endpoint to connect to, e.g. tcp/127.0.0.1:7447 (repeatable; overrides zenoh.connect).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub zenoh_connect: Vec<String>,
+    /// Zenoh endpoint to listen on in peer mode (repeatable; overrides zenoh.listen).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub zenoh_listen: Vec<String>,
+    /// Zenoh mode: peer | client (overrides zenoh.mode).
+    #[arg(long, value_enum)]
+    pub zenoh_mode: Option<crate::transport::zenoh::ZenohMode>,
+    /// Zenoh key format: rmw | ros2dds (overrides zenoh.format).
+    #[arg(long, value_enum)]
+    pub zenoh_format: Option<crate::transport::zenoh::KeyFormat>,
+    /// ROS domain id (overrides node.domain).
+    #[arg(long)]
+    pub domain: Option<u32>,
+    /// ROS namespace (overrides node.namespace).
+    #[arg(long)]
+    pub namespace: Option<String>,
+}
+
+impl RobotLinkArgs {
+    /// Apply the overrides given; `namespace` (e.g. from `--ros-args`) wins over `--namespace`.
+    pub fn apply(&self, c: &mut Config, namespace: Option<String>) {
+        if let Some(d) = self.domain {
+            c.node.domain = d;
+        }
+        if let Some(ns) = namespace.or(self.namespace.clone()) {
+            c.node.namespace = ns;
+        }
+        let z = &mut c.zenoh;
+        if !self.zenoh_connect.is_empty() {
+            z.connect = self.zenoh_connect.clone();
+        }
+        if !self.zenoh_listen.is_empty() {
+            z.listen = self.zenoh_listen.clone();
+        }
+        if let Some(m) = self.zenoh_mode {
+            z.mode = m;
+        }
+        if let Some(f) = self.zenoh_format {
+            z.format = f;
+        }
+    }
+}
+
 impl RuntimeArgs {
     pub fn config(&self) -> anyhow::Result<Config> {
         let mut config = Config::load(self.config.as_deref(), &self.set)?;

@@ -12,7 +12,6 @@ use super::ros_args;
 use crate::config::Config;
 use crate::genome::Genome;
 use crate::live::{self, Control, TransportKind};
-use crate::transport::zenoh::{KeyFormat, ZenohMode};
 
 #[derive(Args, Debug)]
 pub struct NodeArgs {
@@ -22,24 +21,8 @@ pub struct NodeArgs {
     /// Transport: zenoh | ros2 (overrides node.transport).
     #[arg(long, value_enum)]
     pub transport: Option<TransportKind>,
-    /// Zenoh endpoint to connect to, e.g. tcp/127.0.0.1:7447 (repeatable; overrides zenoh.connect).
-    #[arg(long, value_name = "ENDPOINT")]
-    pub zenoh_connect: Vec<String>,
-    /// Zenoh endpoint to listen on in peer mode (repeatable; overrides zenoh.listen).
-    #[arg(long, value_name = "ENDPOINT")]
-    pub zenoh_listen: Vec<String>,
-    /// Zenoh mode: peer | client (overrides zenoh.mode).
-    #[arg(long, value_enum)]
-    pub zenoh_mode: Option<ZenohMode>,
-    /// Zenoh key format: rmw | ros2dds (overrides zenoh.format).
-    #[arg(long, value_enum)]
-    pub zenoh_format: Option<KeyFormat>,
-    /// ROS domain id (overrides node.domain).
-    #[arg(long)]
-    pub domain: Option<u32>,
-    /// ROS namespace (overrides node.namespace).
-    #[arg(long)]
-    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub link: super::RobotLinkArgs,
     /// Restore the brain state from checkpoint.path before the first burst.
     #[arg(long)]
     pub resume: bool,
@@ -58,7 +41,7 @@ fn configure(a: &mut NodeArgs) -> anyhow::Result<Config> {
     // A first pass for the node's name and namespace, which select the params-file entries.
     let first = a.runtime.config()?;
     let name = ros.node_name.clone().unwrap_or(first.node.name.clone());
-    let ns = ros.namespace.clone().or(a.namespace.clone()).unwrap_or(first.node.namespace.clone());
+    let ns = ros.namespace.clone().or(a.link.namespace.clone()).unwrap_or(first.node.namespace.clone());
     for f in &ros.params_files {
         let mut file_params = ros_args::read_params_file(std::path::Path::new(f), &name, &ns)?;
         file_params.append(&mut params);
@@ -81,12 +64,6 @@ fn configure(a: &mut NodeArgs) -> anyhow::Result<Config> {
     if let Some(t) = a.transport {
         n.transport = t;
     }
-    if let Some(d) = a.domain {
-        n.domain = d;
-    }
-    if let Some(ns) = ros.namespace.or(a.namespace.clone()) {
-        n.namespace = ns;
-    }
     if let Some(name) = ros.node_name {
         n.name = name;
     }
@@ -107,19 +84,7 @@ fn configure(a: &mut NodeArgs) -> anyhow::Result<Config> {
     remap(&mut c.checkpoint.trigger_topic);
     c.encoders.iter_mut().for_each(|e| remap(e.topic_mut()));
     c.decoders.iter_mut().for_each(|d| remap(d.topic_mut()));
-    let z = &mut c.zenoh;
-    if !a.zenoh_connect.is_empty() {
-        z.connect = a.zenoh_connect.clone();
-    }
-    if !a.zenoh_listen.is_empty() {
-        z.listen = a.zenoh_listen.clone();
-    }
-    if let Some(m) = a.zenoh_mode {
-        z.mode = m;
-    }
-    if let Some(f) = a.zenoh_format {
-        z.format = f;
-    }
+    a.link.apply(&mut c, ros.namespace);
     Ok(c)
 }
 

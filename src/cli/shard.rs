@@ -24,7 +24,6 @@ use crate::config::Config;
 use crate::genome::Genome;
 use crate::live::TransportKind;
 use crate::model::Layout;
-use crate::transport::zenoh::{KeyFormat, ZenohMode};
 use crate::workload::Workload;
 
 #[derive(Args, Debug)]
@@ -59,24 +58,9 @@ pub struct ShardArgs {
     /// and decoders, its `node` and `zenoh` sections), as `neuroburst node`.
     #[arg(long, value_enum, conflicts_with = "workload")]
     pub transport: Option<TransportKind>,
-    /// Zenoh endpoint of the robot to connect to (repeatable; overrides zenoh.connect).
-    #[arg(long, value_name = "ENDPOINT")]
-    pub zenoh_connect: Vec<String>,
-    /// Zenoh endpoint to listen on for the robot in peer mode (repeatable; overrides zenoh.listen).
-    #[arg(long, value_name = "ENDPOINT")]
-    pub zenoh_listen: Vec<String>,
-    /// Zenoh mode towards the robot: peer | client (overrides zenoh.mode).
-    #[arg(long, value_enum)]
-    pub zenoh_mode: Option<ZenohMode>,
-    /// Zenoh key format: rmw | ros2dds (overrides zenoh.format).
-    #[arg(long, value_enum)]
-    pub zenoh_format: Option<KeyFormat>,
-    /// ROS domain id (overrides node.domain).
-    #[arg(long)]
-    pub domain: Option<u32>,
-    /// ROS namespace (overrides node.namespace).
-    #[arg(long)]
-    pub namespace: Option<String>,
+    /// On the io shard with --transport: how it reaches the robot.
+    #[command(flatten)]
+    pub link: super::RobotLinkArgs,
     /// Compute the whole run's input before the start (benchmarks).
     #[arg(long)]
     pub precompute_input: bool,
@@ -304,25 +288,7 @@ fn io_side(
     if let Some(kind) = a.transport {
         let n = &mut config.node;
         n.transport = kind;
-        if let Some(d) = a.domain {
-            n.domain = d;
-        }
-        if let Some(ns) = &a.namespace {
-            n.namespace = ns.clone();
-        }
-        let z = &mut config.zenoh;
-        if !a.zenoh_connect.is_empty() {
-            z.connect = a.zenoh_connect.clone();
-        }
-        if !a.zenoh_listen.is_empty() {
-            z.listen = a.zenoh_listen.clone();
-        }
-        if let Some(m) = a.zenoh_mode {
-            z.mode = m;
-        }
-        if let Some(f) = a.zenoh_format {
-            z.format = f;
-        }
+        a.link.apply(config, None);
         let (rate, from) = if config.cluster.rate_hz > 0.0 {
             (config.cluster.rate_hz, "cluster.rate_hz")
         } else if config.node.rate_hz > 0.0 {
