@@ -362,12 +362,7 @@ impl ShardEngine for CpuEngine {
     }
 
     fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
-        let n = self.range.len();
-        for len in [st.potential.len(), st.refractory.len(), st.consecutive.len()] {
-            if len != n {
-                return Err(BackendError::StateMismatch { got: len, expected: n });
-            }
-        }
+        super::shard::check_lengths(st, self.range.len())?;
         for s in &mut self.pieces {
             let r = (s.conn.targets_range.start - self.range.start) as usize..(s.conn.targets_range.end - self.range.start) as usize;
             s.state.potential.copy_from_slice(&st.potential[r.clone()]);

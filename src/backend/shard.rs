@@ -49,13 +49,19 @@ pub fn state_slice(state: &NeuronState, range: &Range<u32>) -> NeuronState {
     }
 }
 
-/// Check that a whole-brain state has `neurons` neurons and names no neuron past them.
-pub fn check_state(st: &NeuronState, neurons: u32) -> Result<(), BackendError> {
+/// Check that a state holds `n` neurons.
+pub fn check_lengths(st: &NeuronState, n: usize) -> Result<(), BackendError> {
     for len in [st.potential.len(), st.refractory.len(), st.consecutive.len()] {
-        if len != neurons as usize {
-            return Err(BackendError::StateMismatch { got: len, expected: neurons as usize });
+        if len != n {
+            return Err(BackendError::StateMismatch { got: len, expected: n });
         }
     }
+    Ok(())
+}
+
+/// Check that a whole-brain state has `neurons` neurons and names no neuron past them.
+pub fn check_state(st: &NeuronState, neurons: u32) -> Result<(), BackendError> {
+    check_lengths(st, neurons as usize)?;
     if let Some(&bad) = st.fired.iter().find(|&&f| f >= neurons) {
         return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons });
     }

@@ -1189,12 +1189,7 @@ impl CudaBackend {
     }
 
     fn restore_impl(&mut self, st: &NeuronState) -> Result<(), BackendError> {
-        let n = self.neurons as usize;
-        for len in [st.potential.len(), st.refractory.len(), st.consecutive.len()] {
-            if len != n {
-                return Err(BackendError::StateMismatch { got: len, expected: n });
-            }
-        }
+        crate::backend::shard::check_lengths(st, self.neurons as usize)?;
         if let Some(&bad) = st.fired.iter().find(|&&f| f >= self.n_total()) {
             return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.n_total() });
         }

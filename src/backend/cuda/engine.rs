@@ -11,7 +11,7 @@ use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
 use super::backend::{CudaBackend, GpuShard};
-use crate::backend::shard::ShardEngine;
+use crate::backend::shard::{check_lengths, ShardEngine};
 use crate::backend::{Backend, BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
 use crate::model::{Injection, NeuronState};
@@ -137,12 +137,7 @@ impl ShardEngine for CudaShardEngine {
     }
 
     fn restore(&mut self, state: &NeuronState) -> Result<(), BackendError> {
-        let n = self.range.len();
-        for len in [state.potential.len(), state.refractory.len(), state.consecutive.len()] {
-            if len != n {
-                return Err(BackendError::StateMismatch { got: len, expected: n });
-            }
-        }
+        check_lengths(state, self.range.len())?;
         for g in &mut self.gpus {
             let r = (g.range.start - self.range.start) as usize..(g.range.end - self.range.start) as usize;
             let part = NeuronState {
