@@ -148,7 +148,7 @@ impl Cluster {
             .arg("--config")
             .arg(&self.config)
             .args(args.iter().map(AsRef::as_ref))
-            .env("RUST_LOG", "info,zenoh=warn");
+            .env("RUST_LOG", std::env::var("NEUROBURST_TEST_LOG").unwrap_or_else(|_| "info,zenoh=warn".into()));
         if resume {
             cmd.arg("--resume");
         }

@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::wire::{self, Directive, Keys, Topic};
 use crate::model::Injection;
@@ -56,6 +56,8 @@ pub struct Inbox {
     pub appeared: u64,
     /// Each shard's present token key and the checkpoint burst it advertises.
     tokens: Vec<Option<(String, u64)>>,
+    /// When each shard's token went (None: present, or never seen).
+    gone_at: Vec<Option<Instant>>,
     /// A peer's message far beyond `base` in this epoch: (shard, burst).
     pub ahead: Option<(usize, u64)>,
     /// Messages that could not be decoded, and the first error.
@@ -86,6 +88,7 @@ impl Shared {
             seen: 0,
             appeared: 0,
             tokens: vec![None; n],
+            gone_at: vec![None; n],
             ahead: None,
             malformed: 0,
             first_error: None,
@@ -141,6 +144,7 @@ impl Shared {
 
     /// A member token appeared (`put`) or went away.
     pub fn on_token(&self, key: &str, put: bool) {
+        tracing::debug!("member token {key}: {}", if put { "declared" } else { "gone" });
         let mut g = self.lock();
         match g.keys.parse_member(key) {
             Ok((k, ckpt)) if k < g.tokens.len() => {
@@ -148,12 +152,14 @@ impl Shared {
                 if put {
                     if g.tokens[k].as_ref().is_none_or(|(old, _)| old != key) {
                         g.tokens[k] = Some((key.to_string(), ckpt));
+                        g.gone_at[k] = None;
                         g.alive |= bit;
                         g.seen |= bit;
                         g.appeared |= bit;
                     }
                 } else if g.tokens[k].as_ref().is_some_and(|(old, _)| old == key) {
                     g.tokens[k] = None;
+                    g.gone_at[k] = Some(Instant::now());
                     g.alive &= !bit;
                 }
             }
@@ -173,6 +179,23 @@ impl Inbox {
     /// The checkpoint burst that shard `k`'s token advertises.
     pub fn checkpoint_of(&self, k: usize) -> Option<u64> {
         self.tokens.get(k).and_then(|t| t.as_ref().map(|(_, c)| *c))
+    }
+
+    /// Shards whose token has been gone for at least `grace` at `now`, and the earliest time
+    /// at which another one will have been (None: no token is within its grace).
+    pub fn gone_for(&self, grace: Duration, now: Instant) -> (u64, Option<Instant>) {
+        let mut lost = 0;
+        let mut next: Option<Instant> = None;
+        for (k, at) in self.gone_at.iter().enumerate() {
+            if self.alive & (1 << k) != 0 {
+                continue;
+            }
+            match at {
+                Some(at) if *at + grace > now => next = Some(next.map_or(*at + grace, |n| n.min(*at + grace))),
+                _ => lost |= 1 << k,
+            }
+        }
+        (lost, next)
     }
 
     fn slot(&mut self, burst: u64) -> Option<&mut Slot> {
@@ -390,5 +413,22 @@ mod tests {
         s.on_control("c", &Directive { from: 0, epoch: 2, resume: 0, members: 7, last: 0 }.encode());
         s.on_control("c", &Directive { from: 0, epoch: 1, resume: 0, members: 7, last: 0 }.encode());
         assert_eq!(s.lock().directive.unwrap().epoch, 2);
+    }
+
+    #[test]
+    fn a_token_that_goes_counts_as_lost_only_after_the_grace() {
+        let (s, keys) = shared();
+        s.lock().rebase(1, 0);
+        let grace = Duration::from_millis(250);
+        s.on_token(&keys.member(2, 0, "old"), true);
+        let t0 = Instant::now();
+        s.on_token(&keys.member(2, 0, "old"), false); // a restarted shard's old token goes first ...
+        let (lost, recheck) = s.lock().gone_for(grace, t0);
+        assert_eq!(lost & 0b100, 0, "within the grace");
+        assert!(recheck.is_some_and(|r| r > t0));
+        assert_eq!(s.lock().gone_for(grace, t0 + 2 * grace).0 & 0b100, 0b100, "gone for longer: lost");
+        s.on_token(&keys.member(2, 200, "new"), true); // ... and its new one comes just after
+        let (lost, recheck) = s.lock().gone_for(grace, t0 + 2 * grace);
+        assert_eq!((lost & 0b100, recheck), (0, None), "back: not lost");
     }
 }

@@ -180,14 +180,64 @@ struct Shard {
     whole: Vec<u32>,
     input: Vec<Injection>,
     injection: Vec<Injection>,
-    key: String,
-    buf: Vec<u8>,
+    /// What this shard sent lately, to send again while a peer's message is overdue.
+    sent: Outbox,
     record: Option<std::io::BufWriter<std::fs::File>>,
     report: Report,
 }
 
 /// How long a shard waits for its Zenoh session to close.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// While a peer's message is overdue, the shard sends its own recent messages again this often
+/// (at most; a quarter of the burst timeout when that is shorter). A message put while the link
+/// to a peer was still coming up (a rejoin) or was being replaced reaches nobody, and Zenoh does
+/// not send it again: the peer would wait for it until the timeout.
+const RESEND: Duration = Duration::from_millis(100);
+
+/// A member token that goes counts as a loss once it has stayed gone this long (at most; half
+/// the burst timeout when that is shorter): the late removal of a restarted shard's old token can
+/// arrive just before its new token.
+const TOKEN_GRACE: Duration = Duration::from_millis(250);
+
+/// Put `bytes` on `key` for the peers: reliable, real-time priority, not batched.
+fn put(session: &Session, key: &str, bytes: &[u8]) -> Result<(), ClusterError> {
+    session
+        .put(key, bytes)
+        .congestion_control(CongestionControl::Block)
+        .priority(Priority::RealTime)
+        .express(true)
+        .allowed_destination(Locality::Remote)
+        .wait()
+        .map_err(|e| ClusterError::Zenoh(format!("put {key}: {e}")))
+}
+
+/// The messages a shard sent last, kept encoded so that they can be sent again: its spikes of
+/// the last two bursts and, on the io shard, the last two inputs of each shard. A peer that missed
+/// one is at most one burst behind, and receivers drop what they already have.
+struct Outbox {
+    /// (key, bytes) by burst % 2.
+    spikes: [(String, Vec<u8>); 2],
+    /// inputs[k][burst % 2]: (key, bytes).
+    inputs: Vec<[(String, Vec<u8>); 2]>,
+}
+
+impl Outbox {
+    fn new(n: usize) -> Outbox {
+        Outbox { spikes: Default::default(), inputs: vec![Default::default(); n] }
+    }
+
+    /// Forget everything (a new epoch: what was sent before is of no use to anyone).
+    fn clear(&mut self) {
+        for (k, _) in self.spikes.iter_mut().chain(self.inputs.iter_mut().flatten()) {
+            k.clear();
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &(String, Vec<u8>)> {
+        self.spikes.iter().chain(self.inputs.iter().flatten()).filter(|(k, _)| !k.is_empty())
+    }
+}
 
 /// Run shard `o.index` until the last burst, a signal, or a loss that stops it.
 pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
@@ -313,8 +363,7 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         whole: Vec::new(),
         input: Vec::new(),
         injection: Vec::new(),
-        key: String::new(),
-        buf: Vec::new(),
+        sent: Outbox::new(n),
         record,
         report,
         o,
@@ -446,14 +495,7 @@ impl Shard {
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<(), ClusterError> {
-        self.session
-            .put(key, bytes)
-            .congestion_control(CongestionControl::Block)
-            .priority(Priority::RealTime)
-            .express(true)
-            .allowed_destination(Locality::Remote)
-            .wait()
-            .map_err(|e| ClusterError::Zenoh(format!("put {key}: {e}")))
+        put(&self.session, key, bytes)
     }
 
     fn publish_directive(&self, d: &Directive) -> Result<(), ClusterError> {
@@ -464,15 +506,27 @@ impl Shard {
     fn restore(&mut self, c: u64) -> Result<(), ClusterError> {
         let state = if c == 0 { self.initial.clone() } else { self.ckpts.load(&self.o.genome, c)? };
         self.engine.restore(&state)?;
+        self.sent.clear();
         self.own.clear();
         self.own.extend_from_slice(&state.fired);
         Ok(())
     }
 
     fn publish_spikes(&mut self, b: u64) -> Result<(), ClusterError> {
-        wire::encode_spikes(&mut self.buf, self.me, self.epoch, b, &self.own);
-        self.keys.data(Topic::Spikes, b, self.me, &mut self.key);
-        self.put(&self.key, &self.buf)
+        let (key, buf) = &mut self.sent.spikes[(b % 2) as usize];
+        wire::encode_spikes(buf, self.me, self.epoch, b, &self.own);
+        self.keys.data(Topic::Spikes, b, self.me, key);
+        put(&self.session, key, buf)
+    }
+
+    /// Send this shard's recent messages again (see [`RESEND`]). A failed put is only logged:
+    /// this is a second try, and the wait goes on.
+    fn resend(&self) {
+        for (key, bytes) in self.sent.all() {
+            if let Err(e) = self.put(key, bytes) {
+                tracing::debug!("sending again: {e}");
+            }
+        }
     }
 
     /// The io shard: the injection of burst `t`, each member's share sent, this shard's kept.
@@ -489,9 +543,10 @@ impl Shard {
                 self.input.clear();
                 self.input.extend_from_slice(share);
             } else {
-                wire::encode_input(&mut self.buf, k, self.epoch, t, share);
-                self.keys.data(Topic::Input, t, k, &mut self.key);
-                self.put(&self.key, &self.buf)?;
+                let (key, buf) = &mut self.sent.inputs[k][(t % 2) as usize];
+                wire::encode_input(buf, k, self.epoch, t, share);
+                self.keys.data(Topic::Input, t, k, key);
+                put(&self.session, key, buf)?;
             }
         }
         self.injection = inj;
@@ -509,6 +564,9 @@ impl Shard {
         let io_bit = 1u64 << self.io;
         let mut deadline = deadline;
         let mut extended = false;
+        let resend_every = RESEND.min(timeout / 4);
+        let grace = TOKEN_GRACE.min(timeout / 2);
+        let mut next_resend = Instant::now() + resend_every;
         let mut g = self.shared.lock();
         loop {
             if let Some(d) = g.directive.filter(|d| d.epoch > self.epoch) {
@@ -533,7 +591,9 @@ impl Shard {
                 g.take(b, members, &mut self.parts, need_input.then_some(&mut self.input));
                 return Gathered::Ready;
             }
-            let lost = g.seen & !g.alive;
+            let now = Instant::now();
+            let (lost, recheck) = g.gone_for(grace, now);
+            let lost = lost & g.seen;
             let gone = (missing & lost) | if input_missing && lost & io_bit != 0 { io_bit } else { 0 };
             if gone != 0 {
                 return Gathered::Lost { shards: gone, reason: "its member token is gone (the process ended or cannot be reached)".into() };
@@ -541,7 +601,13 @@ impl Shard {
             if self.o.stop.load(Ordering::Relaxed) {
                 return Gathered::Interrupted;
             }
-            let now = Instant::now();
+            if now >= next_resend && now < deadline {
+                drop(g);
+                self.resend();
+                next_resend = Instant::now() + resend_every;
+                g = self.shared.lock();
+                continue;
+            }
             if now >= deadline {
                 let shards = missing | if input_missing { io_bit } else { 0 };
                 let what = if missing != 0 { "spikes" } else { "input" };
@@ -550,7 +616,8 @@ impl Shard {
                     reason: format!("no {what} of burst {b} within {} ms (stalled or unreachable)", timeout.as_millis()),
                 };
             }
-            let wake = deadline.min(now + Duration::from_millis(100));
+            let wake = deadline.min(now + Duration::from_millis(100)).min(next_resend);
+            let wake = recheck.map_or(wake, |r| wake.min(r));
             g = self.shared.wait(g, wake).0;
             let late = Instant::now().saturating_duration_since(wake);
             if !extended && late > (timeout / 2).max(Duration::from_millis(50)) {
