@@ -54,7 +54,8 @@ fn watch(session: &Session, connect: &[String], shared: &Shared) {
     let mut up = false;
     let mut down_since: Option<Instant> = None;
     let mut warned = false;
-    while !shared.stop.load(Ordering::Relaxed) {
+    // One poll more after the stop, so that a reconnection just before it is still logged.
+    loop {
         let routers = session.info().routers_zid().wait().count();
         let peers = session.info().peers_zid().wait().count();
         let now = Instant::now();
@@ -80,6 +81,9 @@ fn watch(session: &Session, connect: &[String], shared: &Shared) {
                 warned = true;
             }
             _ => {}
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            break;
         }
         std::thread::sleep(POLL);
     }
