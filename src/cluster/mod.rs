@@ -22,6 +22,9 @@
 //!   shard names it and exits (status 3); restart them all with `--resume` (the start picks the
 //!   smallest latest checkpoint). `degraded`: the others go on without it, its spikes count as
 //!   none, no checkpoints are written. The loss of the io shard always stops the others.
+//! - **Resends**: Zenoh does not send a message again, and a put before a link is up reaches
+//!   nobody: while a wait is overdue (spikes or input), a shard sends its last two bursts' spikes (the io shard also
+//!   its last two inputs per shard) again every 100 ms. A token counts as gone after 250 ms.
 //! - **Rejoin**: a restarted shard (`--resume`) declares its token again. The io shard answers
 //!   with the directive *epoch `e + 1`, resume from `c'`, members + the newcomer*, where `c'` is
 //!   the latest of its checkpoints not newer than the newcomer's latest; every member drops what
