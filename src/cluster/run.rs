@@ -496,12 +496,8 @@ impl Shard {
         }
     }
 
-    fn put(&self, key: &str, bytes: &[u8]) -> Result<(), ClusterError> {
-        put(&self.session, key, bytes)
-    }
-
     fn publish_directive(&self, d: &Directive) -> Result<(), ClusterError> {
-        self.put(&self.keys.control(), &d.encode())
+        put(&self.session, &self.keys.control(), &d.encode())
     }
 
     /// Restore the state of burst `c` (0: the initial state).
@@ -525,7 +521,7 @@ impl Shard {
     /// this is a second try, and the wait goes on.
     fn resend(&self) {
         for (key, bytes) in self.sent.all() {
-            if let Err(e) = self.put(key, bytes) {
+            if let Err(e) = put(&self.session, key, bytes) {
                 tracing::debug!("sending again: {e}");
             }
         }
