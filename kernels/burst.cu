@@ -10,6 +10,14 @@
 //              readback compaction straight into mapped pinned host memory; the last block to
 //              finish writes the burst's counters, then its number, into the mapped header.
 //
+// The early step (one GPU, `net.early`): a neuron's step depends on the sensory input only when
+// it is injected, so `prestep` steps every neuron as if nothing were injected right after the
+// propagation, before the host has the injection (off the latency path), from one state buffer
+// into the other; then the burst runs `inject` and `fix`, which steps the injected neurons again
+// from the old state with their input and mends the fired list (a neuron that no longer fires
+// leaves a DEAD slot, one that now fires is appended) and the read-back (corrections the host
+// applies). The fired sets are the same as the one-pass step's, bit for bit.
+//
 // Everything here must stay bit-identical to the CPU reference: integer arithmetic only.
 
 typedef long long i64;
@@ -67,7 +75,15 @@ struct Net {
     u32* chunk_first;    // per chunk of PAIRS_PER_WARP pairs: the fired slot whose row holds its first pair
     const u8* host_in;   // device copy of the pinned injection: u64 header (count | fmt << 62), value, entries
     const u8* host_map;  // the pinned injection itself, mapped (small injections are read here: no copy)
-    u8* host_out;        // mapped pinned: OutHeader, then tagged ids u64[out_cap], tagged potentials u64[out_cap]
+    u8* host_out;        // mapped pinned: OutHeader, then per burst parity (early; else parity 0 only) tagged
+                         // ids u64[out_cap] and tagged potentials u64[out_cap], then (early) corrections
+                         // u64[out_cap] (tagged read-back slot | DEAD_RB) and u64[out_cap] (tagged potentials)
+    i64* v_out;          // early: the state buffer `prestep` and `fix` write (else = v)
+    u32* rcc_out;
+    u32* spec;           // early: one bit per neuron, fired in `prestep`
+    u64* where;          // early: of a neuron `prestep` fired: its fired slot | read-back slot << 32
+    u64* dead;           // early: packed count << shift | pairs of the slots `fix` killed
+    u64* corr;           // early: read-back corrections written by `fix`
     u64 out_cap;
     u32 n;
     u32 n_areas;
@@ -76,8 +92,14 @@ struct Net {
     u32 base;            // global id of this GPU's first neuron (0 on one GPU)
     u32 multi;           // 1: one GPU of several (the fired list is gathered from every GPU)
     u32 acc_keep;        // 1: step leaves `acc` as it is (cleared before the next propagation into it)
-    u32 pad_;
+    u32 early;           // 1: the early step (prestep ahead, then inject + fix per burst)
 };
+
+// Injection header word 0: count | fused << 61 | fmt << 62.
+#define INJ_COUNT_MASK ((1ULL << 61) - 1)
+#define DEAD 0xFFFFFFFFu
+#define NO_RB 0xFFFFFFFFu
+#define DEAD_RB 0x80000000u
 
 // Mirror of `Side`: one of the two fired-list buffers (read in burst t, written in burst t-1).
 struct Side {
@@ -91,6 +113,8 @@ struct OutHeader {
     u64 fired_total;
     u64 rb_count;
     u64 pairs;
+    u64 corrections; // early: tagged count of read-back corrections
+    u64 pad_[3];
 };
 
 __device__ __forceinline__ i64 clamp_potential(i64 v) {
@@ -178,6 +202,7 @@ __device__ void propagate_impl(const Net& net, const Side& rd) {
         const u32 lo = net.chunk_first[c];
         const u32 hi = (k1 < pairs) ? net.chunk_first[c + 1] : count - 1;
         u32 s[ITEMS];
+        u32 src[ITEMS];
         u64 j[ITEMS];
         u32 tg[ITEMS];
         u32 cd[ITEMS];
@@ -187,19 +212,22 @@ __device__ void propagate_impl(const Net& net, const Side& rd) {
             s[i] = (k < k1) ? find_row(offs, lo, hi, k) : lo;
         }
 #pragma unroll
+        for (int i = 0; i < ITEMS; i++) src[i] = fired[s[i]];
+#pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const u64 k = k0 + lane + 32 * i;
-            j[i] = row_start<RP>(net, fired[s[i]]) + (k - offs[s[i]]);
+            // a DEAD slot (early step: the neuron did not fire after all) propagates nothing
+            j[i] = src[i] != DEAD ? row_start<RP>(net, src[i]) + (k - offs[s[i]]) : 0;
         }
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
-            const bool ok = k0 + lane + 32 * i < k1;
+            const bool ok = k0 + lane + 32 * i < k1 && src[i] != DEAD;
             tg[i] = ok ? targets[j[i]] : 0;
             cd[i] = ok ? (u32)codes[j[i]] : 0;
         }
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
-            const bool ok = k0 + lane + 32 * i < k1;
+            const bool ok = k0 + lane + 32 * i < k1 && src[i] != DEAD;
             const int cv = ok ? table[cd[i]] : 0;
             if (cv != 0) acc_add<ACC>(net.acc, tg[i], cv);
         }
@@ -210,39 +238,47 @@ __device__ void propagate_impl(const Net& net, const Side& rd) {
 // and the burst's counters reset (it runs right before `step`). `mapped` = 0: header and entries
 // were copied to net.host_in; else the grid (`mapped` blocks) reads them straight from the mapped
 // pinned buffer (no copy call).
-__device__ void inject_impl(const Net& net, const Side& wr, u32 mapped) {
-    __shared__ u64 hdr[2];
+// The injection's header, read by thread 0 and 1 into `hdr` (shared; the caller syncs).
+__device__ __forceinline__ void load_injection_header(const Net& net, u32 mapped, u64* hdr) {
     if (threadIdx.x < 2)
         hdr[threadIdx.x] = mapped ? __ldcv(((const u64*)net.host_map) + threadIdx.x) : ((const u64*)net.host_in)[threadIdx.x];
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
+}
+
+// Entry i of the injection: this GPU's local neuron index and the value.
+__device__ __forceinline__ void injection_entry(const Net& net, u32 mapped, const u64* hdr, u64 i, u32& id, i64& val) {
+    const u32 fmt = (u32)(hdr[0] >> 62);
+    const u8* entries = (mapped ? net.host_map : net.host_in) + 16;
+    if (fmt == 1) {
+        const u64* e = (const u64*)(entries + i * 16);
+        id = (u32)(mapped ? __ldcv(e) : e[0]);
+        val = (i64)(mapped ? __ldcv(e + 1) : e[1]);
+    } else if (fmt == 2) {
+        const u32* e = ((const u32*)entries) + i;
+        id = mapped ? __ldcv(e) : *e;
+        val = (i64)hdr[1];
+    } else {
+        const u64* p = (const u64*)(entries + i * 8);
+        const u64 e = mapped ? __ldcv(p) : *p;
+        id = (u32)e;
+        val = (i64)(int)(u32)(e >> 32);
+    }
+    id -= net.base;
+}
+
+__device__ void inject_impl(const Net& net, const Side& wr, u32 mapped) {
+    __shared__ u64 hdr[2];
+    load_injection_header(net, mapped, hdr);
+    if (blockIdx.x == 0 && threadIdx.x == 0 && !net.early) {
         *wr.counter = 0;
         *net.rb_counter = 0;
         *net.burst += 1;
     }
     __syncthreads();
-    const u64 h = hdr[0];
-    const u64 ninj = h & 0x3FFFFFFFFFFFFFFFULL;
-    const u32 fmt = (u32)(h >> 62);
-    const i64 uniform = (i64)hdr[1];
-    const u8* entries = (mapped ? net.host_map : net.host_in) + 16;
+    const u64 ninj = hdr[0] & INJ_COUNT_MASK;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < ninj; i += (u64)gridDim.x * blockDim.x) {
         u32 id;
         i64 val;
-        if (fmt == 1) {
-            const u64* e = (const u64*)(entries + i * 16);
-            id = (u32)(mapped ? __ldcv(e) : e[0]);
-            val = (i64)(mapped ? __ldcv(e + 1) : e[1]);
-        } else if (fmt == 2) {
-            const u32* e = ((const u32*)entries) + i;
-            id = mapped ? __ldcv(e) : *e;
-            val = uniform;
-        } else {
-            const u64* p = (const u64*)(entries + i * 8);
-            const u64 e = mapped ? __ldcv(p) : *p;
-            id = (u32)e;
-            val = (i64)(int)(u32)(e >> 32);
-        }
-        id -= net.base;
+        injection_entry(net, mapped, hdr, i, id, val);
         atomicAdd(net.inj + id, (u64)val);
         atomicOr(net.inj_mask + (id >> 5), 1u << (id & 31));
     }
@@ -372,7 +408,7 @@ __device__ __forceinline__ u32 tag16(u64 t) { return (u32)(t % 0xFFFFULL) + 1; }
 // issued before any store (the arrays may alias as far as the compiler knows, so a store would
 // fence the next item's loads: one memory round trip per item); the block's areas sit in shared
 // memory. The last block to finish publishes the burst's counters (no separate kernel).
-template <typename ACC, typename RP, int ITEMS>
+template <typename ACC, typename RP, int ITEMS, bool EARLY>
 __device__ void step_impl(const Net& net, const Side& wr) {
     __shared__ AreaParams s_par[STEP_MAX_AREAS];
     __shared__ u32 s_end[STEP_MAX_AREAS];
@@ -400,7 +436,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             a[i] = accp[n];
             v[i] = vp[n];
             r[i] = rccp[n];
-            mw[i] = maskp[n >> 5];
+            mw[i] = EARLY ? 0 : maskp[n >> 5];
         } else {
             a[i] = 0;
             v[i] = 0;
@@ -408,7 +444,8 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             mw[i] = 0;
         }
     }
-    const u64 t = *net.burst;
+    // the early step runs before `fix` numbers the burst
+    const u64 t = EARLY ? *net.burst + 1 : *net.burst;
     const u32 G = net.base;  // local index n is neuron G + n of the brain
     if (threadIdx.x == 0) {
         const u32 last = min(base + blockDim.x * ITEMS, N) - 1;
@@ -434,7 +471,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
-        in[i] = (mw[i] & (1u << lane)) ? injp[n] : 0;
+        in[i] = (!EARLY && (mw[i] & (1u << lane))) ? injp[n] : 0;
     }
     __syncthreads();
     // 2. compute
@@ -514,11 +551,22 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         if (n < N) {
             if (a[i] != 0 && !net.acc_keep) accp[n] = 0;
-            if (mw[i] & (1u << lane)) injp[n] = 0;
-            if (v1[i] != v[i]) vp[n] = v1[i];
-            if (r1[i] != r[i]) rccp[n] = r1[i];
-            // clear this warp's injection word (32 neurons, warp-aligned)
-            if (lane == 0 && mw[i] != 0) maskp[n >> 5] = 0;
+            if (EARLY) {
+                // into the other state buffer: `fix` steps the injected neurons again from this one
+                net.v_out[n] = v1[i];
+                net.rcc_out[n] = r1[i];
+            } else {
+                if (mw[i] & (1u << lane)) injp[n] = 0;
+                if (v1[i] != v[i]) vp[n] = v1[i];
+                if (r1[i] != r[i]) rccp[n] = r1[i];
+                // clear this warp's injection word (32 neurons, warp-aligned)
+                if (lane == 0 && mw[i] != 0) maskp[n >> 5] = 0;
+            }
+        }
+        if (EARLY) {
+            // which neurons fired, for `fix` (32 neurons, warp-aligned; warp-uniform loop)
+            const unsigned fb = __ballot_sync(0xffffffffu, f[i]);
+            if (lane == 0 && n < N) net.spec[n >> 5] = fb;
         }
     }
     u64 pk[ITEMS];
@@ -537,11 +585,16 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     // fired-list compaction: block scan of the packed (count, pairs), one atomic per block
     u64 pos = block_claim(mine, wr.counter, warp_sum);
     const u64 mask = (1ULL << net.count_shift) - 1;
+    // the early step writes burst t's read-back while the host may still read burst t-1's: one
+    // area per burst parity
+    u64* const rb_ids = (u64*)(net.host_out + sizeof(OutHeader)) + (EARLY ? (t & 1) * 2 * net.out_cap : 0);
+    u64* const rb_vs = rb_ids + net.out_cap;
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
+        u32 slot = 0;
         if (f[i]) {
-            const u32 slot = (u32)(pos >> net.count_shift);
+            slot = (u32)(pos >> net.count_shift);
             const u64 off = pos & mask;
             wr.fired[slot] = G + n;
             if (!net.multi) {
@@ -554,24 +607,27 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         const bool rb = f[i] && (rb_shared ? in_readback(net, s_rb, s_rb + STEP_MAX_RB, G + n)
                                            : in_readback(net, net.rb_lo, net.rb_hi, G + n));
         const unsigned rbm = __ballot_sync(0xffffffffu, rb);
+        u32 rbs = NO_RB;
         if (rbm) {
             u64 rbase = 0;
             const int leader = __ffs(rbm) - 1;
             if (lane == leader) rbase = atomicAdd(net.rb_counter, (u64)__popc(rbm));
             rbase = __shfl_sync(0xffffffffu, rbase, leader);
             if (rb) {
-                const u64 slot = rbase + __popc(rbm & ((1u << lane) - 1));
-                if (slot < net.out_cap) {
+                const u64 rslot = rbase + __popc(rbm & ((1u << lane) - 1));
+                if (rslot < net.out_cap) {
                     // tagged with the burst, so that the host needs no ordering of these writes
                     // (no system fences: each waits for the PCIe writes, microseconds)
-                    u64* ids = (u64*)(net.host_out + sizeof(OutHeader));
-                    u64* vs = ids + net.out_cap;
-                    ids[slot] = ((u64)tag32(t) << 32) | (G + n);
-                    vs[slot] = ((u64)tag16(t) << 48) | ((u64)atf[i] & 0xFFFFFFFFFFFFULL);
+                    rb_ids[rslot] = ((u64)tag32(t) << 32) | (G + n);
+                    rb_vs[rslot] = ((u64)tag16(t) << 48) | ((u64)atf[i] & 0xFFFFFFFFFFFFULL);
+                    rbs = (u32)rslot;
                 }
             }
         }
+        if (EARLY && f[i]) net.where[n] = (u64)slot | ((u64)rbs << 32);
     }
+    // the early step publishes nothing: `fix` does, once it has mended the burst
+    if (EARLY) return;
     // the last block writes the burst's counters to the host (each word tagged, in any order)
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -591,6 +647,129 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         h->pairs = packed & ((1ULL << net.count_shift) - 1);
         h->rb_count = tg | rbc;
         h->burst = t;
+    }
+}
+
+// fix (early step): each injected neuron, once, stepped again from the state `prestep` read, with
+// its synaptic and injected input; its state replaces the early one; the fired list and the
+// read-back are mended (see the top of the file). The injection's ids strictly ascending (header
+// bit 61, `fused`): no `inject` ran, each entry is its neuron's whole injection; else `inject`
+// summed them into `inj` and the entry that clears the neuron's mask bit steps it. Appends are
+// claimed once per block (a block scan) and once per warp for the read-back. The last block to
+// finish publishes the burst and clears the counters the next `prestep` claims from (`rd`: the
+// side the next burst writes).
+template <typename ACC, typename RP>
+__device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 mapped) {
+    __shared__ u64 hdr[2];
+    __shared__ u64 warp_sum[32];
+    __shared__ u32 s_last;
+    load_injection_header(net, mapped, hdr);
+    __syncthreads();
+    const u64 t = *net.burst + 1;
+    const u64 ninj = hdr[0] & INJ_COUNT_MASK;
+    const bool fused = (hdr[0] >> 61) & 1;
+    const u32 G = net.base;
+    const u32 lane = threadIdx.x & 31;
+    const u64 mask = (1ULL << net.count_shift) - 1;
+    u64* const rb_ids = (u64*)(net.host_out + sizeof(OutHeader)) + (t & 1) * 2 * net.out_cap;
+    u64* const rb_vs = rb_ids + net.out_cap;
+    u64* const c_slots = (u64*)(net.host_out + sizeof(OutHeader)) + 4 * net.out_cap;
+    u64* const c_vs = c_slots + net.out_cap;
+    // block-uniform loop: every thread takes part in the claims
+    for (u64 tile = (u64)blockIdx.x * blockDim.x; tile < ninj; tile += (u64)gridDim.x * blockDim.x) {
+        const u64 i = tile + threadIdx.x;
+        bool append = false;
+        u32 n = 0;
+        i64 atf = 0;
+        u64 len = 0;
+        if (i < ninj) {
+            i64 val;
+            injection_entry(net, mapped, hdr, i, n, val);
+            const u32 bit = 1u << (n & 31);
+            bool own = true;
+            u64 input = (u64)(i64)((const ACC*)net.acc)[n];
+            if (fused) {
+                input += (u64)val;
+            } else if ((atomicAnd(net.inj_mask + (n >> 5), ~bit) & bit) != 0) {
+                input += net.inj[n];
+                net.inj[n] = 0;
+            } else {
+                own = false; // another entry of this neuron steps it
+            }
+            if (own) {
+                const AreaParams& p = net.areas[area_of(net.area_end, net.n_areas, G + n)];
+                i64 v = net.v[n];
+                u32 rcc = net.rcc[n];
+                const bool fired = step_core(p, G + n, t, input, v, rcc, atf);
+                net.v_out[n] = v;
+                net.rcc_out[n] = rcc;
+                len = row_start<RP>(net, G + n + 1) - row_start<RP>(net, G + n);
+                if (net.spec[n >> 5] & bit) {
+                    const u64 w = net.where[n];
+                    const u32 rbs = (u32)(w >> 32);
+                    if (!fired) {
+                        wr.fired[(u32)w] = DEAD;
+                        atomicAdd(net.dead, (1ULL << net.count_shift) | len);
+                    }
+                    if (rbs != NO_RB) {
+                        // the potential at fire changed, or the neuron no longer fires: a correction
+                        const u64 c = atomicAdd(net.corr, 1ULL);
+                        if (c < net.out_cap) {
+                            c_slots[c] = ((u64)tag32(t) << 32) | rbs | (fired ? 0u : DEAD_RB);
+                            c_vs[c] = ((u64)tag16(t) << 48) | ((u64)atf & 0xFFFFFFFFFFFFULL);
+                        }
+                    }
+                } else {
+                    append = fired;
+                }
+            }
+        }
+        u64 pos = block_claim(append ? (1ULL << net.count_shift) | len : 0, wr.counter, warp_sum);
+        if (append) {
+            const u32 slot = (u32)(pos >> net.count_shift);
+            wr.fired[slot] = G + n;
+            wr.offs[slot] = pos & mask;
+            mark_chunks(net, slot, pos & mask, len);
+        }
+        const bool rb = append && in_readback(net, net.rb_lo, net.rb_hi, G + n);
+        const unsigned rbm = __ballot_sync(0xffffffffu, rb);
+        if (rbm) {
+            u64 rbase = 0;
+            const int leader = __ffs(rbm) - 1;
+            if (lane == leader) rbase = atomicAdd(net.rb_counter, (u64)__popc(rbm));
+            rbase = __shfl_sync(0xffffffffu, rbase, leader);
+            const u64 rslot = rbase + __popc(rbm & ((1u << lane) - 1));
+            if (rb && rslot < net.out_cap) {
+                rb_ids[rslot] = ((u64)tag32(t) << 32) | (G + n);
+                rb_vs[rslot] = ((u64)tag16(t) << 48) | ((u64)atf & 0xFFFFFFFFFFFFULL);
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        s_last = atomicAdd(net.ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (s_last && threadIdx.x == 0) {
+        __threadfence();
+        *net.ticket = 0;
+        const u64 packed = *(volatile u64*)wr.counter;
+        const u64 dead = *(volatile u64*)net.dead;
+        const u64 rbc = *(volatile u64*)net.rb_counter;
+        const u64 corr = *(volatile u64*)net.corr;
+        volatile OutHeader* h = (volatile OutHeader*)net.host_out;
+        const u64 tg = (u64)tag32(t) << 32;
+        h->fired_total = tg | ((packed >> net.count_shift) - (dead >> net.count_shift));
+        h->pairs = (packed & mask) - (dead & mask);
+        h->rb_count = tg | rbc;
+        h->corrections = tg | corr;
+        h->burst = t;
+        *net.burst = t;
+        *rd.counter = 0;
+        *net.rb_counter = 0;
+        *net.dead = 0;
+        *net.corr = 0;
     }
 }
 
@@ -687,7 +866,8 @@ PROPAGATE(propagate_n64_r64_c16, i64, u64, u16)
 PROPAGATE(propagate_n64_r64_c32, i64, u64, u32)
 
 #define STEP(NAME, ACC, RP, MINB, ITEMS) \
-    extern "C" __global__ void __launch_bounds__(256, MINB) NAME(Net net, Side wr) { step_impl<ACC, RP, ITEMS>(net, wr); }
+    extern "C" __global__ void __launch_bounds__(256, MINB) NAME(Net net, Side wr) { step_impl<ACC, RP, ITEMS, false>(net, wr); } \
+    extern "C" __global__ void __launch_bounds__(256, MINB) pre##NAME(Net net, Side wr) { step_impl<ACC, RP, ITEMS, true>(net, wr); }
 #define STEPS(SUFFIX, MINB, ITEMS) \
     STEP(step_n32_r32##SUFFIX, int, u32, MINB, ITEMS) \
     STEP(step_n32_r64##SUFFIX, int, u64, MINB, ITEMS) \
@@ -699,6 +879,13 @@ STEPS(, 4, STEP_ITEMS)
 STEPS(_b2, 2, STEP_ITEMS)
 STEPS(_i8, 2, 8)
 STEPS(_i8b3, 3, 8)
+
+#define FIX(NAME, ACC, RP) \
+    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side wr, Side rd, u32 mapped) { fix_impl<ACC, RP>(net, wr, rd, mapped); }
+FIX(fix_n32_r32, int, u32)
+FIX(fix_n32_r64, int, u64)
+FIX(fix_n64_r32, i64, u32)
+FIX(fix_n64_r64, i64, u64)
 
 extern "C" __global__ void __launch_bounds__(256) gather_r32(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u32>(net, rd, peers, n_peers); }
 extern "C" __global__ void __launch_bounds__(256) gather_r64(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u64>(net, rd, peers, n_peers); }

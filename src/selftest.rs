@@ -307,8 +307,8 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
     }
 }
 
-/// Random injections for one burst: a few neurons (repeats allowed), values around the thresholds,
-/// some negative, rarely huge (saturation) or outside the 32-bit range.
+/// Random injections for one burst: a few neurons (repeats allowed, or ascending ids each once),
+/// values around the thresholds, some negative, rarely huge (saturation) or outside the 32-bit range.
 pub fn random_injections(rng: &mut Rng, layout: &Layout, out: &mut Vec<Injection>) {
     out.clear();
     let n = layout.neurons as u64;
@@ -329,6 +329,12 @@ pub fn random_injections(rng: &mut Rng, layout: &Layout, out: &mut Vec<Injection
             _ => Potential::from_f64(rng.uniform(0.0, 2.0 * thr)),
         };
         out.push(Injection { neuron, potential });
+    }
+    // half the bursts: ascending ids, each once (as encoders produce them; a backend may take a
+    // faster path for those)
+    if rng.below(2) == 0 {
+        out.sort_by_key(|i| i.neuron);
+        out.dedup_by_key(|i| i.neuron);
     }
 }
 

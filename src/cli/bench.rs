@@ -31,6 +31,11 @@ pub struct BenchArgs {
     /// Warm-up bursts, not measured.
     #[arg(long, default_value_t = 100)]
     pub warmup: u64,
+    /// Bursts per second, as a node runs them (0: back to back). Back to back, the GPU's work
+    /// that runs ahead of a burst (the propagation, the early step) may still be under way when
+    /// the next injection arrives; at a burst rate it is done by then.
+    #[arg(long, default_value_t = 0.0)]
+    pub hz: f64,
     /// Seed of the connectome.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -54,6 +59,8 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(a.neurons >= 1, "--neurons must be at least 1");
     anyhow::ensure!(a.rate.is_finite() && (0.0..=1.0).contains(&a.rate), "--rate {} must be within 0..1", a.rate);
     anyhow::ensure!(a.bursts >= 1, "--bursts must be at least 1");
+    anyhow::ensure!(a.hz.is_finite() && a.hz >= 0.0, "--hz {} must be a rate >= 0 (0: back to back)", a.hz);
+    let period = (a.hz > 0.0).then(|| std::time::Duration::from_secs_f64(1.0 / a.hz));
     let mut config = a.runtime.config()?;
     if a.json {
         config.log.progress = false;
@@ -67,7 +74,18 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let mut injection: Vec<Injection> = Vec::new();
     let mut lat_us = Vec::with_capacity(a.bursts as usize);
     let (mut fired, mut motor, mut injected) = (0u64, 0u64, 0u64);
+    let mut next = Instant::now();
     for t in 1..=a.warmup + a.bursts {
+        if let Some(p) = period {
+            // the burst's period starts: its sensor input arrives now
+            next += p;
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            } else {
+                next = now;
+            }
+        }
         w.injection(t, &mut injection);
         let start = Instant::now();
         let out = backend.burst(&injection)?;
@@ -97,6 +115,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         "synapses": opened.synapses,
         "bursts": a.bursts,
         "warmup": a.warmup,
+        "hz": a.hz,
         "p50_us": p50,
         "p99_us": p99,
         "mean_us": total_s * 1e6 / bursts,
@@ -115,8 +134,9 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         println!("{obj}");
         return Ok(());
     }
+    let pace = if a.hz > 0.0 { format!("at {} Hz", a.hz) } else { "back to back".into() };
     println!(
-        "W(N={}, K={}, rho={}) on {} ({}), {} bursts after {} warm-up",
+        "W(N={}, K={}, rho={}) on {} ({}), {} bursts {pace} after {} warm-up",
         a.neurons, a.fanout, a.rate, info.backend, info.device, a.bursts, a.warmup
     );
     let rows = vec![

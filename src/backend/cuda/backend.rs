@@ -19,7 +19,7 @@ const STEP_ITEMS: u32 = 4;
 /// PAIRS_PER_WARP in burst.cu.
 pub(crate) const PAIRS_PER_CHUNK: usize = 256;
 /// Size of the output header (`OutHeader` in burst.cu): burst, fired_total, rb_count, pairs.
-const OUT_HEADER: usize = 32;
+const OUT_HEADER: usize = 64;
 /// Slots of the `misc` counters: burst, rb_counter, ticket, counter side 0, counter side 1, bound.
 const M_BURST: usize = 0;
 const M_RB: usize = 1;
@@ -27,6 +27,12 @@ const M_TICKET: usize = 2;
 const M_COUNTER: usize = 3;
 const M_BOUND: usize = 5;
 const M_GATHER: usize = 6;
+const M_DEAD: usize = 7;
+/// A fired slot `fix` emptied (the early step fired the neuron, its injection changed that).
+const DEAD: u32 = u32::MAX;
+/// Flag of a read-back correction: the entry is void.
+const DEAD_RB: u32 = 0x8000_0000;
+const M_CORR: usize = 8;
 
 /// Default of `zc_max` (bytes): 0, always copy. Reading a 4 KB injection from mapped memory
 /// (W(100k)) measured ~3 us slower per burst than the copy on an H100 VM.
@@ -65,6 +71,12 @@ struct Net {
     host_in: u64,
     host_map: u64,
     host_out: u64,
+    v_out: u64,
+    rcc_out: u64,
+    spec: u64,
+    where_: u64,
+    dead: u64,
+    corr: u64,
     out_cap: u64,
     n: u32,
     n_areas: u32,
@@ -74,7 +86,8 @@ struct Net {
     multi: u32,
     /// 1: `step` leaves the accumulators as they are (the `pre` graph clears the one it fills).
     acc_keep: u32,
-    _pad: u32,
+    /// 1: the early step (see [`Early`]).
+    early: u32,
 }
 // SAFETY: plain old data with the layout of the kernel's `Net`.
 unsafe impl DeviceRepr for Net {}
@@ -106,6 +119,23 @@ pub struct GpuShard {
     pub contributions: Vec<i32>,
     /// Neurons of the whole brain.
     pub neurons: u32,
+}
+
+/// The early step (one GPU, propagating ahead; NEUROBURST_CUDA_EARLY=0 turns it off). Whether a
+/// neuron fires depends on the sensory injection only when it is injected: right after the
+/// propagation, `prestep` steps every neuron with its synaptic input alone, from state buffer r
+/// into the other one (bursts reading side r), before the host has the injection; the burst then
+/// only injects and runs `fix`, which steps the injected neurons again from buffer r with their
+/// whole input and mends the fired list and the read-back. The burst's latency no longer includes
+/// the step over every neuron.
+struct Early {
+    /// The second state buffer (`v`, `rcc` are the first).
+    v: CudaSlice<i64>,
+    rcc: CudaSlice<u32>,
+    /// One bit per neuron: fired in `prestep`.
+    _spec: CudaSlice<u32>,
+    /// Of each neuron `prestep` fired: fired slot | read-back slot << 32.
+    _where: CudaSlice<u64>,
 }
 
 /// One GPU of several: the gathered fired list of the whole brain and where the GPUs' own lists lie.
@@ -148,6 +178,8 @@ pub struct CudaBackend {
     _rb: CudaSlice<u32>,
     /// Some: one GPU of several.
     multi: Option<Multi>,
+    /// Some: the early step.
+    early: Option<Early>,
     /// Whether this is one GPU of several (set at build, before `connect`).
     sharded: bool,
     // host side
@@ -168,8 +200,8 @@ pub struct CudaBackend {
     pre_pending: bool,
     /// Blocks of `inject` when the injection was copied up.
     inj_grid: u32,
-    /// Graphs that copy the injection themselves, by (side, copy bytes).
-    copy_graphs: std::collections::HashMap<(usize, usize), CudaGraph>,
+    /// Graphs that copy the injection themselves, by (side, copy bytes, fused).
+    copy_graphs: std::collections::HashMap<(usize, usize, bool), CudaGraph>,
     /// Copy the injection inside the graph (NEUROBURST_CUDA_GRAPH_COPY=1), instead of a copy call
     /// per burst (default: the in-graph copy of the next power of two measured 10-25 us slower at
     /// 1M and 5M on an H100 VM, though the host's launch phase was ~10 us shorter).
@@ -234,9 +266,35 @@ fn dptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
 /// whether every value equals `first`. Injections of `par_min` entries or more are split over
 /// rayon's threads: reading the caller's entries (16 bytes each, often still in other cores'
 /// caches) is the cost.
-fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> (u32, u32, bool) {
+/// What one pass over an injection learnt while writing its ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct IdScan {
+    min: u32,
+    max: u32,
+    /// Every value equals the first.
+    uniform: bool,
+    /// The ids are strictly ascending (no neuron twice).
+    ascending: bool,
+}
+
+impl IdScan {
+    const EMPTY: IdScan = IdScan { min: u32::MAX, max: 0, uniform: true, ascending: true };
+
+    /// Of two consecutive pieces (`self` before `b`); `seam`: the last id of the first piece is
+    /// below the first of the second.
+    fn join(self, b: IdScan, seam: bool) -> IdScan {
+        IdScan {
+            min: self.min.min(b.min),
+            max: self.max.max(b.max),
+            uniform: self.uniform && b.uniform,
+            ascending: self.ascending && b.ascending && seam,
+        }
+    }
+}
+
+fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> IdScan {
     #[inline(always)]
-    fn body(src: &[Injection], dst: &mut [u32], first: i64) -> (u32, u32, bool) {
+    fn body(src: &[Injection], dst: &mut [u32], first: i64) -> IdScan {
         let (mut min, mut max) = (u32::MAX, 0u32);
         let mut diff = 0u64;
         for (d, s) in dst.iter_mut().zip(src) {
@@ -245,16 +303,21 @@ fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> 
             max = max.max(s.neuron);
             diff |= (s.potential.0 ^ first) as u64;
         }
-        (min, max, diff == 0)
+        // a second pass over the ids just written (in cache): no loop-carried dependency above
+        let mut down = 0u32;
+        for w in dst[..src.len().min(dst.len())].windows(2) {
+            down |= (w[1] <= w[0]) as u32;
+        }
+        IdScan { min, max, uniform: diff == 0, ascending: down == 0 }
     }
-    /// The same loop built for AVX2 (vector min/max of u32): 2-3x faster than the baseline
+    /// The same loops built for AVX2 (vector min/max of u32): 2-3x faster than the baseline
     /// x86-64 build on the hosts measured.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn body_avx2(src: &[Injection], dst: &mut [u32], first: i64) -> (u32, u32, bool) {
+    unsafe fn body_avx2(src: &[Injection], dst: &mut [u32], first: i64) -> IdScan {
         body(src, dst, first)
     }
-    fn seq(src: &[Injection], dst: &mut [u32], first: i64) -> (u32, u32, bool) {
+    fn seq(src: &[Injection], dst: &mut [u32], first: i64) -> IdScan {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
@@ -267,10 +330,11 @@ fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> 
     }
     use rayon::prelude::*;
     let chunk = (src.len() / rayon::current_num_threads().max(1)).max(2048);
-    src.par_chunks(chunk)
-        .zip(dst.par_chunks_mut(chunk))
-        .map(|(s, d)| seq(s, d, first))
-        .reduce(|| (u32::MAX, 0, true), |a, b| (a.0.min(b.0), a.1.max(b.1), a.2 && b.2))
+    let scans: Vec<IdScan> = src.par_chunks(chunk).zip(dst.par_chunks_mut(chunk)).map(|(s, d)| seq(s, d, first)).collect();
+    scans.into_iter().enumerate().fold(IdScan::EMPTY, |acc, (k, b)| {
+        let seam = k == 0 || src[k * chunk - 1].neuron < src[k * chunk].neuron;
+        acc.join(b, seam)
+    })
 }
 
 /// A burst's injection, written into the pinned buffer and not yet launched (see
@@ -279,6 +343,8 @@ pub(crate) struct Staged {
     t_start: std::time::Instant,
     in_bytes: usize,
     mapped: bool,
+    /// The graph without `inject` (see `fix` in burst.cu).
+    fused: bool,
     /// Every id lies within this GPU's neurons.
     pub in_range: bool,
 }
@@ -388,6 +454,8 @@ impl CudaBackend {
         let ranges = readback_ranges(&readback, n_total)
             .map(|r| r.into_iter().map(|(a, b)| (a.max(base), b.min(base + n))).filter(|(a, b)| a < b).collect::<Vec<_>>());
         drop(readback);
+        let ahead = std::env::var("NEUROBURST_CUDA_AHEAD").map_or(true, |v| v != "0");
+        let early_on = !sharded && ahead && n > 0 && std::env::var("NEUROBURST_CUDA_EARLY").map_or(true, |v| v != "0");
         let (rb_host, n_rb, out_cap) = match &ranges {
             None => (vec![0u32, 0], u32::MAX, n as usize),
             Some(r) => {
@@ -418,7 +486,18 @@ impl CudaBackend {
         let chunk_first: CudaSlice<u32> = s.alloc_zeros(synapses as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?;
         let host_in = Pinned::new(&ctx, 16 + 16 * 4096, false).map_err(e("pinned injection buffer"))?;
         let dev_in: CudaSlice<u8> = s.alloc_zeros(host_in.len()).map_err(e("alloc injection buffer"))?;
-        let out_bytes = OUT_HEADER + out_cap * 16;
+        // the early step: read-back areas of both burst parities, then the corrections
+        let out_bytes = OUT_HEADER + out_cap * 16 * if early_on { 3 } else { 1 };
+        let early = if early_on {
+            Some(Early {
+                v: s.alloc_zeros(nn).map_err(e("alloc potentials"))?,
+                rcc: s.alloc_zeros(nn).map_err(e("alloc refractory"))?,
+                _spec: s.alloc_zeros(nn.div_ceil(32) + 1).map_err(e("alloc the early fired bits"))?,
+                _where: s.alloc_zeros(nn).map_err(e("alloc the early fired slots"))?,
+            })
+        } else {
+            None
+        };
         let host_out = Pinned::new(&ctx, out_bytes, false).map_err(e("pinned output buffer"))?;
 
         let misc_p = dptr(&misc, s);
@@ -443,6 +522,12 @@ impl CudaBackend {
             host_in: dptr(&dev_in, s),
             host_map: host_in.dev(),
             host_out: host_out.dev(),
+            v_out: dptr(&v, s),
+            rcc_out: dptr(&rcc, s),
+            spec: early.as_ref().map_or(0, |x| dptr(&x._spec, s)),
+            where_: early.as_ref().map_or(0, |x| dptr(&x._where, s)),
+            dead: misc_p + 8 * M_DEAD as u64,
+            corr: misc_p + 8 * M_CORR as u64,
             out_cap: out_cap as u64,
             n,
             n_areas: shard.params.len() as u32,
@@ -451,7 +536,7 @@ impl CudaBackend {
             base,
             multi: sharded as u32,
             acc_keep: 0,
-            _pad: 0,
+            early: early.is_some() as u32,
         };
 
         // accumulator width: the largest possible synaptic input of one burst must fit in i32
@@ -514,6 +599,7 @@ impl CudaBackend {
             _area_end: area_end,
             _rb: rb,
             multi: None,
+            early,
             sharded,
             host_in,
             dev_in,
@@ -522,7 +608,7 @@ impl CudaBackend {
             net,
             graphs: Vec::new(),
             pre: Vec::new(),
-            ahead: std::env::var("NEUROBURST_CUDA_AHEAD").map_or(true, |v| v != "0"),
+            ahead,
             pre_pending: false,
             inj_grid: n.div_ceil(BLOCK * 16).clamp(1, sm * 2),
             copy_graphs: std::collections::HashMap::new(),
@@ -746,9 +832,13 @@ impl CudaBackend {
         self.copy_graphs.clear();
         self.pre.clear();
         let zc = env_usize("NEUROBURST_CUDA_ZC_BLOCKS", ZC_BLOCKS as usize) as u32;
-        for (r, mapped) in [(0, 0u32), (0, zc), (1, 0), (1, zc)] {
-            let g = self.capture(r, mapped, 0)?;
-            self.graphs.push(g);
+        // index 4 * fused + 2 * side + mapped; the fused ones only with the early step
+        let fused: &[bool] = if self.early.is_some() { &[false, true] } else { &[false] };
+        for &f in fused {
+            for (r, mapped) in [(0, 0u32), (0, zc), (1, 0), (1, zc)] {
+                let g = self.capture(r, mapped, 0, f)?;
+                self.graphs.push(g);
+            }
         }
         if self.ahead {
             for r in 0..2 {
@@ -767,7 +857,43 @@ impl CudaBackend {
             net.acc = if r == 0 { dptr(&self.acc, &self.stream) } else { dptr(&self.acc2, &self.stream) };
             net.acc_keep = 1;
         }
+        if let Some(x) = &self.early {
+            // bursts reading side r step from state buffer r into the other
+            let (a, b) =
+                ((dptr(&self.v, &self.stream), dptr(&self.rcc, &self.stream)), (dptr(&x.v, &self.stream), dptr(&x.rcc, &self.stream)));
+            let ((v, rcc), (v_out, rcc_out)) = if r == 0 { (a, b) } else { (b, a) };
+            (net.v, net.rcc, net.v_out, net.rcc_out) = (v, rcc, v_out, rcc_out);
+        }
         net
+    }
+
+    /// The state buffers holding the state after the last burst (the next burst reads them).
+    fn state(&self) -> (&CudaSlice<i64>, &CudaSlice<u32>) {
+        match &self.early {
+            Some(x) if self.cur == 1 => (&x.v, &x.rcc),
+            _ => (&self.v, &self.rcc),
+        }
+    }
+
+    fn step_cfg(&self) -> LaunchConfig {
+        let items = if self.kernels.step_items8 { 2 * STEP_ITEMS } else { STEP_ITEMS };
+        LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * items), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+    }
+
+    /// Record what runs ahead of the bursts reading side `r`: the propagation, then (early step)
+    /// `prestep`.
+    fn record_ahead(&self, r: usize) -> Result<(), BackendError> {
+        self.record_propagation(r)?;
+        if self.early.is_some() {
+            let net = self.net_for(r);
+            let wr = self.side(1 - r);
+            // SAFETY: as in `record_propagation`; `prestep` reads N neurons' state from buffer r
+            // and writes it into the other buffer, the early fired bits and slots (N neurons),
+            // the fired list `wr` and the read-back area of the burst's parity (out_cap entries).
+            unsafe { self.stream.launch_builder(&self.kernels.prestep).arg(&net).arg(&wr).launch(self.step_cfg()) }
+                .map_err(dev_err("capturing prestep"))?;
+        }
+        Ok(())
     }
 
     fn prop_cfg(&self) -> LaunchConfig {
@@ -815,7 +941,7 @@ impl CudaBackend {
     fn capture_pre(&self, r: usize) -> Result<CudaGraph, BackendError> {
         let s = &self.stream;
         s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(dev_err("begin capture"))?;
-        let l = self.record_propagation(r);
+        let l = self.record_ahead(r);
         let g = s.end_capture(sys::CUgraphInstantiate_flags(0));
         l?;
         let g = g.map_err(dev_err("instantiating the propagate graph"))?.ok_or_else(|| BackendError::Device("empty graph".into()))?;
@@ -827,11 +953,10 @@ impl CudaBackend {
     /// bytes of the pinned injection buffer to the device. Propagating ahead it injects and steps
     /// (the propagation ran before it), and on one GPU it ends with the next burst's propagation;
     /// else it propagates (after gathering, on one GPU of several), injects and steps.
-    fn capture(&self, r: usize, mapped: u32, copy_bytes: usize) -> Result<CudaGraph, BackendError> {
+    /// `fused` (early step, no neuron injected twice): no `inject`, `fix` reads the injection itself.
+    fn capture(&self, r: usize, mapped: u32, copy_bytes: usize, fused: bool) -> Result<CudaGraph, BackendError> {
         let net = self.net_for(r);
-        let items = if self.kernels.step_items8 { 2 * STEP_ITEMS } else { STEP_ITEMS };
-        let step_cfg =
-            LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * items), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let step_cfg = self.step_cfg();
         let inj_blocks = if mapped > 0 { mapped } else { self.inj_grid };
         let inj_cfg = LaunchConfig { grid_dim: (inj_blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         let wr = self.side(1 - r);
@@ -848,16 +973,26 @@ impl CudaBackend {
                     .result()
                     .map_err(dev_err("capturing the injection copy"))?;
             }
-            // SAFETY: as in `record_propagation`; `inject` reads the injection (header + entries,
-            // within the buffers' capacity) and writes `inj`, `inj_mask` (N neurons) and the counters.
-            unsafe { s.launch_builder(&self.kernels.inject).arg(&net).arg(&wr).arg(&mapped).launch(inj_cfg) }
-                .map_err(dev_err("capturing inject"))?;
-            // SAFETY: as above; `step` writes N neurons' state, the fired list `wr` and the output.
-            unsafe { s.launch_builder(&self.kernels.step).arg(&net).arg(&wr).launch(step_cfg) }.map_err(dev_err("capturing step"))?;
+            if !fused {
+                // SAFETY: as in `record_propagation`; `inject` reads the injection (header + entries,
+                // within the buffers' capacity) and writes `inj`, `inj_mask` (N neurons) and the counters.
+                unsafe { s.launch_builder(&self.kernels.inject).arg(&net).arg(&wr).arg(&mapped).launch(inj_cfg) }
+                    .map_err(dev_err("capturing inject"))?;
+            }
+            if self.early.is_some() {
+                let rd = self.side(r);
+                // SAFETY: as above; `fix` reads the injection like `inject`, steps the injected
+                // neurons (state buffers, N each), mends the fired list `wr` and writes the output.
+                unsafe { s.launch_builder(&self.kernels.fix).arg(&net).arg(&wr).arg(&rd).arg(&mapped).launch(inj_cfg) }
+                    .map_err(dev_err("capturing fix"))?;
+            } else {
+                // SAFETY: as above; `step` writes N neurons' state, the fired list `wr` and the output.
+                unsafe { s.launch_builder(&self.kernels.step).arg(&net).arg(&wr).launch(step_cfg) }.map_err(dev_err("capturing step"))?;
+            }
             if self.ahead && self.multi.is_none() {
-                // one GPU: the next burst's propagation follows in the same graph (the host has this
-                // burst's output as soon as `step` is done)
-                self.record_propagation(1 - r)?;
+                // one GPU: the next burst's propagation (and early step) follows in the same graph
+                // (the host has this burst's output as soon as `step` or `fix` is done)
+                self.record_ahead(1 - r)?;
             }
             Ok(())
         };
@@ -871,11 +1006,11 @@ impl CudaBackend {
 
     /// The graph reading side `cur` that copies the injection itself, in a copy node of the power
     /// of two >= `in_bytes` (captured on first use): no copy call per burst.
-    fn copy_graph(&mut self, in_bytes: usize) -> Result<&CudaGraph, BackendError> {
+    fn copy_graph(&mut self, in_bytes: usize, fused: bool) -> Result<&CudaGraph, BackendError> {
         let bytes = in_bytes.next_power_of_two().max(4096).min(self.host_in.len());
-        let key = (self.cur, bytes);
+        let key = (self.cur, bytes, fused);
         if !self.copy_graphs.contains_key(&key) {
-            let g = self.capture(self.cur, 0, bytes)?;
+            let g = self.capture(self.cur, 0, bytes, fused)?;
             self.copy_graphs.insert(key, g);
         }
         Ok(&self.copy_graphs[&key])
@@ -978,11 +1113,14 @@ impl CudaBackend {
         // SAFETY: the buffer holds 16 + 4 * len bytes (ensured above) and nothing reads it now: the
         // previous burst has completed (it published its output after it had read the injection).
         let ids = unsafe { std::slice::from_raw_parts_mut(base.add(16) as *mut u32, injection.len()) };
-        let (min_id, max_id, uniform) = write_ids(injection, ids, first, self.par_min);
+        let scan = write_ids(injection, ids, first, self.par_min);
+        let (min_id, max_id, uniform) = (scan.min, scan.max, scan.uniform);
         let in_range = injection.is_empty() || (min_id >= self.base && max_id < self.base + self.neurons);
         if !in_range {
-            return Ok(Staged { t_start, in_bytes: 0, mapped: false, in_range });
+            return Ok(Staged { t_start, in_bytes: 0, mapped: false, fused: false, in_range });
         }
+        // the early step with no neuron twice: `fix` injects too (no `inject`, no sums)
+        let fused = self.early.is_some() && scan.ascending;
         if self.sharded && self.multi.is_none() {
             return Err(BackendError::Device("one GPU of several bursts only once connected to the others".into()));
         }
@@ -1018,11 +1156,11 @@ impl CudaBackend {
                     }
                 }
             }
-            (base as *mut u64).write(injection.len() as u64 | (fmt << 62));
+            (base as *mut u64).write(injection.len() as u64 | (fused as u64) << 61 | (fmt << 62));
             (base as *mut u64).add(1).write(first as u64);
             std::ptr::write_volatile(self.host_out.ptr() as *mut u64, u64::MAX);
         }
-        Ok(Staged { t_start, in_bytes, mapped, in_range })
+        Ok(Staged { t_start, in_bytes, mapped, fused, in_range })
     }
 
     /// Propagating ahead: launch the propagation for the next burst unless it is already queued.
@@ -1041,7 +1179,7 @@ impl CudaBackend {
 
     /// Run the staged burst and collect its output.
     pub(crate) fn launch(&mut self, staged: Staged) -> Result<BurstOutput<'_>, BackendError> {
-        let Staged { t_start, in_bytes, mapped, .. } = staged;
+        let Staged { t_start, in_bytes, mapped, fused, .. } = staged;
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let t = self.burst + 1;
@@ -1055,7 +1193,7 @@ impl CudaBackend {
         }
         if !mapped && self.graph_copy {
             let stream = self.stream.cu_stream();
-            let exec = self.copy_graph(in_bytes)?.cu_graph_exec();
+            let exec = self.copy_graph(in_bytes, fused)?.cu_graph_exec();
             // SAFETY: launches our own instantiated graph on our own stream.
             unsafe { result::graph::launch(exec, stream) }.map_err(dev_err("launching the burst graph"))?;
         } else {
@@ -1068,8 +1206,13 @@ impl CudaBackend {
                     .map_err(dev_err("copying the injection"))?;
             }
             // SAFETY: launches our own instantiated graph on our own stream.
-            unsafe { result::graph::launch(self.graphs[2 * self.cur + mapped as usize].cu_graph_exec(), self.stream.cu_stream()) }
-                .map_err(dev_err("launching the burst graph"))?;
+            unsafe {
+                result::graph::launch(
+                    self.graphs[4 * fused as usize + 2 * self.cur + mapped as usize].cu_graph_exec(),
+                    self.stream.cu_stream(),
+                )
+            }
+            .map_err(dev_err("launching the burst graph"))?;
         }
         if let Some((_, b)) = self.trace.as_ref().and_then(|tr| tr.ev.as_ref()) {
             b.record(&self.stream).map_err(dev_err("event"))?;
@@ -1107,9 +1250,11 @@ impl CudaBackend {
         if rb > self.out_cap {
             return Err(BackendError::Device(format!("burst {t}: {rb} read-back neurons overflow the buffer of {}", self.out_cap)));
         }
-        // SAFETY: the entries live after the header: tagged ids u64[out_cap], then tagged potentials
-        // u64[out_cap]; rb <= out_cap.
-        let (ids, vs) = unsafe { (hdr.add(OUT_HEADER / 8), hdr.add(OUT_HEADER / 8 + self.out_cap)) };
+        // The entries live after the header: tagged ids u64[out_cap], then tagged potentials
+        // u64[out_cap]; with the early step one such area per burst parity, then the corrections.
+        let area = OUT_HEADER / 8 + if self.early.is_some() { (t & 1) as usize * 2 * self.out_cap } else { 0 };
+        // SAFETY: the areas lie within the output buffer (sized in `build`); rb <= out_cap.
+        let (ids, vs) = unsafe { (hdr.add(area), hdr.add(area + self.out_cap)) };
         self.keys.clear();
         self.out_v.clear();
         // One bulk copy of both arrays (streaming reads of lines the device wrote: the host's
@@ -1121,24 +1266,58 @@ impl CudaBackend {
             std::ptr::copy_nonoverlapping(vs, self.rb_raw.as_mut_ptr().add(rb), rb);
         }
         for i in 0..rb {
-            let (mut id, mut v) = (self.rb_raw[i], self.rb_raw[rb + i]);
-            if id >> 32 != tag32 {
+            if self.rb_raw[i] >> 32 != tag32 {
                 // SAFETY: i < rb <= out_cap.
-                id = spin_until(unsafe { ids.add(i) }, &|w| w >> 32 == tag32)?;
+                self.rb_raw[i] = spin_until(unsafe { ids.add(i) }, &|w| w >> 32 == tag32)?;
             }
-            if v >> 48 != tag16 {
+            if self.rb_raw[rb + i] >> 48 != tag16 {
                 // SAFETY: as above.
-                v = spin_until(unsafe { vs.add(i) }, &|w| w >> 48 == tag16)?;
+                self.rb_raw[rb + i] = spin_until(unsafe { vs.add(i) }, &|w| w >> 48 == tag16)?;
             }
-            let id = id as u32;
-            self.keys.push(((id as u64) << 32) | i as u64);
-            // the potential's 48 low bits, sign-extended (|v| < 2^47)
-            self.out_v.push(((v << 16) as i64) >> 16);
         }
         // SAFETY: zero the entries read (rb <= out_cap words each), so no stale tag can match later.
         unsafe {
             std::ptr::write_bytes(ids, 0, rb);
             std::ptr::write_bytes(vs, 0, rb);
+        }
+        if self.early.is_some() {
+            // `fix`'s corrections of the early entries: a new potential at fire, or DEAD_RB
+            // SAFETY: header word 4 (corrections).
+            let nc = (spin_until(unsafe { hdr.add(4) }, &|w| w >> 32 == tag32)? & 0xFFFF_FFFF) as usize;
+            if nc > self.out_cap {
+                return Err(BackendError::Device(format!("burst {t}: {nc} read-back corrections overflow the buffer of {}", self.out_cap)));
+            }
+            // SAFETY: the corrections follow the two areas: slots u64[out_cap], potentials u64[out_cap].
+            let (cs, cv) = unsafe { (hdr.add(OUT_HEADER / 8 + 4 * self.out_cap), hdr.add(OUT_HEADER / 8 + 5 * self.out_cap)) };
+            for i in 0..nc {
+                // SAFETY: i < nc <= out_cap.
+                let slot = spin_until(unsafe { cs.add(i) }, &|w| w >> 32 == tag32)? as u32;
+                // SAFETY: as above.
+                let v = spin_until(unsafe { cv.add(i) }, &|w| w >> 48 == tag16)?;
+                let k = (slot & !DEAD_RB) as usize;
+                if k >= rb {
+                    return Err(BackendError::Device(format!("burst {t}: a read-back correction names entry {k} of {rb}")));
+                }
+                if slot & DEAD_RB != 0 {
+                    self.rb_raw[k] = (tag32 << 32) | DEAD as u64;
+                } else {
+                    self.rb_raw[rb + k] = v;
+                }
+            }
+            // SAFETY: as above, nc words each.
+            unsafe {
+                std::ptr::write_bytes(cs, 0, nc);
+                std::ptr::write_bytes(cv, 0, nc);
+            }
+        }
+        for i in 0..rb {
+            let (id, v) = (self.rb_raw[i] as u32, self.rb_raw[rb + i]);
+            if id == DEAD {
+                continue;
+            }
+            self.keys.push(((id as u64) << 32) | self.out_v.len() as u64);
+            // the potential's 48 low bits, sign-extended (|v| < 2^47)
+            self.out_v.push(((v << 16) as i64) >> 16);
         }
         let t_read = std::time::Instant::now();
         self.keys.sort_unstable();
@@ -1169,8 +1348,9 @@ impl CudaBackend {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let s = &self.stream;
         s.synchronize().map_err(dev_err("synchronising"))?;
-        let potential = s.clone_dtoh(&self.v).map_err(dev_err("reading potentials"))?;
-        let rcc = s.clone_dtoh(&self.rcc).map_err(dev_err("reading refractory state"))?;
+        let (v, rcc) = self.state();
+        let potential = s.clone_dtoh(v).map_err(dev_err("reading potentials"))?;
+        let rcc = s.clone_dtoh(rcc).map_err(dev_err("reading refractory state"))?;
         let misc = s.clone_dtoh(&self.misc).map_err(dev_err("reading counters"))?;
         let count = (misc[M_COUNTER + self.cur] >> self.count_shift) as usize;
         let mut fired = if count > 0 {
@@ -1178,6 +1358,8 @@ impl CudaBackend {
         } else {
             Vec::new()
         };
+        // slots the early step's `fix` emptied
+        fired.retain(|&f| f != DEAD);
         fired.sort_unstable();
         Ok(NeuronState {
             burst: self.burst,
@@ -1229,9 +1411,14 @@ impl CudaBackend {
         let s = self.stream.clone();
         s.synchronize().map_err(e("synchronising"))?;
         if self.neurons > 0 {
-            s.memcpy_htod(&st.potential, &mut self.v).map_err(e("writing potentials"))?;
             let rcc: Vec<u32> = st.refractory.iter().zip(&st.consecutive).map(|(&r, &c)| r as u32 | (c as u32) << 16).collect();
-            s.memcpy_htod(&rcc, &mut self.rcc).map_err(e("writing refractory state"))?;
+            // the buffers the next burst reads
+            let (v_dst, rcc_dst) = match &mut self.early {
+                Some(x) if self.cur == 1 => (&mut x.v, &mut x.rcc),
+                _ => (&mut self.v, &mut self.rcc),
+            };
+            s.memcpy_htod(&st.potential, v_dst).map_err(e("writing potentials"))?;
+            s.memcpy_htod(&rcc, rcc_dst).map_err(e("writing refractory state"))?;
         }
         // a propagation run ahead from the replaced fired list is void
         self.pre_pending = false;
@@ -1271,5 +1458,38 @@ impl Drop for CudaBackend {
         }
         let _ = self.ctx.bind_to_thread();
         let _ = self.stream.synchronize();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{write_ids, IdScan};
+    use crate::model::{Injection, Potential};
+
+    fn inj(ids: &[u32], v: i64) -> Vec<Injection> {
+        ids.iter().map(|&neuron| Injection { neuron, potential: Potential(v) }).collect()
+    }
+
+    #[test]
+    fn the_id_scan_finds_order_range_and_uniform_values_in_pieces_too() {
+        for par_min in [usize::MAX, 1] {
+            let mut dst = vec![0u32; 10_000];
+            let up: Vec<u32> = (0..10_000).map(|i| 3 * i + 1).collect();
+            let s = write_ids(&inj(&up, 7), &mut dst, 7, par_min);
+            assert_eq!(s, IdScan { min: 1, max: 29_998, uniform: true, ascending: true });
+            assert_eq!(dst, up);
+            // a repeat at a piece boundary (chunks of 2048 and more) or inside one
+            for at in [2048, 4096, 5000] {
+                let mut ids = up.clone();
+                ids[at] = ids[at - 1];
+                let s = write_ids(&inj(&ids, 7), &mut dst, 7, par_min);
+                assert!(!s.ascending, "repeat at {at}, par_min {par_min}");
+            }
+            let mut mixed = inj(&up, 7);
+            mixed[9_999].potential = Potential(8);
+            assert!(!write_ids(&mixed, &mut dst, 7, par_min).uniform);
+        }
+        let s = write_ids(&[], &mut [], 0, usize::MAX);
+        assert!(s.ascending && s.uniform);
     }
 }

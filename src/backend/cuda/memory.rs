@@ -12,6 +12,10 @@ use crate::connectome::{Codes, Part};
 /// while `step` reads the other), injection (8), two fired lists with row offsets (2 x (4 + 8)).
 pub const STATE_BYTES_PER_NEURON: u64 = 8 + 4 + 2 * 8 + 8 + 2 * (4 + 8);
 
+/// Bytes per neuron of the early step (one GPU): the second state buffer (8 + 4) and where each
+/// early-fired neuron sits in the fired list and the read-back (8); plus a bit per neuron.
+pub const EARLY_BYTES_PER_NEURON: u64 = 8 + 4 + 8;
+
 /// Memory kept free beyond the plan, for the module, the graphs and the driver.
 pub const RESERVE_BYTES: u64 = 96 << 20;
 
@@ -60,8 +64,10 @@ impl MemoryPlan {
         // several GPUs: own fired lists without row offsets, plus the gathered list of the brain
         let lists = if sharded { 2 * 4 * n + total * (4 + 8) } else { 0 };
         // several GPUs: no row offsets of the own lists
-        let per_neuron = if sharded { STATE_BYTES_PER_NEURON - 2 * (4 + 8) } else { STATE_BYTES_PER_NEURON };
-        let state_bytes = n * per_neuron + lists + n.div_ceil(32) * 4 + areas * (104 + 4) + 64 * 8 + chunk_index;
+        // one GPU: the early step's buffers
+        let per_neuron = if sharded { STATE_BYTES_PER_NEURON - 2 * (4 + 8) } else { STATE_BYTES_PER_NEURON + EARLY_BYTES_PER_NEURON };
+        let bit_words = if sharded { 1 } else { 2 };
+        let state_bytes = n * per_neuron + lists + bit_words * n.div_ceil(32) * 4 + areas * (104 + 4) + 64 * 8 + chunk_index;
         MemoryPlan {
             neurons: n,
             synapses: s,

@@ -65,6 +65,10 @@ pub struct Kernels {
     pub module: Arc<CudaModule>,
     pub propagate: CudaFunction,
     pub step: CudaFunction,
+    /// The early step: every neuron stepped as if nothing were injected, before the injection.
+    pub prestep: CudaFunction,
+    /// After the early step and `inject`: the injected neurons stepped again, the burst published.
+    pub fix: CudaFunction,
     /// The sensory injection into the per-neuron input (and the burst's counters reset).
     pub inject: CudaFunction,
     /// `step` takes 8 neurons per thread (else STEP_ITEMS = 4).
@@ -100,6 +104,8 @@ impl Kernels {
             // NEUROBURST_CUDA_STEP (for measurements): "_b2" picks `step` built for 2 resident blocks
             // per SM (default 4); "_i8" / "_i8b3": 8 neurons per thread, 2 / 3 blocks per SM.
             step: f(format!("step_{n}_{r}{step_suffix}"))?,
+            prestep: f(format!("prestep_{n}_{r}{step_suffix}"))?,
+            fix: f(format!("fix_{n}_{r}"))?,
             inject: f("inject".into())?,
             step_items8: step_suffix.starts_with("_i8"),
             relist: f(format!("relist_{r}"))?,
@@ -124,7 +130,17 @@ mod tests {
         std::env::set_var("NEUROBURST_PTX_CACHE", std::env::temp_dir().join("neuroburst-ptx-test"));
         let ptx = super::ptx_for(9, 0).unwrap_or_else(|e| panic!("{e}"));
         let src = ptx.to_src();
-        for k in ["propagate_n32_r32_c16", "step_n64_r64", "relist_r32", "inject", "gather_r64", "in_bound_c32", "max_reduce"] {
+        for k in [
+            "propagate_n32_r32_c16",
+            "step_n64_r64",
+            "prestep_n32_r32",
+            "fix_n64_r64",
+            "relist_r32",
+            "inject",
+            "gather_r64",
+            "in_bound_c32",
+            "max_reduce",
+        ] {
             assert!(src.contains(k), "kernel {k} missing from the PTX");
         }
     }
