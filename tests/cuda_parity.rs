@@ -92,3 +92,22 @@ fn several_gpus_match_cpu_for_every_gpu_count_and_strategy() {
         k *= 2;
     }
 }
+
+#[test]
+fn several_shards_sharing_one_gpu_match_cpu() {
+    // The multi-GPU path (own lists, the gather over peers, no early step) on one GPU: every shard
+    // on device 0, so it is checked on machines with a single GPU too.
+    use neuroburst::selftest::sharded_candidate;
+    use neuroburst::shard::Strategy;
+    let device = env_or("NEUROBURST_DEVICE", 0) as usize;
+    if let GpuProbe::Unavailable(why) = cuda::probe(device) {
+        skip(&why);
+        return;
+    }
+    for strategy in [Strategy::RoundRobin, Strategy::ByCorticalArea] {
+        let cfg = ParityConfig { brains: 4, bursts: 500, seed: 77, max_neurons: 4000, candidate_parts: 1 };
+        let report = parity(&cfg, &sharded_candidate(2, strategy, vec![device; 2]))
+            .unwrap_or_else(|d| panic!("2 shards on GPU {device}, {strategy}: parity failed: {d}"));
+        println!("2 shards on GPU {device}, {strategy}: {report}");
+    }
+}
