@@ -84,6 +84,7 @@ struct Net {
     u64* where;          // early: of a neuron `prestep` fired: its fired slot | read-back slot << 32
     u64* dead;           // early: packed count << shift | pairs of the slots `fix` killed
     u64* corr;           // early: read-back corrections written by `fix`
+    void* acc_other;     // early: the other side's accumulator, which `prestep` clears for the next propagation
     u64 out_cap;
     u32 n;
     u32 n_areas;
@@ -555,6 +556,8 @@ __device__ void step_impl(const Net& net, const Side& wr) {
                 // into the other state buffer: `fix` steps the injected neurons again from this one
                 net.v_out[n] = v1[i];
                 net.rcc_out[n] = r1[i];
+                // the last burst's accumulator: `fix` of that burst is done with it
+                ((ACC*)net.acc_other)[n] = 0;
             } else {
                 if (mw[i] & (1u << lane)) injp[n] = 0;
                 if (v1[i] != v[i]) vp[n] = v1[i];

@@ -77,6 +77,7 @@ struct Net {
     where_: u64,
     dead: u64,
     corr: u64,
+    acc_other: u64,
     out_cap: u64,
     n: u32,
     n_areas: u32,
@@ -233,7 +234,8 @@ pub struct CudaBackend {
     rb_raw: Vec<u64>,
 }
 
-/// Where the time of a burst goes (NEUROBURST_CUDA_TRACE=1): host phases and GPU time by events.
+/// Where the time of a burst goes (NEUROBURST_CUDA_TRACE=1): host phases and GPU time by events
+/// (NEUROBURST_CUDA_TRACE=host: the host's phases only).
 #[derive(Debug)]
 struct Trace {
     bursts: u64,
@@ -528,6 +530,7 @@ impl CudaBackend {
             where_: early.as_ref().map_or(0, |x| dptr(&x._where, s)),
             dead: misc_p + 8 * M_DEAD as u64,
             corr: misc_p + 8 * M_CORR as u64,
+            acc_other: 0,
             out_cap: out_cap as u64,
             n,
             n_areas: shard.params.len() as u32,
@@ -632,22 +635,19 @@ impl CudaBackend {
             rb_raw: Vec::new(),
             trace: None,
         };
-        if std::env::var("NEUROBURST_CUDA_TRACE").is_ok_and(|v| v == "1") {
-            let ev = (
-                b.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(dev_err("event"))?,
-                b.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(dev_err("event"))?,
-            );
-            b.trace = Some(Trace {
-                bursts: 0,
-                write_s: 0.0,
-                launch_s: 0.0,
-                wait_s: 0.0,
-                post_s: 0.0,
-                read_s: 0.0,
-                gpu_ms: 0.0,
-                spins: 0,
-                ev: Some(ev),
-            });
+        let trace = std::env::var("NEUROBURST_CUDA_TRACE").unwrap_or_default();
+        if trace == "1" || trace == "host" {
+            // "host": the host's phases only (the events add time to every burst)
+            let ev = if trace == "1" {
+                Some((
+                    b.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(dev_err("event"))?,
+                    b.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(dev_err("event"))?,
+                ))
+            } else {
+                None
+            };
+            b.trace =
+                Some(Trace { bursts: 0, write_s: 0.0, launch_s: 0.0, wait_s: 0.0, post_s: 0.0, read_s: 0.0, gpu_ms: 0.0, spins: 0, ev });
         }
         if !sharded {
             b.capture_graphs()?;
@@ -863,6 +863,8 @@ impl CudaBackend {
                 ((dptr(&self.v, &self.stream), dptr(&self.rcc, &self.stream)), (dptr(&x.v, &self.stream), dptr(&x.rcc, &self.stream)));
             let ((v, rcc), (v_out, rcc_out)) = if r == 0 { (a, b) } else { (b, a) };
             (net.v, net.rcc, net.v_out, net.rcc_out) = (v, rcc, v_out, rcc_out);
+            // `prestep` clears the other side's accumulator (no clear before each propagation)
+            net.acc_other = if r == 0 { dptr(&self.acc2, &self.stream) } else { dptr(&self.acc, &self.stream) };
         }
         net
     }
@@ -920,7 +922,7 @@ impl CudaBackend {
             }
             _ => self.side(r),
         };
-        if self.ahead {
+        if self.ahead && self.early.is_none() {
             let words = if self.wide_acc { 2 } else { 1 } * self.neurons as usize;
             // SAFETY: clears this side's accumulator (N i32 or i64, allocated in `build`).
             unsafe { sys::cuMemsetD32Async(net.acc, 0, words, s.cu_stream()) }
