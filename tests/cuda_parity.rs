@@ -16,16 +16,23 @@ fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-#[test]
-fn cuda_matches_cpu_on_random_brains() {
+/// The GPU to test (NEUROBURST_DEVICE, default 0) and its name; None, having said why, when it is
+/// not usable.
+fn gpu() -> Option<(usize, String)> {
     let device = env_or("NEUROBURST_DEVICE", 0) as usize;
     match cuda::probe(device) {
         GpuProbe::Unavailable(why) => {
             skip(&why);
-            return;
+            None
         }
-        GpuProbe::Available(name) => println!("GPU: {name}"),
+        GpuProbe::Available(name) => Some((device, name)),
     }
+}
+
+#[test]
+fn cuda_matches_cpu_on_random_brains() {
+    let Some((device, name)) = gpu() else { return };
+    println!("GPU: {name}");
     let cfg = ParityConfig {
         brains: env_or("NEUROBURST_PARITY_BRAINS", 20) as usize,
         bursts: env_or("NEUROBURST_PARITY_BURSTS", 2000),
@@ -51,11 +58,7 @@ fn cuda_matches_cpu_on_random_brains() {
 #[test]
 fn cuda_parity_with_several_shards_in_the_brain() {
     // The backend merges a brain built in several target parts into one CSR.
-    let device = env_or("NEUROBURST_DEVICE", 0) as usize;
-    if let GpuProbe::Unavailable(why) = cuda::probe(device) {
-        skip(&why);
-        return;
-    }
+    let Some((device, _)) = gpu() else { return };
     let cfg = ParityConfig { brains: 3, bursts: 300, seed: 900, max_neurons: 3000, candidate_parts: 3 };
     let report = parity(&cfg, &cuda_candidate(device)).unwrap_or_else(|d| panic!("CUDA parity failed: {d}"));
     println!("{report}");
@@ -99,11 +102,7 @@ fn several_shards_sharing_one_gpu_match_cpu() {
     // on device 0, so it is checked on machines with a single GPU too.
     use neuroburst::selftest::sharded_candidate;
     use neuroburst::shard::Strategy;
-    let device = env_or("NEUROBURST_DEVICE", 0) as usize;
-    if let GpuProbe::Unavailable(why) = cuda::probe(device) {
-        skip(&why);
-        return;
-    }
+    let Some((device, _)) = gpu() else { return };
     for strategy in [Strategy::RoundRobin, Strategy::ByCorticalArea] {
         let cfg = ParityConfig { brains: 4, bursts: 500, seed: 77, max_neurons: 4000, candidate_parts: 1 };
         let report = parity(&cfg, &sharded_candidate(2, strategy, vec![device; 2]))

@@ -279,19 +279,28 @@ struct IdScan {
     ascending: bool,
 }
 
-impl IdScan {
-    const EMPTY: IdScan = IdScan { min: u32::MAX, max: 0, uniform: true, ascending: true };
+/// A piece's scan and its first and last id (None: an empty piece).
+type Piece = (IdScan, Option<(u32, u32)>);
 
-    /// Of two consecutive pieces (`self` before `b`); `seam`: the last id of the first piece is
-    /// below the first of the second.
-    fn join(self, b: IdScan, seam: bool) -> IdScan {
-        IdScan {
-            min: self.min.min(b.min),
-            max: self.max.max(b.max),
-            uniform: self.uniform && b.uniform,
-            ascending: self.ascending && b.ascending && seam,
-        }
-    }
+/// Two consecutive pieces (`a` before `b`) as one: still ascending where `a`'s last id is below
+/// `b`'s first.
+fn join(a: Piece, b: Piece) -> Piece {
+    let seam = match (a.1, b.1) {
+        (Some((_, last)), Some((first, _))) => last < first,
+        _ => true,
+    };
+    let ends = match (a.1, b.1) {
+        (Some((first, _)), Some((_, last))) => Some((first, last)),
+        (x, None) | (None, x) => x,
+    };
+    let (a, b) = (a.0, b.0);
+    let scan = IdScan {
+        min: a.min.min(b.min),
+        max: a.max.max(b.max),
+        uniform: a.uniform && b.uniform,
+        ascending: a.ascending && b.ascending && seam,
+    };
+    (scan, ends)
 }
 
 fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> IdScan {
@@ -307,7 +316,7 @@ fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> 
         }
         // a second pass over the ids just written (in cache): no loop-carried dependency above
         let mut down = 0u32;
-        for w in dst[..src.len().min(dst.len())].windows(2) {
+        for w in dst.windows(2) {
             down |= (w[1] <= w[0]) as u32;
         }
         IdScan { min, max, uniform: diff == 0, ascending: down == 0 }
@@ -332,11 +341,13 @@ fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> 
     }
     use rayon::prelude::*;
     let chunk = (src.len() / rayon::current_num_threads().max(1)).max(2048);
-    let scans: Vec<IdScan> = src.par_chunks(chunk).zip(dst.par_chunks_mut(chunk)).map(|(s, d)| seq(s, d, first)).collect();
-    scans.into_iter().enumerate().fold(IdScan::EMPTY, |acc, (k, b)| {
-        let seam = k == 0 || src[k * chunk - 1].neuron < src[k * chunk].neuron;
-        acc.join(b, seam)
-    })
+    // rayon's reduce keeps the pieces in order (it needs `join` associative, not commutative)
+    let empty = (IdScan { min: u32::MAX, max: 0, uniform: true, ascending: true }, None);
+    src.par_chunks(chunk)
+        .zip(dst.par_chunks_mut(chunk))
+        .map(|(s, d)| (seq(s, d, first), s.first().zip(s.last()).map(|(a, b)| (a.neuron, b.neuron))))
+        .reduce(|| empty, join)
+        .0
 }
 
 /// A burst's injection, written into the pinned buffer and not yet launched (see
