@@ -402,6 +402,71 @@ __device__ __forceinline__ u64 block_claim(u64 mine, u64* counter, u64* warp_sum
 __device__ __forceinline__ u32 tag32(u64 t) { return (u32)(t % 0xFFFFFFFFULL) + 1; }
 __device__ __forceinline__ u32 tag16(u64 t) { return (u32)(t % 0xFFFFULL) + 1; }
 
+// The output's areas after the header: the read-back of burst t (tagged ids u64[out_cap], then
+// tagged potentials u64[out_cap]), one per burst parity with the early step (`prestep` writes burst
+// t's while the host may still read burst t-1's); then (early) `fix`'s corrections, laid out alike.
+__device__ __forceinline__ u64* readback_area(const Net& net, u64 t, bool by_parity) {
+    return (u64*)(net.host_out + sizeof(OutHeader)) + (by_parity ? (t & 1) * 2 * net.out_cap : 0);
+}
+__device__ __forceinline__ u64* corrections_area(const Net& net) {
+    return (u64*)(net.host_out + sizeof(OutHeader)) + 4 * net.out_cap;
+}
+
+// A tagged output entry of burst t: `word` (32 bits) and a potential (48 bits), at `slot` of `area`.
+// The tags let the host take the words in any order (no system fences: each waits for the PCIe
+// writes, microseconds).
+__device__ __forceinline__ void put_entry(const Net& net, u64* area, u64 slot, u64 t, u32 word, i64 v) {
+    area[slot] = ((u64)tag32(t) << 32) | word;
+    area[net.out_cap + slot] = ((u64)tag16(t) << 48) | ((u64)v & 0xFFFFFFFFFFFFULL);
+}
+
+// Read-back compaction into mapped host memory: the lanes with `rb` claim slots (one atomic per
+// warp) and write neuron `id` fired at potential `v`. Call it warp-uniformly. Returns the lane's
+// slot, or NO_RB (no entry, or the buffer is full).
+__device__ __forceinline__ u32 put_readback(const Net& net, u64* area, u64 t, bool rb, u32 id, i64 v) {
+    const u32 lane = threadIdx.x & 31;
+    const unsigned rbm = __ballot_sync(0xffffffffu, rb);
+    if (rbm == 0) return NO_RB;
+    u64 rbase = 0;
+    const int leader = __ffs(rbm) - 1;
+    if (lane == leader) rbase = atomicAdd(net.rb_counter, (u64)__popc(rbm));
+    rbase = __shfl_sync(0xffffffffu, rbase, leader);
+    const u64 rslot = rbase + __popc(rbm & ((1u << lane) - 1));
+    if (!rb || rslot >= net.out_cap) return NO_RB;
+    put_entry(net, area, rslot, t, id, v);
+    return (u32)rslot;
+}
+
+// The end of `step` and `fix`: the last block to finish (ticket) publishes burst t's counters to
+// the host, each word tagged (in any order): fired neurons and pairs net of the slots `fix` killed,
+// the read-back count and the corrections count (`dead` and `corr` stay 0 without the early step).
+// Returns true in the thread that published. One GPU of several: the others read this GPU's fired
+// list in the next burst, so the blocks' writes are fenced at system scope.
+__device__ __forceinline__ bool publish(const Net& net, const Side& wr, u64 t, u32& s_last) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (net.multi) __threadfence_system(); else __threadfence();
+        s_last = atomicAdd(net.ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!s_last || threadIdx.x != 0) return false;
+    __threadfence();
+    *net.ticket = 0;
+    const u64 mask = (1ULL << net.count_shift) - 1;
+    const u64 packed = *(volatile u64*)wr.counter;
+    const u64 dead = *(volatile u64*)net.dead;
+    const u64 rbc = *(volatile u64*)net.rb_counter;
+    const u64 corr = *(volatile u64*)net.corr;
+    volatile OutHeader* h = (volatile OutHeader*)net.host_out;
+    const u64 tg = (u64)tag32(t) << 32;
+    h->fired_total = tg | ((packed >> net.count_shift) - (dead >> net.count_shift));
+    h->pairs = (packed & mask) - (dead & mask);
+    h->rb_count = tg | rbc;
+    h->corrections = tg | corr;
+    h->burst = t;
+    return true;
+}
+
 // Areas a block of `step` keeps in shared memory; a block spanning more searches the global table.
 #define STEP_MAX_AREAS 4
 
@@ -588,10 +653,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     // fired-list compaction: block scan of the packed (count, pairs), one atomic per block
     u64 pos = block_claim(mine, wr.counter, warp_sum);
     const u64 mask = (1ULL << net.count_shift) - 1;
-    // the early step writes burst t's read-back while the host may still read burst t-1's: one
-    // area per burst parity
-    u64* const rb_ids = (u64*)(net.host_out + sizeof(OutHeader)) + (EARLY ? (t & 1) * 2 * net.out_cap : 0);
-    u64* const rb_vs = rb_ids + net.out_cap;
+    u64* const rb_area = readback_area(net, t, EARLY);
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
@@ -609,48 +671,12 @@ __device__ void step_impl(const Net& net, const Side& wr) {
         // readback compaction into mapped host memory (warp-uniform loop: ballots are safe)
         const bool rb = f[i] && (rb_shared ? in_readback(net, s_rb, s_rb + STEP_MAX_RB, G + n)
                                            : in_readback(net, net.rb_lo, net.rb_hi, G + n));
-        const unsigned rbm = __ballot_sync(0xffffffffu, rb);
-        u32 rbs = NO_RB;
-        if (rbm) {
-            u64 rbase = 0;
-            const int leader = __ffs(rbm) - 1;
-            if (lane == leader) rbase = atomicAdd(net.rb_counter, (u64)__popc(rbm));
-            rbase = __shfl_sync(0xffffffffu, rbase, leader);
-            if (rb) {
-                const u64 rslot = rbase + __popc(rbm & ((1u << lane) - 1));
-                if (rslot < net.out_cap) {
-                    // tagged with the burst, so that the host needs no ordering of these writes
-                    // (no system fences: each waits for the PCIe writes, microseconds)
-                    rb_ids[rslot] = ((u64)tag32(t) << 32) | (G + n);
-                    rb_vs[rslot] = ((u64)tag16(t) << 48) | ((u64)atf[i] & 0xFFFFFFFFFFFFULL);
-                    rbs = (u32)rslot;
-                }
-            }
-        }
+        const u32 rbs = put_readback(net, rb_area, t, rb, G + n, atf[i]);
         if (EARLY && f[i]) net.where[n] = (u64)slot | ((u64)rbs << 32);
     }
     // the early step publishes nothing: `fix` does, once it has mended the burst
     if (EARLY) return;
-    // the last block writes the burst's counters to the host (each word tagged, in any order)
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        // the other GPUs read this GPU's fired list in the next burst: system scope then
-        if (net.multi) __threadfence_system(); else __threadfence();
-        s_last = atomicAdd(net.ticket, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (s_last && threadIdx.x == 0) {
-        __threadfence();
-        *net.ticket = 0;
-        const u64 packed = *(volatile u64*)wr.counter;
-        const u64 rbc = *(volatile u64*)net.rb_counter;
-        volatile OutHeader* h = (volatile OutHeader*)net.host_out;
-        const u64 tg = (u64)tag32(t) << 32;
-        h->fired_total = tg | (packed >> net.count_shift);
-        h->pairs = packed & ((1ULL << net.count_shift) - 1);
-        h->rb_count = tg | rbc;
-        h->burst = t;
-    }
+    publish(net, wr, t, s_last);
 }
 
 // fix (early step): each injected neuron, once, stepped again from the state `prestep` read, with
@@ -672,12 +698,9 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
     const u64 ninj = hdr[0] & INJ_COUNT_MASK;
     const bool fused = (hdr[0] >> 61) & 1;
     const u32 G = net.base;
-    const u32 lane = threadIdx.x & 31;
     const u64 mask = (1ULL << net.count_shift) - 1;
-    u64* const rb_ids = (u64*)(net.host_out + sizeof(OutHeader)) + (t & 1) * 2 * net.out_cap;
-    u64* const rb_vs = rb_ids + net.out_cap;
-    u64* const c_slots = (u64*)(net.host_out + sizeof(OutHeader)) + 4 * net.out_cap;
-    u64* const c_vs = c_slots + net.out_cap;
+    u64* const rb_area = readback_area(net, t, true);
+    u64* const c_area = corrections_area(net);
     // block-uniform loop: every thread takes part in the claims
     for (u64 tile = (u64)blockIdx.x * blockDim.x; tile < ninj; tile += (u64)gridDim.x * blockDim.x) {
         const u64 i = tile + threadIdx.x;
@@ -717,10 +740,7 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
                     if (rbs != NO_RB) {
                         // the potential at fire changed, or the neuron no longer fires: a correction
                         const u64 c = atomicAdd(net.corr, 1ULL);
-                        if (c < net.out_cap) {
-                            c_slots[c] = ((u64)tag32(t) << 32) | rbs | (fired ? 0u : DEAD_RB);
-                            c_vs[c] = ((u64)tag16(t) << 48) | ((u64)atf & 0xFFFFFFFFFFFFULL);
-                        }
+                        if (c < net.out_cap) put_entry(net, c_area, c, t, rbs | (fired ? 0u : DEAD_RB), atf);
                     }
                 } else {
                     append = fired;
@@ -735,39 +755,9 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
             mark_chunks(net, slot, pos & mask, len);
         }
         const bool rb = append && in_readback(net, net.rb_lo, net.rb_hi, G + n);
-        const unsigned rbm = __ballot_sync(0xffffffffu, rb);
-        if (rbm) {
-            u64 rbase = 0;
-            const int leader = __ffs(rbm) - 1;
-            if (lane == leader) rbase = atomicAdd(net.rb_counter, (u64)__popc(rbm));
-            rbase = __shfl_sync(0xffffffffu, rbase, leader);
-            const u64 rslot = rbase + __popc(rbm & ((1u << lane) - 1));
-            if (rb && rslot < net.out_cap) {
-                rb_ids[rslot] = ((u64)tag32(t) << 32) | (G + n);
-                rb_vs[rslot] = ((u64)tag16(t) << 48) | ((u64)atf & 0xFFFFFFFFFFFFULL);
-            }
-        }
+        put_readback(net, rb_area, t, rb, G + n, atf);
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        s_last = atomicAdd(net.ticket, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (s_last && threadIdx.x == 0) {
-        __threadfence();
-        *net.ticket = 0;
-        const u64 packed = *(volatile u64*)wr.counter;
-        const u64 dead = *(volatile u64*)net.dead;
-        const u64 rbc = *(volatile u64*)net.rb_counter;
-        const u64 corr = *(volatile u64*)net.corr;
-        volatile OutHeader* h = (volatile OutHeader*)net.host_out;
-        const u64 tg = (u64)tag32(t) << 32;
-        h->fired_total = tg | ((packed >> net.count_shift) - (dead >> net.count_shift));
-        h->pairs = (packed & mask) - (dead & mask);
-        h->rb_count = tg | rbc;
-        h->corrections = tg | corr;
-        h->burst = t;
+    if (publish(net, wr, t, s_last)) {
         *net.burst = t;
         *rd.counter = 0;
         *net.rb_counter = 0;

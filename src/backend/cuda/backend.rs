@@ -880,11 +880,26 @@ impl CudaBackend {
         net
     }
 
+    /// Whether the state after the last burst (the one the next burst reads) lies in the early
+    /// step's buffers: bursts reading side 1 step from them (see `net_for`).
+    fn state_in_early(&self) -> bool {
+        self.early.is_some() && self.cur == 1
+    }
+
     /// The state buffers holding the state after the last burst (the next burst reads them).
     fn state(&self) -> (&CudaSlice<i64>, &CudaSlice<u32>) {
         match &self.early {
-            Some(x) if self.cur == 1 => (&x.v, &x.rcc),
+            Some(x) if self.state_in_early() => (&x.v, &x.rcc),
             _ => (&self.v, &self.rcc),
+        }
+    }
+
+    /// As [`Self::state`], to write.
+    fn state_mut(&mut self) -> (&mut CudaSlice<i64>, &mut CudaSlice<u32>) {
+        let early = self.state_in_early();
+        match &mut self.early {
+            Some(x) if early => (&mut x.v, &mut x.rcc),
+            _ => (&mut self.v, &mut self.rcc),
         }
     }
 
@@ -1425,11 +1440,7 @@ impl CudaBackend {
         s.synchronize().map_err(e("synchronising"))?;
         if self.neurons > 0 {
             let rcc: Vec<u32> = st.refractory.iter().zip(&st.consecutive).map(|(&r, &c)| r as u32 | (c as u32) << 16).collect();
-            // the buffers the next burst reads
-            let (v_dst, rcc_dst) = match &mut self.early {
-                Some(x) if self.cur == 1 => (&mut x.v, &mut x.rcc),
-                _ => (&mut self.v, &mut self.rcc),
-            };
+            let (v_dst, rcc_dst) = self.state_mut();
             s.memcpy_htod(&st.potential, v_dst).map_err(e("writing potentials"))?;
             s.memcpy_htod(&rcc, rcc_dst).map_err(e("writing refractory state"))?;
         }
