@@ -5,6 +5,7 @@ mod bench;
 mod bench_cluster;
 mod convert;
 mod inspect;
+mod kernels;
 mod node;
 mod replay;
 pub mod ros_args;
@@ -47,6 +48,9 @@ pub enum Command {
     Shard(shard::ShardArgs),
     /// Time W(N, K, rho) in one process and over 2 and 4 shard processes (loopback, namespaces).
     BenchCluster(bench_cluster::BenchClusterArgs),
+    /// Compile the CUDA kernels with NVRTC for a GPU architecture (no GPU needed): checks the
+    /// NVRTC install and fills the PTX cache that start-up reads.
+    Kernels(kernels::KernelsArgs),
 }
 
 /// Options shared by the commands that run a brain.
@@ -162,5 +166,6 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Node(a) => node::main(a),
         Command::Shard(a) => shard::main(a),
         Command::BenchCluster(a) => bench_cluster::main(a),
+        Command::Kernels(a) => kernels::main(a),
     }
 }

@@ -21,7 +21,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
-fn cache_dir() -> Option<PathBuf> {
+/// Where compiled PTX is kept: NEUROBURST_PTX_CACHE, else `$XDG_CACHE_HOME/neuroburst`, else
+/// `~/.cache/neuroburst`.
+pub fn cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("NEUROBURST_PTX_CACHE") {
         return Some(PathBuf::from(d));
     }
@@ -58,6 +60,26 @@ pub fn ptx_for(major: i32, minor: i32) -> Result<Ptx, String> {
         }
     }
     Ok(ptx)
+}
+
+/// Compile the kernels for compute capability `major.minor` without a GPU (NVRTC only, e.g. to
+/// check an NVRTC install or fill the cache before a robot starts): the PTX and its kernels'
+/// names. Never panics: a missing NVRTC or a compile error is an error that says so.
+pub fn compile(major: i32, minor: i32) -> Result<(Ptx, Vec<String>), String> {
+    // SAFETY: only tries to dlopen the library.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err("NVRTC (libnvrtc.so) was not found: add the CUDA toolkit's lib64 (or the lib folder of \
+                    PyPI's nvidia-cuda-nvrtc-cu12) to LD_LIBRARY_PATH"
+            .into());
+    }
+    let ptx = std::panic::catch_unwind(|| ptx_for(major, minor))
+        .map_err(|_| "NVRTC failed to load (a symbol is missing: is it CUDA 12.8 or newer?)".to_string())??;
+    let names = ptx
+        .to_src()
+        .lines()
+        .filter_map(|l| l.split_once(".entry ").map(|(_, rest)| rest.split(['(', ' ']).next().unwrap_or(rest).to_string()))
+        .collect();
+    Ok((ptx, names))
 }
 
 /// The loaded kernels of one variant (accumulator width, row pointer width, code width).
