@@ -9,8 +9,9 @@ use serde_json::json;
 
 use super::table;
 use crate::backend::open::open;
-use crate::backend::Readback;
+use crate::backend::{Backend, Readback};
 use crate::genome::Genome;
+use crate::live::clock::Clock;
 use crate::model::Injection;
 use crate::workload::Workload;
 
@@ -42,8 +43,56 @@ pub struct BenchArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Also write every measured burst's latency (us, in burst order, one per line) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub latencies: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub runtime: super::RuntimeArgs,
+}
+
+/// Run the warm-up and the measured bursts; returns each measured burst's latency (us) and the
+/// fired, motor-fired and injected totals.
+///
+/// The loop runs on a worker of rayon's pool, the pool that computes each burst's injection: the
+/// timed thread takes its share of that work and stays awake, as the node's burst thread does
+/// (its clock spins through the last 200 us before a burst). Called from outside the pool, it
+/// would sleep on a latch while the workers compute, and each burst would start on a core that
+/// had just been idle: on the GPU VMs that made the p50 at W(1M) 1.5x slower with one worker
+/// thread, and left outliers of 2x in clusters with many.
+fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend) -> anyhow::Result<(Vec<f64>, u64, u64, u64)> {
+    let mut run = move || -> anyhow::Result<(Vec<f64>, u64, u64, u64)> {
+        let mut injection: Vec<Injection> = Vec::new();
+        let mut lat_us = Vec::with_capacity(a.bursts as usize);
+        let (mut fired, mut motor, mut injected) = (0u64, 0u64, 0u64);
+        // paced (--hz): the node's clock (sleep, then spin through the last 200 us)
+        let mut clock = (a.hz > 0.0).then(|| Clock::new(a.hz, Instant::now()));
+        for t in 1..=a.warmup + a.bursts {
+            if let Some(c) = &clock {
+                // the burst's period starts: its sensor input arrives now
+                c.wait();
+            }
+            w.injection(t, &mut injection);
+            let start = Instant::now();
+            let out = backend.burst(&injection)?;
+            let dt = start.elapsed();
+            std::hint::black_box(out.fired.last());
+            if t > a.warmup {
+                lat_us.push(dt.as_secs_f64() * 1e6);
+                fired += out.fired_total;
+                motor += out.fired.len() as u64;
+                injected += injection.len() as u64;
+            }
+            if let Some(c) = &mut clock {
+                c.finished(Instant::now());
+            }
+        }
+        Ok((lat_us, fired, motor, injected))
+    };
+    // a worker of the global pool runs the loop (the backend moves with it: `Backend: Send`)
+    let mut result = None;
+    let slot = &mut result;
+    rayon::scope(move |s| s.spawn(move |_| *slot = Some(run())));
+    result.unwrap_or_else(|| Err(anyhow::anyhow!("the benchmark loop did not run")))
 }
 
 /// Percentile `q` (0..1) of sorted samples, nearest rank.
@@ -60,7 +109,6 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(a.rate.is_finite() && (0.0..=1.0).contains(&a.rate), "--rate {} must be within 0..1", a.rate);
     anyhow::ensure!(a.bursts >= 1, "--bursts must be at least 1");
     anyhow::ensure!(a.hz.is_finite() && a.hz >= 0.0, "--hz {} must be a rate >= 0 (0: back to back)", a.hz);
-    let period = (a.hz > 0.0).then(|| std::time::Duration::from_secs_f64(1.0 / a.hz));
     let mut config = a.runtime.config()?;
     if a.json {
         config.log.progress = false;
@@ -71,32 +119,10 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let mut opened = open(&genome, &config.backend, Readback::Ranges(vec![w.motor()]), config.log.progress).map_err(anyhow::Error::msg)?;
     let backend = opened.backend.as_mut();
 
-    let mut injection: Vec<Injection> = Vec::new();
-    let mut lat_us = Vec::with_capacity(a.bursts as usize);
-    let (mut fired, mut motor, mut injected) = (0u64, 0u64, 0u64);
-    let mut next = Instant::now();
-    for t in 1..=a.warmup + a.bursts {
-        if let Some(p) = period {
-            // the burst's period starts: its sensor input arrives now
-            next += p;
-            let now = Instant::now();
-            if next > now {
-                std::thread::sleep(next - now);
-            } else {
-                next = now;
-            }
-        }
-        w.injection(t, &mut injection);
-        let start = Instant::now();
-        let out = backend.burst(&injection)?;
-        let dt = start.elapsed();
-        std::hint::black_box(out.fired.last());
-        if t > a.warmup {
-            lat_us.push(dt.as_secs_f64() * 1e6);
-            fired += out.fired_total;
-            motor += out.fired.len() as u64;
-            injected += injection.len() as u64;
-        }
+    let (mut lat_us, fired, motor, injected) = measure(&a, &w, backend)?;
+    if let Some(path) = &a.latencies {
+        let text: String = lat_us.iter().map(|l| format!("{l:.3}\n")).collect();
+        std::fs::write(path, text).map_err(|e| anyhow::anyhow!("--latencies {}: {e}", path.display()))?;
     }
     let total_s: f64 = lat_us.iter().sum::<f64>() / 1e6;
     lat_us.sort_by(f64::total_cmp);

@@ -79,6 +79,8 @@ struct Net {
     corr: u64,
     acc_other: u64,
     out_cap: u64,
+    /// Bytes of the device injection buffer (`fix` reads the likely entry before the header).
+    in_cap: u64,
     n: u32,
     n_areas: u32,
     n_rb: u32,
@@ -543,6 +545,7 @@ impl CudaBackend {
             corr: misc_p + 8 * M_CORR as u64,
             acc_other: 0,
             out_cap: out_cap as u64,
+            in_cap: host_in.len() as u64,
             n,
             n_areas: shard.params.len() as u32,
             n_rb,
@@ -1055,6 +1058,7 @@ impl CudaBackend {
         self.dev_in = self.stream.alloc_zeros(cap).map_err(dev_err("growing the injection buffer"))?;
         self.host_in = new;
         self.net.host_in = dptr(&self.dev_in, &self.stream);
+        self.net.in_cap = cap as u64;
         self.net.host_map = self.host_in.dev();
         self.capture_graphs()
     }
