@@ -250,6 +250,9 @@ struct Trace {
     gpu_ms: f64,
     spins: u64,
     ev: Option<(cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)>,
+    /// NEUROBURST_CUDA_TRACE_FILE: every burst's phases (write, launch, wait, post; us), written
+    /// there as lines of four numbers when the backend is dropped.
+    each: Option<(std::path::PathBuf, Vec<[f32; 4]>)>,
 }
 
 // SAFETY: the raw pointers (pinned buffers, graphs) belong to this backend alone; every call binds
@@ -660,8 +663,19 @@ impl CudaBackend {
             } else {
                 None
             };
-            b.trace =
-                Some(Trace { bursts: 0, write_s: 0.0, launch_s: 0.0, wait_s: 0.0, post_s: 0.0, read_s: 0.0, gpu_ms: 0.0, spins: 0, ev });
+            let each = std::env::var_os("NEUROBURST_CUDA_TRACE_FILE").map(|f| (f.into(), Vec::new()));
+            b.trace = Some(Trace {
+                bursts: 0,
+                write_s: 0.0,
+                launch_s: 0.0,
+                wait_s: 0.0,
+                post_s: 0.0,
+                read_s: 0.0,
+                gpu_ms: 0.0,
+                spins: 0,
+                ev,
+                each,
+            });
         }
         if !sharded {
             b.capture_graphs()?;
@@ -1368,6 +1382,10 @@ impl CudaBackend {
             tr.wait_s += (t_wait - t_launch).as_secs_f64();
             tr.post_s += (t_end - t_wait).as_secs_f64();
             tr.read_s += (t_read - t_wait).as_secs_f64();
+            if let Some((_, each)) = &mut tr.each {
+                let us = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f32() * 1e6;
+                each.push([us(t_start, t_write), us(t_write, t_launch), us(t_launch, t_wait), us(t_wait, t_end)]);
+            }
             if let Some((a, b)) = &tr.ev {
                 b.synchronize().map_err(dev_err("event"))?;
                 tr.gpu_ms += a.elapsed_ms(b).map_err(dev_err("event"))? as f64;
@@ -1482,6 +1500,12 @@ impl Drop for CudaBackend {
         if self.multi.is_none() && !self.sharded {
             if let Some(s) = self.trace_summary() {
                 eprintln!("cuda trace: {s}");
+            }
+        }
+        if let Some((path, each)) = self.trace.as_ref().and_then(|t| t.each.as_ref()) {
+            let text: String = each.iter().map(|p| format!("{:.2} {:.2} {:.2} {:.2}\n", p[0], p[1], p[2], p[3])).collect();
+            if let Err(e) = std::fs::write(path, text) {
+                eprintln!("cuda trace: {}: {e}", path.display());
             }
         }
         let _ = self.ctx.bind_to_thread();
