@@ -356,13 +356,34 @@ __device__ __forceinline__ bool step_core(const AreaParams& p, u32 n, u64 t, u64
     return fired;
 }
 
-__device__ __forceinline__ u32 area_of(const u32* __restrict__ area_end, u32 n_areas, u32 n) {
+// The area of neuron `n` (global id) from the ends of the areas (`ends`: net.area_end, or a copy
+// in shared memory).
+__device__ __forceinline__ u32 area_of(const u32* ends, u32 n_areas, u32 n) {
     u32 lo = 0, hi = n_areas - 1;
     while (lo < hi) {
         u32 mid = (lo + hi) / 2;
-        if (__ldg(area_end + mid) <= n) lo = mid + 1; else hi = mid;
+        if (ends[mid] <= n) lo = mid + 1; else hi = mid;
     }
     return lo;
+}
+
+// Areas a0 .. a0 + count - 1 (params and ends) into shared memory, by the whole block.
+__device__ __forceinline__ void load_areas(const Net& net, u32 a0, u32 count, AreaParams* s_par, u32* s_end) {
+    for (u32 w = threadIdx.x; w < count * (sizeof(AreaParams) / 8); w += blockDim.x)
+        ((u64*)s_par)[w] = __ldg(((const u64*)(net.areas + a0)) + w);
+    if (threadIdx.x < count) s_end[threadIdx.x] = __ldg(net.area_end + a0 + threadIdx.x);
+}
+
+// The read-back ranges into shared memory `s_rb` (2 x STEP_MAX_RB) when there are few, by the
+// whole block; `lo`/`hi` point at them there, or else at net.rb_lo / net.rb_hi.
+__device__ __forceinline__ void load_readback_ranges(const Net& net, u32* s_rb, const u32*& lo, const u32*& hi) {
+    const bool shared = net.n_rb <= STEP_MAX_RB;
+    if (shared && threadIdx.x < net.n_rb) {
+        s_rb[threadIdx.x] = __ldg(net.rb_lo + threadIdx.x);
+        s_rb[STEP_MAX_RB + threadIdx.x] = __ldg(net.rb_hi + threadIdx.x);
+    }
+    lo = shared ? s_rb : net.rb_lo;
+    hi = shared ? s_rb + STEP_MAX_RB : net.rb_hi;
 }
 
 // Block-wide claim of `mine` (a packed count << shift | pairs) from `*counter`: an inclusive scan
@@ -421,21 +442,31 @@ __device__ __forceinline__ void put_entry(const Net& net, u64* area, u64 slot, u
     area[net.out_cap + slot] = ((u64)tag16(t) << 48) | ((u64)v & 0xFFFFFFFFFFFFULL);
 }
 
-// Read-back compaction into mapped host memory: the lanes with `rb` claim slots (one atomic per
-// warp) and write neuron `id` fired at potential `v`. Call it warp-uniformly. Returns the lane's
-// slot, or NO_RB (no entry, or the buffer is full).
-__device__ __forceinline__ u32 put_readback(const Net& net, u64* area, u64 t, bool rb, u32 id, i64 v) {
-    const u32 lane = threadIdx.x & 31;
-    const unsigned rbm = __ballot_sync(0xffffffffu, rb);
-    if (rbm == 0) return NO_RB;
-    u64 rbase = 0;
-    const int leader = __ffs(rbm) - 1;
-    if (lane == leader) rbase = atomicAdd(net.rb_counter, (u64)__popc(rbm));
-    rbase = __shfl_sync(0xffffffffu, rbase, leader);
-    const u64 rslot = rbase + __popc(rbm & ((1u << lane) - 1));
-    if (!rb || rslot >= net.out_cap) return NO_RB;
-    put_entry(net, area, rslot, t, id, v);
-    return (u32)rslot;
+// Read-back compaction into mapped host memory, in two halves so that other work can go between
+// the claim and its use: `claim_readback` takes the slots of the warp's lanes with `rb` (one
+// atomic per warp), `put` writes neuron `id` fired at potential `v` into the lane's slot and
+// returns it, or NO_RB (no entry, or the buffer is full). Both warp-uniformly.
+struct ReadbackClaim {
+    unsigned mask; // the lanes with an entry
+    int leader;
+    u64 base;      // in the leader lane: the warp's first slot
+
+    __device__ __forceinline__ u32 put(const Net& net, u64* area, u64 t, u32 id, i64 v) {
+        if (mask == 0) return NO_RB;
+        const u32 lane = threadIdx.x & 31;
+        const u64 rslot = __shfl_sync(0xffffffffu, base, leader) + __popc(mask & ((1u << lane) - 1));
+        if (!((mask >> lane) & 1) || rslot >= net.out_cap) return NO_RB;
+        put_entry(net, area, rslot, t, id, v);
+        return (u32)rslot;
+    }
+};
+
+__device__ __forceinline__ ReadbackClaim claim_readback(const Net& net, bool rb) {
+    ReadbackClaim c{__ballot_sync(0xffffffffu, rb), 0, 0};
+    if (c.mask == 0) return c;
+    c.leader = __ffs(c.mask) - 1;
+    if ((threadIdx.x & 31) == (u32)c.leader) c.base = atomicAdd(net.rb_counter, (u64)__popc(c.mask));
+    return c;
 }
 
 // The end of `step` and `fix`: the last block to finish (ticket) publishes burst t's counters to
@@ -524,15 +555,10 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     __syncthreads();
     const u32 a0 = s_a0;
     const u32 na = s_na;
-    for (u32 w = threadIdx.x; w < na * (sizeof(AreaParams) / 8); w += blockDim.x)
-        ((u64*)s_par)[w] = __ldg(((const u64*)(net.areas + a0)) + w);
-    if (threadIdx.x < na) s_end[threadIdx.x] = __ldg(net.area_end + a0 + threadIdx.x);
+    load_areas(net, a0, na, s_par, s_end);
     // the read-back ranges, when few (loaded now, used after the step: no round trip then)
-    const bool rb_shared = net.n_rb <= STEP_MAX_RB;
-    if (rb_shared && threadIdx.x < net.n_rb) {
-        s_rb[threadIdx.x] = __ldg(net.rb_lo + threadIdx.x);
-        s_rb[STEP_MAX_RB + threadIdx.x] = __ldg(net.rb_hi + threadIdx.x);
-    }
+    const u32 *rb_lo, *rb_hi;
+    load_readback_ranges(net, s_rb, rb_lo, rb_hi);
     // injected input (only where the mask says so)
     u64 in[ITEMS];
 #pragma unroll
@@ -670,9 +696,8 @@ __device__ void step_impl(const Net& net, const Side& wr) {
             pos += pk[i];
         }
         // readback compaction into mapped host memory (warp-uniform loop: ballots are safe)
-        const bool rb = f[i] && (rb_shared ? in_readback(net, s_rb, s_rb + STEP_MAX_RB, G + n)
-                                           : in_readback(net, net.rb_lo, net.rb_hi, G + n));
-        const u32 rbs = put_readback(net, rb_area, t, rb, G + n, atf[i]);
+        const bool rb = f[i] && in_readback(net, rb_lo, rb_hi, G + n);
+        const u32 rbs = claim_readback(net, rb).put(net, rb_area, t, G + n, atf[i]);
         if (EARLY && f[i]) net.where[n] = (u64)slot | ((u64)rbs << 32);
     }
     // the early step publishes nothing: `fix` does, once it has mended the burst
@@ -699,16 +724,6 @@ __device__ void step_impl(const Net& net, const Side& wr) {
 // so that its fence would wait for no write to host memory, measured the same.)
 #define FIX_MAX_AREAS 32
 
-// The area of neuron `n` (global id) from the ends of the areas in shared memory.
-__device__ __forceinline__ u32 area_in(const u32* s_end, u32 n_areas, u32 n) {
-    u32 lo = 0, hi = n_areas - 1;
-    while (lo < hi) {
-        u32 mid = (lo + hi) / 2;
-        if (s_end[mid] <= n) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
 template <typename ACC, typename RP>
 __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 mapped) {
     __shared__ u64 hdr[2];
@@ -727,16 +742,9 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
     if (!mapped && 16 + 4 * (first + 1) <= net.in_cap) guess4 = ((const u32*)entries)[first];
     if (!mapped && 16 + 8 * (first + 1) <= net.in_cap) guess8 = ((const u64*)entries)[first];
     const bool areas_shared = net.n_areas <= FIX_MAX_AREAS;
-    if (areas_shared) {
-        for (u32 w = threadIdx.x; w < net.n_areas * (sizeof(AreaParams) / 8); w += blockDim.x)
-            ((u64*)s_par)[w] = __ldg(((const u64*)net.areas) + w);
-        if (threadIdx.x < net.n_areas) s_end[threadIdx.x] = __ldg(net.area_end + threadIdx.x);
-    }
-    const bool rb_shared = net.n_rb <= STEP_MAX_RB;
-    if (rb_shared && threadIdx.x < net.n_rb) {
-        s_rb[threadIdx.x] = __ldg(net.rb_lo + threadIdx.x);
-        s_rb[STEP_MAX_RB + threadIdx.x] = __ldg(net.rb_hi + threadIdx.x);
-    }
+    if (areas_shared) load_areas(net, 0, net.n_areas, s_par, s_end);
+    const u32 *rb_lo, *rb_hi;
+    load_readback_ranges(net, s_rb, rb_lo, rb_hi);
     __syncthreads();
     const u64 ninj = hdr[0] & INJ_COUNT_MASK;
     const u32 fmt = (u32)(hdr[0] >> 62);
@@ -745,9 +753,6 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
     const u64 mask = (1ULL << net.count_shift) - 1;
     u64* const rb_area = readback_area(net, t, true);
     u64* const c_area = corrections_area(net);
-    const u32* const rb_lo = rb_shared ? s_rb : net.rb_lo;
-    const u32* const rb_hi = rb_shared ? s_rb + STEP_MAX_RB : net.rb_hi;
-    const u32 lane = threadIdx.x & 31;
     // block-uniform loop: every thread takes part in the claims
     for (u64 tile = (u64)blockIdx.x * blockDim.x; tile < ninj; tile += (u64)gridDim.x * blockDim.x) {
         const u64 i = tile + threadIdx.x;
@@ -786,7 +791,7 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
                 own = false; // another entry of this neuron steps it
             }
             if (own) {
-                const AreaParams& p = areas_shared ? s_par[area_in(s_end, net.n_areas, G + n)]
+                const AreaParams& p = areas_shared ? s_par[area_of(s_end, net.n_areas, G + n)]
                                                    : net.areas[area_of(net.area_end, net.n_areas, G + n)];
                 i64 v = v0;
                 u32 rcc = rcc0;
@@ -811,11 +816,7 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
             }
         }
         // the read-back claim (one atomic per warp) goes out before the block's fired-list claim
-        const bool rb = append && in_readback(net, rb_lo, rb_hi, G + n);
-        const unsigned rbm = __ballot_sync(0xffffffffu, rb);
-        const int leader = rbm ? __ffs(rbm) - 1 : 0;
-        u64 rbase = 0;
-        if (rbm && lane == leader) rbase = atomicAdd(net.rb_counter, (u64)__popc(rbm));
+        ReadbackClaim rbc = claim_readback(net, append && in_readback(net, rb_lo, rb_hi, G + n));
         u64 pos = block_claim(append ? (1ULL << net.count_shift) | len : 0, wr.counter, warp_sum);
         if (append) {
             const u32 slot = (u32)(pos >> net.count_shift);
@@ -823,11 +824,7 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
             wr.offs[slot] = pos & mask;
             mark_chunks(net, slot, pos & mask, len);
         }
-        rbase = __shfl_sync(0xffffffffu, rbase, leader);
-        if (rb) {
-            const u64 rslot = rbase + __popc(rbm & ((1u << lane) - 1));
-            if (rslot < net.out_cap) put_entry(net, rb_area, rslot, t, G + n, atf);
-        }
+        rbc.put(net, rb_area, t, G + n, atf);
     }
     if (publish(net, wr, t, s_last)) {
         *net.burst = t;

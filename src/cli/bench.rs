@@ -50,8 +50,17 @@ pub struct BenchArgs {
     pub runtime: super::RuntimeArgs,
 }
 
-/// Run the warm-up and the measured bursts; returns each measured burst's latency (us) and the
-/// fired, motor-fired and injected totals.
+/// What the measured bursts gave.
+#[derive(Default)]
+struct Measured {
+    /// Each measured burst's latency (us), in burst order.
+    lat_us: Vec<f64>,
+    fired: u64,
+    motor: u64,
+    injected: u64,
+}
+
+/// Run the warm-up and the measured bursts.
 ///
 /// The loop runs on a worker of rayon's pool, the pool that computes each burst's injection: the
 /// timed thread takes its share of that work and stays awake, as the node's burst thread does
@@ -61,11 +70,10 @@ pub struct BenchArgs {
 /// against 37-44 us on a worker, W(5M) p99 134-139 against 105-114 us, W(100k) p50 16.8-19.0
 /// against 13.9-16.0 us in one call (equal in another); with one worker thread, the old loop's
 /// W(1M) p50 was 50 us instead of 32.
-fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend) -> anyhow::Result<(Vec<f64>, u64, u64, u64)> {
-    let mut run = move || -> anyhow::Result<(Vec<f64>, u64, u64, u64)> {
+fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend) -> anyhow::Result<Measured> {
+    let mut run = move || -> anyhow::Result<Measured> {
         let mut injection: Vec<Injection> = Vec::new();
-        let mut lat_us = Vec::with_capacity(a.bursts as usize);
-        let (mut fired, mut motor, mut injected) = (0u64, 0u64, 0u64);
+        let mut m = Measured { lat_us: Vec::with_capacity(a.bursts as usize), ..Default::default() };
         // paced (--hz): the node's clock (sleep, then spin through the last 200 us)
         let mut clock = (a.hz > 0.0).then(|| Clock::new(a.hz, Instant::now()));
         for t in 1..=a.warmup + a.bursts {
@@ -79,16 +87,16 @@ fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend) -> anyhow::Re
             let dt = start.elapsed();
             std::hint::black_box(out.fired.last());
             if t > a.warmup {
-                lat_us.push(dt.as_secs_f64() * 1e6);
-                fired += out.fired_total;
-                motor += out.fired.len() as u64;
-                injected += injection.len() as u64;
+                m.lat_us.push(dt.as_secs_f64() * 1e6);
+                m.fired += out.fired_total;
+                m.motor += out.fired.len() as u64;
+                m.injected += injection.len() as u64;
             }
             if let Some(c) = &mut clock {
                 c.finished(Instant::now());
             }
         }
-        Ok((lat_us, fired, motor, injected))
+        Ok(m)
     };
     // a worker of the global pool runs the loop (the backend moves with it: `Backend: Send`)
     let mut result = None;
@@ -121,7 +129,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let mut opened = open(&genome, &config.backend, Readback::Ranges(vec![w.motor()]), config.log.progress).map_err(anyhow::Error::msg)?;
     let backend = opened.backend.as_mut();
 
-    let (mut lat_us, fired, motor, injected) = measure(&a, &w, backend)?;
+    let Measured { mut lat_us, fired, motor, injected } = measure(&a, &w, backend)?;
     if let Some(path) = &a.latencies {
         let text: String = lat_us.iter().map(|l| format!("{l:.3}\n")).collect();
         std::fs::write(path, text).map_err(|e| anyhow::anyhow!("--latencies {}: {e}", path.display()))?;

@@ -238,7 +238,7 @@ pub struct CudaBackend {
 
 /// Where the time of a burst goes (NEUROBURST_CUDA_TRACE=1): host phases and GPU time by events
 /// (NEUROBURST_CUDA_TRACE=host: the host's phases only).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Trace {
     bursts: u64,
     write_s: f64,
@@ -664,18 +664,7 @@ impl CudaBackend {
                 None
             };
             let each = std::env::var_os("NEUROBURST_CUDA_TRACE_FILE").map(|f| (f.into(), Vec::new()));
-            b.trace = Some(Trace {
-                bursts: 0,
-                write_s: 0.0,
-                launch_s: 0.0,
-                wait_s: 0.0,
-                post_s: 0.0,
-                read_s: 0.0,
-                gpu_ms: 0.0,
-                spins: 0,
-                ev,
-                each,
-            });
+            b.trace = Some(Trace { ev, each, ..Default::default() });
         }
         if !sharded {
             b.capture_graphs()?;
