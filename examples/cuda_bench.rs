@@ -11,6 +11,7 @@ use neuroburst::backend::cpu::CpuBackend;
 use neuroburst::backend::cuda::{self, CudaBackend, MemoryPlan};
 use neuroburst::backend::{Backend, GpuProbe, Readback};
 use neuroburst::brain::Brain;
+use neuroburst::model::Injections;
 use neuroburst::workload::Workload;
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -70,16 +71,16 @@ fn main() {
             plan.bytes_per_synapse(),
             gpu_b.wide_accumulators()
         );
-        let mut inj = Vec::new();
+        let mut inj = Injections::new();
         // correctness: the first bursts against the CPU reference
         let mut checked = 0;
         if let Some(cb) = cpu_brain {
             let mut cpu = CpuBackend::new(cb, Readback::Ranges(vec![motor.clone()]));
             for t in 1..=check {
                 w.injection(t, &mut inj);
-                let a = cpu.burst(&inj).unwrap();
+                let a = cpu.burst(inj.as_slice()).unwrap();
                 let (af, av, at) = (a.fired.to_vec(), a.potentials.to_vec(), a.fired_total);
-                let b = gpu_b.burst(&inj).unwrap();
+                let b = gpu_b.burst(inj.as_slice()).unwrap();
                 assert_eq!((&af[..], &av[..], at), (b.fired, b.potentials, b.fired_total), "N={n} burst {t}: CUDA differs from the CPU");
                 checked += 1;
             }
@@ -96,7 +97,7 @@ fn main() {
         for i in 0..(warmup + bursts) as u64 {
             w.injection(start_t + i, &mut inj);
             let t = Instant::now();
-            let out = gpu_b.burst(&inj).unwrap();
+            let out = gpu_b.burst(inj.as_slice()).unwrap();
             let dt = t.elapsed().as_secs_f64();
             if i as usize >= warmup {
                 lat.push(dt * 1e6);

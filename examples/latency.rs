@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use neuroburst::config::Config;
 use neuroburst::genome::Genome;
 use neuroburst::live::{self, Control};
-use neuroburst::model::Injection;
+use neuroburst::model::Injections;
 use neuroburst::ros::builtin::{Header, Time};
 use neuroburst::ros::geometry_msgs::Twist;
 use neuroburst::ros::sensor_msgs::LaserScan;
@@ -95,10 +95,10 @@ fn main() -> anyhow::Result<()> {
     let c = control.clone();
     let node_thread = std::thread::spawn(move || -> anyhow::Result<live::Summary> {
         let mut t = ZenohTransport::open(&config.zenoh, 0, "/", "neuroburst")?;
-        let mut buf = Vec::new();
-        let drive: live::Drive = Box::new(move |burst, inj: &mut Vec<Injection>| {
+        let mut buf = Injections::new();
+        let drive: live::Drive = Box::new(move |burst, inj: &mut Injections| {
             w.injection(burst, &mut buf);
-            inj.extend_from_slice(&buf);
+            inj.extend_from(buf.as_slice());
         });
         live::run(&genome, &config, false, &mut t, c, Some(drive))
     });

@@ -9,7 +9,7 @@ use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendError, Readback};
 use crate::brain::Brain;
 use crate::genome::{Area, AreaKind, Genome, Leak, Mapping, Morphology, NeuronParams, PatternCoord, RandomSpec, Sign};
-use crate::model::{Injection, Layout, NeuronState, Potential};
+use crate::model::{Injection, Injections, Layout, NeuronState, Potential};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -308,9 +308,11 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
 }
 
 /// Random injections for one burst: a few neurons (repeats allowed, or ascending ids each once),
-/// values around the thresholds, some negative, rarely huge (saturation) or outside the 32-bit range.
-pub fn random_injections(rng: &mut Rng, layout: &Layout, out: &mut Vec<Injection>) {
-    out.clear();
+/// values around the thresholds, some negative, rarely huge (saturation) or outside the 32-bit
+/// range; in a quarter of the bursts one value for all (as binary encoders give; a GPU sends those
+/// as bare ids).
+pub fn random_injections(rng: &mut Rng, layout: &Layout, out: &mut Injections) {
+    let mut entries = Vec::new();
     let n = layout.neurons as u64;
     let k = match rng.below(10) {
         0 => 0,
@@ -328,14 +330,20 @@ pub fn random_injections(rng: &mut Rng, layout: &Layout, out: &mut Vec<Injection
             8 => Potential::from_f64(rng.uniform(5e5, 5e6)),
             _ => Potential::from_f64(rng.uniform(0.0, 2.0 * thr)),
         };
-        out.push(Injection { neuron, potential });
+        entries.push(Injection { neuron, potential });
+    }
+    if rng.below(4) == 0 {
+        let first = entries.first().map_or(Potential::ZERO, |i: &Injection| i.potential);
+        entries.iter_mut().for_each(|i| i.potential = first);
     }
     // half the bursts: ascending ids, each once (as encoders produce them; a backend may take a
     // faster path for those)
     if rng.below(2) == 0 {
-        out.sort_by_key(|i| i.neuron);
-        out.dedup_by_key(|i| i.neuron);
+        entries.sort_by_key(|i| i.neuron);
+        entries.dedup_by_key(|i| i.neuron);
     }
+    out.clear();
+    out.extend(entries);
 }
 
 fn clone_brain(b: &Brain) -> Brain {
@@ -394,7 +402,7 @@ pub type Candidate<'a> = dyn Fn(&Genome, Brain, Readback) -> Result<Box<dyn Back
 /// Run the parity check. Returns the first difference, precisely, as the error.
 pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityReport, String> {
     let mut report = ParityReport { candidate: String::new(), brains: Vec::new() };
-    let mut inj = Vec::new();
+    let mut inj = Injections::new();
     for i in 0..cfg.brains {
         let seed = cfg.seed.wrapping_add(i as u64);
         let genome = random_genome(seed, cfg.max_neurons);
@@ -431,8 +439,8 @@ pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityRep
         };
         for b in 1..=cfg.bursts {
             random_injections(&mut rng, &layout, &mut inj);
-            let r = reference.burst(&inj).map_err(|e| format!("brain seed {seed}, burst {b}: the CPU reference failed: {e}"))?;
-            let c = cand.burst(&inj).map_err(|e| format!("brain seed {seed}, burst {b}: the candidate failed: {e}"))?;
+            let r = reference.burst(inj.as_slice()).map_err(|e| format!("brain seed {seed}, burst {b}: the CPU reference failed: {e}"))?;
+            let c = cand.burst(inj.as_slice()).map_err(|e| format!("brain seed {seed}, burst {b}: the candidate failed: {e}"))?;
             if r.burst != c.burst {
                 return Err(format!("brain seed {seed}, burst {b}: burst number CPU {} vs candidate {}", r.burst, c.burst));
             }

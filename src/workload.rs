@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use crate::genome::{Area, AreaKind, Genome, Leak, Mapping, Morphology, NeuronParams, RandomSpec, Sign};
 use crate::model::rng::pcg_hash;
-use crate::model::{Injection, Potential};
+use crate::model::{Injections, Potential};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Workload {
@@ -72,22 +72,17 @@ impl Workload {
 
     /// The injection of burst `t`: every neuron `n` with `rand(n, t + 7919) < rho` gets the
     /// threshold, in ascending id order.
-    pub fn injection(&self, t: u64, out: &mut Vec<Injection>) {
+    pub fn injection(&self, t: u64, out: &mut Injections) {
         let cut = (self.rate.clamp(0.0, 1.0) * 4_294_967_296.0) as u64;
         let potential = Potential::from_f64(self.threshold());
         out.clear();
         const CHUNK: u32 = 1 << 16;
-        let chunks: Vec<Vec<Injection>> = (0..self.neurons.div_ceil(CHUNK))
+        let chunks: Vec<Vec<u32>> = (0..self.neurons.div_ceil(CHUNK))
             .into_par_iter()
-            .map(|c| {
-                (c * CHUNK..((c + 1) * CHUNK).min(self.neurons))
-                    .filter(|&n| (pcg_hash(n, t + 7919) as u64) < cut)
-                    .map(|neuron| Injection { neuron, potential })
-                    .collect()
-            })
+            .map(|c| (c * CHUNK..((c + 1) * CHUNK).min(self.neurons)).filter(|&n| (pcg_hash(n, t + 7919) as u64) < cut).collect())
             .collect();
         for c in chunks {
-            out.extend_from_slice(&c);
+            out.extend_ids(&c, potential);
         }
     }
 }

@@ -8,6 +8,7 @@ use neuroburst::backend::{Backend, Readback};
 use neuroburst::brain::Brain;
 use neuroburst::checkpoint::{write_atomic, Checkpoint, CheckpointError, VERSION};
 use neuroburst::genome::Genome;
+use neuroburst::model::InjectionSlice;
 
 fn genome(name: &str) -> Genome {
     Genome::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/genomes").join(name)).unwrap()
@@ -22,7 +23,7 @@ fn round_trip_resumes_the_same_future() {
     let g = genome("reflex.yaml");
     let mut a = backend(&g);
     for _ in 0..17 {
-        a.burst(&[]).unwrap();
+        a.burst(InjectionSlice::EMPTY).unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("brain.ckpt");
@@ -33,7 +34,7 @@ fn round_trip_resumes_the_same_future() {
     let mut b = backend(&g);
     b.restore(&c.state).unwrap();
     for _ in 0..30 {
-        let (x, y) = (a.burst(&[]).unwrap().fired.to_vec(), b.burst(&[]).unwrap().fired.to_vec());
+        let (x, y) = (a.burst(InjectionSlice::EMPTY).unwrap().fired.to_vec(), b.burst(InjectionSlice::EMPTY).unwrap().fired.to_vec());
         assert_eq!(x, y);
     }
     assert_eq!(a.snapshot().unwrap(), b.snapshot().unwrap());
@@ -49,7 +50,7 @@ fn a_crash_mid_write_leaves_the_old_file() {
     old.save(&path).unwrap();
     let old_bytes = std::fs::read(&path).unwrap();
 
-    b.burst(&[]).unwrap();
+    b.burst(InjectionSlice::EMPTY).unwrap();
     let new = Checkpoint::new(&g, b.snapshot().unwrap()).to_bytes();
     // The writer fails half way (disk full, ...).
     let e = write_atomic(&path, |f| {

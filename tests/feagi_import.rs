@@ -10,6 +10,7 @@ use neuroburst::backend::{Backend, Readback};
 use neuroburst::brain::Brain;
 use neuroburst::genome::feagi::{import_str, Imported};
 use neuroburst::genome::{AreaKind, Genome, Leak, Morphology, Sign};
+use neuroburst::model::InjectionSlice;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/feagi/");
 
@@ -121,7 +122,7 @@ fn essential_genome_builds_and_runs() {
     let power = brain.layout.neuron_id(power_area, [0, 0, 0, 0]).unwrap();
     let mut backend = CpuBackend::new(brain, Readback::All);
     for t in 1..=100 {
-        let out = backend.burst(&[]).unwrap();
+        let out = backend.burst(InjectionSlice::EMPTY).unwrap();
         assert!(out.fired.contains(&power), "_power did not fire in burst {t}");
     }
 }

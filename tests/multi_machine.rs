@@ -40,6 +40,7 @@ use neuroburst::brain::Brain;
 use neuroburst::cluster::netns::Hosts;
 use neuroburst::cluster::record::{self, Line};
 use neuroburst::connectome::even_ranges;
+use neuroburst::model::Injections;
 use neuroburst::workload::Workload;
 
 const W: Workload = Workload { neurons: 20_000, fanout: 100, rate: 0.01, seed: 1 };
@@ -56,11 +57,11 @@ fn reference() -> &'static Reference {
         let brain = Brain::build(&W.genome(), 2, false);
         let mut b = CpuBackend::new(brain, Readback::All);
         let ranges = even_ranges(W.neurons, SHARDS);
-        let mut inj = Vec::new();
+        let mut inj = Injections::new();
         (1..=BURSTS)
             .map(|t| {
                 W.injection(t, &mut inj);
-                let out = b.burst(&inj).unwrap();
+                let out = b.burst(inj.as_slice()).unwrap();
                 let per = ranges
                     .iter()
                     .map(|r| (out.fired.partition_point(|&x| x < r.end) - out.fired.partition_point(|&x| x < r.start)) as u64)

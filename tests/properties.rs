@@ -4,7 +4,7 @@ use neuroburst::backend::cpu::CpuBackend;
 use neuroburst::backend::{Backend, Readback};
 use neuroburst::brain::Brain;
 use neuroburst::genome::{Area, AreaKind, Genome, Leak, Mapping, Morphology, NeuronParams, RandomSpec, Sign};
-use neuroburst::model::{Injection, Potential};
+use neuroburst::model::{Injection, Injections, Potential};
 use proptest::prelude::*;
 
 fn area(id: &str, dims: [u32; 3], npv: u32, neuron: NeuronParams) -> Area {
@@ -82,11 +82,11 @@ fn run(g: &Genome, parts: usize, bursts: u64) -> (Vec<Vec<(u32, i64)>>, neurobur
     let mut b = CpuBackend::new(brain, Readback::All);
     let mut out = Vec::new();
     for t in 0..bursts {
-        let inj: Vec<Injection> = (0..n)
+        let inj: Injections = (0..n)
             .filter(|i| (i.wrapping_mul(2_654_435_761) ^ (t as u32).wrapping_mul(40_503)) % 5 == 0)
             .map(|i| Injection { neuron: i, potential: Potential::from_f64(((i as u64 + t) % 7) as f64 * 0.8) })
             .collect();
-        let o = b.burst(&inj).unwrap();
+        let o = b.burst(inj.as_slice()).unwrap();
         out.push(o.fired.iter().copied().zip(o.potentials.iter().copied()).collect());
     }
     (out, b.snapshot().unwrap())
@@ -207,8 +207,8 @@ proptest! {
             morphologies: Default::default(), mappings: vec![],
         };
         let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
-        let inj = [Injection { neuron: 0, potential: Potential::from_f64(drive) }];
-        let fires: Vec<u64> = (0..60).filter_map(|_| { let o = b.burst(&inj).unwrap(); (!o.fired.is_empty()).then_some(o.burst) }).collect();
+        let inj = Injections::from([Injection { neuron: 0, potential: Potential::from_f64(drive) }]);
+        let fires: Vec<u64> = (0..60).filter_map(|_| { let o = b.burst(inj.as_slice()).unwrap(); (!o.fired.is_empty()).then_some(o.burst) }).collect();
         prop_assert!(fires.len() >= 2);
         for w in fires.windows(2) {
             prop_assert_eq!(w[1] - w[0], refractory as u64 + 1);
@@ -228,7 +228,7 @@ proptest! {
         };
         let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
         let p = Potential::from_f64(input);
-        let o = b.burst(&[Injection { neuron: x, potential: p }]).unwrap();
+        let o = b.burst(Injections::from([Injection { neuron: x, potential: p }]).as_slice()).unwrap();
         let thr = Potential::from_f64(threshold).0 + (x as i64) * Potential::from_f64(gx).0;
         let fired = o.fired.contains(&x);
         prop_assert_eq!(fired, p.0 >= thr && p.0 <= Potential::from_f64(limit).0);

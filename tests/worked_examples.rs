@@ -4,7 +4,7 @@ use neuroburst::backend::cpu::CpuBackend;
 use neuroburst::backend::{Backend, Readback};
 use neuroburst::brain::Brain;
 use neuroburst::genome::Genome;
-use neuroburst::model::{Injection, Potential};
+use neuroburst::model::{Injection, Injections, Potential};
 
 /// One neuron, driven above threshold every burst; returns its firing pattern as `1` and `_`.
 fn pattern(neuron_yaml: &str, bursts: usize) -> String {
@@ -14,8 +14,8 @@ fn pattern(neuron_yaml: &str, bursts: usize) -> String {
     );
     let genome = Genome::from_yaml_str(&yaml).unwrap();
     let mut b = CpuBackend::new(Brain::build(&genome, 1, false), Readback::All);
-    let drive = [Injection { neuron: 0, potential: Potential::from_f64(5.0) }];
-    (0..bursts).map(|_| if b.burst(&drive).unwrap().fired.is_empty() { '_' } else { '1' }).collect()
+    let drive = Injections::from([Injection { neuron: 0, potential: Potential::from_f64(5.0) }]);
+    (0..bursts).map(|_| if b.burst(drive.as_slice()).unwrap().fired.is_empty() { '_' } else { '1' }).collect()
 }
 
 #[test]

@@ -9,7 +9,7 @@ pub mod shard;
 
 use std::ops::Range;
 
-use crate::model::{Injection, NeuronState};
+use crate::model::{InjectionSlice, NeuronState};
 
 pub use select::{choose, BackendKind, Choice, GpuProbe};
 
@@ -68,12 +68,18 @@ pub enum BackendError {
     Device(String),
 }
 
+/// The error for `input`, some of whose ids are `neurons` or more: it names the first such id.
+pub(crate) fn out_of_range(input: InjectionSlice<'_>, neurons: u32) -> BackendError {
+    let neuron = input.ids().iter().copied().find(|&n| n >= neurons).unwrap_or(neurons);
+    BackendError::InjectionOutOfRange { neuron, neurons }
+}
+
 /// The one small trait every backend implements.
 pub trait Backend: Send {
     fn info(&self) -> BackendInfo;
 
-    /// Run the next burst with this sensory injection (any order; repeated neurons add up).
-    fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError>;
+    /// Run the next burst with this sensory input (any order; repeated neurons add up).
+    fn burst(&mut self, input: InjectionSlice<'_>) -> Result<BurstOutput<'_>, BackendError>;
 
     /// Copy out the whole neuron state (for checkpoints and parity checks).
     fn snapshot(&mut self) -> Result<NeuronState, BackendError>;

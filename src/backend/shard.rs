@@ -10,8 +10,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
-use crate::model::{Injection, NeuronState};
+use super::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
+use crate::model::{Injection, InjectionSlice, NeuronState};
 
 /// One shard of a brain.
 pub trait ShardEngine: Send {
@@ -137,13 +137,13 @@ impl<E: ShardEngine> Backend for Sharded<E> {
         BackendInfo { backend: infos[0].backend.clone(), device, memory_bytes: memory, bytes_per_synapse: synapse_bytes }
     }
 
-    fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
-        if let Some(bad) = injection.iter().find(|i| i.neuron >= self.neurons) {
-            return Err(BackendError::InjectionOutOfRange { neuron: bad.neuron, neurons: self.neurons });
+    fn burst(&mut self, input: InjectionSlice<'_>) -> Result<BurstOutput<'_>, BackendError> {
+        if input.id_bounds().is_some_and(|(_, max)| max >= self.neurons) {
+            return Err(out_of_range(input, self.neurons));
         }
         self.injection.clear();
-        self.injection.extend_from_slice(injection);
-        if !self.injection.is_sorted_by_key(|i| i.neuron) {
+        self.injection.extend(input.iter());
+        if !input.sorted() {
             self.injection.sort_by_key(|i| i.neuron);
         }
         let t = self.burst + 1;

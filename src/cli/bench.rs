@@ -12,7 +12,7 @@ use crate::backend::open::open;
 use crate::backend::{Backend, Readback};
 use crate::genome::Genome;
 use crate::live::clock::Clock;
-use crate::model::Injection;
+use crate::model::Injections;
 use crate::workload::Workload;
 
 #[derive(Args, Debug)]
@@ -72,7 +72,7 @@ struct Measured {
 /// W(1M) p50 was 50 us instead of 32.
 fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend) -> anyhow::Result<Measured> {
     let mut run = move || -> anyhow::Result<Measured> {
-        let mut injection: Vec<Injection> = Vec::new();
+        let mut injection = Injections::new();
         let mut m = Measured { lat_us: Vec::with_capacity(a.bursts as usize), ..Default::default() };
         // paced (--hz): the node's clock (sleep, then spin through the last 200 us)
         let mut clock = (a.hz > 0.0).then(|| Clock::new(a.hz, Instant::now()));
@@ -83,7 +83,7 @@ fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend) -> anyhow::Re
             }
             w.injection(t, &mut injection);
             let start = Instant::now();
-            let out = backend.burst(&injection)?;
+            let out = backend.burst(injection.as_slice())?;
             let dt = start.elapsed();
             std::hint::black_box(out.fired.last());
             if t > a.warmup {

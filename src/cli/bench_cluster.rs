@@ -22,6 +22,7 @@ use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, Readback};
 use crate::brain::Brain;
 use crate::cluster::netns::Hosts;
+use crate::model::Injections;
 use crate::workload::Workload;
 
 #[derive(Args, Debug)]
@@ -69,13 +70,13 @@ fn one_process(w: &Workload, a: &BenchClusterArgs) -> Value {
     let brain = Brain::build(&w.genome(), rayon::current_num_threads(), false);
     let synapses = brain.connectome.synapses();
     let mut backend = CpuBackend::new(brain, Readback::Ranges(vec![w.motor()]));
-    let mut inj = Vec::new();
+    let mut inj = Injections::new();
     let mut lat = Vec::with_capacity(a.bursts as usize);
     let mut fired = 0u64;
     for t in 1..=a.warmup + a.bursts {
         w.injection(t, &mut inj);
         let start = Instant::now();
-        let out = backend.burst(&inj).expect("burst");
+        let out = backend.burst(inj.as_slice()).expect("burst");
         let dt = start.elapsed();
         if t > a.warmup {
             lat.push(dt.as_secs_f64() * 1e6);

@@ -12,7 +12,7 @@ use super::table;
 use crate::backend::open::open;
 use crate::backend::Readback;
 use crate::genome::Genome;
-use crate::model::Layout;
+use crate::model::{InjectionSlice, Layout};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -46,7 +46,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
     let mut per_area = vec![0u64; layout.params.len()];
     let start = Instant::now();
     for _ in 0..a.bursts {
-        let out = backend.burst(&[])?;
+        let out = backend.burst(InjectionSlice::EMPTY)?;
         let mut line: BTreeMap<&str, Vec<[u32; 4]>> = BTreeMap::new();
         for &n in out.fired {
             let c = layout.coord(n);

@@ -146,7 +146,7 @@ impl BagIo {
         self.ignored.clear();
         for k in 1..=c {
             self.schedule.offer(&self.bag, k, &mut intake, &mut self.ignored);
-            intake.injection();
+            intake.injection_vec(&mut Vec::new());
             outputs.decode(k, &self.history[k as usize - 1], 0, &self.layout, self.schedule.time(k));
         }
         self.intake = intake;
@@ -230,7 +230,7 @@ impl ShardIo for BagIo {
             return Err(ClusterError::Io(format!("replay: the injection of burst {t} asked after burst {}", self.intake_at)));
         }
         self.schedule.offer(&self.bag, t, &mut self.intake, &mut self.ignored);
-        *out = self.intake.injection();
+        self.intake.injection_vec(out);
         sort_injection(out);
         self.intake_at = t;
         Ok(())

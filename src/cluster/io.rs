@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use super::run::ClusterError;
-use crate::model::Injection;
+use crate::model::{Injection, Injections};
 use crate::workload::Workload;
 
 /// The io shard's input and output.
@@ -85,6 +85,7 @@ pub struct WorkloadIo {
     workload: Option<Workload>,
     /// Bursts 1..=len computed before the start (benchmarks: their cost stays out of the timing).
     precomputed: Vec<Vec<Injection>>,
+    scratch: Injections,
     pace: RatePace,
 }
 
@@ -94,14 +95,14 @@ impl WorkloadIo {
         let precomputed = match &workload {
             Some(w) => (1..=precompute)
                 .map(|t| {
-                    let mut v = Vec::new();
+                    let mut v = Injections::new();
                     w.injection(t, &mut v);
-                    v
+                    v.as_slice().to_vec()
                 })
                 .collect(),
             None => Vec::new(),
         };
-        WorkloadIo { workload, precomputed, pace: RatePace::new(rate_hz) }
+        WorkloadIo { workload, precomputed, scratch: Injections::new(), pace: RatePace::new(rate_hz) }
     }
 }
 
@@ -126,7 +127,10 @@ impl ShardIo for WorkloadIo {
         out.clear();
         match &self.workload {
             Some(_) if (1..=self.precomputed.len() as u64).contains(&t) => out.extend_from_slice(&self.precomputed[t as usize - 1]),
-            Some(w) => w.injection(t, out),
+            Some(w) => {
+                w.injection(t, &mut self.scratch);
+                out.extend(self.scratch.iter());
+            }
             None => {}
         }
         Ok(())
@@ -158,13 +162,13 @@ mod tests {
         let w = Workload { neurons: 1000, fanout: 5, rate: 0.05, seed: 3 };
         let mut plain = WorkloadIo::new(Some(w), 0.0, 0);
         let mut pre = WorkloadIo::new(Some(w), 0.0, 3);
-        let (mut a, mut b, mut direct) = (vec![], vec![], vec![]);
+        let (mut a, mut b, mut direct) = (vec![], vec![], Injections::new());
         for t in 1..=5 {
             plain.injection(t, &mut a).unwrap();
             pre.injection(t, &mut b).unwrap();
             w.injection(t, &mut direct);
-            assert_eq!(a, direct);
-            assert_eq!(b, direct);
+            assert_eq!(a, direct.as_slice().to_vec());
+            assert_eq!(b, direct.as_slice().to_vec());
         }
         let mut none = WorkloadIo::new(None, 0.0, 0);
         none.injection(1, &mut a).unwrap();

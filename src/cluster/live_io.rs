@@ -59,7 +59,7 @@ impl ShardIo for LiveIo {
     }
 
     fn injection(&mut self, _t: u64, out: &mut Vec<Injection>) -> Result<(), ClusterError> {
-        *out = self.topics.injection();
+        self.topics.injection_vec(out);
         sort_injection(out);
         Ok(())
     }

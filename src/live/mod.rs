@@ -23,7 +23,7 @@ use crate::backend::{Backend, Readback};
 use crate::checkpoint::Checkpoint;
 use crate::config::Config;
 use crate::genome::Genome;
-use crate::model::{Injection, Layout};
+use crate::model::{Injections, Layout};
 use crate::node::intake::Intake;
 use crate::ros::builtin::Empty;
 use crate::ros::{registry, RosMessage};
@@ -42,7 +42,7 @@ pub struct Control {
 }
 
 /// Extra injection computed every burst (the latency benchmark drives W this way).
-pub type Drive = Box<dyn FnMut(u64, &mut Vec<Injection>) + Send>;
+pub type Drive = Box<dyn FnMut(u64, &mut Injections) + Send>;
 
 /// What the node did, returned when it stops.
 #[derive(Clone, Debug, Default)]
@@ -112,6 +112,7 @@ pub fn run(
     }
 
     let mut drive = drive;
+    let mut injection = Injections::new();
     let mut summary = Summary::default();
     tracing::info!("bursting at {rate} Hz ({} neurons, {} synapses, {})", layout.neurons, opened.synapses, backend.info().device);
 
@@ -119,11 +120,11 @@ pub fn run(
     while !control.stop.load(Ordering::Relaxed) {
         topics.clock.wait();
         let start = Instant::now();
-        let mut injection = topics.injection();
+        topics.injection(&mut injection);
         if let Some(d) = drive.as_mut() {
             d(summary.bursts + 1, &mut injection);
         }
-        let out = backend.burst(&injection)?;
+        let out = backend.burst(injection.as_slice())?;
         let products = topics.outputs.burst(&out, &layout, ros_now_ns());
         topics.publish(&products, start);
         summary.bursts = products.burst;

@@ -13,7 +13,7 @@ use super::intake::Slot;
 use super::problems::ProblemLog;
 use super::{input_type, topic_spec};
 use crate::config::Config;
-use crate::model::{Injection, Layout};
+use crate::model::{Injection, Injections, Layout};
 use crate::node::intake::Intake;
 use crate::node::outputs::{BurstProducts, Outputs};
 use crate::ros::neuroburst_msgs::BurstStats;
@@ -128,13 +128,23 @@ impl LiveTopics {
     }
 
     /// The latest message of every sensor topic, encoded: this burst's injection.
-    pub fn injection(&mut self) -> Vec<Injection> {
+    pub fn injection(&mut self, out: &mut Injections) {
+        self.offer_latest();
+        self.intake.injection(out);
+    }
+
+    /// [`LiveTopics::injection`] as a list of entries (the cluster's wire format).
+    pub fn injection_vec(&mut self, out: &mut Vec<Injection>) {
+        self.offer_latest();
+        self.intake.injection_vec(out);
+    }
+
+    fn offer_latest(&mut self) {
         for input in &self.inputs {
             if let Some(sample) = input.slot.take() {
                 self.intake.offer(&input.key, input.type_name, &sample.payload);
             }
         }
-        self.intake.injection()
     }
 
     /// Publish a burst's motor messages, close the burst (begun at `start`) on the clock and in

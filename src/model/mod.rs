@@ -4,11 +4,13 @@
 //! Nothing here knows about ROS, Zenoh, bags or CUDA.
 
 pub mod fixed;
+mod injections;
 mod layout;
 pub mod neuron;
 pub mod rng;
 
 pub use fixed::Potential;
+pub use injections::{InjectionSlice, Injections, Values};
 pub use layout::{AreaMeta, Layout, NeuronCoord};
 pub use neuron::{step, NeuronState};
 

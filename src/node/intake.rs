@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::encode::{Encoder, EncoderConfig};
-use crate::model::{Injection, Layout};
+use crate::model::{Injection, Injections, Layout};
 
 /// Counters of one input topic.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -110,8 +110,24 @@ impl Intake {
         true
     }
 
-    /// Encode what arrived since the last burst; the injection of this burst.
-    pub fn injection(&mut self) -> Vec<Injection> {
+    /// Encode what arrived since the last burst; `out` becomes this burst's injection.
+    pub fn injection(&mut self, out: &mut Injections) {
+        self.encode_pending();
+        out.clear();
+        for i in self.held.iter().flatten() {
+            out.push(i.neuron, i.potential);
+        }
+    }
+
+    /// [`Intake::injection`] as a list of entries (the cluster's wire format).
+    pub fn injection_vec(&mut self, out: &mut Vec<Injection>) {
+        self.encode_pending();
+        out.clear();
+        out.extend(self.held.iter().flatten().copied());
+    }
+
+    /// Encode the latest message of every topic that received one since the last burst.
+    fn encode_pending(&mut self) {
         for (topic, (type_name, payload)) in std::mem::take(&mut self.pending) {
             let stats = self.stats.get_mut(&topic).expect("pending topics are configured");
             let mut ok = true;
@@ -136,6 +152,5 @@ impl Intake {
                 stats.dropped += 1;
             }
         }
-        self.held.iter().flatten().copied().collect()
     }
 }

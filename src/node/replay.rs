@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::backend::Backend;
 use crate::bag::qos::Qos;
 use crate::bag::{Bag, BagError, BagWriter};
-use crate::model::Layout;
+use crate::model::{Injections, Layout};
 use crate::node::intake::{Intake, TopicStats};
 use crate::node::outputs::{BurstProducts, Outputs};
 use crate::ros::neuroburst_msgs::BurstActivity;
@@ -254,6 +254,7 @@ pub fn replay(
     let mut last_values: Vec<Vec<f64>> = summary.motor.iter().map(|m| vec![0.0; m.labels.len()]).collect();
     let mut sums: Vec<Vec<f64>> = last_values.clone();
     let started = std::time::Instant::now();
+    let mut injection = Injections::new();
     for k in 1..=total {
         if opts.stop.load(Ordering::SeqCst) {
             summary.interrupted = true;
@@ -267,8 +268,8 @@ pub fn replay(
             }
         }
         schedule.offer(bag, k, &mut intake, &mut summary.ignored);
-        let injection = intake.injection();
-        let out = backend.burst(&injection).map_err(|e| ReplayError::Backend { burst: k, message: e.to_string() })?;
+        intake.injection(&mut injection);
+        let out = backend.burst(injection.as_slice()).map_err(|e| ReplayError::Backend { burst: k, message: e.to_string() })?;
         let products = outputs.burst(&out, layout, t_k);
         channels.messages(&products, &outputs, t_k, |ch, data| writer.write(ch, t_k, data))?;
         for (i, m) in &products.motor {

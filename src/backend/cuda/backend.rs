@@ -11,7 +11,7 @@ use super::module::{Kernels, Variant};
 use crate::backend::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
-use crate::model::{AreaParams, Injection, NeuronState};
+use crate::model::{AreaParams, InjectionSlice, NeuronState, Values};
 
 const BLOCK: u32 = 256;
 /// Neurons per thread of `step` (STEP_ITEMS in burst.cu).
@@ -39,9 +39,6 @@ const M_CORR: usize = 8;
 const DEFAULT_ZC_MAX: usize = 0;
 /// Blocks of `propagate` that read a mapped injection (each reads the header over PCIe).
 const ZC_BLOCKS: u32 = 8;
-/// Default of `par_min` (entries): off. Splitting W(5M)'s 50k entries over rayon's threads measured
-/// slower (105 us) than one thread (65 us) on an H100 VM.
-const DEFAULT_PAR_MIN: usize = usize::MAX;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -228,9 +225,6 @@ pub struct CudaBackend {
     /// Injections of at most this many bytes are read by the GPU straight from mapped pinned memory
     /// (no copy call); larger ones are copied (NEUROBURST_CUDA_ZC_MAX).
     zc_max: usize,
-    /// Injections of at least this many entries are marshalled by several threads
-    /// (NEUROBURST_CUDA_PAR_MIN).
-    par_min: usize,
     trace: Option<Trace>,
     /// The read-back entries of a burst, copied out of the mapped buffer.
     rb_raw: Vec<u64>,
@@ -267,92 +261,6 @@ fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
 fn dptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
     let (p, _sync) = s.device_ptr(stream);
     p
-}
-
-/// Write the ids of `src` into `dst` (same length); returns the smallest and the largest id and
-/// whether every value equals `first`. Injections of `par_min` entries or more are split over
-/// rayon's threads: reading the caller's entries (16 bytes each, often still in other cores'
-/// caches) is the cost.
-/// What one pass over an injection learnt while writing its ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct IdScan {
-    min: u32,
-    max: u32,
-    /// Every value equals the first.
-    uniform: bool,
-    /// The ids are strictly ascending (no neuron twice).
-    ascending: bool,
-}
-
-/// A piece's scan and its first and last id (None: an empty piece).
-type Piece = (IdScan, Option<(u32, u32)>);
-
-/// Two consecutive pieces (`a` before `b`) as one: still ascending where `a`'s last id is below
-/// `b`'s first.
-fn join(a: Piece, b: Piece) -> Piece {
-    let seam = match (a.1, b.1) {
-        (Some((_, last)), Some((first, _))) => last < first,
-        _ => true,
-    };
-    let ends = match (a.1, b.1) {
-        (Some((first, _)), Some((_, last))) => Some((first, last)),
-        (x, None) | (None, x) => x,
-    };
-    let (a, b) = (a.0, b.0);
-    let scan = IdScan {
-        min: a.min.min(b.min),
-        max: a.max.max(b.max),
-        uniform: a.uniform && b.uniform,
-        ascending: a.ascending && b.ascending && seam,
-    };
-    (scan, ends)
-}
-
-fn write_ids(src: &[Injection], dst: &mut [u32], first: i64, par_min: usize) -> IdScan {
-    #[inline(always)]
-    fn body(src: &[Injection], dst: &mut [u32], first: i64) -> IdScan {
-        let (mut min, mut max) = (u32::MAX, 0u32);
-        let mut diff = 0u64;
-        for (d, s) in dst.iter_mut().zip(src) {
-            *d = s.neuron;
-            min = min.min(s.neuron);
-            max = max.max(s.neuron);
-            diff |= (s.potential.0 ^ first) as u64;
-        }
-        // a second pass over the ids just written (in cache): no loop-carried dependency above
-        let mut down = 0u32;
-        for w in dst.windows(2) {
-            down |= (w[1] <= w[0]) as u32;
-        }
-        IdScan { min, max, uniform: diff == 0, ascending: down == 0 }
-    }
-    /// The same loops built for AVX2 (vector min/max of u32): 2-3x faster than the baseline
-    /// x86-64 build on the hosts measured.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn body_avx2(src: &[Injection], dst: &mut [u32], first: i64) -> IdScan {
-        body(src, dst, first)
-    }
-    fn seq(src: &[Injection], dst: &mut [u32], first: i64) -> IdScan {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { body_avx2(src, dst, first) };
-        }
-        body(src, dst, first)
-    }
-    if src.len() < par_min.max(1) {
-        return seq(src, dst, first);
-    }
-    use rayon::prelude::*;
-    let chunk = (src.len() / rayon::current_num_threads().max(1)).max(2048);
-    // rayon's reduce keeps the pieces in order (it needs `join` associative, not commutative)
-    let empty = (IdScan { min: u32::MAX, max: 0, uniform: true, ascending: true }, None);
-    src.par_chunks(chunk)
-        .zip(dst.par_chunks_mut(chunk))
-        .map(|(s, d)| (seq(s, d, first), s.first().zip(s.last()).map(|(a, b)| (a.neuron, b.neuron))))
-        .reduce(|| empty, join)
-        .0
 }
 
 /// A burst's injection, written into the pinned buffer and not yet launched (see
@@ -648,7 +556,6 @@ impl CudaBackend {
             wide_acc,
             sync_stream: std::env::var("NEUROBURST_CUDA_SYNC").is_ok_and(|v| v == "stream"),
             zc_max: env_usize("NEUROBURST_CUDA_ZC_MAX", DEFAULT_ZC_MAX),
-            par_min: env_usize("NEUROBURST_CUDA_PAR_MIN", DEFAULT_PAR_MIN),
             rb_raw: Vec::new(),
             trace: None,
         };
@@ -1116,11 +1023,11 @@ impl Backend for CudaBackend {
         self.info.clone()
     }
 
-    fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
-        let staged = self.stage(injection)?;
+    fn burst(&mut self, input: InjectionSlice<'_>) -> Result<BurstOutput<'_>, BackendError> {
+        let staged = self.stage(input)?;
         if !staged.in_range {
             let r = self.base..self.base + self.neurons;
-            let bad = injection.iter().find(|i| !r.contains(&i.neuron)).map_or(r.end, |i| i.neuron);
+            let bad = input.ids().iter().copied().find(|n| !r.contains(n)).unwrap_or(r.end);
             return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: r.end });
         }
         self.launch(staged)
@@ -1136,62 +1043,68 @@ impl Backend for CudaBackend {
 }
 
 impl CudaBackend {
-    /// Write the injection into the pinned buffer; says whether its ids are all this GPU's.
-    pub(crate) fn stage(&mut self, injection: &[Injection]) -> Result<Staged, BackendError> {
+    /// Write the input into the pinned buffer; says whether its ids are all this GPU's.
+    pub(crate) fn stage(&mut self, input: InjectionSlice<'_>) -> Result<Staged, BackendError> {
         let t_start = std::time::Instant::now();
-        // Entry format: 2 = one value for all (4-byte ids), 0 = (id, i32 value), 1 = (id, i64 value).
-        // Format 2 is tried first: one pass (several threads for large injections) checks the ids,
-        // compares the values and writes the ids; the others only when the values differ.
-        let first = injection.first().map_or(0, |i| i.potential.0);
-        self.ensure_in_capacity(16 + 4 * injection.len())?;
-        let base = self.host_in.ptr();
-        // SAFETY: the buffer holds 16 + 4 * len bytes (ensured above) and nothing reads it now: the
-        // previous burst has completed (it published its output after it had read the injection).
-        let ids = unsafe { std::slice::from_raw_parts_mut(base.add(16) as *mut u32, injection.len()) };
-        let scan = write_ids(injection, ids, first, self.par_min);
-        let (min_id, max_id, uniform) = (scan.min, scan.max, scan.uniform);
-        let in_range = injection.is_empty() || (min_id >= self.base && max_id < self.base + self.neurons);
+        // no scan for sorted input (the usual case): its bounds are its ends
+        let in_range = input.id_bounds().is_none_or(|(lo, hi)| lo >= self.base && hi < self.base + self.neurons);
         if !in_range {
             return Ok(Staged { t_start, in_bytes: 0, mapped: false, fused: false, in_range });
         }
-        // the early step with no neuron twice: `fix` injects too (no `inject`, no sums)
-        let fused = self.early.is_some() && scan.ascending;
         if self.sharded && self.multi.is_none() {
             return Err(BackendError::Device("one GPU of several bursts only once connected to the others".into()));
         }
-        let fmt: u64 = if uniform {
-            2
-        } else if injection.iter().all(|i| i.potential.0 == i.potential.0 as i32 as i64) {
-            0
-        } else {
-            1
+        // the early step with no neuron twice: `fix` injects too (no `inject`, no sums)
+        let fused = self.early.is_some() && input.ascending();
+        let ids = input.ids();
+        // Entry format: 2 = one value for all (4-byte ids), 0 = (id, i32 value), 1 = (id, i64 value).
+        let (fmt, first): (u64, i64) = match input.values() {
+            Values::Same(p) => (2, p.0),
+            Values::Each(v) => {
+                let first = v.first().copied().unwrap_or(0);
+                let (mut same, mut narrow) = (true, true);
+                for &x in v {
+                    same &= x == first;
+                    narrow &= x == x as i32 as i64;
+                }
+                (
+                    if same {
+                        2
+                    } else if narrow {
+                        0
+                    } else {
+                        1
+                    },
+                    first,
+                )
+            }
         };
         let entry = [8, 16, 4][fmt as usize];
-        let in_bytes = 16 + entry * injection.len();
+        let in_bytes = 16 + entry * ids.len();
         let mapped = in_bytes <= self.zc_max;
-        if fmt != 2 {
-            self.ensure_in_capacity(in_bytes)?;
-        }
+        self.ensure_in_capacity(in_bytes)?;
         let base = self.host_in.ptr();
-        // SAFETY: as above, for `in_bytes`.
+        // SAFETY: the buffer holds `in_bytes` (ensured above) and nothing reads it now: the previous
+        // burst has completed (it published its output after it had read the injection).
         unsafe {
-            match fmt {
-                2 => {}
-                1 => {
+            match (fmt, input.values()) {
+                (2, _) => std::ptr::copy_nonoverlapping(ids.as_ptr(), base.add(16) as *mut u32, ids.len()),
+                (1, Values::Each(v)) => {
                     let dst = base.add(16) as *mut u64;
-                    for (i, inj) in injection.iter().enumerate() {
-                        dst.add(2 * i).write(inj.neuron as u64);
-                        dst.add(2 * i + 1).write(inj.potential.0 as u64);
+                    for (i, (&n, &p)) in ids.iter().zip(v).enumerate() {
+                        dst.add(2 * i).write(n as u64);
+                        dst.add(2 * i + 1).write(p as u64);
                     }
                 }
-                _ => {
+                (_, Values::Each(v)) => {
                     let dst = base.add(16) as *mut u64;
-                    for (i, inj) in injection.iter().enumerate() {
-                        dst.add(i).write(inj.neuron as u64 | ((inj.potential.0 as i32 as u32 as u64) << 32));
+                    for (i, (&n, &p)) in ids.iter().zip(v).enumerate() {
+                        dst.add(i).write(n as u64 | ((p as i32 as u32 as u64) << 32));
                     }
                 }
+                (_, Values::Same(_)) => unreachable!("uniform input is format 2"),
             }
-            (base as *mut u64).write(injection.len() as u64 | (fused as u64) << 61 | (fmt << 62));
+            (base as *mut u64).write(ids.len() as u64 | (fused as u64) << 61 | (fmt << 62));
             (base as *mut u64).add(1).write(first as u64);
             std::ptr::write_volatile(self.host_out.ptr() as *mut u64, u64::MAX);
         }
@@ -1499,38 +1412,5 @@ impl Drop for CudaBackend {
         }
         let _ = self.ctx.bind_to_thread();
         let _ = self.stream.synchronize();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{write_ids, IdScan};
-    use crate::model::{Injection, Potential};
-
-    fn inj(ids: &[u32], v: i64) -> Vec<Injection> {
-        ids.iter().map(|&neuron| Injection { neuron, potential: Potential(v) }).collect()
-    }
-
-    #[test]
-    fn the_id_scan_finds_order_range_and_uniform_values_in_pieces_too() {
-        for par_min in [usize::MAX, 1] {
-            let mut dst = vec![0u32; 10_000];
-            let up: Vec<u32> = (0..10_000).map(|i| 3 * i + 1).collect();
-            let s = write_ids(&inj(&up, 7), &mut dst, 7, par_min);
-            assert_eq!(s, IdScan { min: 1, max: 29_998, uniform: true, ascending: true });
-            assert_eq!(dst, up);
-            // a repeat at a piece boundary (chunks of 2048 and more) or inside one
-            for at in [2048, 4096, 5000] {
-                let mut ids = up.clone();
-                ids[at] = ids[at - 1];
-                let s = write_ids(&inj(&ids, 7), &mut dst, 7, par_min);
-                assert!(!s.ascending, "repeat at {at}, par_min {par_min}");
-            }
-            let mut mixed = inj(&up, 7);
-            mixed[9_999].potential = Potential(8);
-            assert!(!write_ids(&mixed, &mut dst, 7, par_min).uniform);
-        }
-        let s = write_ids(&[], &mut [], 0, usize::MAX);
-        assert!(s.ascending && s.uniform);
     }
 }

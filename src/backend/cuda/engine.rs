@@ -14,7 +14,7 @@ use super::backend::{CudaBackend, GpuShard};
 use crate::backend::shard::{check_lengths, ShardEngine};
 use crate::backend::{Backend, BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
-use crate::model::{Injection, NeuronState};
+use crate::model::{Injection, Injections, NeuronState};
 
 /// One GPU of the shard.
 struct Gpu {
@@ -24,6 +24,8 @@ struct Gpu {
     count: CudaSlice<u64>,
     fired: Vec<u32>,
     fired_v: Vec<i64>,
+    /// This GPU's share of the injection.
+    input: Injections,
 }
 
 impl Gpu {
@@ -31,7 +33,9 @@ impl Gpu {
         let (lo, hi) =
             (injection.partition_point(|i| i.neuron < self.range.start), injection.partition_point(|i| i.neuron < self.range.end));
         self.backend.upload_spikes(spikes, &mut self.spikes, &mut self.count)?;
-        let out = self.backend.burst(&injection[lo..hi])?;
+        self.input.clear();
+        self.input.extend(injection[lo..hi].iter().copied());
+        let out = self.backend.burst(self.input.as_slice())?;
         self.fired.clear();
         self.fired.extend_from_slice(out.fired);
         self.fired_v.clear();
@@ -78,7 +82,7 @@ impl CudaShardEngine {
                 GpuShard { part, params: brain.layout.params.clone(), contributions: brain.connectome.contributions.clone(), neurons };
             let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device)?;
             let (spikes, count) = backend.connect_host()?;
-            gpus.push(Gpu { backend, range: r, spikes, count, fired: Vec::new(), fired_v: Vec::new() });
+            gpus.push(Gpu { backend, range: r, spikes, count, fired: Vec::new(), fired_v: Vec::new(), input: Injections::new() });
         }
         let infos: Vec<BackendInfo> = gpus.iter().map(|g| g.backend.info()).collect();
         let info = BackendInfo {

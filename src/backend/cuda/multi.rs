@@ -20,16 +20,16 @@ use std::time::{Duration, Instant};
 
 use super::backend::{CudaBackend, GpuShard};
 use crate::backend::shard::{check_state, state_slice};
-use crate::backend::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
+use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
-use crate::model::{Injection, NeuronState};
+use crate::model::{InjectionSlice, Injections, NeuronState};
 use crate::shard::ShardPlan;
 
-/// What the calling thread hands a worker for one burst.
+/// What the calling thread hands a worker for one burst: the input, sorted.
 #[derive(Clone, Copy)]
 struct Job {
-    injection: *const Injection,
-    len: usize,
+    /// Borrowed from the caller for the burst (see `MultiGpu::run`), not for 'static.
+    input: InjectionSlice<'static>,
 }
 
 /// What a worker hands back.
@@ -54,14 +54,11 @@ enum Reply {
 
 /// Shared between the calling thread and the workers.
 struct Shared {
-    /// Round the workers are to run (0: none yet); a burst takes one round, or two when the
-    /// injection has to be sorted first.
+    /// Round the workers are to run (0: none yet), one per burst.
     go: AtomicU64,
     job: Mutex<Job>,
     /// Workers that have checked their share of the injection this burst.
     checked: AtomicUsize,
-    /// Some worker's share held a neuron outside its range: the injection was not sorted.
-    unsorted: AtomicBool,
     /// The injection names a neuron past the brain (seen by the last worker, once sorted).
     beyond: AtomicBool,
     /// Bursts run by the workers, summed (each adds one per burst once it has its output): every
@@ -69,10 +66,6 @@ struct Shared {
     stepped: AtomicU64,
     stop: AtomicBool,
 }
-
-// SAFETY: `Job` points into the caller's injection, which outlives the burst (the caller waits for
-// every worker before returning).
-unsafe impl Send for Job {}
 
 struct Worker {
     range: Range<u32>,
@@ -96,7 +89,8 @@ pub struct MultiGpu {
     fired_total: u64,
     fired: Vec<u32>,
     potentials: Vec<i64>,
-    sorted: Vec<Injection>,
+    /// The input, sorted, when it came unsorted.
+    sorted: Injections,
     info: BackendInfo,
 }
 
@@ -155,9 +149,8 @@ impl MultiGpu {
         };
         let shared = Arc::new(Shared {
             go: AtomicU64::new(0),
-            job: Mutex::new(Job { injection: std::ptr::null(), len: 0 }),
+            job: Mutex::new(Job { input: InjectionSlice::EMPTY }),
             checked: AtomicUsize::new(0),
-            unsorted: AtomicBool::new(false),
             beyond: AtomicBool::new(false),
             stepped: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -190,16 +183,19 @@ impl MultiGpu {
             fired_total: 0,
             fired: Vec::new(),
             potentials: Vec::new(),
-            sorted: Vec::new(),
+            sorted: Injections::new(),
             info,
         })
     }
 
-    /// Run burst `t` over `injection` on every GPU; Ok(false) when a worker found it unsorted.
-    fn run(&mut self, t: u64, injection: &[Injection]) -> Result<bool, BackendError> {
-        *self.shared.job.lock().unwrap() = Job { injection: injection.as_ptr(), len: injection.len() };
+    /// Run burst `t` over `input` (sorted) on every GPU.
+    fn run(&mut self, t: u64, input: InjectionSlice<'_>) -> Result<(), BackendError> {
+        debug_assert!(input.sorted());
+        // SAFETY: only the lifetime changes: the workers read the input during this round alone,
+        // and this call returns only once every worker has reported the round done.
+        let job = Job { input: unsafe { std::mem::transmute::<InjectionSlice<'_>, InjectionSlice<'static>>(input) } };
+        *self.shared.job.lock().unwrap() = job;
         self.shared.checked.store(0, Ordering::SeqCst);
-        self.shared.unsorted.store(false, Ordering::SeqCst);
         self.shared.beyond.store(false, Ordering::SeqCst);
         self.round += 1;
         let round = self.round;
@@ -210,12 +206,9 @@ impl MultiGpu {
         for w in &self.workers {
             wait_until(|| w.done.load(Ordering::Acquire) == round);
         }
-        if self.shared.unsorted.load(Ordering::SeqCst) {
-            return Ok(false);
-        }
+        *self.shared.job.lock().unwrap() = Job { input: InjectionSlice::EMPTY };
         if self.shared.beyond.load(Ordering::SeqCst) {
-            let bad = injection.iter().map(|i| i.neuron).find(|&n| n >= self.neurons).unwrap_or(self.neurons);
-            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.neurons });
+            return Err(out_of_range(input, self.neurons));
         }
         self.fired.clear();
         self.potentials.clear();
@@ -234,7 +227,7 @@ impl MultiGpu {
             Some(e) => Err(e),
             None => {
                 self.burst = t;
-                Ok(true)
+                Ok(())
             }
         }
     }
@@ -301,25 +294,17 @@ fn worker(
         };
         let Some(t) = t else { continue };
         last = t;
-        let job = *shared.job.lock().unwrap();
-        // SAFETY: the caller keeps the injection alive until every worker reports `done == t`.
-        let inj = unsafe { std::slice::from_raw_parts(job.injection, job.len) };
-        // this GPU's share, assuming the injection is sorted by neuron; checked, since every GPU
-        // must agree before any starts (a GPU that ran alone would run ahead of the others)
-        let (lo, hi) = (inj.partition_point(|i| i.neuron < range.start), inj.partition_point(|i| i.neuron < range.end));
-        let mine = &inj[lo..hi];
-        // written into this GPU's pinned buffer; the ids are checked on the way
-        let staged = gpu.stage(mine);
-        if matches!(&staged, Ok(s) if !s.in_range) {
-            shared.unsorted.store(true, Ordering::SeqCst);
-        }
-        if k + 1 == n_workers && hi != inj.len() {
-            // sorted (else some worker flags it), so these lie past the brain's last neuron
+        let input = shared.job.lock().unwrap().input;
+        // this GPU's share (the input is sorted); every GPU must agree before any starts (a GPU
+        // that ran alone would run ahead of the others)
+        let staged = gpu.stage(input.within(range.clone()));
+        if k + 1 == n_workers && input.id_bounds().is_some_and(|(_, max)| max >= range.end) {
+            // these lie past the brain's last neuron
             shared.beyond.store(true, Ordering::SeqCst);
         }
         shared.checked.fetch_add(1, Ordering::AcqRel);
         wait_until(|| shared.checked.load(Ordering::Acquire) == n_workers);
-        if !shared.unsorted.load(Ordering::SeqCst) && !shared.beyond.load(Ordering::SeqCst) {
+        if !shared.beyond.load(Ordering::SeqCst) {
             let r = staged.and_then(|s| gpu.launch(s));
             let mut o = out.lock().unwrap();
             match r {
@@ -353,20 +338,20 @@ impl Backend for MultiGpu {
         self.info.clone()
     }
 
-    fn burst(&mut self, injection: &[Injection]) -> Result<BurstOutput<'_>, BackendError> {
+    fn burst(&mut self, input: InjectionSlice<'_>) -> Result<BurstOutput<'_>, BackendError> {
         // ids are checked by the workers, each over its share, in parallel
         let t = self.burst + 1;
-        if !self.run(t, injection)? {
-            // not sorted by neuron: sort a copy and run again (no GPU has started)
+        if input.sorted() {
+            self.run(t, input)?;
+        } else {
+            // each GPU takes its share by binary search: sort a copy first
             let mut sorted = std::mem::take(&mut self.sorted);
             sorted.clear();
-            sorted.extend_from_slice(injection);
-            sorted.sort_by_key(|i| i.neuron);
-            let r = self.run(t, &sorted);
+            sorted.extend_from(input);
+            sorted.sort();
+            let r = self.run(t, sorted.as_slice());
             self.sorted = sorted;
-            if !r? {
-                return Err(BackendError::Device("the sorted injection was refused as unsorted".into()));
-            }
+            r?;
         }
         Ok(BurstOutput { burst: t, fired: &self.fired, potentials: &self.potentials, fired_total: self.fired_total })
     }
