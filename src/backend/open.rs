@@ -154,6 +154,8 @@ mod tests {
         assert_eq!(d, vec![0]);
         assert!(why.unwrap().contains("1 of 4"));
         let (d, _) = gpu_devices(&c, 20_000_000, 4).unwrap();
+        assert_eq!(d, vec![0], "one GPU is faster than several up to 80M neurons (docs/sharding.md)");
+        let (d, _) = gpu_devices(&c, 400_000_000, 4).unwrap();
         assert_eq!(d, vec![0, 1, 2, 3]);
         // one GPU, the default
         let c = cfg(ShardCount::Count(1), vec![], BackendKind::Cuda);
