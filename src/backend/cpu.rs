@@ -17,7 +17,9 @@ use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
 use crate::memory;
 use crate::model::neuron::excited;
-use crate::model::{fixed, step, AreaParams, Injection, NeuronState, FLAG_GRADIENT, FLAG_MP_ACC, FLAG_NEVER_FIRE, FLAG_POWER, LEAK_LINEAR};
+use crate::model::{
+    fixed, step, AreaParams, InjectionSlice, NeuronState, FLAG_GRADIENT, FLAG_MP_ACC, FLAG_NEVER_FIRE, FLAG_POWER, LEAK_LINEAR,
+};
 use crate::shard::ShardPlan;
 
 /// An input accumulator element: `i32` when it provably cannot overflow, else `i64`.
@@ -111,7 +113,7 @@ impl Shard {
 
     /// Propagate the last burst's spikes, then step every neuron; `injection` is sorted and within
     /// this shard's range.
-    fn burst(&mut self, spikes: &[u32], table: &[i32], injection: &[Injection], params: &[AreaParams], t: u64) {
+    fn burst(&mut self, spikes: &[u32], table: &[i32], injection: InjectionSlice<'_>, params: &[AreaParams], t: u64) {
         match &mut self.input {
             Input::Narrow(input) => {
                 propagate(input, &self.conn, table, spikes, &mut self.rows);
@@ -126,7 +128,7 @@ impl Shard {
 }
 
 impl State {
-    fn step_all<A: Acc>(&mut self, input: &mut [A], params: &[AreaParams], t: u64, injection: &[Injection]) {
+    fn step_all<A: Acc>(&mut self, input: &mut [A], params: &[AreaParams], t: u64, injection: InjectionSlice<'_>) {
         self.fired.clear();
         self.fired_v.clear();
         let mut inj = injection.iter().peekable();
@@ -326,12 +328,11 @@ impl ShardEngine for CpuEngine {
         }
     }
 
-    fn burst(&mut self, t: u64, spikes: &[u32], inj: &[Injection]) -> Result<(), BackendError> {
+    fn burst(&mut self, t: u64, spikes: &[u32], input: InjectionSlice<'_>) -> Result<(), BackendError> {
         let (table, params) = (&self.contributions, &self.params);
         let run = |shard: &mut Shard| {
-            let r = &shard.conn.targets_range;
-            let (lo, hi) = (inj.partition_point(|i| i.neuron < r.start), inj.partition_point(|i| i.neuron < r.end));
-            shard.burst(spikes, table, &inj[lo..hi], params, t);
+            let share = input.within(shard.conn.targets_range.clone());
+            shard.burst(spikes, table, share, params, t);
         };
         if self.pieces.len() == 1 {
             run(&mut self.pieces[0]);

@@ -68,10 +68,11 @@ pub enum BackendError {
     Device(String),
 }
 
-/// The error for `input`, some of whose ids are `neurons` or more: it names the first such id.
-pub(crate) fn out_of_range(input: InjectionSlice<'_>, neurons: u32) -> BackendError {
-    let neuron = input.ids().iter().copied().find(|&n| n >= neurons).unwrap_or(neurons);
-    BackendError::InjectionOutOfRange { neuron, neurons }
+/// The error for `input`, some of whose ids lie outside `own` (the neurons a backend runs): it
+/// names the first such id.
+pub(crate) fn out_of_range(input: InjectionSlice<'_>, own: Range<u32>) -> BackendError {
+    let neuron = input.ids().iter().copied().find(|n| !own.contains(n)).unwrap_or(own.end);
+    BackendError::InjectionOutOfRange { neuron, neurons: own.end }
 }
 
 /// The one small trait every backend implements.

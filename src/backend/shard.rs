@@ -11,7 +11,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
-use crate::model::{Injection, InjectionSlice, NeuronState};
+use crate::model::{InjectionSlice, Injections, NeuronState};
 
 /// One shard of a brain.
 pub trait ShardEngine: Send {
@@ -21,9 +21,9 @@ pub trait ShardEngine: Send {
     fn info(&self) -> BackendInfo;
 
     /// Run burst `t`: propagate `spikes` (every neuron of the whole brain that fired in burst
-    /// `t - 1`, in any order), then step the own neurons with `injection` (only own neurons,
-    /// sorted by neuron). The own fired neurons are then in [`ShardEngine::fired`].
-    fn burst(&mut self, t: u64, spikes: &[u32], injection: &[Injection]) -> Result<(), BackendError>;
+    /// `t - 1`, in any order), then step the own neurons with `input` (only own neurons, sorted by
+    /// neuron). The own fired neurons are then in [`ShardEngine::fired`].
+    fn burst(&mut self, t: u64, spikes: &[u32], input: InjectionSlice<'_>) -> Result<(), BackendError>;
 
     /// The own neurons that fired in the last burst, ascending, and their potentials at fire.
     fn fired(&self) -> (&[u32], &[i64]);
@@ -92,8 +92,8 @@ pub struct Sharded<E: ShardEngine> {
     readback: Readback,
     out: Vec<u32>,
     out_v: Vec<i64>,
-    /// Scratch: the injection, sorted by neuron.
-    injection: Vec<Injection>,
+    /// The input, sorted, when it came unsorted.
+    sorted: Injections,
 }
 
 impl<E: ShardEngine> Sharded<E> {
@@ -115,7 +115,7 @@ impl<E: ShardEngine> Sharded<E> {
             readback,
             out: Vec::new(),
             out_v: Vec::new(),
-            injection: Vec::new(),
+            sorted: Injections::new(),
         }
     }
 
@@ -139,19 +139,22 @@ impl<E: ShardEngine> Backend for Sharded<E> {
 
     fn burst(&mut self, input: InjectionSlice<'_>) -> Result<BurstOutput<'_>, BackendError> {
         if input.id_bounds().is_some_and(|(_, max)| max >= self.neurons) {
-            return Err(out_of_range(input, self.neurons));
+            return Err(out_of_range(input, 0..self.neurons));
         }
-        self.injection.clear();
-        self.injection.extend(input.iter());
-        if !input.sorted() {
-            self.injection.sort_by_key(|i| i.neuron);
-        }
+        // each engine takes its share by binary search: sorted input goes as it is
+        let input = if input.sorted() {
+            input
+        } else {
+            self.sorted.clear();
+            self.sorted.extend_from(input);
+            self.sorted.sort();
+            self.sorted.as_slice()
+        };
         let t = self.burst + 1;
-        let (spikes, inj) = (&self.fired, &self.injection);
+        let spikes = &self.fired;
         let run = |e: &mut E| {
-            let r = e.range();
-            let (lo, hi) = (inj.partition_point(|i| i.neuron < r.start), inj.partition_point(|i| i.neuron < r.end));
-            e.burst(t, spikes, &inj[lo..hi])
+            let share = input.within(e.range());
+            e.burst(t, spikes, share)
         };
         if self.engines.len() == 1 {
             run(&mut self.engines[0])?;

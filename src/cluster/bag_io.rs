@@ -146,7 +146,7 @@ impl BagIo {
         self.ignored.clear();
         for k in 1..=c {
             self.schedule.offer(&self.bag, k, &mut intake, &mut self.ignored);
-            intake.injection_vec(&mut Vec::new());
+            intake.encode_pending();
             outputs.decode(k, &self.history[k as usize - 1], 0, &self.layout, self.schedule.time(k));
         }
         self.intake = intake;

@@ -22,7 +22,7 @@ use crate::backend::shard::ShardEngine;
 use crate::backend::BackendError;
 use crate::brain::Brain;
 use crate::genome::{AreaKind, Genome};
-use crate::model::{Injection, Layout, NeuronState};
+use crate::model::{Injection, Injections, Layout, NeuronState};
 use crate::shard::{PlanError, Strategy};
 use crate::transport::zenoh::{ZenohConfig, ZenohMode};
 
@@ -179,6 +179,7 @@ struct Shard {
     parts: Vec<Vec<u32>>,
     whole: Vec<u32>,
     input: Vec<Injection>,
+    input_cols: Injections,
     injection: Vec<Injection>,
     /// What this shard sent lately, to send again while a peer's message is overdue.
     sent: Outbox,
@@ -364,6 +365,7 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         parts: vec![Vec::new(); n],
         whole: Vec::new(),
         input: Vec::new(),
+        input_cols: Injections::new(),
         injection: Vec::new(),
         sent: Outbox::new(n),
         record,
@@ -755,7 +757,11 @@ impl Shard {
                 return Ok(EpochEnd::Done(Outcome::Interrupted));
             }
             let t0 = Instant::now();
-            self.engine.burst(b + 1, &self.whole, &self.input)?;
+            // the engines take the input as columns, sorted (this shard's share arrived sorted)
+            self.input_cols.clear();
+            self.input_cols.extend(self.input.iter().copied());
+            self.input_cols.sort();
+            self.engine.burst(b + 1, &self.whole, self.input_cols.as_slice())?;
             if b + 1 > c + self.o.warmup + 1 {
                 self.report.compute_us.push(t0.elapsed().as_secs_f64() * 1e6);
             }

@@ -126,8 +126,9 @@ impl Intake {
         out.extend(self.held.iter().flatten().copied());
     }
 
-    /// Encode the latest message of every topic that received one since the last burst.
-    fn encode_pending(&mut self) {
+    /// Encode the latest message of every topic that received one since the last burst (the
+    /// encoders' state moves on; [`Intake::injection`] does this first).
+    pub fn encode_pending(&mut self) {
         for (topic, (type_name, payload)) in std::mem::take(&mut self.pending) {
             let stats = self.stats.get_mut(&topic).expect("pending topics are configured");
             let mut ok = true;

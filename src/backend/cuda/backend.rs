@@ -8,7 +8,7 @@ use cudarc::driver::{result, sys, CudaContext, CudaGraph, CudaSlice, CudaStream,
 
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
-use crate::backend::{Backend, BackendError, BackendInfo, BurstOutput, Readback};
+use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
 use crate::model::{AreaParams, InjectionSlice, NeuronState, Values};
@@ -261,6 +261,30 @@ fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
 fn dptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
     let (p, _sync) = s.device_ptr(stream);
     p
+}
+
+/// The entry format of an input and the value the header carries: 2 = one value for all (the ids
+/// alone, 4 bytes each), 0 = (id, i32 value), 1 = (id, i64 value).
+fn entry_format(values: Values<'_>) -> (u64, i64) {
+    match values {
+        Values::Same(p) => (2, p.0),
+        Values::Each(v) => {
+            let first = v.first().copied().unwrap_or(0);
+            let (mut same, mut narrow) = (true, true);
+            for &x in v {
+                same &= x == first;
+                narrow &= x == x as i32 as i64;
+            }
+            let fmt = if same {
+                2
+            } else if narrow {
+                0
+            } else {
+                1
+            };
+            (fmt, first)
+        }
+    }
 }
 
 /// A burst's injection, written into the pinned buffer and not yet launched (see
@@ -1026,9 +1050,7 @@ impl Backend for CudaBackend {
     fn burst(&mut self, input: InjectionSlice<'_>) -> Result<BurstOutput<'_>, BackendError> {
         let staged = self.stage(input)?;
         if !staged.in_range {
-            let r = self.base..self.base + self.neurons;
-            let bad = input.ids().iter().copied().find(|n| !r.contains(n)).unwrap_or(r.end);
-            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: r.end });
+            return Err(out_of_range(input, self.base..self.base + self.neurons));
         }
         self.launch(staged)
     }
@@ -1057,28 +1079,7 @@ impl CudaBackend {
         // the early step with no neuron twice: `fix` injects too (no `inject`, no sums)
         let fused = self.early.is_some() && input.ascending();
         let ids = input.ids();
-        // Entry format: 2 = one value for all (4-byte ids), 0 = (id, i32 value), 1 = (id, i64 value).
-        let (fmt, first): (u64, i64) = match input.values() {
-            Values::Same(p) => (2, p.0),
-            Values::Each(v) => {
-                let first = v.first().copied().unwrap_or(0);
-                let (mut same, mut narrow) = (true, true);
-                for &x in v {
-                    same &= x == first;
-                    narrow &= x == x as i32 as i64;
-                }
-                (
-                    if same {
-                        2
-                    } else if narrow {
-                        0
-                    } else {
-                        1
-                    },
-                    first,
-                )
-            }
-        };
+        let (fmt, first) = entry_format(input.values());
         let entry = [8, 16, 4][fmt as usize];
         let in_bytes = 16 + entry * ids.len();
         let mapped = in_bytes <= self.zc_max;
@@ -1087,22 +1088,22 @@ impl CudaBackend {
         // SAFETY: the buffer holds `in_bytes` (ensured above) and nothing reads it now: the previous
         // burst has completed (it published its output after it had read the injection).
         unsafe {
-            match (fmt, input.values()) {
-                (2, _) => std::ptr::copy_nonoverlapping(ids.as_ptr(), base.add(16) as *mut u32, ids.len()),
-                (1, Values::Each(v)) => {
+            match input.values() {
+                Values::Each(v) if fmt == 1 => {
                     let dst = base.add(16) as *mut u64;
                     for (i, (&n, &p)) in ids.iter().zip(v).enumerate() {
                         dst.add(2 * i).write(n as u64);
                         dst.add(2 * i + 1).write(p as u64);
                     }
                 }
-                (_, Values::Each(v)) => {
+                Values::Each(v) if fmt == 0 => {
                     let dst = base.add(16) as *mut u64;
                     for (i, (&n, &p)) in ids.iter().zip(v).enumerate() {
                         dst.add(i).write(n as u64 | ((p as i32 as u32 as u64) << 32));
                     }
                 }
-                (_, Values::Same(_)) => unreachable!("uniform input is format 2"),
+                // format 2: the id column as it is
+                _ => std::ptr::copy_nonoverlapping(ids.as_ptr(), base.add(16) as *mut u32, ids.len()),
             }
             (base as *mut u64).write(ids.len() as u64 | (fused as u64) << 61 | (fmt << 62));
             (base as *mut u64).add(1).write(first as u64);

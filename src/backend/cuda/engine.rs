@@ -14,7 +14,7 @@ use super::backend::{CudaBackend, GpuShard};
 use crate::backend::shard::{check_lengths, ShardEngine};
 use crate::backend::{Backend, BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
-use crate::model::{Injection, Injections, NeuronState};
+use crate::model::{InjectionSlice, NeuronState};
 
 /// One GPU of the shard.
 struct Gpu {
@@ -24,18 +24,12 @@ struct Gpu {
     count: CudaSlice<u64>,
     fired: Vec<u32>,
     fired_v: Vec<i64>,
-    /// This GPU's share of the injection.
-    input: Injections,
 }
 
 impl Gpu {
-    fn burst(&mut self, spikes: &[u32], injection: &[Injection]) -> Result<(), BackendError> {
-        let (lo, hi) =
-            (injection.partition_point(|i| i.neuron < self.range.start), injection.partition_point(|i| i.neuron < self.range.end));
+    fn burst(&mut self, spikes: &[u32], input: InjectionSlice<'_>) -> Result<(), BackendError> {
         self.backend.upload_spikes(spikes, &mut self.spikes, &mut self.count)?;
-        self.input.clear();
-        self.input.extend(injection[lo..hi].iter().copied());
-        let out = self.backend.burst(self.input.as_slice())?;
+        let out = self.backend.burst(input.within(self.range.clone()))?;
         self.fired.clear();
         self.fired.extend_from_slice(out.fired);
         self.fired_v.clear();
@@ -82,7 +76,7 @@ impl CudaShardEngine {
                 GpuShard { part, params: brain.layout.params.clone(), contributions: brain.connectome.contributions.clone(), neurons };
             let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device)?;
             let (spikes, count) = backend.connect_host()?;
-            gpus.push(Gpu { backend, range: r, spikes, count, fired: Vec::new(), fired_v: Vec::new(), input: Injections::new() });
+            gpus.push(Gpu { backend, range: r, spikes, count, fired: Vec::new(), fired_v: Vec::new() });
         }
         let infos: Vec<BackendInfo> = gpus.iter().map(|g| g.backend.info()).collect();
         let info = BackendInfo {
@@ -104,15 +98,15 @@ impl ShardEngine for CudaShardEngine {
         self.info.clone()
     }
 
-    fn burst(&mut self, t: u64, spikes: &[u32], injection: &[Injection]) -> Result<(), BackendError> {
+    fn burst(&mut self, t: u64, spikes: &[u32], input: InjectionSlice<'_>) -> Result<(), BackendError> {
         let last = self.gpus[0].backend.bursts();
         if t != last + 1 {
             return Err(BackendError::Device(format!("burst {t} asked of a GPU shard whose last burst was {last}")));
         }
         if self.gpus.len() == 1 {
-            self.gpus[0].burst(spikes, injection)?;
+            self.gpus[0].burst(spikes, input)?;
         } else {
-            self.gpus.par_iter_mut().try_for_each(|g| g.burst(spikes, injection))?;
+            self.gpus.par_iter_mut().try_for_each(|g| g.burst(spikes, input))?;
         }
         self.fired.clear();
         self.fired_v.clear();

@@ -208,7 +208,7 @@ impl MultiGpu {
         }
         *self.shared.job.lock().unwrap() = Job { input: InjectionSlice::EMPTY };
         if self.shared.beyond.load(Ordering::SeqCst) {
-            return Err(out_of_range(input, self.neurons));
+            return Err(out_of_range(input, 0..self.neurons));
         }
         self.fired.clear();
         self.potentials.clear();
