@@ -421,6 +421,7 @@ pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityRep
         let mut reference = CpuBackend::new(brain, readback.clone());
         let mut cand = candidate(&genome, cand_brain, readback.clone())
             .map_err(|e| format!("brain seed {seed}: the candidate backend failed to start: {e}"))?;
+        cand.prepare_input(&mut inj);
         if report.candidate.is_empty() {
             let info = cand.info();
             report.candidate = format!("{} on {}", info.backend, info.device);
@@ -497,8 +498,19 @@ pub fn cpu_candidate(_: &Genome, brain: Brain, readback: Readback) -> Result<Box
 }
 
 /// The CUDA backend on `device` as a candidate.
+///
+/// Every second brain copies each burst's ids to the GPU from the caller's page-locked column
+/// ([`Backend::prepare_input`]; by default only columns of 16 KB and more, so W(1M) and W(5M)
+/// but none of these small brains), the others from the backend's own buffer.
 pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> {
-    move |_, brain, readback| Ok(Box::new(crate::backend::cuda::CudaBackend::new(brain, readback, device)?) as Box<dyn Backend>)
+    let built = std::sync::atomic::AtomicUsize::new(0);
+    move |_, brain, readback| {
+        let mut b = crate::backend::cuda::CudaBackend::new(brain, readback, device)?;
+        if built.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2 == 1 {
+            b.set_lend_min(Some(0));
+        }
+        Ok(Box::new(b) as Box<dyn Backend>)
+    }
 }
 
 /// A sharded candidate: `shards` CPU shards in this process (`devices` empty), or one GPU per

@@ -9,7 +9,7 @@ pub mod shard;
 
 use std::ops::Range;
 
-use crate::model::{InjectionSlice, NeuronState};
+use crate::model::{InjectionSlice, Injections, NeuronState};
 
 pub use select::{choose, BackendKind, Choice, GpuProbe};
 
@@ -81,6 +81,12 @@ pub trait Backend: Send {
 
     /// Run the next burst with this sensory input (any order; repeated neurons add up).
     fn burst(&mut self, input: InjectionSlice<'_>) -> Result<BurstOutput<'_>, BackendError>;
+
+    /// Called with the buffer the caller fills for every burst, before the first: the backend may
+    /// take a hold on its memory ([`Injections::hold_ids`]). The CUDA backend page-locks the id
+    /// column, so a burst's copy to the GPU reads it in place instead of copying it to a buffer of
+    /// its own first. Any input still works; this only spares a copy. Default: nothing.
+    fn prepare_input(&mut self, _input: &mut Injections) {}
 
     /// Copy out the whole neuron state (for checkpoints and parity checks).
     fn snapshot(&mut self) -> Result<NeuronState, BackendError>;

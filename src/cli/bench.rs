@@ -73,6 +73,7 @@ struct Measured {
 fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend) -> anyhow::Result<Measured> {
     let mut run = move || -> anyhow::Result<Measured> {
         let mut injection = Injections::new();
+        backend.prepare_input(&mut injection);
         let mut m = Measured { lat_us: Vec::with_capacity(a.bursts as usize), ..Default::default() };
         // paced (--hz): the node's clock (sleep, then spin through the last 200 us)
         let mut clock = (a.hz > 0.0).then(|| Clock::new(a.hz, Instant::now()));

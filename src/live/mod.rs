@@ -113,6 +113,7 @@ pub fn run(
 
     let mut drive = drive;
     let mut injection = Injections::new();
+    backend.prepare_input(&mut injection);
     let mut summary = Summary::default();
     tracing::info!("bursting at {rate} Hz ({} neurons, {} synapses, {})", layout.neurons, opened.synapses, backend.info().device);
 

@@ -8,14 +8,22 @@
 //! backend a pass over the input: at W(5M)'s 50k entries, reading 16-byte [`Injection`]s to learn
 //! them took ~40 us of each burst on an H100 host.
 
+use std::any::Any;
+use std::fmt;
 use std::ops::Range;
 
 use super::{Injection, Potential};
 
+/// A hold a backend keeps on an [`Injections`]' id column (the GPU page-locks it, so a burst's
+/// copy reads it in place). Opaque to the model: the column drops it before its memory moves
+/// (growing past its capacity) or is freed.
+pub type ColumnHold = Box<dyn Any + Send + Sync>;
+
 /// One burst's sensory input: neuron ids and their potentials, as columns. Several entries of one
 /// neuron add up; the order of entries does not matter to any backend.
-#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Injections {
+    /// Declared before `ids`, so it drops first.
+    hold: Option<ColumnHold>,
     ids: Vec<u32>,
     /// One potential per id once two differ; empty while every entry carries `first`.
     each: Vec<i64>,
@@ -27,6 +35,35 @@ pub struct Injections {
     ascending: bool,
 }
 
+impl Clone for Injections {
+    /// The copy has no hold: its column lives elsewhere.
+    fn clone(&self) -> Injections {
+        Injections { hold: None, ids: self.ids.clone(), each: self.each.clone(), ..*self }
+    }
+}
+
+impl PartialEq for Injections {
+    /// The same entries with the same flags (holds aside).
+    fn eq(&self, o: &Injections) -> bool {
+        (&self.ids, &self.each, self.first, self.sorted, self.ascending) == (&o.ids, &o.each, o.first, o.sorted, o.ascending)
+    }
+}
+
+impl Eq for Injections {}
+
+impl fmt::Debug for Injections {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Injections")
+            .field("ids", &self.ids)
+            .field("each", &self.each)
+            .field("first", &self.first)
+            .field("sorted", &self.sorted)
+            .field("ascending", &self.ascending)
+            .field("held", &self.hold.is_some())
+            .finish()
+    }
+}
+
 impl Default for Injections {
     fn default() -> Self {
         Injections::new()
@@ -35,7 +72,7 @@ impl Default for Injections {
 
 impl Injections {
     pub const fn new() -> Injections {
-        Injections { ids: Vec::new(), each: Vec::new(), first: 0, sorted: true, ascending: true }
+        Injections { hold: None, ids: Vec::new(), each: Vec::new(), first: 0, sorted: true, ascending: true }
     }
 
     pub fn with_capacity(n: usize) -> Injections {
@@ -59,9 +96,33 @@ impl Injections {
         self.ids.is_empty()
     }
 
+    /// Give the id column room for `n` ids and let `hold` take a hold on that memory: it gets the
+    /// column's address and its capacity in bytes, and returns its hold (None: no hold). The column
+    /// keeps the hold until its memory moves (a push past the capacity), or it is dropped; a
+    /// later call replaces it.
+    pub fn hold_ids(&mut self, n: usize, hold: impl FnOnce(*const u8, usize) -> Option<ColumnHold>) {
+        self.hold = None;
+        self.ids.reserve(n.saturating_sub(self.ids.len()));
+        self.hold = hold(self.ids.as_ptr() as *const u8, self.ids.capacity() * 4);
+    }
+
+    /// The hold on the id column, if any (see [`Injections::hold_ids`]).
+    pub fn hold(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.hold.as_deref()
+    }
+
+    /// Drop the hold before the id column grows past its capacity (and moves).
+    #[inline]
+    fn room(&mut self, more: usize) {
+        if self.hold.is_some() && self.ids.capacity() - self.ids.len() < more {
+            self.hold = None;
+        }
+    }
+
     /// Add `potential` to `neuron` in this burst.
     #[inline]
     pub fn push(&mut self, neuron: u32, potential: Potential) {
+        self.room(1);
         match self.ids.last() {
             None => self.first = potential.0,
             Some(&last) => {
@@ -95,6 +156,7 @@ impl Injections {
             if !self.each.is_empty() {
                 self.each.resize(self.each.len() + rest.len(), potential.0);
             }
+            self.room(rest.len());
             self.ids.extend_from_slice(rest);
         }
     }
@@ -132,7 +194,7 @@ impl Injections {
 
     pub fn as_slice(&self) -> InjectionSlice<'_> {
         let values = if self.each.is_empty() { Values::Same(Potential(self.first)) } else { Values::Each(&self.each) };
-        InjectionSlice { ids: &self.ids, values, sorted: self.sorted, ascending: self.ascending }
+        InjectionSlice { ids: &self.ids, values, sorted: self.sorted, ascending: self.ascending, hold: self.hold() }
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Injection> + '_ {
@@ -194,18 +256,38 @@ pub enum Values<'a> {
 
 /// A borrowed run of injections: a whole [`Injections`], or the part of a sorted one within an id
 /// range.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct InjectionSlice<'a> {
     ids: &'a [u32],
     values: Values<'a>,
     sorted: bool,
     ascending: bool,
+    /// The hold on the whole column the ids lie in (see [`Injections::hold_ids`]).
+    hold: Option<&'a (dyn Any + Send + Sync)>,
+}
+
+impl fmt::Debug for InjectionSlice<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InjectionSlice")
+            .field("ids", &self.ids)
+            .field("values", &self.values)
+            .field("sorted", &self.sorted)
+            .field("ascending", &self.ascending)
+            .field("held", &self.hold.is_some())
+            .finish()
+    }
 }
 
 impl<'a> InjectionSlice<'a> {
     /// No input.
     pub const EMPTY: InjectionSlice<'static> =
-        InjectionSlice { ids: &[], values: Values::Same(Potential(0)), sorted: true, ascending: true };
+        InjectionSlice { ids: &[], values: Values::Same(Potential(0)), sorted: true, ascending: true, hold: None };
+
+    /// The hold on the column the ids lie in, if any: a backend that took it (by
+    /// [`Injections::hold_ids`]) knows that memory.
+    pub fn hold(&self) -> Option<&'a (dyn Any + Send + Sync)> {
+        self.hold
+    }
 
     pub fn ids(&self) -> &'a [u32] {
         self.ids
@@ -284,7 +366,7 @@ impl<'a> InjectionSlice<'a> {
         let ids = &self.ids[r];
         let ascending = self.ascending || ids.windows(2).all(|w| w[0] < w[1]);
         let sorted = self.sorted || ascending || ids.is_sorted();
-        InjectionSlice { ids, values, sorted, ascending }
+        InjectionSlice { ids, values, sorted, ascending, hold: self.hold }
     }
 
     /// The entries as [`Injection`]s.
@@ -330,6 +412,45 @@ mod tests {
         assert_eq!(s.get(3), inj(4, -1));
         v.clear();
         assert_eq!(v, Injections::new());
+    }
+
+    #[test]
+    fn a_hold_on_the_id_column_lasts_until_the_column_moves() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        struct Hold(usize, usize, Arc<AtomicUsize>);
+        impl Drop for Hold {
+            fn drop(&mut self) {
+                self.2.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let mut v = Injections::new();
+        let d = dropped.clone();
+        v.hold_ids(8, |p, bytes| Some(Box::new(Hold(p as usize, bytes, d))));
+        let h = v.hold().and_then(|h| h.downcast_ref::<Hold>()).expect("held");
+        let (at, bytes) = (h.0, h.1);
+        assert!(bytes >= 32 && at == v.as_slice().ids().as_ptr() as usize);
+        assert!(v.as_slice().hold().is_some() && v.as_slice().sub(0..0).hold().is_some());
+        // filling within the capacity keeps it; the copy and equality ignore it
+        v.extend_ids(&vec![1; bytes / 4 - 1], Potential(1));
+        v.push(2, Potential(3));
+        assert!(v.hold().is_some() && v.clone().hold().is_none() && v.clone() == v);
+        assert_eq!(dropped.load(Ordering::SeqCst), 0);
+        // one more id moves the column: the hold goes first
+        v.push(3, Potential(3));
+        assert!(v.hold().is_none());
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        // clearing keeps the memory, and a new hold replaces the old one
+        let d = dropped.clone();
+        v.hold_ids(4, |_, _| Some(Box::new(Hold(0, 0, d))));
+        let d = dropped.clone();
+        v.hold_ids(4, |_, _| Some(Box::new(Hold(0, 0, d))));
+        assert_eq!(dropped.load(Ordering::SeqCst), 2);
+        v.clear();
+        assert!(v.hold().is_some());
+        drop(v);
+        assert_eq!(dropped.load(Ordering::SeqCst), 3);
     }
 
     #[test]

@@ -255,6 +255,7 @@ pub fn replay(
     let mut sums: Vec<Vec<f64>> = last_values.clone();
     let started = std::time::Instant::now();
     let mut injection = Injections::new();
+    backend.prepare_input(&mut injection);
     for k in 1..=total {
         if opts.stop.load(Ordering::SeqCst) {
             summary.interrupted = true;

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use cudarc::driver::{result, sys, CudaContext, CudaGraph, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
+use super::memory::{ColumnLock, MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
-use crate::model::{AreaParams, InjectionSlice, NeuronState, Values};
+use crate::model::{AreaParams, InjectionSlice, Injections, NeuronState, Values};
 
 const BLOCK: u32 = 256;
 /// Neurons per thread of `step` (STEP_ITEMS in burst.cu).
@@ -37,6 +37,11 @@ const M_CORR: usize = 8;
 /// Default of `zc_max` (bytes): 0, always copy. Reading a 4 KB injection from mapped memory
 /// (W(100k)) measured ~3 us slower per burst than the copy on an H100 VM.
 const DEFAULT_ZC_MAX: usize = 0;
+/// Default of `lend_min` (bytes).
+const DEFAULT_LEND_MIN: usize = 16 << 10;
+/// Ids `prepare_input` makes room for (and locks), at least: 256 KB, so the column has pages of
+/// its own, and a sixteenth of the neurons.
+const LEND_IDS_MIN: usize = 1 << 16;
 /// Blocks of `propagate` that read a mapped injection (each reads the header over PCIe).
 const ZC_BLOCKS: u32 = 8;
 
@@ -228,6 +233,9 @@ pub struct CudaBackend {
     trace: Option<Trace>,
     /// The read-back entries of a burst, copied out of the mapped buffer.
     rb_raw: Vec<u64>,
+    /// An id column of at least this many bytes that `prepare_input` page-locked is copied to the
+    /// GPU where it lies (see `set_lend_min`).
+    lend_min: Option<usize>,
 }
 
 /// Where the time of a burst goes (NEUROBURST_CUDA_TRACE=1): host phases and GPU time by events
@@ -297,6 +305,9 @@ pub(crate) struct Staged {
     fused: bool,
     /// Every id lies within this GPU's neurons.
     pub in_range: bool,
+    /// Some(address): the ids lie in a column `prepare_input` page-locked; they are copied from
+    /// there (the pinned buffer holds only the header).
+    lent: Option<usize>,
 }
 
 /// Sorted, merged, clipped readback ranges; None = every neuron.
@@ -581,6 +592,11 @@ impl CudaBackend {
             sync_stream: std::env::var("NEUROBURST_CUDA_SYNC").is_ok_and(|v| v == "stream"),
             zc_max: env_usize("NEUROBURST_CUDA_ZC_MAX", DEFAULT_ZC_MAX),
             rb_raw: Vec::new(),
+            lend_min: match std::env::var("NEUROBURST_CUDA_LEND_MIN").as_deref() {
+                Ok("off") => None,
+                Ok(v) => Some(v.parse().unwrap_or(DEFAULT_LEND_MIN)),
+                Err(_) => Some(DEFAULT_LEND_MIN),
+            },
             trace: None,
         };
         let trace = std::env::var("NEUROBURST_CUDA_TRACE").unwrap_or_default();
@@ -605,6 +621,15 @@ impl CudaBackend {
     }
 
     /// What the brain occupies on the device.
+    /// Copy the ids of a burst from the column `prepare_input` locked when they take at least
+    /// this many bytes (None: lock nothing). Default 16 KB (NEUROBURST_CUDA_LEND_MIN: bytes, or
+    /// `off`): below it, the graph's extra `load_header` costs more than the copy into the
+    /// backend's buffer (W(100k): 4 KB, p50 +2 us; W(1M): 40 KB, even; W(5M): 200 KB, -10 us).
+    /// Takes effect at the next `prepare_input`.
+    pub fn set_lend_min(&mut self, bytes: Option<usize>) {
+        self.lend_min = bytes;
+    }
+
     pub fn plan(&self) -> &MemoryPlan {
         &self.plan
     }
@@ -780,12 +805,14 @@ impl CudaBackend {
         self.copy_graphs.clear();
         self.pre.clear();
         let zc = env_usize("NEUROBURST_CUDA_ZC_BLOCKS", ZC_BLOCKS as usize) as u32;
-        // index 4 * fused + 2 * side + mapped; the fused ones only with the early step
+        // index `graph_index`; the fused ones only with the early step
         let fused: &[bool] = if self.early.is_some() { &[false, true] } else { &[false] };
         for &f in fused {
-            for (r, mapped) in [(0, 0u32), (0, zc), (1, 0), (1, zc)] {
-                let g = self.capture(r, mapped, 0, f)?;
-                self.graphs.push(g);
+            for r in 0..2 {
+                for (mapped, lent) in [(0, false), (zc, false), (0, true)] {
+                    let g = self.capture(r, mapped, 0, f, lent)?;
+                    self.graphs.push(g);
+                }
             }
         }
         if self.ahead {
@@ -919,7 +946,9 @@ impl CudaBackend {
     /// (the propagation ran before it), and on one GPU it ends with the next burst's propagation;
     /// else it propagates (after gathering, on one GPU of several), injects and steps.
     /// `fused` (early step, no neuron injected twice): no `inject`, `fix` reads the injection itself.
-    fn capture(&self, r: usize, mapped: u32, copy_bytes: usize, fused: bool) -> Result<CudaGraph, BackendError> {
+    /// `lent`: the host copies only the ids (from the caller's column); `load_header` first reads
+    /// the header from the pinned buffer.
+    fn capture(&self, r: usize, mapped: u32, copy_bytes: usize, fused: bool, lent: bool) -> Result<CudaGraph, BackendError> {
         let net = self.net_for(r);
         let step_cfg = self.step_cfg();
         let inj_blocks = if mapped > 0 { mapped } else { self.inj_grid };
@@ -937,6 +966,11 @@ impl CudaBackend {
                 unsafe { sys::cuMemcpyHtoDAsync_v2(self.net.host_in, self.host_in.ptr() as *const _, copy_bytes, s.cu_stream()) }
                     .result()
                     .map_err(dev_err("capturing the injection copy"))?;
+            }
+            if lent {
+                let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+                // SAFETY: reads the 16-byte header of the mapped pinned buffer, writes it to `dev_in`.
+                unsafe { s.launch_builder(&self.kernels.load_header).arg(&net).launch(one) }.map_err(dev_err("capturing load_header"))?;
             }
             if !fused {
                 // SAFETY: as in `record_propagation`; `inject` reads the injection (header + entries,
@@ -975,7 +1009,7 @@ impl CudaBackend {
         let bytes = in_bytes.next_power_of_two().max(4096).min(self.host_in.len());
         let key = (self.cur, bytes, fused);
         if !self.copy_graphs.contains_key(&key) {
-            let g = self.capture(self.cur, 0, bytes, fused)?;
+            let g = self.capture(self.cur, 0, bytes, fused, false)?;
             self.copy_graphs.insert(key, g);
         }
         Ok(&self.copy_graphs[&key])
@@ -995,6 +1029,17 @@ impl CudaBackend {
         self.net.in_cap = cap as u64;
         self.net.host_map = self.host_in.dev();
         self.capture_graphs()
+    }
+
+    /// Copy the ids from the caller's locked column (at `ids`, `in_bytes - 16` bytes); the graph's
+    /// `load_header` reads the header from the pinned buffer.
+    fn copy_lent(&self, ids: usize, in_bytes: usize) -> Result<(), BackendError> {
+        // SAFETY: page-locked host memory (the caller's column, which `stage` checked lies in a
+        // `ColumnLock` of this context and which the caller cannot touch before the burst
+        // returns, when the copy is done) to `dev_in` after the header (`ensure_in_capacity`).
+        unsafe { sys::cuMemcpyHtoDAsync_v2(self.net.host_in + 16, ids as *const _, in_bytes - 16, self.stream.cu_stream()) }
+            .result()
+            .map_err(dev_err("copying the injection"))
     }
 
     fn wait_for(&mut self, t: u64) -> Result<(), BackendError> {
@@ -1062,6 +1107,16 @@ impl Backend for CudaBackend {
     fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
         self.restore_impl(st)
     }
+
+    fn prepare_input(&mut self, input: &mut Injections) {
+        if self.lend_min.is_none() || self.sharded {
+            return;
+        }
+        let ids = LEND_IDS_MIN.max(self.neurons as usize / 16);
+        let ctx = self.ctx.clone();
+        input.hold_ids(ids, |ptr, bytes| ColumnLock::new(&ctx, ptr, bytes).map(|l| Box::new(l) as _));
+        tracing::debug!(ids, locked = input.hold().is_some(), "CUDA: the input's id column page-locked");
+    }
 }
 
 impl CudaBackend {
@@ -1071,7 +1126,7 @@ impl CudaBackend {
         // no scan for sorted input (the usual case): its bounds are its ends
         let in_range = input.id_bounds().is_none_or(|(lo, hi)| lo >= self.base && hi < self.base + self.neurons);
         if !in_range {
-            return Ok(Staged { t_start, in_bytes: 0, mapped: false, fused: false, in_range });
+            return Ok(Staged { t_start, in_bytes: 0, mapped: false, fused: false, in_range, lent: None });
         }
         if self.sharded && self.multi.is_none() {
             return Err(BackendError::Device("one GPU of several bursts only once connected to the others".into()));
@@ -1083,6 +1138,16 @@ impl CudaBackend {
         let entry = [8, 16, 4][fmt as usize];
         let in_bytes = 16 + entry * ids.len();
         let mapped = in_bytes <= self.zc_max;
+        // format 2 in a column `prepare_input` locked: the copy reads it in place
+        let lent = (fmt == 2 && !ids.is_empty() && !mapped && !self.graph_copy && self.lend_min.is_some_and(|m| 4 * ids.len() >= m))
+            .then_some(ids.as_ptr())
+            .filter(|&p| {
+                input
+                    .hold()
+                    .and_then(|h| h.downcast_ref::<ColumnLock>())
+                    .is_some_and(|l| l.covers(&self.ctx, p as *const u8, 4 * ids.len()))
+            })
+            .map(|p| p as usize);
         self.ensure_in_capacity(in_bytes)?;
         let base = self.host_in.ptr();
         // SAFETY: the buffer holds `in_bytes` (ensured above) and nothing reads it now: the previous
@@ -1102,6 +1167,8 @@ impl CudaBackend {
                         dst.add(i).write(n as u64 | ((p as i32 as u32 as u64) << 32));
                     }
                 }
+                // format 2, locked: copied up from where it lies
+                _ if lent.is_some() => {}
                 // format 2: the id column as it is
                 _ => std::ptr::copy_nonoverlapping(ids.as_ptr(), base.add(16) as *mut u32, ids.len()),
             }
@@ -1109,7 +1176,7 @@ impl CudaBackend {
             (base as *mut u64).add(1).write(first as u64);
             std::ptr::write_volatile(self.host_out.ptr() as *mut u64, u64::MAX);
         }
-        Ok(Staged { t_start, in_bytes, mapped, fused, in_range })
+        Ok(Staged { t_start, in_bytes, mapped, fused, in_range, lent })
     }
 
     /// Propagating ahead: launch the propagation for the next burst unless it is already queued.
@@ -1128,7 +1195,7 @@ impl CudaBackend {
 
     /// Run the staged burst and collect its output.
     pub(crate) fn launch(&mut self, staged: Staged) -> Result<BurstOutput<'_>, BackendError> {
-        let Staged { t_start, in_bytes, mapped, fused, .. } = staged;
+        let Staged { t_start, in_bytes, mapped, fused, lent, .. } = staged;
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let t = self.burst + 1;
@@ -1146,7 +1213,9 @@ impl CudaBackend {
             // SAFETY: launches our own instantiated graph on our own stream.
             unsafe { result::graph::launch(exec, stream) }.map_err(dev_err("launching the burst graph"))?;
         } else {
-            if !mapped {
+            if let Some(ids) = lent {
+                self.copy_lent(ids, in_bytes)?;
+            } else if !mapped {
                 // SAFETY: copies `in_bytes` (<= both buffers' capacity) from our pinned buffer to our
                 // device buffer on our stream; the host does not touch the pinned buffer until the
                 // burst is done.
@@ -1157,7 +1226,7 @@ impl CudaBackend {
             // SAFETY: launches our own instantiated graph on our own stream.
             unsafe {
                 result::graph::launch(
-                    self.graphs[4 * fused as usize + 2 * self.cur + mapped as usize].cu_graph_exec(),
+                    self.graphs[6 * fused as usize + 3 * self.cur + if lent.is_some() { 2 } else { mapped as usize }].cu_graph_exec(),
                     self.stream.cu_stream(),
                 )
             }

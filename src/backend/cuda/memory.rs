@@ -203,3 +203,54 @@ impl Drop for Pinned {
         }
     }
 }
+
+/// A page-lock on a caller's id column ([`crate::model::Injections::hold_ids`]): a burst's copy
+/// to the GPU then reads the ids where the caller wrote them (`cuMemcpyHtoDAsync` from pinned
+/// memory is a DMA), instead of copying them into the backend's own pinned buffer first.
+pub(crate) struct ColumnLock {
+    ctx: Arc<CudaContext>,
+    /// The registered range (whole pages).
+    base: usize,
+    end: usize,
+}
+
+impl ColumnLock {
+    /// Page-lock the pages of `bytes` bytes at `ptr`. None when the driver refuses (the caller's
+    /// bursts then copy as before): logged, not an error.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, ptr: *const u8, bytes: usize) -> Option<ColumnLock> {
+        const PAGE: usize = 4096;
+        if bytes == 0 {
+            return None;
+        }
+        let base = ptr as usize / PAGE * PAGE;
+        let end = (ptr as usize + bytes).next_multiple_of(PAGE);
+        ctx.bind_to_thread().ok()?;
+        // SAFETY: the pages hold the caller's column (a heap block of at least `bytes`); the lock
+        // is dropped (unregistered) before that block moves or is freed (`Injections` drops its
+        // hold first). The rounding takes in only the pages that block lies on: it is at least a
+        // few pages long (see `prepare_input`), so the allocator gave it pages of its own.
+        let r = unsafe { sys::cuMemHostRegister_v2(base as *mut _, end - base, 0) }.result();
+        match r {
+            Ok(()) => Some(ColumnLock { ctx: ctx.clone(), base, end }),
+            Err(e) => {
+                tracing::debug!("CUDA: page-locking the input's id column ({} bytes): {e}; bursts copy it", end - base);
+                None
+            }
+        }
+    }
+
+    /// Whether `bytes` bytes at `ptr` lie in the locked pages of this GPU's context.
+    pub(crate) fn covers(&self, ctx: &Arc<CudaContext>, ptr: *const u8, bytes: usize) -> bool {
+        Arc::ptr_eq(&self.ctx, ctx) && ptr as usize >= self.base && ptr as usize + bytes <= self.end
+    }
+}
+
+impl Drop for ColumnLock {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // no copy may still read the pages: bursts wait for their copies, this covers a failed one
+        let _ = self.ctx.synchronize();
+        // SAFETY: registered in `new`, unregistered once.
+        let _ = unsafe { sys::cuMemHostUnregister(self.base as *mut _) };
+    }
+}

@@ -93,6 +93,8 @@ pub struct Kernels {
     pub fix: CudaFunction,
     /// The sensory injection into the per-neuron input (and the burst's counters reset).
     pub inject: CudaFunction,
+    /// The injection's header from mapped memory (the ids copied from the caller's column).
+    pub load_header: CudaFunction,
     /// `step` takes 8 neurons per thread (else STEP_ITEMS = 4).
     pub step_items8: bool,
     pub relist: CudaFunction,
@@ -129,6 +131,7 @@ impl Kernels {
             prestep: f(format!("prestep_{n}_{r}{step_suffix}"))?,
             fix: f(format!("fix_{n}_{r}"))?,
             inject: f("inject".into())?,
+            load_header: f("load_header".into())?,
             step_items8: step_suffix.starts_with("_i8"),
             relist: f(format!("relist_{r}"))?,
             gather: f(format!("gather_{r}"))?,
@@ -159,6 +162,7 @@ mod tests {
             "fix_n64_r64",
             "relist_r32",
             "inject",
+            "load_header",
             "gather_r64",
             "in_bound_c32",
             "max_reduce",
