@@ -9,6 +9,8 @@
 //! them took ~40 us of each burst on an H100 host.
 
 use std::any::Any;
+
+use aligned_vec::{AVec, ConstAlign};
 use std::fmt;
 use std::ops::Range;
 
@@ -19,12 +21,16 @@ use super::{Injection, Potential};
 /// (growing past its capacity) or is freed.
 pub type ColumnHold = Box<dyn Any + Send + Sync>;
 
+/// Bytes of a page: the id column starts on one, so a backend can lock its pages without locking
+/// (or overlapping) any other allocation.
+pub const PAGE: usize = 4096;
+
 /// One burst's sensory input: neuron ids and their potentials, as columns. Several entries of one
 /// neuron add up; the order of entries does not matter to any backend.
 pub struct Injections {
     /// Declared before `ids`, so it drops first.
     hold: Option<ColumnHold>,
-    ids: Vec<u32>,
+    ids: AVec<u32, ConstAlign<PAGE>>,
     /// One potential per id once two differ; empty while every entry carries `first`.
     each: Vec<i64>,
     /// The potential of the first entry.
@@ -45,7 +51,7 @@ impl Clone for Injections {
 impl PartialEq for Injections {
     /// The same entries with the same flags (holds aside).
     fn eq(&self, o: &Injections) -> bool {
-        (&self.ids, &self.each, self.first, self.sorted, self.ascending) == (&o.ids, &o.each, o.first, o.sorted, o.ascending)
+        (&self.ids[..], &self.each, self.first, self.sorted, self.ascending) == (&o.ids[..], &o.each, o.first, o.sorted, o.ascending)
     }
 }
 
@@ -54,7 +60,7 @@ impl Eq for Injections {}
 impl fmt::Debug for Injections {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Injections")
-            .field("ids", &self.ids)
+            .field("ids", &&self.ids[..])
             .field("each", &self.each)
             .field("first", &self.first)
             .field("sorted", &self.sorted)
@@ -71,12 +77,12 @@ impl Default for Injections {
 }
 
 impl Injections {
-    pub const fn new() -> Injections {
-        Injections { hold: None, ids: Vec::new(), each: Vec::new(), first: 0, sorted: true, ascending: true }
+    pub fn new() -> Injections {
+        Injections { hold: None, ids: AVec::new(PAGE), each: Vec::new(), first: 0, sorted: true, ascending: true }
     }
 
     pub fn with_capacity(n: usize) -> Injections {
-        Injections { ids: Vec::with_capacity(n), ..Injections::new() }
+        Injections { ids: AVec::with_capacity(PAGE, n), ..Injections::new() }
     }
 
     /// Empty it, keeping the memory.
@@ -97,13 +103,18 @@ impl Injections {
     }
 
     /// Give the id column room for `n` ids and let `hold` take a hold on that memory: it gets the
-    /// column's address and its capacity in bytes, and returns its hold (None: no hold). The column
-    /// keeps the hold until its memory moves (a push past the capacity), or it is dropped; a
-    /// later call replaces it.
+    /// column's address (page-aligned) and the bytes of the whole pages it owns from there (a
+    /// multiple of [`PAGE`]: no other allocation lies on them), and returns its hold (None: no
+    /// hold). The column keeps the hold until its memory moves (a push past the capacity), or it
+    /// is dropped; a later call replaces it.
     pub fn hold_ids(&mut self, n: usize, hold: impl FnOnce(*const u8, usize) -> Option<ColumnHold>) {
         self.hold = None;
-        self.ids.reserve(n.saturating_sub(self.ids.len()));
-        self.hold = hold(self.ids.as_ptr() as *const u8, self.ids.capacity() * 4);
+        let want = n.max(self.ids.len()).next_multiple_of(PAGE / 4);
+        if self.ids.capacity() < want {
+            self.ids.reserve_exact(want - self.ids.len());
+        }
+        let pages = self.ids.capacity() * 4 / PAGE * PAGE;
+        self.hold = hold(self.ids.as_ptr() as *const u8, pages);
     }
 
     /// The hold on the id column, if any (see [`Injections::hold_ids`]).
@@ -430,7 +441,8 @@ mod tests {
         v.hold_ids(8, |p, bytes| Some(Box::new(Hold(p as usize, bytes, d))));
         let h = v.hold().and_then(|h| h.downcast_ref::<Hold>()).expect("held");
         let (at, bytes) = (h.0, h.1);
-        assert!(bytes >= 32 && at == v.as_slice().ids().as_ptr() as usize);
+        // whole pages of its own: page-aligned, a multiple of the page
+        assert!(bytes == PAGE && at % PAGE == 0 && at == v.as_slice().ids().as_ptr() as usize);
         assert!(v.as_slice().hold().is_some() && v.as_slice().sub(0..0).hold().is_some());
         // filling within the capacity keeps it; the copy and equality ignore it
         v.extend_ids(&vec![1; bytes / 4 - 1], Potential(1));

@@ -10,7 +10,7 @@ pub mod neuron;
 pub mod rng;
 
 pub use fixed::Potential;
-pub use injections::{InjectionSlice, Injections, Values};
+pub use injections::{ColumnHold, InjectionSlice, Injections, Values, PAGE};
 pub use layout::{AreaMeta, Layout, NeuronCoord};
 pub use neuron::{step, NeuronState};
 

@@ -1113,8 +1113,8 @@ impl Backend for CudaBackend {
             return;
         }
         let ids = LEND_IDS_MIN.max(self.neurons as usize / 16);
-        let ctx = self.ctx.clone();
-        input.hold_ids(ids, |ptr, bytes| ColumnLock::new(&ctx, ptr, bytes).map(|l| Box::new(l) as _));
+        let stream = self.stream.clone();
+        input.hold_ids(ids, |ptr, bytes| ColumnLock::new(&stream, ptr, bytes).map(|l| Box::new(l) as _));
         tracing::debug!(ids, locked = input.hold().is_some(), "CUDA: the input's id column page-locked");
     }
 }

@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{result, sys, CudaContext, DriverError};
+use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
 
 use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
+use crate::model::PAGE;
 
 /// Bytes per neuron of the device state: potential (8), refractory + consecutive count (4),
 /// two synaptic accumulators (8 each, used as 4 when narrow: the propagation run ahead fills one
@@ -209,29 +210,32 @@ impl Drop for Pinned {
 /// memory is a DMA), instead of copying them into the backend's own pinned buffer first.
 pub(crate) struct ColumnLock {
     ctx: Arc<CudaContext>,
+    /// The stream of the backend whose copies read the column.
+    stream: Arc<CudaStream>,
     /// The registered range (whole pages).
     base: usize,
     end: usize,
 }
 
 impl ColumnLock {
-    /// Page-lock the pages of `bytes` bytes at `ptr`. None when the driver refuses (the caller's
-    /// bursts then copy as before): logged, not an error.
-    pub(crate) fn new(ctx: &Arc<CudaContext>, ptr: *const u8, bytes: usize) -> Option<ColumnLock> {
-        const PAGE: usize = 4096;
-        if bytes == 0 {
+    /// Page-lock the `bytes` bytes at `ptr`: whole pages of the caller's column, no other
+    /// allocation's ([`crate::model::Injections::hold_ids`]). A range that is not whole pages, or a
+    /// driver that refuses, gives None (the caller's bursts then copy as before): logged, not an
+    /// error. (Locking the pages around an ordinary heap block also takes in its neighbours: the
+    /// driver then refused other threads' copies from them, CUDA_ERROR_INVALID_VALUE.)
+    pub(crate) fn new(stream: &Arc<CudaStream>, ptr: *const u8, bytes: usize) -> Option<ColumnLock> {
+        let ctx = stream.context();
+        let (base, end) = (ptr as usize, ptr as usize + bytes);
+        if bytes == 0 || base % PAGE != 0 || bytes % PAGE != 0 {
+            tracing::debug!("CUDA: the input's id column is not whole pages ({bytes} bytes at {base:#x}); bursts copy it");
             return None;
         }
-        let base = ptr as usize / PAGE * PAGE;
-        let end = (ptr as usize + bytes).next_multiple_of(PAGE);
         ctx.bind_to_thread().ok()?;
-        // SAFETY: the pages hold the caller's column (a heap block of at least `bytes`); the lock
-        // is dropped (unregistered) before that block moves or is freed (`Injections` drops its
-        // hold first). The rounding takes in only the pages that block lies on: it is at least a
-        // few pages long (see `prepare_input`), so the allocator gave it pages of its own.
-        let r = unsafe { sys::cuMemHostRegister_v2(base as *mut _, end - base, 0) }.result();
+        // SAFETY: whole pages of the caller's column, owned by it alone; the lock is dropped
+        // (unregistered) before that memory moves or is freed (`Injections` drops its hold first).
+        let r = unsafe { sys::cuMemHostRegister_v2(base as *mut _, bytes, 0) }.result();
         match r {
-            Ok(()) => Some(ColumnLock { ctx: ctx.clone(), base, end }),
+            Ok(()) => Some(ColumnLock { ctx: ctx.clone(), stream: stream.clone(), base, end }),
             Err(e) => {
                 tracing::debug!("CUDA: page-locking the input's id column ({} bytes): {e}; bursts copy it", end - base);
                 None
@@ -249,7 +253,8 @@ impl Drop for ColumnLock {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
         // no copy may still read the pages: bursts wait for their copies, this covers a failed one
-        let _ = self.ctx.synchronize();
+        // (the stream only: a context-wide sync would break another thread's graph capture)
+        let _ = self.stream.synchronize();
         // SAFETY: registered in `new`, unregistered once.
         let _ = unsafe { sys::cuMemHostUnregister(self.base as *mut _) };
     }
