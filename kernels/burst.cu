@@ -158,6 +158,14 @@ __device__ __forceinline__ i64 threshold_of(const AreaParams& p, u32 local) {
     return t;
 }
 
+// The block a phase runs as: the hardware's (a kernel of its own) or a virtual one (the resident
+// kernel runs each phase's grid of blocks over its own, fewer blocks).
+struct Blk {
+    u32 id;
+    u32 n;
+};
+__device__ __forceinline__ Blk hw_blk() { return Blk{blockIdx.x, gridDim.x}; }
+
 template <typename RP>
 __device__ __forceinline__ u64 row_start(const Net& net, u32 s) {
     return (u64)((const RP*)net.row_ptr)[s];
@@ -185,17 +193,19 @@ template <> __device__ __forceinline__ void acc_add<i64>(void* acc, u32 i, int c
 // list, so on one GPU it runs ahead, right after the last burst's `step` (before the host has the
 // next injection): it is off the burst's latency path.
 template <typename ACC, typename RP, typename CODE>
-__device__ void propagate_impl(const Net& net, const Side& rd) {
+__device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
     const u64 packed = *rd.counter;
     const u32 count = (u32)(packed >> net.count_shift);
     const u64 pairs = packed & ((1ULL << net.count_shift) - 1);
     const u32 lane = threadIdx.x & 31;
-    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5;
+    const u64 warps = ((u64)b.n * blockDim.x) >> 5;
     const CODE* __restrict__ codes = (const CODE*)net.codes;
     const u32* __restrict__ targets = net.targets;
-    const u64* __restrict__ offs = rd.offs;
-    const u32* __restrict__ fired = rd.fired;
+    // (not __restrict__: the resident kernel wrote them earlier in the same launch, and the
+    // read-only path's loads would not see that)
+    const u64* offs = rd.offs;
+    const u32* fired = rd.fired;
     const int* __restrict__ table = net.table;
     constexpr int ITEMS = PAIRS_PER_WARP / 32;
     for (u64 c = warp; c * PAIRS_PER_WARP < pairs; c += warps) {
@@ -249,9 +259,11 @@ extern "C" __global__ void load_header(Net net) {
 // were copied to net.host_in; else the grid (`mapped` blocks) reads them straight from the mapped
 // pinned buffer (no copy call).
 // The injection's header, read by thread 0 and 1 into `hdr` (shared; the caller syncs).
+// `mapped` 2 (the resident kernel, small input): the header is in the device copy, the entries
+// in the mapped buffer (many blocks reading the same host words are served one at a time).
 __device__ __forceinline__ void load_injection_header(const Net& net, u32 mapped, u64* hdr) {
     if (threadIdx.x < 2)
-        hdr[threadIdx.x] = mapped ? __ldcv(((const u64*)net.host_map) + threadIdx.x) : ((const u64*)net.host_in)[threadIdx.x];
+        hdr[threadIdx.x] = mapped == 1 ? __ldcv(((const u64*)net.host_map) + threadIdx.x) : __ldcv(((const u64*)net.host_in) + threadIdx.x);
 }
 
 // Entry i of the injection: this GPU's local neuron index and the value.
@@ -275,17 +287,17 @@ __device__ __forceinline__ void injection_entry(const Net& net, u32 mapped, cons
     id -= net.base;
 }
 
-__device__ void inject_impl(const Net& net, const Side& wr, u32 mapped) {
+__device__ void inject_impl(const Net& net, const Side& wr, u32 mapped, Blk b) {
     __shared__ u64 hdr[2];
     load_injection_header(net, mapped, hdr);
-    if (blockIdx.x == 0 && threadIdx.x == 0 && !net.early) {
+    if (b.id == 0 && threadIdx.x == 0 && !net.early) {
         *wr.counter = 0;
         *net.rb_counter = 0;
         *net.burst += 1;
     }
     __syncthreads();
     const u64 ninj = hdr[0] & INJ_COUNT_MASK;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < ninj; i += (u64)gridDim.x * blockDim.x) {
+    for (u64 i = (u64)b.id * blockDim.x + threadIdx.x; i < ninj; i += (u64)b.n * blockDim.x) {
         u32 id;
         i64 val;
         injection_entry(net, mapped, hdr, i, id, val);
@@ -482,11 +494,11 @@ __device__ __forceinline__ ReadbackClaim claim_readback(const Net& net, bool rb)
 // the read-back count and the corrections count (`dead` and `corr` stay 0 without the early step).
 // Returns true in the thread that published. One GPU of several: the others read this GPU's fired
 // list in the next burst, so the blocks' writes are fenced at system scope.
-__device__ __forceinline__ bool publish(const Net& net, const Side& wr, u64 t, u32& s_last) {
+__device__ __forceinline__ bool publish(const Net& net, const Side& wr, u64 t, u32& s_last, Blk b) {
     __syncthreads();
     if (threadIdx.x == 0) {
         if (net.multi) __threadfence_system(); else __threadfence();
-        s_last = atomicAdd(net.ticket, 1u) == gridDim.x - 1;
+        s_last = atomicAdd(net.ticket, 1u) == b.n - 1;
     }
     __syncthreads();
     if (!s_last || threadIdx.x != 0) return false;
@@ -515,7 +527,7 @@ __device__ __forceinline__ bool publish(const Net& net, const Side& wr, u64 t, u
 // fence the next item's loads: one memory round trip per item); the block's areas sit in shared
 // memory. The last block to finish publishes the burst's counters (no separate kernel).
 template <typename ACC, typename RP, int ITEMS, bool EARLY>
-__device__ void step_impl(const Net& net, const Side& wr) {
+__device__ void step_impl(const Net& net, const Side& wr, Blk b) {
     __shared__ AreaParams s_par[STEP_MAX_AREAS];
     __shared__ u32 s_end[STEP_MAX_AREAS];
     __shared__ u32 s_a0, s_na;
@@ -524,7 +536,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     __shared__ u32 s_rb[2 * STEP_MAX_RB];
     const u32 lane = threadIdx.x & 31;
     const u32 N = net.n;
-    const u32 base = blockIdx.x * (blockDim.x * ITEMS);
+    const u32 base = b.id * (blockDim.x * ITEMS);
     ACC* __restrict__ accp = (ACC*)net.acc;
     i64* __restrict__ vp = net.v;
     u32* __restrict__ rccp = net.rcc;
@@ -710,7 +722,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
     }
     // the early step publishes nothing: `fix` does, once it has mended the burst
     if (EARLY) return;
-    publish(net, wr, t, s_last);
+    publish(net, wr, t, s_last, b);
 }
 
 // fix (early step): each injected neuron, once, stepped again from the state `prestep` read, with
@@ -733,7 +745,7 @@ __device__ void step_impl(const Net& net, const Side& wr) {
 #define FIX_MAX_AREAS 32
 
 template <typename ACC, typename RP>
-__device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 mapped) {
+__device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 mapped, Blk b) {
     __shared__ u64 hdr[2];
     __shared__ u64 warp_sum[32];
     __shared__ u32 s_last;
@@ -743,7 +755,7 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
     // wave 1: header, burst number, the likely entry, areas and read-back ranges
     load_injection_header(net, mapped, hdr);
     const u64 t = *(volatile const u64*)net.burst + 1;
-    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 first = (u64)b.id * blockDim.x + threadIdx.x;
     const u8* const entries = (mapped ? net.host_map : net.host_in) + 16;
     u32 guess4 = 0;
     u64 guess8 = 0;
@@ -762,7 +774,7 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
     u64* const rb_area = readback_area(net, t, true);
     u64* const c_area = corrections_area(net);
     // block-uniform loop: every thread takes part in the claims
-    for (u64 tile = (u64)blockIdx.x * blockDim.x; tile < ninj; tile += (u64)gridDim.x * blockDim.x) {
+    for (u64 tile = (u64)b.id * blockDim.x; tile < ninj; tile += (u64)b.n * blockDim.x) {
         const u64 i = tile + threadIdx.x;
         bool append = false;
         u32 n = 0;
@@ -834,7 +846,7 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
         }
         rbc.put(net, rb_area, t, G + n, atf);
     }
-    if (publish(net, wr, t, s_last)) {
+    if (publish(net, wr, t, s_last, b)) {
         *net.burst = t;
         *rd.counter = 0;
         *net.rb_counter = 0;
@@ -924,8 +936,193 @@ extern "C" __global__ void max_reduce(const u64* scratch, u32 n, u64* out) {
     if ((threadIdx.x & 31) == 0 && m) atomicMax(out, m);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The resident kernel (one GPU, the early step; NEUROBURST_CUDA_RESIDENT): one cooperative launch
+// that stays on the GPU and runs every burst's phases itself, each over a grid-wide barrier, so
+// that a burst costs the host no API call: the host writes the injection's header (its pinned
+// buffer) and a command (`Ctl`, mapped), block 0 sees the command, the grid copies the entries
+// from host memory (the pinned buffer, or the caller's page-locked column) into the device
+// buffer, then runs inject (a neuron twice), fix (publishes the burst as before), and the next
+// burst's propagation and early step. The phases are the kernels above, each over its own grid of
+// blocks (`Blk`), run by the resident blocks in turn.
+
+// What the host writes (mapped pinned memory), the command last.
+struct Ctl {
+    u64 go;    // the command's number (one more each time) | RES_QUIT
+    u64 src;   // device address of the entries (16-byte aligned)
+    u64 bytes; // header + entries | RES_DIRECT
+    u64 at;    // written by the kernel (block 0): command number << 8 | phase, for diagnostics
+    u64 pad_[4];
+};
+#define RES_QUIT (1ULL << 63)
+// The entries are read where they lie (the pinned buffer) by `inject` and `fix`: no copy, no
+// barrier (small input).
+#define RES_DIRECT (1ULL << 62)
+
+// The resident kernel's words in device memory (zeroed before each launch).
+struct ResDev {
+    u64 bar;   // grid barrier: arrivals so far
+    u64 go;    // the command, from block 0 to the others
+    u64 src;
+    u64 bytes;
+};
+
+// Mirror of `ResParams` in backend.rs.
+struct ResParams {
+    Net net[2];   // the bursts reading side 0 and side 1 (`net_for`)
+    Side side[2];
+    const Ctl* ctl;
+    ResDev* dev;
+    u64 last;     // the command number before the first one to run
+    u32 cur;      // the side the first burst reads
+    u32 inj_blocks;
+    u32 prop_blocks;
+    u32 step_blocks;
+};
+
+__device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
+    u64 v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ u64 ld_acquire_gpu(const u64* p) {
+    u64 v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ u64 ld_relaxed_sys(const u64* p) {
+    u64 v;
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_gpu(u64* p, u64 v) {
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Every block of the grid waits here for all the others; what each wrote before is then seen by
+// all (the arrivals only grow: `arrived` counts them in every block alike).
+__device__ __forceinline__ void grid_sync(ResDev* dev, u64& arrived) {
+    __syncthreads();
+    arrived += gridDim.x;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(&dev->bar, 1ULL);
+        while (ld_acquire_gpu(&dev->bar) < arrived) {}
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// The blocks 0 .. n - 1 of a phase, over the resident blocks.
+template <typename F>
+__device__ __forceinline__ void each_blk(u32 n, F f) {
+    for (u32 v = blockIdx.x; v < n; v += gridDim.x) {
+        __syncthreads();
+        f(Blk{v, n});
+    }
+}
+
+template <typename ACC, typename RP, typename CODE>
+__device__ void resident_impl(const ResParams& p) {
+    __shared__ u64 s_cmd[3];
+    u64 arrived = 0;
+    // the last command seen: block 0 reads the host's word (the last number written before the
+    // launch), the others the device word (zeroed before the launch; numbers are never 0)
+    u64 last = blockIdx.x == 0 ? p.last : 0;
+    u32 r = p.cur;
+    for (;;) {
+        // 1. the next command: block 0 polls the host's word, the others a word in device memory
+        if (threadIdx.x == 0) {
+            u64 g, src, bytes;
+            if (blockIdx.x == 0) {
+                while ((g = ld_acquire_sys(&p.ctl->go)) == last) {}
+                src = ld_relaxed_sys(&p.ctl->src);
+                bytes = ld_relaxed_sys(&p.ctl->bytes);
+                const u64 h0 = ld_relaxed_sys((const u64*)p.net[0].host_map);
+                const u64 h1 = ld_relaxed_sys(((const u64*)p.net[0].host_map) + 1);
+                if ((g & RES_QUIT) == 0) {
+                    // the header, into the device copy (both sides' nets share the buffers)
+                    ((volatile u64*)p.net[0].host_in)[0] = h0;
+                    ((volatile u64*)p.net[0].host_in)[1] = h1;
+                }
+                *(volatile u64*)&p.dev->src = src;
+                *(volatile u64*)&p.dev->bytes = bytes;
+                st_release_gpu(&p.dev->go, g);
+            } else {
+                while ((g = ld_acquire_gpu(&p.dev->go)) == last) __nanosleep(32);
+                src = *(volatile u64*)&p.dev->src;
+                bytes = *(volatile u64*)&p.dev->bytes;
+            }
+            s_cmd[0] = g;
+            s_cmd[1] = src;
+            s_cmd[2] = bytes;
+        }
+        __syncthreads();
+        const u64 g = s_cmd[0];
+        const u64 src = s_cmd[1];
+        const u64 bytes = s_cmd[2];
+        __syncthreads();
+        last = g;
+        if (g & RES_QUIT) return;
+        // where block 0 is (a posted write to host memory: no wait)
+        u64* const at = (u64*)&p.ctl->at;
+        const u64 num = (g & ~RES_QUIT) << 8;
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 1;
+        const Net& net = p.net[r];
+        const Side& wr = p.side[1 - r];
+        const Side& rd = p.side[r];
+        // 2. the entries into the device buffer (block 0 put the header there), from `src`, 16
+        // bytes a thread (then the last 4-byte words); small input is read where it lies
+        const u32 mapped = (bytes & RES_DIRECT) ? 2 : 0;
+        if (!mapped) {
+            u8* dst = (u8*)net.host_in;
+            const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+            const u64 stride = (u64)gridDim.x * blockDim.x;
+            const u64 body = bytes - 16;
+            const uint4* s16 = (const uint4*)src;
+            uint4* d16 = (uint4*)(dst + 16);
+            for (u64 i = tid; i < body / 16; i += stride) d16[i] = __ldcv(s16 + i);
+            for (u64 w = (body / 16) * 4 + tid; w < body / 4; w += stride) ((u32*)(dst + 16))[w] = __ldcv(((const u32*)src) + w);
+            grid_sync(p.dev, arrived);
+        }
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 2;
+        // 3. inject (a neuron twice: sums), then fix, which publishes the burst to the host
+        const bool fused = ((*(volatile const u64*)net.host_in) >> 61) & 1;
+        if (!fused) {
+            each_blk(p.inj_blocks, [&](Blk b) { inject_impl(net, wr, mapped, b); });
+            grid_sync(p.dev, arrived);
+        }
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 3;
+        each_blk(p.inj_blocks, [&](Blk b) { fix_impl<ACC, RP>(net, wr, rd, mapped, b); });
+        grid_sync(p.dev, arrived);
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 4;
+        // 4. ahead of the next burst (it reads side 1 - r): the propagation of the list just
+        // written, then the early step
+        const Net& next = p.net[1 - r];
+        each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, p.side[1 - r], b); });
+        grid_sync(p.dev, arrived);
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 5;
+        each_blk(p.step_blocks, [&](Blk b) { step_impl<ACC, RP, STEP_ITEMS, true>(next, p.side[r], b); });
+        grid_sync(p.dev, arrived);
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 6;
+        r = 1 - r;
+    }
+}
+
+#define RESIDENT(NAME, ACC, RP, CODE) \
+    extern "C" __global__ void __launch_bounds__(256, RES_MINB) NAME(const __grid_constant__ ResParams p) { resident_impl<ACC, RP, CODE>(p); }
+#define RES_MINB 2
+RESIDENT(resident_n32_r32_c16, int, u32, u16)
+RESIDENT(resident_n32_r32_c32, int, u32, u32)
+RESIDENT(resident_n32_r64_c16, int, u64, u16)
+RESIDENT(resident_n32_r64_c32, int, u64, u32)
+RESIDENT(resident_n64_r32_c16, i64, u32, u16)
+RESIDENT(resident_n64_r32_c32, i64, u32, u32)
+RESIDENT(resident_n64_r64_c16, i64, u64, u16)
+RESIDENT(resident_n64_r64_c32, i64, u64, u32)
+
 #define PROPAGATE(NAME, ACC, RP, CODE) \
-    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side rd) { propagate_impl<ACC, RP, CODE>(net, rd); }
+    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side rd) { propagate_impl<ACC, RP, CODE>(net, rd, hw_blk()); }
 PROPAGATE(propagate_n32_r32_c16, int, u32, u16)
 PROPAGATE(propagate_n32_r32_c32, int, u32, u32)
 PROPAGATE(propagate_n32_r64_c16, int, u64, u16)
@@ -936,8 +1133,8 @@ PROPAGATE(propagate_n64_r64_c16, i64, u64, u16)
 PROPAGATE(propagate_n64_r64_c32, i64, u64, u32)
 
 #define STEP(NAME, ACC, RP, MINB, ITEMS) \
-    extern "C" __global__ void __launch_bounds__(256, MINB) NAME(Net net, Side wr) { step_impl<ACC, RP, ITEMS, false>(net, wr); } \
-    extern "C" __global__ void __launch_bounds__(256, MINB) pre##NAME(Net net, Side wr) { step_impl<ACC, RP, ITEMS, true>(net, wr); }
+    extern "C" __global__ void __launch_bounds__(256, MINB) NAME(Net net, Side wr) { step_impl<ACC, RP, ITEMS, false>(net, wr, hw_blk()); } \
+    extern "C" __global__ void __launch_bounds__(256, MINB) pre##NAME(Net net, Side wr) { step_impl<ACC, RP, ITEMS, true>(net, wr, hw_blk()); }
 #define STEPS(SUFFIX, MINB, ITEMS) \
     STEP(step_n32_r32##SUFFIX, int, u32, MINB, ITEMS) \
     STEP(step_n32_r64##SUFFIX, int, u64, MINB, ITEMS) \
@@ -951,7 +1148,7 @@ STEPS(_i8, 2, 8)
 STEPS(_i8b3, 3, 8)
 
 #define FIX(NAME, ACC, RP) \
-    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side wr, Side rd, u32 mapped) { fix_impl<ACC, RP>(net, wr, rd, mapped); }
+    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side wr, Side rd, u32 mapped) { fix_impl<ACC, RP>(net, wr, rd, mapped, hw_blk()); }
 FIX(fix_n32_r32, int, u32)
 FIX(fix_n32_r64, int, u64)
 FIX(fix_n64_r32, i64, u32)
@@ -959,7 +1156,7 @@ FIX(fix_n64_r64, i64, u64)
 
 extern "C" __global__ void __launch_bounds__(256) gather_r32(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u32>(net, rd, peers, n_peers); }
 extern "C" __global__ void __launch_bounds__(256) gather_r64(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u64>(net, rd, peers, n_peers); }
-extern "C" __global__ void __launch_bounds__(256) inject(Net net, Side wr, u32 mapped) { inject_impl(net, wr, mapped); }
+extern "C" __global__ void __launch_bounds__(256) inject(Net net, Side wr, u32 mapped) { inject_impl(net, wr, mapped, hw_blk()); }
 extern "C" __global__ void relist_r32(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u32>(net, wr, ids, count); }
 extern "C" __global__ void relist_r64(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u64>(net, wr, ids, count); }
 extern "C" __global__ void in_bound_c16(Net net, u64* scratch, u64 synapses) { in_bound_impl<u16>(net, scratch, synapses); }

@@ -8,6 +8,7 @@ use cudarc::driver::{result, sys, CudaContext, CudaGraph, CudaSlice, CudaStream,
 
 use super::memory::{ColumnLock, MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
+use super::resident::{ResParams, Resident};
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
@@ -37,6 +38,16 @@ const M_CORR: usize = 8;
 /// Default of `zc_max` (bytes): 0, always copy. Reading a 4 KB injection from mapped memory
 /// (W(100k)) measured ~3 us slower per burst than the copy on an H100 VM.
 const DEFAULT_ZC_MAX: usize = 0;
+/// Whether one GPU runs its bursts in the resident kernel by default (NEUROBURST_CUDA_RESIDENT=0|1).
+const DEFAULT_RESIDENT: bool = true;
+/// A burst the resident kernel has not published after this long is an error (the kernel never
+/// finishes, so the stream's status cannot say it is lost).
+const RESIDENT_STALL: Duration = Duration::from_secs(10);
+/// Once a burst's header is there, its other output words follow within microseconds: this long
+/// without one is an error.
+const OUTPUT_STALL: Duration = Duration::from_secs(2);
+/// Default of `resident_direct` (bytes).
+const DEFAULT_RESIDENT_DIRECT: usize = 16 << 10;
 /// Default of `lend_min` (bytes).
 const DEFAULT_LEND_MIN: usize = 16 << 10;
 /// Ids `prepare_input` makes room for (and locks), at least: 256 KB, so the column has pages of
@@ -52,7 +63,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 /// Mirror of `struct Net` in burst.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-struct Net {
+pub(super) struct Net {
     v: u64,
     rcc: u64,
     acc: u64,
@@ -100,7 +111,7 @@ unsafe impl DeviceRepr for Net {}
 /// Mirror of `struct Side` in burst.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-struct Side {
+pub(super) struct Side {
     fired: u64,
     offs: u64,
     counter: u64,
@@ -236,6 +247,16 @@ pub struct CudaBackend {
     /// An id column of at least this many bytes that `prepare_input` page-locked is copied to the
     /// GPU where it lies (see `set_lend_min`).
     lend_min: Option<usize>,
+    /// Some: the resident kernel can run here (one GPU, the early step; see `resident.rs`).
+    resident: Option<Resident>,
+    /// The bursts run in the resident kernel (`set_resident`, NEUROBURST_CUDA_RESIDENT).
+    resident_on: bool,
+    /// The resident kernel reads a locked id column in place (NEUROBURST_CUDA_RESIDENT_LEND=0:
+    /// the host copies it into its pinned buffer, for comparison).
+    resident_lend: bool,
+    /// The resident kernel reads an injection of at most this many bytes where it lies in the
+    /// pinned buffer, with no copy into device memory (NEUROBURST_CUDA_RESIDENT_DIRECT).
+    resident_direct: usize,
 }
 
 /// Where the time of a burst goes (NEUROBURST_CUDA_TRACE=1): host phases and GPU time by events
@@ -266,7 +287,7 @@ fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
 }
 
-fn dptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
+pub(super) fn dptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
     let (p, _sync) = s.device_ptr(stream);
     p
 }
@@ -305,9 +326,9 @@ pub(crate) struct Staged {
     fused: bool,
     /// Every id lies within this GPU's neurons.
     pub in_range: bool,
-    /// Some(address): the ids lie in a column `prepare_input` page-locked; they are copied from
-    /// there (the pinned buffer holds only the header).
-    lent: Option<usize>,
+    /// Some((address, device address)): the ids lie in a column `prepare_input` page-locked; they
+    /// are copied from there (the pinned buffer holds only the header).
+    lent: Option<(usize, u64)>,
 }
 
 /// Sorted, merged, clipped readback ranges; None = every neuron.
@@ -598,7 +619,18 @@ impl CudaBackend {
                 Err(_) => Some(DEFAULT_LEND_MIN),
             },
             trace: None,
+            resident: None,
+            resident_on: false,
+            resident_lend: std::env::var("NEUROBURST_CUDA_RESIDENT_LEND").map_or(true, |v| v != "0"),
+            resident_direct: env_usize("NEUROBURST_CUDA_RESIDENT_DIRECT", DEFAULT_RESIDENT_DIRECT),
         };
+        if b.early.is_some() {
+            match Resident::new(&b.ctx, b.kernels.resident.clone(), sm, n) {
+                Ok(r) => b.resident = Some(r),
+                Err(why) => tracing::info!("CUDA: the bursts run as graphs: {why}"),
+            }
+            b.resident_on = b.resident.is_some() && std::env::var("NEUROBURST_CUDA_RESIDENT").map_or(DEFAULT_RESIDENT, |v| v != "0");
+        }
         let trace = std::env::var("NEUROBURST_CUDA_TRACE").unwrap_or_default();
         if trace == "1" || trace == "host" {
             // "host": the host's phases only (the events add time to every burst)
@@ -628,6 +660,38 @@ impl CudaBackend {
     /// Takes effect at the next `prepare_input`.
     pub fn set_lend_min(&mut self, bytes: Option<usize>) {
         self.lend_min = bytes;
+    }
+
+    /// Run the bursts in the resident kernel (true), or as graphs (see `resident.rs`); false when
+    /// it cannot run on this GPU or brain (several GPUs, no early step, no cooperative launch).
+    pub fn set_resident(&mut self, on: bool) -> Result<bool, BackendError> {
+        if !on {
+            self.park()?;
+        }
+        self.resident_on = on && self.resident.is_some();
+        Ok(self.resident_on)
+    }
+
+    /// The resident kernel reads injections of at most `bytes` where they lie in the pinned
+    /// buffer (default 16 KB; 0: every injection is copied into device memory first).
+    pub fn set_resident_direct(&mut self, bytes: usize) {
+        self.resident_direct = bytes;
+    }
+
+    /// Whether the bursts run in the resident kernel.
+    pub fn resident(&self) -> bool {
+        self.resident_on
+    }
+
+    /// Stop the resident kernel, if it runs (before anything reads or replaces device state).
+    fn park(&mut self) -> Result<(), BackendError> {
+        match &mut self.resident {
+            Some(r) => {
+                self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+                r.park()
+            }
+            None => Ok(()),
+        }
     }
 
     pub fn plan(&self) -> &MemoryPlan {
@@ -1020,6 +1084,7 @@ impl CudaBackend {
         if bytes <= self.host_in.len() {
             return Ok(());
         }
+        self.park()?;
         self.stream.synchronize().map_err(dev_err("synchronising"))?;
         let cap = bytes.next_power_of_two();
         let new = Pinned::new(&self.ctx, cap, false).map_err(dev_err("growing the pinned injection buffer"))?;
@@ -1048,6 +1113,7 @@ impl CudaBackend {
             self.stream.synchronize().map_err(dev_err("running the burst"))?;
         }
         let mut spins: u64 = 0;
+        let since = std::time::Instant::now();
         loop {
             if let Some(tr) = &mut self.trace {
                 tr.spins += 1;
@@ -1061,8 +1127,12 @@ impl CudaBackend {
             }
             spins += 1;
             if spins % 4096 == 0 {
+                let stream = match &self.resident {
+                    Some(r) if r.running() => r.stream().cu_stream(),
+                    _ => self.stream.cu_stream(),
+                };
                 // SAFETY: queries the status of our own stream.
-                let r = unsafe { sys::cuStreamQuery(self.stream.cu_stream()) };
+                let r = unsafe { sys::cuStreamQuery(stream) };
                 match r {
                     sys::CUresult::CUDA_SUCCESS => {
                         // the stream is done: the header must be there now
@@ -1075,6 +1145,16 @@ impl CudaBackend {
                     }
                     sys::CUresult::CUDA_ERROR_NOT_READY => {}
                     other => return Err(BackendError::Device(format!("CUDA: burst {t} failed on the GPU: {other:?}"))),
+                }
+                if let Some(r) = self.resident.as_ref().filter(|r| r.running()) {
+                    // a kernel that never returns is never "done": a burst this late is lost
+                    if since.elapsed() > RESIDENT_STALL {
+                        let e = format!("burst {t} did not come back within {} s: {}", RESIDENT_STALL.as_secs(), r.whereabouts());
+                        // said at once: a kernel that never returns can hold up what follows
+                        tracing::error!("CUDA: {e}");
+                        eprintln!("CUDA: {e}");
+                        return Err(BackendError::Device(e));
+                    }
                 }
                 if spins > (1 << 24) {
                     // a long burst (or a stuck one): stop burning a core
@@ -1089,7 +1169,11 @@ impl CudaBackend {
 
 impl Backend for CudaBackend {
     fn info(&self) -> BackendInfo {
-        self.info.clone()
+        let mut info = self.info.clone();
+        if !self.sharded {
+            info.device += if self.resident_on { ", resident kernel" } else { ", graphs" };
+        }
+        info
     }
 
     fn burst(&mut self, input: InjectionSlice<'_>) -> Result<BurstOutput<'_>, BackendError> {
@@ -1109,12 +1193,17 @@ impl Backend for CudaBackend {
     }
 
     fn prepare_input(&mut self, input: &mut Injections) {
-        if self.lend_min.is_none() || self.sharded {
+        if (self.lend_min.is_none() && !self.resident_on) || self.sharded {
             return;
         }
         let ids = LEND_IDS_MIN.max(self.neurons as usize / 16);
         let stream = self.stream.clone();
-        input.hold_ids(ids, |ptr, bytes| ColumnLock::new(&stream, ptr, bytes).map(|l| Box::new(l) as _));
+        // locking host pages waits for an idle device (and unlocking, should the column move)
+        if let Err(e) = self.park() {
+            tracing::error!("{e}");
+        }
+        let parker = self.resident.as_ref().map(|r| r.parker());
+        input.hold_ids(ids, |ptr, bytes| ColumnLock::new(&stream, parker, ptr, bytes).map(|l| Box::new(l) as _));
         tracing::debug!(ids, locked = input.hold().is_some(), "CUDA: the input's id column page-locked");
     }
 }
@@ -1137,17 +1226,21 @@ impl CudaBackend {
         let (fmt, first) = entry_format(input.values());
         let entry = [8, 16, 4][fmt as usize];
         let in_bytes = 16 + entry * ids.len();
-        let mapped = in_bytes <= self.zc_max;
-        // format 2 in a column `prepare_input` locked: the copy reads it in place
-        let lent = (fmt == 2 && !ids.is_empty() && !mapped && !self.graph_copy && self.lend_min.is_some_and(|m| 4 * ids.len() >= m))
-            .then_some(ids.as_ptr())
-            .filter(|&p| {
-                input
-                    .hold()
-                    .and_then(|h| h.downcast_ref::<ColumnLock>())
-                    .is_some_and(|l| l.covers(&self.ctx, p as *const u8, 4 * ids.len()))
+        let mapped = !self.resident_on && in_bytes <= self.zc_max;
+        // format 2 in a column `prepare_input` locked: the copy (or the resident kernel, which
+        // needs 16-byte alignment) reads it in place
+        let worth = if self.resident_on {
+            self.resident_lend && in_bytes > self.resident_direct
+        } else {
+            !mapped && !self.graph_copy && self.lend_min.is_some_and(|m| 4 * ids.len() >= m)
+        };
+        let lent = (fmt == 2 && !ids.is_empty() && worth)
+            .then(|| {
+                let lock = input.hold().and_then(|h| h.downcast_ref::<ColumnLock>())?;
+                let dev = lock.dev_addr(&self.ctx, ids.as_ptr() as *const u8, 4 * ids.len())?;
+                (!self.resident_on || dev % 16 == 0).then_some((ids.as_ptr() as usize, dev))
             })
-            .map(|p| p as usize);
+            .flatten();
         self.ensure_in_capacity(in_bytes)?;
         let base = self.host_in.ptr();
         // SAFETY: the buffer holds `in_bytes` (ensured above) and nothing reads it now: the previous
@@ -1193,13 +1286,8 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Run the staged burst and collect its output.
-    pub(crate) fn launch(&mut self, staged: Staged) -> Result<BurstOutput<'_>, BackendError> {
-        let Staged { t_start, in_bytes, mapped, fused, lent, .. } = staged;
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
-        let t = self.burst + 1;
-        let t_write = std::time::Instant::now();
+    /// Launch the burst's graphs (and the copy of its injection) on our stream.
+    fn launch_graphs(&mut self, in_bytes: usize, mapped: bool, fused: bool, lent: Option<(usize, u64)>) -> Result<(), BackendError> {
         self.launch_pre()?;
         // on one GPU the burst graph ends with the next burst's propagation; on several, each GPU
         // launches it once every GPU has stepped (`launch_pre`)
@@ -1213,7 +1301,7 @@ impl CudaBackend {
             // SAFETY: launches our own instantiated graph on our own stream.
             unsafe { result::graph::launch(exec, stream) }.map_err(dev_err("launching the burst graph"))?;
         } else {
-            if let Some(ids) = lent {
+            if let Some((ids, _)) = lent {
                 self.copy_lent(ids, in_bytes)?;
             } else if !mapped {
                 // SAFETY: copies `in_bytes` (<= both buffers' capacity) from our pinned buffer to our
@@ -1235,6 +1323,55 @@ impl CudaBackend {
         if let Some((_, b)) = self.trace.as_ref().and_then(|tr| tr.ev.as_ref()) {
             b.record(&self.stream).map_err(dev_err("event"))?;
         }
+        Ok(())
+    }
+
+    /// Hand the staged burst to the resident kernel (launched first if it is parked: after the
+    /// propagation and early step of the next burst, if they have not run yet).
+    fn command_resident(&mut self, in_bytes: usize, lent: Option<(usize, u64)>) -> Result<(), BackendError> {
+        let running = self.resident.as_ref().is_some_and(|r| r.running());
+        if !running {
+            self.launch_pre()?;
+            self.stream.synchronize().map_err(dev_err("running the propagation"))?;
+            let p = ResParams {
+                net: [self.net_for(0), self.net_for(1)],
+                side: [self.side(0), self.side(1)],
+                cur: self.cur as u32,
+                inj_blocks: self.inj_grid,
+                prop_blocks: self.prop_grid,
+                step_blocks: self.neurons.div_ceil(BLOCK * STEP_ITEMS),
+                ..Default::default()
+            };
+            tracing::trace!(cur = self.cur, "CUDA: launching the resident kernel");
+            if let Some(r) = &mut self.resident {
+                r.start(p)?;
+            }
+            tracing::trace!("CUDA: resident kernel launched");
+        }
+        // the kernel runs the next burst's propagation and early step after this one
+        self.pre_pending = true;
+        let (src, direct) = match lent {
+            Some((_, dev)) => (dev, false),
+            None => (self.host_in.dev() + 16, in_bytes <= self.resident_direct),
+        };
+        if let Some(r) = &mut self.resident {
+            r.command(src, in_bytes as u64, direct);
+        }
+        Ok(())
+    }
+
+    /// Run the staged burst and collect its output.
+    pub(crate) fn launch(&mut self, staged: Staged) -> Result<BurstOutput<'_>, BackendError> {
+        let Staged { t_start, in_bytes, mapped, fused, lent, .. } = staged;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let t = self.burst + 1;
+        let t_write = std::time::Instant::now();
+        if self.resident_on {
+            self.command_resident(in_bytes, lent)?;
+        } else {
+            self.launch_graphs(in_bytes, mapped, fused, lent)?;
+        }
         let t_launch = std::time::Instant::now();
         self.wait_for(t)?;
         let t_wait = std::time::Instant::now();
@@ -1246,8 +1383,11 @@ impl CudaBackend {
         // tag matches.
         let (tag32, tag16) = (t % 0xFFFF_FFFF + 1, t % 0xFFFF + 1);
         let hdr = self.host_out.ptr() as *mut u64;
+        let base = hdr as usize;
+        let resident = self.resident.as_ref().filter(|r| r.running());
         let spin_until = |p: *const u64, ok: &dyn Fn(u64) -> bool| -> Result<u64, BackendError> {
             let mut spins = 0u64;
+            let since = std::time::Instant::now();
             loop {
                 // SAFETY: `p` points into the mapped output buffer (aligned u64 words the device writes).
                 let w = unsafe { std::ptr::read_volatile(p) };
@@ -1255,8 +1395,15 @@ impl CudaBackend {
                     return Ok(w);
                 }
                 spins += 1;
-                if spins > (1 << 28) {
-                    return Err(BackendError::Device(format!("burst {t}: the GPU's output never arrived whole")));
+                if spins % 65536 == 0 && since.elapsed() > OUTPUT_STALL {
+                    let e = format!(
+                        "burst {t}: the GPU's output never arrived whole (word {} of the output holds {w:#x}){}",
+                        (p as usize - base) / 8,
+                        resident.map(|r| format!("; {}", r.whereabouts())).unwrap_or_default()
+                    );
+                    tracing::error!("CUDA: {e}");
+                    eprintln!("CUDA: {e}");
+                    return Err(BackendError::Device(e));
                 }
                 std::hint::spin_loop();
             }
@@ -1368,6 +1515,7 @@ impl CudaBackend {
 
     fn snapshot_impl(&mut self) -> Result<NeuronState, BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        self.park()?;
         let s = &self.stream;
         s.synchronize().map_err(dev_err("synchronising"))?;
         let (v, rcc) = self.state();
@@ -1429,6 +1577,7 @@ impl CudaBackend {
     /// the side the next burst reads to `counter` (0: no fired list yet); returns the stream.
     fn load_state(&mut self, st: &NeuronState, counter: u64) -> Result<Arc<CudaStream>, BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        self.park()?;
         let e = |w: &'static str| dev_err(w);
         let s = self.stream.clone();
         s.synchronize().map_err(e("synchronising"))?;
@@ -1481,6 +1630,8 @@ impl Drop for CudaBackend {
             }
         }
         let _ = self.ctx.bind_to_thread();
+        // the resident kernel reads our buffers: it must return before they are freed
+        let _ = self.park();
         let _ = self.stream.synchronize();
     }
 }

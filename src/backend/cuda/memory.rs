@@ -215,6 +215,11 @@ pub(crate) struct ColumnLock {
     /// The registered range (whole pages).
     base: usize,
     end: usize,
+    /// The device's address of `base` (the pages are mapped: the resident kernel reads them).
+    dev: u64,
+    /// The backend's resident kernel, if it has one: parked before the pages are unlocked (the
+    /// driver unlocks them only once the device is idle, which a running kernel never is).
+    parker: Option<super::resident::Parker>,
 }
 
 impl ColumnLock {
@@ -223,7 +228,12 @@ impl ColumnLock {
     /// driver that refuses, gives None (the caller's bursts then copy as before): logged, not an
     /// error. (Locking the pages around an ordinary heap block also takes in its neighbours: the
     /// driver then refused other threads' copies from them, CUDA_ERROR_INVALID_VALUE.)
-    pub(crate) fn new(stream: &Arc<CudaStream>, ptr: *const u8, bytes: usize) -> Option<ColumnLock> {
+    pub(crate) fn new(
+        stream: &Arc<CudaStream>,
+        parker: Option<super::resident::Parker>,
+        ptr: *const u8,
+        bytes: usize,
+    ) -> Option<ColumnLock> {
         let ctx = stream.context();
         let (base, end) = (ptr as usize, ptr as usize + bytes);
         if bytes == 0 || base % PAGE != 0 || bytes % PAGE != 0 {
@@ -233,25 +243,39 @@ impl ColumnLock {
         ctx.bind_to_thread().ok()?;
         // SAFETY: whole pages of the caller's column, owned by it alone; the lock is dropped
         // (unregistered) before that memory moves or is freed (`Injections` drops its hold first).
-        let r = unsafe { sys::cuMemHostRegister_v2(base as *mut _, bytes, 0) }.result();
-        match r {
-            Ok(()) => Some(ColumnLock { ctx: ctx.clone(), stream: stream.clone(), base, end }),
-            Err(e) => {
-                tracing::debug!("CUDA: page-locking the input's id column ({} bytes): {e}; bursts copy it", end - base);
-                None
-            }
+        let r = unsafe { sys::cuMemHostRegister_v2(base as *mut _, bytes, sys::CU_MEMHOSTREGISTER_DEVICEMAP) }.result();
+        if let Err(e) = r {
+            tracing::debug!("CUDA: page-locking the input's id column ({} bytes): {e}; bursts copy it", end - base);
+            return None;
         }
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: `base` was registered with DEVICEMAP just above.
+        if let Err(e) = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, base as *mut _, 0) }.result() {
+            tracing::debug!("CUDA: mapping the input's id column: {e}; bursts copy it");
+            // SAFETY: registered above, unregistered once.
+            let _ = unsafe { sys::cuMemHostUnregister(base as *mut _) };
+            return None;
+        }
+        Some(ColumnLock { ctx: ctx.clone(), stream: stream.clone(), base, end, dev, parker })
     }
 
-    /// Whether `bytes` bytes at `ptr` lie in the locked pages of this GPU's context.
-    pub(crate) fn covers(&self, ctx: &Arc<CudaContext>, ptr: *const u8, bytes: usize) -> bool {
-        Arc::ptr_eq(&self.ctx, ctx) && ptr as usize >= self.base && ptr as usize + bytes <= self.end
+    /// The device's address of `bytes` bytes at `ptr`, when they lie in the locked pages of this
+    /// GPU's context.
+    pub(crate) fn dev_addr(&self, ctx: &Arc<CudaContext>, ptr: *const u8, bytes: usize) -> Option<u64> {
+        (Arc::ptr_eq(&self.ctx, ctx) && ptr as usize >= self.base && ptr as usize + bytes <= self.end)
+            .then(|| self.dev + (ptr as usize - self.base) as u64)
     }
 }
 
 impl Drop for ColumnLock {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
+        if let Some(p) = &self.parker {
+            // the next burst launches it again
+            if let Err(e) = p.lock().unwrap_or_else(|e| e.into_inner()).park() {
+                tracing::error!("{e}");
+            }
+        }
         // no copy may still read the pages: bursts wait for their copies, this covers a failed one
         // (the stream only: a context-wide sync would break another thread's graph capture)
         let _ = self.stream.synchronize();

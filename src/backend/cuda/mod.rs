@@ -5,6 +5,7 @@
 //! - [`memory`]: what a brain needs on the device (usable without a GPU, e.g. by `inspect`), and
 //!   the mapped pinned host buffers that carry the injection up and the motor output down.
 //! - [`backend`]: [`CudaBackend`], the [`crate::backend::Backend`] on the device.
+//! - [`resident`]: one GPU's bursts run by a kernel that stays on the GPU (no API call per burst).
 //!
 //! Design (details in `kernels/burst.cu`): three kernels. `propagate` spreads the last burst's
 //! spikes over (spike, synapse) pairs (a row-offset list built by the fired-list compaction; every
@@ -28,6 +29,7 @@ pub mod memory;
 pub mod module;
 mod multi;
 mod probe;
+mod resident;
 
 pub use backend::CudaBackend;
 pub use engine::CudaShardEngine;

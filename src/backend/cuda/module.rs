@@ -95,6 +95,8 @@ pub struct Kernels {
     pub inject: CudaFunction,
     /// The injection's header from mapped memory (the ids copied from the caller's column).
     pub load_header: CudaFunction,
+    /// One GPU, the early step: the kernel that stays on the GPU and runs every burst itself.
+    pub resident: CudaFunction,
     /// `step` takes 8 neurons per thread (else STEP_ITEMS = 4).
     pub step_items8: bool,
     pub relist: CudaFunction,
@@ -132,6 +134,7 @@ impl Kernels {
             fix: f(format!("fix_{n}_{r}"))?,
             inject: f("inject".into())?,
             load_header: f("load_header".into())?,
+            resident: f(format!("resident_{n}_{r}_{c}"))?,
             step_items8: step_suffix.starts_with("_i8"),
             relist: f(format!("relist_{r}"))?,
             gather: f(format!("gather_{r}"))?,
@@ -163,6 +166,7 @@ mod tests {
             "relist_r32",
             "inject",
             "load_header",
+            "resident_n64_r64_c32",
             "gather_r64",
             "in_bound_c32",
             "max_reduce",

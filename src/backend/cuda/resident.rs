@@ -1,0 +1,244 @@
+//! The resident kernel (one GPU, the early step): one cooperative launch that stays on the GPU
+//! and runs the bursts itself, so that a burst costs the host no API call.
+//!
+//! The host stages a burst as before (the injection's header in its pinned buffer; the ids in the
+//! caller's page-locked column or after the header), then writes a command into mapped memory
+//! ([`Ctl`]): where the entries lie, how many bytes, and last the command's number. Block 0 of the
+//! kernel polls that number over PCIe and passes the command to the other blocks through device
+//! memory; the grid copies the entries into the device buffer, then runs the phases the burst
+//! graph would (`inject` for input with a neuron twice, `fix`, which publishes the burst into the
+//! mapped output as before, then the next burst's `propagate` and `prestep`), each over its own
+//! grid of blocks, with a grid-wide barrier between them (`kernels/burst.cu`, `resident_impl`).
+//! The output protocol is the graphs': the host reads it the same way.
+//!
+//! The kernel runs on a stream of its own, so the backend's stream stays free. Whatever reads or
+//! replaces device state (snapshot, restore, a larger injection buffer, drop) first parks the
+//! kernel ([`Resident::park`]): a quit command, then the kernel's stream is synchronised. The
+//! next burst launches it again. A parked kernel has run the next burst's propagation and early
+//! step, as the graph path has.
+//!
+//! The launch is cooperative: the driver refuses it when the grid cannot be resident all at once
+//! (so the barriers cannot deadlock); the backend then stays on the graphs, and says so.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use super::backend::{dev_err, Net, Side};
+use super::memory::Pinned;
+use crate::backend::BackendError;
+
+/// Bit of the command word that tells the kernel to return (`RES_QUIT` in burst.cu).
+const QUIT: u64 = 1 << 63;
+
+/// How long `park` waits for the kernel to return.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Resident blocks per SM (of what the kernel's registers allow; NEUROBURST_CUDA_RESIDENT_BPS):
+/// one up to this many neurons, else two. Measured on an H100 (2026-11-24): W(100k) p50 14.3-14.5
+/// us with one against 15.2-15.4 with two (fewer blocks: cheaper barriers), W(1M) even, W(5M)
+/// 50.4-52.8 with two against 54.5-57.3 with one (more warps for the early step).
+const ONE_BLOCK_PER_SM_UP_TO: u32 = 2_000_000;
+
+/// Mirror of `struct ResParams` in burst.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct ResParams {
+    /// The bursts reading side 0 and side 1.
+    pub net: [Net; 2],
+    pub side: [Side; 2],
+    pub ctl: u64,
+    pub dev: u64,
+    /// The command number before the first one the kernel is to run.
+    pub last: u64,
+    /// The side the first burst reads.
+    pub cur: u32,
+    pub inj_blocks: u32,
+    pub prop_blocks: u32,
+    pub step_blocks: u32,
+}
+// SAFETY: plain old data with the layout of the kernel's `ResParams`.
+unsafe impl DeviceRepr for ResParams {}
+
+pub(super) struct Resident {
+    func: CudaFunction,
+    /// `ResDev`: barrier arrivals, the command passed on.
+    dev: CudaSlice<u64>,
+    grid: u32,
+    /// What a command or a park touches, shared with the page-locks of input columns: the driver
+    /// unlocks host pages only once the device is idle, so a lock parks the kernel before it
+    /// lets go of its pages (`ColumnLock`).
+    state: Arc<Mutex<State>>,
+}
+
+/// The kernel's stream and command words.
+pub(crate) struct State {
+    stream: Arc<CudaStream>,
+    /// Mapped pinned: `Ctl` (go, src, bytes, at).
+    ctl: Pinned,
+    running: bool,
+    /// The last command word written (its number | QUIT).
+    word: u64,
+    grid: u32,
+}
+
+/// A handle that stops the resident kernel (see [`Resident`]'s `state`).
+pub(crate) type Parker = Arc<Mutex<State>>;
+
+impl Resident {
+    /// The kernel's launch shape on this device, or why it cannot run (no cooperative launch, no
+    /// room for a block).
+    pub(super) fn new(ctx: &Arc<CudaContext>, func: CudaFunction, sm: u32, neurons: u32) -> Result<Resident, String> {
+        let coop = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).map_err(|e| e.to_string())?;
+        if coop == 0 {
+            return Err("the device has no cooperative launch".into());
+        }
+        let occ = func.occupancy_max_active_blocks_per_multiprocessor(256, 0, None).map_err(|e| e.to_string())?;
+        let want = std::env::var("NEUROBURST_CUDA_RESIDENT_BPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(if neurons <= ONE_BLOCK_PER_SM_UP_TO { 1 } else { 2 });
+        let per_sm = occ.min(want.max(1));
+        if per_sm == 0 {
+            return Err("the resident kernel does not fit on an SM".into());
+        }
+        let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+        let ctl = Pinned::new(ctx, 64, false).map_err(|e| e.to_string())?;
+        let dev = stream.alloc_zeros::<u64>(8).map_err(|e| e.to_string())?;
+        tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
+        let grid = sm * per_sm;
+        let state = Arc::new(Mutex::new(State { stream, ctl, running: false, word: 0, grid }));
+        Ok(Resident { func, dev, grid, state })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // a poisoned lock only means a panic elsewhere: the words are still consistent
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn running(&self) -> bool {
+        self.state().running
+    }
+
+    /// The stream the kernel runs on (to ask the driver whether it failed).
+    pub(super) fn stream(&self) -> Arc<CudaStream> {
+        self.state().stream.clone()
+    }
+
+    /// A handle that parks the kernel (for the page-lock of an input column).
+    pub(super) fn parker(&self) -> Parker {
+        self.state.clone()
+    }
+
+    pub(super) fn whereabouts(&self) -> String {
+        self.state().whereabouts()
+    }
+
+    /// Launch the kernel; `p` without the control words (filled here). The caller has finished
+    /// everything on its own stream that the kernel reads.
+    pub(super) fn start(&mut self, mut p: ResParams) -> Result<(), BackendError> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        debug_assert!(!st.running);
+        let s = st.stream.clone();
+        // SAFETY: zeroes our own 8 words of device memory on the kernel's stream.
+        unsafe { sys::cuMemsetD32Async(super::backend::dptr(&self.dev, &s), 0, 16, s.cu_stream()) }
+            .result()
+            .map_err(dev_err("clearing the resident kernel's words"))?;
+        p.ctl = st.ctl.dev();
+        p.dev = super::backend::dptr(&self.dev, &s);
+        p.last = st.word;
+        let cfg = LaunchConfig { grid_dim: (self.grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: every pointer in `p` points into buffers of the backend that owns this value and
+        // parks the kernel (quit, then wait until it has returned) before any of them is freed or
+        // replaced; the kernel indexes them within the sizes `build` allocated, as the graphs'
+        // kernels do.
+        unsafe { s.launch_builder(&self.func).arg(&p).launch_cooperative(cfg) }.map_err(dev_err("launching the resident kernel"))?;
+        st.running = true;
+        Ok(())
+    }
+
+    /// Write a command: the entries' device address and the bytes to copy (header included), the
+    /// number last.
+    ///
+    /// `direct`: the entries lie after the header in the pinned buffer, and `inject` and `fix`
+    /// read them there (small input: no copy into device memory, no barrier).
+    pub(super) fn command(&mut self, src: u64, bytes: u64, direct: bool) {
+        let mut st = self.state();
+        let go = (st.word & !QUIT) + 1;
+        st.write(src, bytes | (direct as u64) << 62, go);
+    }
+
+    /// Stop the kernel (if it runs) and wait until it has returned.
+    pub(super) fn park(&mut self) -> Result<(), BackendError> {
+        self.state().park()
+    }
+}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        let _ = self.park();
+    }
+}
+
+impl State {
+    /// Where the kernel is, in words (for an error when a burst does not come back).
+    fn whereabouts(&self) -> String {
+        // SAFETY: word 3 of `ctl` (64 bytes), written by the kernel.
+        let at = unsafe { std::ptr::read_volatile((self.ctl.ptr() as *const u64).add(3)) };
+        const PHASES: [&str; 7] = [
+            "before its first command",
+            "copying the injection",
+            "past the copy",
+            "in fix",
+            "in the propagation",
+            "in the early step",
+            "waiting for a command",
+        ];
+        format!(
+            "the resident kernel ({} blocks) is {} of command {} (last command written: {})",
+            self.grid,
+            PHASES.get((at & 0xFF) as usize).unwrap_or(&"lost"),
+            at >> 8,
+            self.word & !QUIT
+        )
+    }
+
+    fn write(&mut self, src: u64, bytes: u64, go: u64) {
+        let w = self.ctl.ptr() as *mut u64;
+        // SAFETY: `ctl` holds 64 bytes (8 aligned words); the kernel reads `src` and `bytes` only
+        // after it has seen the new number, which is written last (the fence orders the stores).
+        unsafe {
+            std::ptr::write_volatile(w.add(1), src);
+            std::ptr::write_volatile(w.add(2), bytes);
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            std::ptr::write_volatile(w, go);
+        }
+        self.word = go;
+    }
+
+    /// Stop the kernel (if it runs) and wait until it has returned.
+    pub(crate) fn park(&mut self) -> Result<(), BackendError> {
+        if !self.running {
+            return Ok(());
+        }
+        self.running = false;
+        self.stream.context().bind_to_thread().map_err(dev_err("binding the context"))?;
+        let go = ((self.word & !QUIT) + 1) | QUIT;
+        self.write(0, 0, go);
+        // a kernel stuck in a phase never sees the quit: give up after a while rather than hang
+        let since = std::time::Instant::now();
+        loop {
+            // SAFETY: queries our own stream.
+            match unsafe { sys::cuStreamQuery(self.stream.cu_stream()) } {
+                sys::CUresult::CUDA_SUCCESS => return Ok(()),
+                sys::CUresult::CUDA_ERROR_NOT_READY if since.elapsed() < STOP_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_micros(20))
+                }
+                sys::CUresult::CUDA_ERROR_NOT_READY => {
+                    return Err(BackendError::Device(format!("CUDA: the resident kernel did not stop: {}", self.whereabouts())))
+                }
+                other => return Err(BackendError::Device(format!("CUDA: the resident kernel failed: {other:?}"))),
+            }
+        }
+    }
+}
