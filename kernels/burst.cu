@@ -1,5 +1,6 @@
 // The burst on the GPU: three kernels per burst, captured in CUDA graphs by
-// src/backend/cuda/backend.rs, compiled by NVRTC at start-up.
+// src/backend/cuda/backend.rs, compiled by NVRTC at start-up. On one GPU the same phases run by
+// default inside one kernel that stays on the GPU (`resident_impl`, at the end of this file).
 //
 //   propagate: the spikes of burst t-1 over (spike, synapse) pairs -> integer atomics into the
 //              input accumulators (order-independent, exact); on one GPU it runs ahead, as soon
