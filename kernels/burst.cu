@@ -1033,35 +1033,52 @@ __device__ void resident_impl(const ResParams& p) {
     u32 r = p.cur;
     for (;;) {
         // 1. the next command: block 0 polls the host's word, the others a word in device memory
-        if (threadIdx.x == 0) {
-            u64 g, src, bytes;
-            if (blockIdx.x == 0) {
+        if (blockIdx.x == 0) {
+            if (threadIdx.x == 0) {
+                u64 g;
                 while ((g = ld_acquire_sys(&p.ctl->go)) == last) {}
-                src = ld_relaxed_sys(&p.ctl->src);
-                bytes = ld_relaxed_sys(&p.ctl->bytes);
-                const u64 h0 = ld_relaxed_sys((const u64*)p.net[0].host_map);
-                const u64 h1 = ld_relaxed_sys(((const u64*)p.net[0].host_map) + 1);
-                if ((g & RES_QUIT) == 0) {
-                    // the header, into the device copy (both sides' nets share the buffers)
-                    ((volatile u64*)p.net[0].host_in)[0] = h0;
-                    ((volatile u64*)p.net[0].host_in)[1] = h1;
-                }
-                *(volatile u64*)&p.dev->src = src;
-                *(volatile u64*)&p.dev->bytes = bytes;
-                st_release_gpu(&p.dev->go, g);
-            } else {
-                while ((g = ld_acquire_gpu(&p.dev->go)) == last) __nanosleep(32);
-                src = *(volatile u64*)&p.dev->src;
-                bytes = *(volatile u64*)&p.dev->bytes;
+                s_cmd[0] = g;
             }
+            __syncthreads();
+            // one round trip: the command's words, and the first 8 KB (2 x 16 bytes a thread) of the pinned
+            // buffer (the header, and the entries of a small injection: W(100k)'s ~4 KB) into the
+            // device copy (both sides' nets share the buffers)
+            if ((s_cmd[0] & RES_QUIT) == 0) {
+                uint4 v[2];
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    const u32 i = threadIdx.x + k * blockDim.x;
+                    if (16ull * (i + 1) <= p.net[0].in_cap) v[k] = __ldcv(((const uint4*)p.net[0].host_map) + i);
+                }
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    const u32 i = threadIdx.x + k * blockDim.x;
+                    if (16ull * (i + 1) <= p.net[0].in_cap) ((uint4*)p.net[0].host_in)[i] = v[k];
+                }
+            }
+            if (threadIdx.x == 0) {
+                s_cmd[1] = ld_relaxed_sys(&p.ctl->src);
+                s_cmd[2] = ld_relaxed_sys(&p.ctl->bytes);
+                *(volatile u64*)&p.dev->src = s_cmd[1];
+                *(volatile u64*)&p.dev->bytes = s_cmd[2];
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence();
+                st_release_gpu(&p.dev->go, s_cmd[0]);
+            }
+        } else if (threadIdx.x == 0) {
+            u64 g;
+            while ((g = ld_acquire_gpu(&p.dev->go)) == last) __nanosleep(32);
             s_cmd[0] = g;
-            s_cmd[1] = src;
-            s_cmd[2] = bytes;
+            s_cmd[1] = *(volatile u64*)&p.dev->src;
+            s_cmd[2] = *(volatile u64*)&p.dev->bytes;
         }
         __syncthreads();
         const u64 g = s_cmd[0];
         const u64 src = s_cmd[1];
-        const u64 bytes = s_cmd[2];
+        const bool direct = (s_cmd[2] & RES_DIRECT) != 0;
+        const u64 bytes = s_cmd[2] & ~RES_DIRECT;
         __syncthreads();
         last = g;
         if (g & RES_QUIT) return;
@@ -1072,10 +1089,12 @@ __device__ void resident_impl(const ResParams& p) {
         const Net& net = p.net[r];
         const Side& wr = p.side[1 - r];
         const Side& rd = p.side[r];
-        // 2. the entries into the device buffer (block 0 put the header there), from `src`, 16
-        // bytes a thread (then the last 4-byte words); small input is read where it lies
-        const u32 mapped = (bytes & RES_DIRECT) ? 2 : 0;
-        if (!mapped) {
+        // 2. the entries into the device buffer (block 0 put the header there, and all of a
+        // small injection), from `src`, 16 bytes a thread (then the last 4-byte words); input up
+        // to RESIDENT_DIRECT is read where it lies
+        const bool whole = direct && bytes <= 32ull * blockDim.x && bytes <= net.in_cap;
+        const u32 mapped = (direct && !whole) ? 2 : 0;
+        if (!direct) {
             u8* dst = (u8*)net.host_in;
             const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
             const u64 stride = (u64)gridDim.x * blockDim.x;
