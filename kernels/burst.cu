@@ -1129,28 +1129,27 @@ __device__ void resident_impl(const ResParams& p) {
     }
 }
 
-#define RESIDENT(NAME, ACC, RP, CODE) \
-    extern "C" __global__ void __launch_bounds__(256, RES_MINB) NAME(const __grid_constant__ ResParams p) { resident_impl<ACC, RP, CODE>(p); }
-#define RES_MINB 2
-RESIDENT(resident_n32_r32_c16, int, u32, u16)
-RESIDENT(resident_n32_r32_c32, int, u32, u32)
-RESIDENT(resident_n32_r64_c16, int, u64, u16)
-RESIDENT(resident_n32_r64_c32, int, u64, u32)
-RESIDENT(resident_n64_r32_c16, i64, u32, u16)
-RESIDENT(resident_n64_r32_c32, i64, u32, u32)
-RESIDENT(resident_n64_r64_c16, i64, u64, u16)
-RESIDENT(resident_n64_r64_c32, i64, u64, u32)
+// The kernel variants (accumulator, row pointer, code widths; `Variant` in module.rs), each as
+// `prefix_nXX_rXX_cXX`: M(suffix, ACC, RP, CODE) for every one.
+#define EACH_VARIANT(M) \
+    M(n32_r32_c16, int, u32, u16) \
+    M(n32_r32_c32, int, u32, u32) \
+    M(n32_r64_c16, int, u64, u16) \
+    M(n32_r64_c32, int, u64, u32) \
+    M(n64_r32_c16, i64, u32, u16) \
+    M(n64_r32_c32, i64, u32, u32) \
+    M(n64_r64_c16, i64, u64, u16) \
+    M(n64_r64_c32, i64, u64, u32)
 
-#define PROPAGATE(NAME, ACC, RP, CODE) \
-    extern "C" __global__ void __launch_bounds__(256) NAME(Net net, Side rd) { propagate_impl<ACC, RP, CODE>(net, rd, hw_blk()); }
-PROPAGATE(propagate_n32_r32_c16, int, u32, u16)
-PROPAGATE(propagate_n32_r32_c32, int, u32, u32)
-PROPAGATE(propagate_n32_r64_c16, int, u64, u16)
-PROPAGATE(propagate_n32_r64_c32, int, u64, u32)
-PROPAGATE(propagate_n64_r32_c16, i64, u32, u16)
-PROPAGATE(propagate_n64_r32_c32, i64, u32, u32)
-PROPAGATE(propagate_n64_r64_c16, i64, u64, u16)
-PROPAGATE(propagate_n64_r64_c32, i64, u64, u32)
+// up to 2 blocks of 256 per SM: registers for every phase's code in one kernel
+#define RES_MINB 2
+#define RESIDENT(SUFFIX, ACC, RP, CODE) \
+    extern "C" __global__ void __launch_bounds__(256, RES_MINB) resident_##SUFFIX(const __grid_constant__ ResParams p) { resident_impl<ACC, RP, CODE>(p); }
+EACH_VARIANT(RESIDENT)
+
+#define PROPAGATE(SUFFIX, ACC, RP, CODE) \
+    extern "C" __global__ void __launch_bounds__(256) propagate_##SUFFIX(Net net, Side rd) { propagate_impl<ACC, RP, CODE>(net, rd, hw_blk()); }
+EACH_VARIANT(PROPAGATE)
 
 #define STEP(NAME, ACC, RP, MINB, ITEMS) \
     extern "C" __global__ void __launch_bounds__(256, MINB) NAME(Net net, Side wr) { step_impl<ACC, RP, ITEMS, false>(net, wr, hw_blk()); } \

@@ -251,9 +251,6 @@ pub struct CudaBackend {
     resident: Option<Resident>,
     /// The bursts run in the resident kernel (`set_resident`, NEUROBURST_CUDA_RESIDENT).
     resident_on: bool,
-    /// The resident kernel reads a locked id column in place (NEUROBURST_CUDA_RESIDENT_LEND=0:
-    /// the host copies it into its pinned buffer, for comparison).
-    resident_lend: bool,
     /// The resident kernel reads an injection of at most this many bytes where it lies in the
     /// pinned buffer, with no copy into device memory (NEUROBURST_CUDA_RESIDENT_DIRECT).
     resident_direct: usize,
@@ -621,7 +618,6 @@ impl CudaBackend {
             trace: None,
             resident: None,
             resident_on: false,
-            resident_lend: std::env::var("NEUROBURST_CUDA_RESIDENT_LEND").map_or(true, |v| v != "0"),
             resident_direct: env_usize("NEUROBURST_CUDA_RESIDENT_DIRECT", DEFAULT_RESIDENT_DIRECT),
         };
         if b.early.is_some() {
@@ -1113,7 +1109,8 @@ impl CudaBackend {
             self.stream.synchronize().map_err(dev_err("running the burst"))?;
         }
         let mut spins: u64 = 0;
-        let since = std::time::Instant::now();
+        // the clock is read only once a burst is slow
+        let mut since = None;
         loop {
             if let Some(tr) = &mut self.trace {
                 tr.spins += 1;
@@ -1148,11 +1145,10 @@ impl CudaBackend {
                 }
                 if let Some(r) = self.resident.as_ref().filter(|r| r.running()) {
                     // a kernel that never returns is never "done": a burst this late is lost
-                    if since.elapsed() > RESIDENT_STALL {
+                    if since.get_or_insert_with(std::time::Instant::now).elapsed() > RESIDENT_STALL {
                         let e = format!("burst {t} did not come back within {} s: {}", RESIDENT_STALL.as_secs(), r.whereabouts());
                         // said at once: a kernel that never returns can hold up what follows
                         tracing::error!("CUDA: {e}");
-                        eprintln!("CUDA: {e}");
                         return Err(BackendError::Device(e));
                     }
                 }
@@ -1230,7 +1226,7 @@ impl CudaBackend {
         // format 2 in a column `prepare_input` locked: the copy (or the resident kernel, which
         // needs 16-byte alignment) reads it in place
         let worth = if self.resident_on {
-            self.resident_lend && in_bytes > self.resident_direct
+            in_bytes > self.resident_direct
         } else {
             !mapped && !self.graph_copy && self.lend_min.is_some_and(|m| 4 * ids.len() >= m)
         };
@@ -1346,7 +1342,6 @@ impl CudaBackend {
             if let Some(r) = &mut self.resident {
                 r.start(p)?;
             }
-            tracing::trace!("CUDA: resident kernel launched");
         }
         // the kernel runs the next burst's propagation and early step after this one
         self.pre_pending = true;
@@ -1384,10 +1379,11 @@ impl CudaBackend {
         let (tag32, tag16) = (t % 0xFFFF_FFFF + 1, t % 0xFFFF + 1);
         let hdr = self.host_out.ptr() as *mut u64;
         let base = hdr as usize;
-        let resident = self.resident.as_ref().filter(|r| r.running());
+        let resident = self.resident.as_ref();
         let spin_until = |p: *const u64, ok: &dyn Fn(u64) -> bool| -> Result<u64, BackendError> {
             let mut spins = 0u64;
-            let since = std::time::Instant::now();
+            // the clock is read only once a word is late
+            let mut since = None;
             loop {
                 // SAFETY: `p` points into the mapped output buffer (aligned u64 words the device writes).
                 let w = unsafe { std::ptr::read_volatile(p) };
@@ -1395,14 +1391,13 @@ impl CudaBackend {
                     return Ok(w);
                 }
                 spins += 1;
-                if spins % 65536 == 0 && since.elapsed() > OUTPUT_STALL {
+                if spins % 65536 == 0 && since.get_or_insert_with(std::time::Instant::now).elapsed() > OUTPUT_STALL {
                     let e = format!(
                         "burst {t}: the GPU's output never arrived whole (word {} of the output holds {w:#x}){}",
                         (p as usize - base) / 8,
-                        resident.map(|r| format!("; {}", r.whereabouts())).unwrap_or_default()
+                        resident.filter(|r| r.running()).map(|r| format!("; {}", r.whereabouts())).unwrap_or_default()
                     );
                     tracing::error!("CUDA: {e}");
-                    eprintln!("CUDA: {e}");
                     return Err(BackendError::Device(e));
                 }
                 std::hint::spin_loop();

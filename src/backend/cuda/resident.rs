@@ -64,7 +64,6 @@ pub(super) struct Resident {
     func: CudaFunction,
     /// `ResDev`: barrier arrivals, the command passed on.
     dev: CudaSlice<u64>,
-    grid: u32,
     /// What a command or a park touches, shared with the page-locks of input columns: the driver
     /// unlocks host pages only once the device is idle, so a lock parks the kernel before it
     /// lets go of its pages (`ColumnLock`).
@@ -79,6 +78,7 @@ pub(crate) struct State {
     running: bool,
     /// The last command word written (its number | QUIT).
     word: u64,
+    /// Blocks of the launch.
     grid: u32,
 }
 
@@ -108,7 +108,7 @@ impl Resident {
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
         let state = Arc::new(Mutex::new(State { stream, ctl, running: false, word: 0, grid }));
-        Ok(Resident { func, dev, grid, state })
+        Ok(Resident { func, dev, state })
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -147,7 +147,7 @@ impl Resident {
         p.ctl = st.ctl.dev();
         p.dev = super::backend::dptr(&self.dev, &s);
         p.last = st.word;
-        let cfg = LaunchConfig { grid_dim: (self.grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig { grid_dim: (st.grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         // SAFETY: every pointer in `p` points into buffers of the backend that owns this value and
         // parks the kernel (quit, then wait until it has returned) before any of them is freed or
         // replaced; the kernel indexes them within the sizes `build` allocated, as the graphs'
