@@ -1,7 +1,7 @@
 //! End-to-end latency of the live node, sensor sample -> motor sample, on loopback:
 //! a robot (a second Zenoh session in this process, rmw_zenoh format: keys, attachments) publishes
 //! a LaserScan with an obstacle on the right and times the first Twist that turns; the node bursts
-//! at 1 kHz on the CPU with a W(100k, 100, 1%) brain (driven every burst as spec/performance.md
+//! at 1 kHz on the CPU with a W(100k, 100, 1%) brain (driven every burst as docs/performance.md
 //! says) plus the scan and motor areas of examples/genomes/rover.yaml, through the same encoders
 //! and decoders as `neuroburst node` and `replay`. The motor fires one burst after the sensor (the
 //! model's synaptic delay). Before every trial the robot clears the obstacle and waits for a

@@ -47,7 +47,7 @@ pub struct Config {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReplayConfig {
-    /// Topic of the per-burst activity (neuroburst/msg/BurstActivity); empty = not recorded.
+    /// Topic of the per-burst activity (neuroburst_msgs/msg/BurstActivity); empty = not recorded.
     pub activity_topic: String,
     /// Stop after this many bursts; 0 = until the end of the bag.
     pub max_bursts: u64,

@@ -1,4 +1,4 @@
-//! The standard benchmark workload W(N, K, rho) of ../shared/spec/performance.md: one area of N
+//! The standard benchmark workload W(N, K, rho) of docs/performance.md: one area of N
 //! neurons, K random synapses per neuron onto the same area, about rho x N neurons injected with
 //! the threshold every burst, the first 1% of the neurons read back as the motor area.
 
@@ -34,7 +34,7 @@ impl Workload {
         morphologies.insert("random_k".to_string(), Morphology::Random(RandomSpec { probability: None, fanout: Some(self.fanout) }));
         Genome {
             name: format!("W({}, {}, {})", self.neurons, self.fanout, self.rate),
-            description: "benchmark workload of spec/performance.md".into(),
+            description: "benchmark workload of docs/performance.md".into(),
             burst_rate_hz: 1000.0,
             seed: self.seed,
             areas: vec![Area {

@@ -97,8 +97,8 @@ fn wrong_types_and_negative_numbers() {
 
 #[test]
 fn truncated_feagi_json_names_the_line() {
-    let full = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/feagi/essential_genome.json"))
-        .expect("../shared/fixtures/feagi/essential_genome.json must be present");
+    let full = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/feagi/essential_genome.json"))
+        .expect("tests/fixtures/feagi/essential_genome.json must be present");
     let e = load_err("cut.json", &full[..3000]);
     assert_has(&e, &["line"]);
 }

@@ -1,4 +1,4 @@
-//! FEAGI genome import: the two real genomes in `shared/fixtures/feagi/`, and small crafted genomes
+//! FEAGI genome import: the two real genomes in `tests/fixtures/feagi/`, and small crafted genomes
 //! for every warning and error the fixtures do not trigger.
 
 use std::path::{Path, PathBuf};
@@ -12,14 +12,14 @@ use neuroburst::genome::feagi::{import_str, Imported};
 use neuroburst::genome::{AreaKind, Genome, Leak, Morphology, Sign};
 use neuroburst::model::InjectionSlice;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/feagi/");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/feagi/");
 
-/// A fixture's path; fails (never skips) when the shared fixtures are not next to the crate.
+/// A fixture's path; fails (never skips) when a fixture is missing.
 fn fixture(name: &str) -> PathBuf {
     let dir = Path::new(FIXTURES);
     assert!(
         dir.is_dir(),
-        "the FEAGI fixtures folder {} is missing: these tests read the real genomes from shared/fixtures/feagi/ next to the crate",
+        "the FEAGI fixtures folder {} is missing: these tests read the real genomes from tests/fixtures/feagi/",
         dir.display()
     );
     let path = dir.join(name);

@@ -96,7 +96,7 @@ fn bundled_example_replays_and_plots() {
         info.trim(),
         "ros2 242\n\
          /cmd_vel geometry_msgs/msg/Twist ros2msg cdr RIHS01_9c45bf16fe0983d80e3cfe750d6835843d265a9a6c46bd2e609fcddde6fb8d2a 121\n\
-         /neuroburst/activity neuroburst/msg/BurstActivity ros2msg cdr RIHS01_"
+         /neuroburst/activity neuroburst_msgs/msg/BurstActivity ros2msg cdr RIHS01_"
             .to_string()
             + &neuroburst::ros::type_hash::<neuroburst::ros::neuroburst_msgs::BurstActivity>()[7..]
             + " 121"

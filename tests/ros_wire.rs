@@ -7,10 +7,12 @@ mod common;
 
 use neuroburst::ros::builtin::*;
 use neuroburst::ros::geometry_msgs::*;
+use neuroburst::ros::diagnostic_msgs::*;
 use neuroburst::ros::nav_msgs::Odometry;
+use neuroburst::ros::rosgraph_msgs::Clock;
 use neuroburst::ros::neuroburst_msgs::{BurstActivity, BurstStats};
 use neuroburst::ros::sensor_msgs::*;
-use neuroburst::ros::typesys::Array;
+use neuroburst::ros::typesys::{Array, Byte};
 use neuroburst::ros::{decode, encode, registry, type_hash, RosMessage};
 
 const PY: &str = r#"
@@ -18,8 +20,8 @@ import json, sys
 import numpy as np
 from rosbags.typesys import Stores, get_typestore, get_types_from_msg
 ts = get_typestore(Stores.ROS2_JAZZY)
-ts.register(get_types_from_msg(open(sys.argv[1]).read(), 'neuroburst/msg/BurstActivity'))
-ts.register(get_types_from_msg(open(sys.argv[3]).read(), 'neuroburst/msg/BurstStats'))
+ts.register(get_types_from_msg(open(sys.argv[1]).read(), 'neuroburst_msgs/msg/BurstActivity'))
+ts.register(get_types_from_msg(open(sys.argv[3]).read(), 'neuroburst_msgs/msg/BurstStats'))
 T = ts.types
 f64 = lambda v: np.array(v, dtype=np.float64)
 f32 = lambda v: np.array(v, dtype=np.float32)
@@ -57,8 +59,14 @@ msgs = {
     'sensor_msgs/msg/JointState': T['sensor_msgs/msg/JointState'](header=header, name=['a', 'bb', 'ccc'], position=f64([1.0, 2.0, 3.0]), velocity=f64([0.5]), effort=f64([])),
     'sensor_msgs/msg/Range': T['sensor_msgs/msg/Range'](header=header, radiation_type=1, field_of_view=0.5, min_range=0.02, max_range=4.0, range=1.25, variance=0.01),
     'nav_msgs/msg/Odometry': T['nav_msgs/msg/Odometry'](header=header, child_frame_id='base_link', pose=pwc, twist=twc),
-    'neuroburst/msg/BurstActivity': T['neuroburst/msg/BurstActivity'](burst=42, stamp=time, fired_total=17, area_ids=['_power', 'i__vis', 'o__mot'], fired=np.array([1, 10, 6], dtype=np.uint32)),
-    'neuroburst/msg/BurstStats': T['neuroburst/msg/BurstStats'](burst=1234567, bursts=999, burst_duration_us=12.5, burst_duration_max_us=250.25, area_ids=['motor', 'all'], fired=np.array([3, 77], dtype=np.uint32), missed_deadlines=2, dropped_messages=31, malformed_messages=20),
+    'sensor_msgs/msg/PointField': T['sensor_msgs/msg/PointField'](name='x', offset=4, datatype=7, count=1),
+    'sensor_msgs/msg/PointCloud2': T['sensor_msgs/msg/PointCloud2'](header=header, height=1, width=2, fields=[T['sensor_msgs/msg/PointField'](name='x', offset=0, datatype=7, count=1), T['sensor_msgs/msg/PointField'](name='intensity', offset=4, datatype=2, count=1)], is_bigendian=False, point_step=5, row_step=10, data=np.arange(10, dtype=np.uint8), is_dense=True),
+    'diagnostic_msgs/msg/KeyValue': T['diagnostic_msgs/msg/KeyValue'](key='bursts', value='42'),
+    'diagnostic_msgs/msg/DiagnosticStatus': T['diagnostic_msgs/msg/DiagnosticStatus'](level=1, name='neuroburst: /brain', message='2 missed deadlines', hardware_id='cpu', values=[T['diagnostic_msgs/msg/KeyValue'](key='a', value='b')]),
+    'diagnostic_msgs/msg/DiagnosticArray': T['diagnostic_msgs/msg/DiagnosticArray'](header=header, status=[T['diagnostic_msgs/msg/DiagnosticStatus'](level=2, name='n', message='m', hardware_id='h', values=[]), T['diagnostic_msgs/msg/DiagnosticStatus'](level=0, name='', message='', hardware_id='', values=[T['diagnostic_msgs/msg/KeyValue'](key='k', value='')])]),
+    'rosgraph_msgs/msg/Clock': T['rosgraph_msgs/msg/Clock'](clock=time),
+    'neuroburst_msgs/msg/BurstActivity': T['neuroburst_msgs/msg/BurstActivity'](burst=42, stamp=time, fired_total=17, area_ids=['_power', 'i__vis', 'o__mot'], fired=np.array([1, 10, 6], dtype=np.uint32)),
+    'neuroburst_msgs/msg/BurstStats': T['neuroburst_msgs/msg/BurstStats'](burst=1234567, bursts=999, burst_duration_us=12.5, burst_duration_max_us=250.25, area_ids=['motor', 'all'], fired=np.array([3, 77], dtype=np.uint32), missed_deadlines=2, dropped_messages=31, malformed_messages=20),
 }
 ours = json.load(open(sys.argv[2]))
 out = {}
@@ -161,7 +169,35 @@ fn samples() -> Vec<Sample> {
             variance: 0.01,
         },
     );
-    add(&mut v, Odometry { header, child_frame_id: "base_link".into(), pose: pwc, twist: twc });
+    add(&mut v, Odometry { header: header.clone(), child_frame_id: "base_link".into(), pose: pwc, twist: twc });
+    let field = |name: &str, offset, datatype| PointField { name: name.into(), offset, datatype, count: 1 };
+    add(&mut v, field("x", 4, 7));
+    add(
+        &mut v,
+        PointCloud2 {
+            header: header.clone(),
+            height: 1,
+            width: 2,
+            fields: vec![field("x", 0, 7), field("intensity", 4, 2)],
+            is_bigendian: false,
+            point_step: 5,
+            row_step: 10,
+            data: (0..10).collect(),
+            is_dense: true,
+        },
+    );
+    let kv = |k: &str, v: &str| KeyValue { key: k.into(), value: v.into() };
+    let status = |level, name: &str, message: &str, hw: &str, values| DiagnosticStatus {
+        level: Byte(level),
+        name: name.into(),
+        message: message.into(),
+        hardware_id: hw.into(),
+        values,
+    };
+    add(&mut v, kv("bursts", "42"));
+    add(&mut v, status(1, "neuroburst: /brain", "2 missed deadlines", "cpu", vec![kv("a", "b")]));
+    add(&mut v, DiagnosticArray { header, status: vec![status(2, "n", "m", "h", vec![]), status(0, "", "", "", vec![kv("k", "")])] });
+    add(&mut v, Clock { clock: time.clone() });
     add(
         &mut v,
         BurstActivity {

@@ -1,5 +1,5 @@
 //! `neuroburst bench`: burst latency of the standard workload W(N, K, rho)
-//! (spec/performance.md): from the host holding the burst's injection to the host holding that
+//! (docs/performance.md): from the host holding the burst's injection to the host holding that
 //! burst's motor output, after warm-up; median and p99.
 
 use std::time::Instant;

@@ -34,7 +34,7 @@ pub enum Command {
     Run(run::RunArgs),
     /// Describe a genome: areas, synapses per mapping, memory.
     Inspect(inspect::InspectArgs),
-    /// Time the standard workload W(N, K, rho) of spec/performance.md.
+    /// Time the standard workload W(N, K, rho) of docs/performance.md.
     Bench(bench::BenchArgs),
     /// Write a genome (a FEAGI JSON genome, or YAML) in the project's YAML format.
     Convert(convert::ConvertArgs),
@@ -93,7 +93,7 @@ pub struct RobotLinkArgs {
     /// Zenoh key format: rmw | ros2dds (overrides zenoh.format).
     #[arg(long, value_enum)]
     pub zenoh_format: Option<crate::transport::zenoh::KeyFormat>,
-    /// ROS domain id (overrides node.domain).
+    /// ROS domain id (overrides node.domain and the environment's ROS_DOMAIN_ID).
     #[arg(long)]
     pub domain: Option<u32>,
     /// ROS namespace (overrides node.namespace).
@@ -103,9 +103,18 @@ pub struct RobotLinkArgs {
 
 impl RobotLinkArgs {
     /// Apply the overrides given; `namespace` (e.g. from `--ros-args`) wins over `--namespace`.
-    pub fn apply(&self, c: &mut Config, namespace: Option<String>) {
-        if let Some(d) = self.domain {
-            c.node.domain = d;
+    /// The domain is `--domain`, else the environment's ROS_DOMAIN_ID, else node.domain.
+    pub fn apply(&self, c: &mut Config, namespace: Option<String>) -> anyhow::Result<()> {
+        let env = std::env::var("ROS_DOMAIN_ID").ok().filter(|v| !v.trim().is_empty());
+        match (self.domain, env) {
+            (Some(d), _) => c.node.domain = d,
+            (None, Some(v)) => {
+                c.node.domain = v.trim().parse().map_err(|_| anyhow::anyhow!("ROS_DOMAIN_ID={v:?} is not a ROS domain id (0 to 232)"))?
+            }
+            (None, None) => {}
+        }
+        if c.node.domain > 232 {
+            anyhow::bail!("ROS domain id {} is out of range (0 to 232)", c.node.domain);
         }
         if let Some(ns) = namespace.or(self.namespace.clone()) {
             c.node.namespace = ns;
@@ -123,6 +132,7 @@ impl RobotLinkArgs {
         if let Some(f) = self.zenoh_format {
             z.format = f;
         }
+        Ok(())
     }
 }
 

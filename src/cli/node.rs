@@ -53,7 +53,7 @@ fn configure(a: &mut NodeArgs) -> anyhow::Result<Config> {
             "genome" => a.genome = a.genome.take().or(v.as_str().map(PathBuf::from)),
             "config" => a.runtime.config = a.runtime.config.take().or(v.as_str().map(PathBuf::from)),
             "resume" => a.resume |= v.as_bool().unwrap_or(false),
-            "use_sim_time" => {}
+            "use_sim_time" => sets.push(format!("node.use_sim_time={}", serde_json::to_string(&v)?)),
             _ => sets.push(format!("{k}={}", serde_json::to_string(&v)?)),
         }
     }
@@ -84,7 +84,7 @@ fn configure(a: &mut NodeArgs) -> anyhow::Result<Config> {
     remap(&mut c.checkpoint.trigger_topic);
     c.encoders.iter_mut().for_each(|e| remap(e.topic_mut()));
     c.decoders.iter_mut().for_each(|d| remap(d.topic_mut()));
-    a.link.apply(&mut c, ros.namespace);
+    a.link.apply(&mut c, ros.namespace)?;
     Ok(c)
 }
 

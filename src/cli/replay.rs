@@ -103,7 +103,7 @@ fn print_summary(a: &ReplayArgs, genome: &Genome, s: &ReplaySummary, backend: St
         let mean: Vec<String> = m.labels.iter().zip(&m.mean).map(|(l, v)| format!("{l} {v:+.3}")).collect();
         rows.push(vec![m.topic.clone(), m.type_name.clone(), m.messages.to_string(), mean.join(", ")]);
     }
-    rows.push(vec!["(activity)".into(), "neuroburst/msg/BurstActivity".into(), s.activity_messages.to_string(), String::new()]);
+    rows.push(vec!["(activity)".into(), "neuroburst_msgs/msg/BurstActivity".into(), s.activity_messages.to_string(), String::new()]);
     print!("{}", table::render(&rows));
     let fired: Vec<String> = s.fired.iter().map(|(id, n)| format!("{id} {n}")).collect();
     println!("fired per area: {}", fired.join(", "));

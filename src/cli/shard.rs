@@ -288,7 +288,7 @@ fn io_side(
     if let Some(kind) = a.transport {
         let n = &mut config.node;
         n.transport = kind;
-        a.link.apply(config, None);
+        a.link.apply(config, None)?;
         let (rate, from) = if config.cluster.rate_hz > 0.0 {
             (config.cluster.rate_hz, "cluster.rate_hz")
         } else if config.node.rate_hz > 0.0 {

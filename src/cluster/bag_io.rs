@@ -146,8 +146,8 @@ impl BagIo {
         self.ignored.clear();
         for k in 1..=c {
             self.schedule.offer(&self.bag, k, &mut intake, &mut self.ignored);
-            intake.encode_pending();
-            outputs.decode(k, &self.history[k as usize - 1], 0, &self.layout, self.schedule.time(k));
+            intake.advance(self.schedule.time(k));
+            outputs.decode(k, &self.history[k as usize - 1], 0, &self.layout, self.schedule.time(k), intake.blind());
         }
         self.intake = intake;
         self.outputs = outputs;
@@ -230,7 +230,7 @@ impl ShardIo for BagIo {
             return Err(ClusterError::Io(format!("replay: the injection of burst {t} asked after burst {}", self.intake_at)));
         }
         self.schedule.offer(&self.bag, t, &mut self.intake, &mut self.ignored);
-        self.intake.injection_vec(out);
+        self.intake.injection_vec(out, self.schedule.time(t));
         sort_injection(out);
         self.intake_at = t;
         Ok(())
@@ -241,7 +241,7 @@ impl ShardIo for BagIo {
             return Err(ClusterError::Io(format!("replay: the fired neurons of burst {t} after burst {}", self.history.len())));
         }
         let t_k = self.schedule.time(t);
-        let products = self.outputs.decode(t, fired, fired.len() as u64, &self.layout, t_k);
+        let products = self.outputs.decode(t, fired, fired.len() as u64, &self.layout, t_k, self.intake.blind());
         let mut mine = Vec::new();
         for r in &self.decoder_ranges {
             mine.extend_from_slice(&fired[fired.partition_point(|&x| x < r.start)..fired.partition_point(|&x| x < r.end)]);

@@ -9,7 +9,7 @@
 //! have come in. After a rollback (a rejoin) the brain resumes from its checkpoint while the
 //! topics go on: the robot's world does not roll back.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde_json::json;
@@ -17,7 +17,7 @@ use serde_json::json;
 use super::io::{sort_injection, ShardIo};
 use super::run::ClusterError;
 use crate::config::Config;
-use crate::live::topics::{ros_now_ns, LiveTopics};
+use crate::live::topics::LiveTopics;
 use crate::model::{Injection, Layout};
 use crate::transport::Transport;
 
@@ -54,7 +54,9 @@ impl ShardIo for LiveIo {
     }
 
     fn pace(&mut self, _t: u64) {
-        self.topics.clock.wait();
+        // The shard loop stops between bursts; a simulation clock that stands still holds it here.
+        static NEVER: AtomicBool = AtomicBool::new(false);
+        self.topics.wait(&NEVER);
         self.burst_start = Instant::now();
     }
 
@@ -65,12 +67,14 @@ impl ShardIo for LiveIo {
     }
 
     fn fired(&mut self, t: u64, fired: &[u32]) -> Result<(), ClusterError> {
-        let products = self.topics.outputs.decode(t, fired, fired.len() as u64, &self.layout, ros_now_ns());
+        let (now, blind) = (self.topics.now_ns(), self.topics.blind());
+        let products = self.topics.outputs.decode(t, fired, fired.len() as u64, &self.layout, now, blind);
         self.topics.publish(&products, self.burst_start);
         Ok(())
     }
 
     fn finish(&mut self) -> Result<serde_json::Value, ClusterError> {
+        self.topics.stop(None);
         let (dropped, malformed) = self.topics.dropped();
         let published: serde_json::Map<String, serde_json::Value> =
             self.topics.pubs.iter().map(|o| (o.topic.clone(), json!({"published": o.published, "errors": o.errors}))).collect();
@@ -80,7 +84,7 @@ impl ShardIo for LiveIo {
             "transport": self.describe,
             "received": received,
             "published": published,
-            "missed_deadlines": self.topics.clock.missed,
+            "missed_deadlines": self.topics.pace.missed(),
             "dropped_messages": dropped,
             "malformed_messages": malformed,
             "link_losses": self.transport.link_losses(),

@@ -2,6 +2,10 @@
 //! conventions (signed values: even x positive, odd x negative; magnitude from the z position or
 //! from the firing count). Configured per area (`decoders:` in the configuration), with smoothing
 //! over a window of bursts and an output rate.
+//!
+//! Safe stops: while the brain is blind (every sensor topic stale) and when the node stops, a
+//! decoder sends its stop command instead (`output.stop`: a zero Twist, the joints held where they
+//! are), so a robot whose sensors died, or whose brain went away, does not keep moving.
 
 mod activation;
 mod joints;
@@ -100,12 +104,26 @@ pub struct Output {
     /// `count` (fraction of the column's neurons that fired).
     #[serde(default)]
     pub magnitude: Magnitude,
+    /// The command sent while every sensor topic is stale and when the node stops: `zero` (every
+    /// value 0: a zero Twist), `hold` (the last values again: joints stay where they are; nothing
+    /// if none was sent yet) or `none`. Default: `zero` for twist and float_array, `hold` for joints.
+    #[serde(default)]
+    pub stop: Option<StopCommand>,
 }
 
 impl Default for Output {
     fn default() -> Self {
-        Output { window: 1, rate_hz: 0.0, magnitude: Magnitude::default() }
+        Output { window: 1, rate_hz: 0.0, magnitude: Magnitude::default(), stop: None }
     }
+}
+
+/// A decoder's safe-stop command (`output.stop`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopCommand {
+    Zero,
+    Hold,
+    None,
 }
 
 fn one() -> usize {
@@ -122,6 +140,9 @@ pub struct Decoder {
     neurons_per_voxel: u32,
     smoother: Smoother,
     gate: RateGate,
+    stop: StopCommand,
+    /// The values of the last message sent.
+    last: Option<Vec<f64>>,
 }
 
 impl Decoder {
@@ -150,6 +171,10 @@ impl Decoder {
         if out.window == 0 || out.rate_hz.is_nan() || out.rate_hz < 0.0 {
             return Err(format!("decoder of {topic}: window must be >= 1 and rate_hz >= 0"));
         }
+        let stop = out.stop.unwrap_or(match config {
+            DecoderConfig::Joints(_) => StopCommand::Hold,
+            DecoderConfig::Twist(_) | DecoderConfig::FloatArray(_) => StopCommand::Zero,
+        });
         Ok(Decoder {
             config: config.clone(),
             area,
@@ -157,12 +182,15 @@ impl Decoder {
             neurons_per_voxel: p.neurons_per_voxel,
             smoother: Smoother::new(out.window),
             gate: RateGate::new(out.rate_hz),
+            stop,
+            last: None,
         })
     }
 
     /// Decode one burst: `fired` are the area's fired neurons as `[x, y, z, k]`, `time_ns` the
-    /// burst's time. Returns a message when the output rate says one is due.
-    pub fn burst(&mut self, fired: &[[u32; 4]], time_ns: u64) -> Option<MotorMessage> {
+    /// burst's time. Returns a message when the output rate says one is due: the stop command
+    /// while the brain is `blind` (every sensor topic stale).
+    pub fn burst(&mut self, fired: &[[u32; 4]], time_ns: u64, blind: bool) -> Option<MotorMessage> {
         let (magnitude, columns) = match &self.config {
             DecoderConfig::Twist(c) => (c.output.magnitude, 2 * c.axes.len()),
             DecoderConfig::Joints(c) => (c.output.magnitude, self.dims[0] as usize),
@@ -178,10 +206,35 @@ impl Decoder {
         if !self.gate.due(time_ns) {
             return None;
         }
-        Some(match &self.config {
-            DecoderConfig::Twist(c) => twist::message(c, &values, time_ns),
-            DecoderConfig::Joints(c) => joints::joints_message(c, &values, time_ns),
-            DecoderConfig::FloatArray(c) => joints::array_message(c, &values),
-        })
+        if blind && self.stop != StopCommand::None {
+            return self.stop_message(time_ns);
+        }
+        self.last = Some(values.clone());
+        Some(self.message(&values, time_ns))
+    }
+
+    /// The stop command at `time_ns` (`output.stop`); None for `none`, and for `hold` before any
+    /// message was sent.
+    pub fn stop_message(&self, time_ns: u64) -> Option<MotorMessage> {
+        let values = match self.stop {
+            StopCommand::None => return None,
+            StopCommand::Hold => self.last.clone()?,
+            StopCommand::Zero => vec![
+                0.0;
+                match &self.config {
+                    DecoderConfig::Twist(c) => c.axes.len(),
+                    _ => self.dims[0] as usize,
+                }
+            ],
+        };
+        Some(self.message(&values, time_ns))
+    }
+
+    fn message(&self, values: &[f64], time_ns: u64) -> MotorMessage {
+        match &self.config {
+            DecoderConfig::Twist(c) => twist::message(c, values, time_ns),
+            DecoderConfig::Joints(c) => joints::joints_message(c, values, time_ns),
+            DecoderConfig::FloatArray(c) => joints::array_message(c, values),
+        }
     }
 }

@@ -12,6 +12,9 @@ use crate::ros::{decode, RosMessage};
 #[serde(deny_unknown_fields)]
 pub struct FloatArrayConfig {
     pub topic: String,
+    /// Seconds without a message after which the topic stops being injected (0 = never).
+    #[serde(default = "super::stale_default")]
+    pub stale_after: f64,
     pub area: String,
     #[serde(default)]
     pub min: f64,

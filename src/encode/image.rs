@@ -15,6 +15,9 @@ use crate::ros::{decode, RosMessage};
 #[serde(deny_unknown_fields)]
 pub struct ImageConfig {
     pub topic: String,
+    /// Seconds without a message after which the topic stops being injected (0 = never).
+    #[serde(default = "super::stale_default")]
+    pub stale_after: f64,
     /// The vision area.
     pub area: String,
     /// Potential injected for full intensity (1.0); scaled linearly.

@@ -14,6 +14,9 @@ use crate::ros::sensor_msgs::Imu;
 #[serde(deny_unknown_fields)]
 pub struct ImuConfig {
     pub topic: String,
+    /// Seconds without a message after which the topic stops being injected (0 = never).
+    #[serde(default = "super::stale_default")]
+    pub stale_after: f64,
     /// Area for the angular velocity (x >= 6), or none.
     #[serde(default)]
     pub angular_velocity_area: Option<String>,

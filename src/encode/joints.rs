@@ -12,6 +12,9 @@ use crate::ros::sensor_msgs::JointState;
 #[serde(deny_unknown_fields)]
 pub struct JointsConfig {
     pub topic: String,
+    /// Seconds without a message after which the topic stops being injected (0 = never).
+    #[serde(default = "super::stale_default")]
+    pub stale_after: f64,
     pub area: String,
     /// Joint names, one per x; empty = the message's order.
     #[serde(default)]

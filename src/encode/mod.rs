@@ -3,12 +3,16 @@
 //! split over even/odd x). Configured per topic (`encoders:` in the configuration).
 //!
 //! An encoder is stateful (change detection); it is fed every message of its topic, in bag order,
-//! and returns the injection that stands until its topic's next message.
+//! and returns the injection that stands until its topic's next message, or until the topic has
+//! been silent for the encoder's `stale_after` seconds (a dead sensor is not injected forever).
 
+mod depth;
 mod float_array;
 mod image;
 mod imu;
 mod joints;
+mod odometry;
+mod pointcloud;
 mod range;
 mod scalar;
 mod scan;
@@ -36,30 +40,49 @@ pub enum EncoderConfig {
     Range(range::RangeConfig),
     /// std_msgs/Float32MultiArray or Float64MultiArray.
     FloatArray(float_array::FloatArrayConfig),
+    /// sensor_msgs/PointCloud2 (3-D lidar, depth cameras): points binned into the area's voxels.
+    PointCloud(pointcloud::PointCloudConfig),
+    /// sensor_msgs/Image of depths (16UC1 mm, 32FC1 m): nearest depth per tile on z.
+    DepthImage(depth::DepthConfig),
+    /// nav_msgs/Odometry: the body's linear and angular velocity, signed columns.
+    Odometry(odometry::OdometryConfig),
+}
+
+/// `stale_after` when the configuration does not say: half a second.
+pub fn stale_default() -> f64 {
+    0.5
+}
+
+/// Apply `$e` to the variant's configuration, whatever its kind.
+macro_rules! each_kind {
+    ($self:expr, $c:ident => $e:expr) => {
+        match $self {
+            EncoderConfig::Image($c) => $e,
+            EncoderConfig::LaserScan($c) => $e,
+            EncoderConfig::Imu($c) => $e,
+            EncoderConfig::JointState($c) => $e,
+            EncoderConfig::Range($c) => $e,
+            EncoderConfig::FloatArray($c) => $e,
+            EncoderConfig::PointCloud($c) => $e,
+            EncoderConfig::DepthImage($c) => $e,
+            EncoderConfig::Odometry($c) => $e,
+        }
+    };
 }
 
 impl EncoderConfig {
     pub fn topic(&self) -> &str {
-        match self {
-            EncoderConfig::Image(c) => &c.topic,
-            EncoderConfig::LaserScan(c) => &c.topic,
-            EncoderConfig::Imu(c) => &c.topic,
-            EncoderConfig::JointState(c) => &c.topic,
-            EncoderConfig::Range(c) => &c.topic,
-            EncoderConfig::FloatArray(c) => &c.topic,
-        }
+        each_kind!(self, c => &c.topic)
     }
 
     /// The topic, to rename it (ROS remappings).
     pub fn topic_mut(&mut self) -> &mut String {
-        match self {
-            EncoderConfig::Image(c) => &mut c.topic,
-            EncoderConfig::LaserScan(c) => &mut c.topic,
-            EncoderConfig::Imu(c) => &mut c.topic,
-            EncoderConfig::JointState(c) => &mut c.topic,
-            EncoderConfig::Range(c) => &mut c.topic,
-            EncoderConfig::FloatArray(c) => &mut c.topic,
-        }
+        each_kind!(self, c => &mut c.topic)
+    }
+
+    /// Seconds of silence after which the topic's injection stops (0 = never).
+    pub fn stale_after(&self) -> f64 {
+        each_kind!(self, c => c.stale_after)
     }
 
     /// The message types this encoder accepts (`pkg/msg/Type`); the first is what the live node
@@ -72,6 +95,9 @@ impl EncoderConfig {
             EncoderConfig::JointState(_) => &["sensor_msgs/msg/JointState"],
             EncoderConfig::Range(_) => &["sensor_msgs/msg/Range"],
             EncoderConfig::FloatArray(_) => &["std_msgs/msg/Float32MultiArray", "std_msgs/msg/Float64MultiArray"],
+            EncoderConfig::PointCloud(_) => &["sensor_msgs/msg/PointCloud2"],
+            EncoderConfig::DepthImage(_) => &["sensor_msgs/msg/Image"],
+            EncoderConfig::Odometry(_) => &["nav_msgs/msg/Odometry"],
         }
     }
 }
@@ -104,6 +130,9 @@ enum Inner {
     Joints(joints::JointsEncoder),
     Range(range::RangeEncoder),
     FloatArray(float_array::FloatArrayEncoder),
+    PointCloud(pointcloud::PointCloudEncoder),
+    Depth(depth::DepthEncoder),
+    Odometry(odometry::OdometryEncoder),
 }
 
 impl Encoder {
@@ -111,6 +140,9 @@ impl Encoder {
     pub fn new(config: &EncoderConfig, layout: &Layout) -> Result<Encoder, EncodeError> {
         let topic = config.topic().to_string();
         let target = |area: &str| AreaTarget::resolve(layout, area).map_err(|e| EncodeError::Config(format!("encoder of {topic}: {e}")));
+        if !(config.stale_after() >= 0.0) {
+            return Err(EncodeError::Config(format!("encoder of {topic}: stale_after must be >= 0 seconds")));
+        }
         let inner = match config {
             EncoderConfig::Image(c) => Inner::Image(image::ImageEncoder::new(c.clone(), target(&c.area)?)),
             EncoderConfig::LaserScan(c) => Inner::Scan(scan::ScanEncoder::new(c.clone(), target(&c.area)?)),
@@ -130,6 +162,13 @@ impl Encoder {
             EncoderConfig::JointState(c) => Inner::Joints(joints::JointsEncoder::new(c.clone(), target(&c.area)?)),
             EncoderConfig::Range(c) => Inner::Range(range::RangeEncoder::new(c.clone(), target(&c.area)?)),
             EncoderConfig::FloatArray(c) => Inner::FloatArray(float_array::FloatArrayEncoder::new(c.clone(), target(&c.area)?)),
+            EncoderConfig::PointCloud(c) => {
+                Inner::PointCloud(pointcloud::PointCloudEncoder::new(c.clone(), target(&c.area)?).map_err(EncodeError::Config)?)
+            }
+            EncoderConfig::DepthImage(c) => Inner::Depth(depth::DepthEncoder::new(c.clone(), target(&c.area)?).map_err(EncodeError::Config)?),
+            EncoderConfig::Odometry(c) => {
+                Inner::Odometry(odometry::OdometryEncoder::new(c.clone(), target(&c.area)?).map_err(EncodeError::Config)?)
+            }
         };
         Ok(Encoder { config: config.clone(), inner })
     }
@@ -146,6 +185,9 @@ impl Encoder {
             Inner::Joints(e) => e.encode(payload),
             Inner::Range(e) => e.encode(payload),
             Inner::FloatArray(e) => e.encode(type_name, payload),
+            Inner::PointCloud(e) => e.encode(payload),
+            Inner::Depth(e) => e.encode(payload),
+            Inner::Odometry(e) => e.encode(payload),
         }
     }
 }

@@ -13,6 +13,9 @@ use crate::ros::sensor_msgs::Range;
 #[serde(deny_unknown_fields)]
 pub struct RangeConfig {
     pub topic: String,
+    /// Seconds without a message after which the topic stops being injected (0 = never).
+    #[serde(default = "super::stale_default")]
+    pub stale_after: f64,
     pub area: String,
     /// Distance at the top of z (m); 0 = the message's `max_range`.
     #[serde(default)]

@@ -13,6 +13,9 @@ use crate::ros::sensor_msgs::LaserScan;
 #[serde(deny_unknown_fields)]
 pub struct ScanConfig {
     pub topic: String,
+    /// Seconds without a message after which the topic stops being injected (0 = never).
+    #[serde(default = "super::stale_default")]
+    pub stale_after: f64,
     pub area: String,
     /// Distance mapped to the top of z (m); 0 = the scan's own `range_max`.
     #[serde(default)]

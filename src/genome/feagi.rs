@@ -1,6 +1,6 @@
 //! FEAGI genome import: a FEAGI 2.x JSON genome (flat gene keys, 6-character cortical ids) becomes
 //! a [`Genome`], together with a warning for everything that cannot be carried over exactly.
-//! The format is described in `shared/spec/feagi-genome.md`; this module documents the choices.
+//! The format is described in docs/genome.md (section "FEAGI import"); this module documents the choices.
 //!
 //! # What maps to what
 //!

@@ -7,7 +7,9 @@
 //! needs a [`Transport`] and a [`Control`].
 
 pub mod clock;
+pub mod health;
 pub mod intake;
+pub mod pace;
 pub mod problems;
 pub mod settings;
 pub mod topics;
@@ -28,7 +30,7 @@ use crate::node::intake::Intake;
 use crate::ros::builtin::Empty;
 use crate::ros::{registry, RosMessage};
 use crate::transport::{names, Qos, TopicSpec, Transport};
-use topics::{ros_now_ns, LiveTopics};
+use topics::LiveTopics;
 
 pub use settings::{NodeConfig, TransportKind};
 
@@ -89,21 +91,6 @@ pub fn run(
     let layout = Layout::from_genome(genome);
     let rate = if nc.rate_hz > 0.0 { nc.rate_hz } else { genome.burst_rate_hz };
     let mut topics = LiveTopics::open(config, &layout, transport, rate, "the node")?;
-
-    // The backend reads back the motor areas of the decoders only.
-    let mut motor_areas: Vec<usize> = topics.outputs.decoders.iter().map(|d| d.area).collect();
-    motor_areas.sort_unstable();
-    motor_areas.dedup();
-    let ranges = motor_areas.iter().map(|&a| layout.params[a].first..layout.params[a].first + layout.params[a].count).collect();
-    let mut opened = open(genome, &config.backend, Readback::Ranges(ranges), false).map_err(anyhow::Error::msg)?;
-    let backend: &mut dyn Backend = opened.backend.as_mut();
-    if resume {
-        let c = Checkpoint::load(&config.checkpoint.path, genome)?;
-        backend.restore(&c.state).with_context(|| format!("{}: cannot restore the checkpoint", config.checkpoint.path.display()))?;
-        tracing::info!("resumed from {} at burst {}", config.checkpoint.path.display(), c.state.burst);
-    }
-
-    tracing::info!("transport: {}", transport.describe());
     if !config.checkpoint.trigger_topic.is_empty() {
         let spec = topic_spec(&config.checkpoint.trigger_topic, nc, Empty::TYPE, Qos::COMMAND)?;
         let c = control.clone();
@@ -111,22 +98,59 @@ pub fn run(
         tracing::info!("checkpoint trigger: {}", spec.name);
     }
 
+    // The backend reads back the motor areas of the decoders only.
+    let mut motor_areas: Vec<usize> = topics.outputs.decoders.iter().map(|d| d.area).collect();
+    motor_areas.sort_unstable();
+    motor_areas.dedup();
+    let ranges = motor_areas.iter().map(|&a| layout.params[a].first..layout.params[a].first + layout.params[a].count).collect();
+    let result = bursts(genome, config, resume, transport, &control, drive, &layout, &mut topics, ranges);
+    // However the bursts ended, every motor topic gets its stop command.
+    topics.stop(result.as_ref().err().map(|e| format!("{e:#}")).as_deref());
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bursts(
+    genome: &Genome,
+    config: &Config,
+    resume: bool,
+    transport: &mut dyn Transport,
+    control: &Arc<Control>,
+    drive: Option<Drive>,
+    layout: &Layout,
+    topics: &mut LiveTopics,
+    ranges: Vec<std::ops::Range<u32>>,
+) -> anyhow::Result<Summary> {
+    let mut opened = open(genome, &config.backend, Readback::Ranges(ranges), false).map_err(anyhow::Error::msg)?;
+    let backend: &mut dyn Backend = opened.backend.as_mut();
+    topics.hardware = backend.info().device;
+    if resume {
+        let c = Checkpoint::load(&config.checkpoint.path, genome)?;
+        backend.restore(&c.state).with_context(|| format!("{}: cannot restore the checkpoint", config.checkpoint.path.display()))?;
+        tracing::info!("resumed from {} at burst {}", config.checkpoint.path.display(), c.state.burst);
+    }
+
+    tracing::info!("transport: {}", transport.describe());
+
     let mut drive = drive;
     let mut injection = Injections::new();
     backend.prepare_input(&mut injection);
     let mut summary = Summary::default();
-    tracing::info!("bursting at {rate} Hz ({} neurons, {} synapses, {})", layout.neurons, opened.synapses, backend.info().device);
+    tracing::info!("bursting at {} Hz ({} neurons, {} synapses, {})", topics.rate(), layout.neurons, opened.synapses, topics.hardware);
 
     topics.start();
     while !control.stop.load(Ordering::Relaxed) {
-        topics.clock.wait();
+        if !topics.wait(&control.stop) {
+            break;
+        }
         let start = Instant::now();
         topics.injection(&mut injection);
         if let Some(d) = drive.as_mut() {
             d(summary.bursts + 1, &mut injection);
         }
         let out = backend.burst(injection.as_slice())?;
-        let products = topics.outputs.burst(&out, &layout, ros_now_ns());
+        let (now, blind) = (topics.now_ns(), topics.blind());
+        let products = topics.outputs.burst(&out, layout, now, blind);
         topics.publish(&products, start);
         summary.bursts = products.burst;
         control.burst.store(products.burst, Ordering::Relaxed);
@@ -134,7 +158,7 @@ pub fn run(
             save(genome, backend, &config.checkpoint.path);
         }
     }
-    summary.missed_deadlines = topics.clock.missed;
+    summary.missed_deadlines = topics.pace.missed();
     (summary.dropped_messages, summary.malformed_messages) = topics.dropped();
     summary.link_losses = transport.link_losses();
     if config.checkpoint.on_shutdown {

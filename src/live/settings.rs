@@ -24,16 +24,22 @@ pub struct NodeConfig {
     pub name: String,
     /// ROS namespace (`/` or `/robot1`); relative topics resolve inside it.
     pub namespace: String,
-    /// ROS domain id (the first segment of rmw_zenoh keys; ROS_DOMAIN_ID for r2r).
+    /// ROS domain id (the first segment of rmw_zenoh keys; the DDS domain for r2r). `--domain`
+    /// overrides it, and so does the environment's ROS_DOMAIN_ID when `--domain` is not given.
     pub domain: u32,
     /// zenoh | ros2
     pub transport: TransportKind,
     /// Bursts per second; 0 = the genome's burst_rate_hz.
     pub rate_hz: f64,
-    /// Topic of neuroburst/msg/BurstStats; empty = none.
+    /// Topic of neuroburst_msgs/msg/BurstStats; empty = none.
     pub stats_topic: String,
-    /// BurstStats messages per second.
+    /// Topic of the node's health (diagnostic_msgs/msg/DiagnosticArray); empty = none.
+    pub diagnostics_topic: String,
+    /// BurstStats and diagnostics messages per second.
     pub stats_rate_hz: f64,
+    /// Burst on simulated time: `/clock` (rosgraph_msgs/msg/Clock) instead of the system clock,
+    /// lock-stepped like a replay (the ROS parameter `use_sim_time`).
+    pub use_sim_time: bool,
     /// Seconds between two log lines about the same problem on the same topic.
     pub log_interval_s: f64,
     /// The message type to subscribe with, per encoder topic, where the encoder accepts several
@@ -51,7 +57,9 @@ impl Default for NodeConfig {
             transport: TransportKind::Zenoh,
             rate_hz: 0.0,
             stats_topic: "~/stats".into(),
+            diagnostics_topic: "/diagnostics".into(),
             stats_rate_hz: 1.0,
+            use_sim_time: false,
             log_interval_s: 5.0,
             input_types: BTreeMap::new(),
         }

@@ -1,24 +1,29 @@
 //! The live node's topics around the brain: the encoders' sensor topics in (latest message wins),
-//! the decoders' motor topics and BurstStats out, the deadline clock and the problem log. Shared by
-//! `neuroburst node` and the io shard of a distributed brain.
+//! the decoders' motor topics out (their stop commands when every sensor is stale and when the
+//! node stops), `/diagnostics` and BurstStats out, `/clock` in under `use_sim_time`, the burst
+//! pacing and the problem log. Shared by `neuroburst node` and the io shard of a distributed brain.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
-use super::clock::Clock;
+use super::health::Health;
 use super::intake::Slot;
+use super::pace::{Pace, SimTime};
 use super::problems::ProblemLog;
 use super::{input_type, topic_spec};
 use crate::config::Config;
+use crate::decode::MotorMessage;
 use crate::model::{Injection, Injections, Layout};
 use crate::node::intake::Intake;
 use crate::node::outputs::{BurstProducts, Outputs};
+use crate::ros::diagnostic_msgs::DiagnosticArray;
 use crate::ros::neuroburst_msgs::BurstStats;
+use crate::ros::rosgraph_msgs::Clock as ClockMsg;
 use crate::ros::{encode, RosMessage};
-use crate::transport::{Publisher, Qos, Transport};
+use crate::transport::{names, Publisher, Qos, Transport};
 
 /// A subscribed sensor topic.
 pub struct Input {
@@ -37,25 +42,47 @@ pub struct Output {
     last_error: Option<String>,
 }
 
-/// ROS time: the system clock, in nanoseconds since the epoch.
-pub fn ros_now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-}
-
 pub struct LiveTopics {
     pub intake: Intake,
     pub outputs: Outputs,
     pub inputs: Vec<Input>,
     pub pubs: Vec<Output>,
+    /// The node's fully qualified name (`/neuroburst`, `/robot1/brain1`).
+    pub fqn: String,
+    /// The backend's device, for `/diagnostics`.
+    pub hardware: String,
     stats_topic: String,
     stats_pub: Option<Box<dyn Publisher>>,
+    diagnostics_topic: String,
+    diagnostics_pub: Option<Box<dyn Publisher>>,
     stats: BurstStats,
     stat_areas: Vec<usize>,
     stats_period: Duration,
     next_stats: Instant,
+    /// Totals at the previous report (missed deadlines, dropped messages).
+    reported: (u64, u64),
     problems: ProblemLog,
-    pub clock: Clock,
-    clock_rate: f64,
+    /// When the bursts run, and their ROS time.
+    pub pace: Pace,
+    rate: f64,
+    /// The ROS time of the current burst.
+    now_ns: u64,
+    blind: bool,
+}
+
+/// The node's fully qualified name: `/name` or `/namespace/name`.
+pub fn fully_qualified(namespace: &str, name: &str) -> String {
+    match names::normalize_namespace(namespace) {
+        Ok(ns) if ns != "/" => format!("{ns}/{name}"),
+        _ => format!("/{name}"),
+    }
+}
+
+/// Announce a publisher of `type_name` on `topic`, or say why not: the error names the topic, the
+/// type and the package that provides it.
+fn announce(transport: &mut dyn Transport, topic: &str, nc: &super::NodeConfig, type_name: &str, qos: Qos) -> anyhow::Result<Box<dyn Publisher>> {
+    let spec = topic_spec(topic, nc, type_name, qos)?;
+    transport.publisher(&spec).map_err(|e| anyhow!("cannot publish {} ({type_name}): {e}", spec.name))
 }
 
 impl LiveTopics {
@@ -77,26 +104,49 @@ impl LiveTopics {
                 return Err(anyhow!("node.input_types: no encoder reads topic {topic}"));
             }
         }
+        let fqn = fully_qualified(&nc.namespace, &nc.name);
+        tracing::info!("node {fqn}");
         let mut inputs = vec![];
         for key in intake.topics().map(String::from).collect::<Vec<_>>() {
             let type_name = input_type(nc, &intake, &key)?;
             intake.check_type(&key, type_name)?;
             let spec = topic_spec(&key, nc, type_name, Qos::SENSOR)?;
             let slot = Slot::new(&spec.name);
-            transport.subscribe(&spec, slot.handler())?;
+            transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?;
             tracing::info!("input {} ({type_name})", spec.name);
             inputs.push(Input { key, type_name, slot });
         }
         let mut pubs = vec![];
         for d in &outputs.decoders {
-            let spec = topic_spec(d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?;
-            let publisher = transport.publisher(&spec)?;
-            tracing::info!("output area {} -> {} ({})", d.config.area(), spec.name, spec.type_name);
-            pubs.push(Output { topic: spec.name, publisher, published: 0, errors: 0, last_error: None });
+            let publisher = announce(transport, d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?;
+            let topic = topic_spec(d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?.name;
+            tracing::info!("output area {} -> {topic} ({})", d.config.area(), d.config.message_type());
+            pubs.push(Output { topic, publisher, published: 0, errors: 0, last_error: None });
         }
+        let diagnostics_pub = match nc.diagnostics_topic.as_str() {
+            "" => None,
+            t => Some(announce(transport, t, nc, DiagnosticArray::TYPE, Qos::COMMAND)?),
+        };
+        // BurstStats is neuroburst's own type: a ROS 2 build without the neuroburst_msgs package
+        // cannot publish it, and the node goes on with /diagnostics.
         let stats_pub = match nc.stats_topic.as_str() {
             "" => None,
-            t => Some(transport.publisher(&topic_spec(t, nc, BurstStats::TYPE, Qos::COMMAND)?)?),
+            t => match announce(transport, t, nc, BurstStats::TYPE, Qos::COMMAND) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    tracing::warn!("{e:#}; the stats go to {} only (build the neuroburst_msgs package beside neuroburst to get them)", nc.diagnostics_topic);
+                    None
+                }
+            },
+        };
+        let pace = if nc.use_sim_time {
+            let time = SimTime::new();
+            let spec = topic_spec("/clock", nc, ClockMsg::TYPE, Qos::CLOCK)?;
+            transport.subscribe(&spec, time.handler()).map_err(|e| anyhow!("cannot subscribe to /clock ({}): {e}", ClockMsg::TYPE))?;
+            tracing::info!("use_sim_time: the bursts follow /clock at {rate} per simulated second");
+            Pace::sim(rate, time)
+        } else {
+            Pace::wall(rate)
         };
         let stats = BurstStats {
             area_ids: outputs.decoders.iter().map(|d| d.config.area().to_string()).chain(["all".to_string()]).collect(),
@@ -109,48 +159,93 @@ impl LiveTopics {
             outputs,
             inputs,
             pubs,
+            fqn,
+            hardware: String::new(),
             stats_topic: nc.stats_topic.clone(),
             stats_pub,
+            diagnostics_topic: nc.diagnostics_topic.clone(),
+            diagnostics_pub,
             stats,
             stats_period,
             next_stats: Instant::now() + stats_period,
+            reported: (0, 0),
             problems: ProblemLog::new(Duration::from_secs_f64(nc.log_interval_s.max(0.0))),
-            clock: Clock::new(rate, Instant::now()),
-            clock_rate: rate,
+            pace,
+            rate,
+            now_ns: 0,
+            blind: false,
         })
     }
 
     /// The bursts start now: the clock's first deadline and the stats period count from here.
     pub fn start(&mut self) {
-        let now = Instant::now();
-        self.clock = Clock::new(self.clock_rate, now);
-        self.next_stats = now + self.stats_period;
+        self.pace.start(self.rate);
+        self.next_stats = Instant::now() + self.stats_period;
+    }
+
+    /// Wait for the next burst (the wall clock's grid, or `/clock` under simulation time); false
+    /// when `stop` was set while waiting.
+    pub fn wait(&mut self, stop: &AtomicBool) -> bool {
+        match self.pace.wait(stop) {
+            Some(t) => {
+                self.now_ns = t;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Bursts per (simulated) second.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// The ROS time of the current burst (bag time's counterpart: what outputs are stamped with).
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
     }
 
     /// The latest message of every sensor topic, encoded: this burst's injection.
     pub fn injection(&mut self, out: &mut Injections) {
         self.offer_latest();
-        self.intake.injection(out);
+        self.intake.injection(out, self.now_ns);
+        self.note_blind();
     }
 
     /// [`LiveTopics::injection`] as a list of entries (the cluster's wire format).
     pub fn injection_vec(&mut self, out: &mut Vec<Injection>) {
         self.offer_latest();
-        self.intake.injection_vec(out);
+        self.intake.injection_vec(out, self.now_ns);
+        self.note_blind();
+    }
+
+    /// Whether every sensor topic is stale (the decoders send their stop commands).
+    pub fn blind(&self) -> bool {
+        self.blind
+    }
+
+    fn note_blind(&mut self) {
+        let blind = self.intake.blind();
+        if blind != self.blind {
+            self.blind = blind;
+            if blind {
+                tracing::warn!("{}: every sensor topic is stale: the motor topics get their stop commands", self.fqn);
+            } else {
+                tracing::info!("{}: sensor input again: the brain drives the motor topics", self.fqn);
+            }
+        }
     }
 
     fn offer_latest(&mut self) {
         for input in &self.inputs {
             if let Some(sample) = input.slot.take() {
-                self.intake.offer(&input.key, input.type_name, &sample.payload);
+                self.intake.offer(&input.key, input.type_name, &sample.payload, self.now_ns);
             }
         }
     }
 
-    /// Publish a burst's motor messages, close the burst (begun at `start`) on the clock and in
-    /// BurstStats, and every stats period publish BurstStats and log the period's problems.
-    pub fn publish(&mut self, products: &BurstProducts, start: Instant) {
-        for (i, m) in &products.motor {
+    fn send(&mut self, motor: &[(usize, MotorMessage)]) {
+        for (i, m) in motor {
             let o = &mut self.pubs[*i];
             match o.publisher.publish(&m.payload) {
                 Ok(()) => o.published += 1,
@@ -160,8 +255,30 @@ impl LiveTopics {
                 }
             }
         }
+    }
+
+    /// The node stops (a signal, or a fatal error): every motor topic gets its stop command (a
+    /// zero Twist, the joints held), the last message the robot hears from this node; a fatal
+    /// error goes to `/diagnostics` as ERROR.
+    pub fn stop(&mut self, fatal: Option<&str>) {
+        let now = self.pace.now_ns();
+        let stops = self.outputs.stop_messages(now);
+        self.send(&stops);
+        if !stops.is_empty() {
+            tracing::info!("{}: stop commands sent on {}", self.fqn, stops.iter().map(|(i, _)| self.pubs[*i].topic.as_str()).collect::<Vec<_>>().join(", "));
+        }
+        if let Some(e) = fatal {
+            self.publish_health(now, Some(e));
+        }
+    }
+
+    /// Publish a burst's motor messages, close the burst (begun at `start`) on the clock and in
+    /// BurstStats, and every stats period publish BurstStats and `/diagnostics` and log the
+    /// period's problems.
+    pub fn publish(&mut self, products: &BurstProducts, start: Instant) {
+        self.send(&products.motor);
         let end = Instant::now();
-        self.clock.finished(end);
+        self.pace.finished(end);
         let us = (end - start).as_secs_f32() * 1e6;
         let s = &mut self.stats;
         s.burst = products.burst;
@@ -180,19 +297,41 @@ impl LiveTopics {
         (self.inputs.iter().map(|i| i.slot.lost()).sum::<u64>() + malformed, malformed)
     }
 
+    /// Publish `/diagnostics` for the period that ends now.
+    fn publish_health(&mut self, time_ns: u64, fatal: Option<&str>) {
+        let Some(p) = self.diagnostics_pub.as_mut() else { return };
+        let (missed, dropped) = (self.stats.missed_deadlines, self.stats.dropped_messages);
+        let health = Health {
+            node: &self.fqn,
+            hardware: &self.hardware,
+            stats: &self.stats,
+            new_missed: missed.saturating_sub(self.reported.0),
+            new_dropped: dropped.saturating_sub(self.reported.1),
+            received: self.inputs.iter().map(|i| (i.slot.topic.as_str(), i.slot.counters.received.load(Ordering::Relaxed))).collect(),
+            stale: self.intake.stale_topics().collect(),
+            blind: self.blind,
+            fatal,
+        };
+        if let Err(e) = p.publish(&encode(&health.message(time_ns))) {
+            self.problems.check(Instant::now(), &self.diagnostics_topic, "diagnostics publish errors", self.stats.burst, Some(&e.to_string()));
+        }
+        self.reported = (missed, dropped);
+    }
+
     fn report(&mut self, end: Instant, products: &BurstProducts) {
         let burst = products.burst;
         (self.stats.dropped_messages, self.stats.malformed_messages) = self.dropped();
-        self.stats.missed_deadlines = self.clock.missed;
+        self.stats.missed_deadlines = self.pace.missed();
         self.stats.fired = self.stat_areas.iter().map(|&a| products.fired_per_area[a]).chain([products.fired_total as u32]).collect();
         if let Some(p) = self.stats_pub.as_mut() {
             if let Err(e) = p.publish(&encode(&self.stats)) {
                 self.problems.check(end, &self.stats_topic, "stats publish errors", burst, Some(&e.to_string()));
             }
         }
+        self.publish_health(self.now_ns, None);
         self.stats.bursts = 0;
         self.stats.burst_duration_max_us = 0.0;
-        self.problems.check(end, "bursts", "missed deadlines", self.clock.missed, None);
+        self.problems.check(end, "bursts", "missed deadlines", self.pace.missed(), None);
         for i in &self.inputs {
             let (t, c) = (&i.slot.topic, &i.slot.counters);
             let malformed = self.intake.stats.get(&i.key).map_or(0, |s| s.dropped);

@@ -1,4 +1,4 @@
-//! The burst model (../shared/spec/burst-model.md): the compiled, fixed-point form of a genome's
+//! The burst model (docs/model.md): the compiled, fixed-point form of a genome's
 //! areas, and the per-neuron step every backend must reproduce bit for bit.
 //!
 //! Nothing here knows about ROS, Zenoh, bags or CUDA.

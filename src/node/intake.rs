@@ -1,7 +1,10 @@
 //! Sensor intake: the latest message of every configured topic wins; at each burst the new ones are
 //! encoded, and each encoder's injection stands until its topic's next message. A message that
 //! cannot be decoded is dropped and counted (the first error of each topic is logged with the
-//! topic's name); the previous injection of that topic stays.
+//! topic's name); the previous injection of that topic stays. A topic silent for its encoder's
+//! `stale_after` seconds stops being injected until its next message (counted, logged once): a
+//! dead sensor is not injected forever. Times are nanoseconds of the caller's clock (bag time in a
+//! replay, ROS or simulation time in the live node).
 
 use std::collections::BTreeMap;
 
@@ -19,6 +22,8 @@ pub struct TopicStats {
     pub superseded: u64,
     /// Messages that could not be decoded or encoded.
     pub dropped: u64,
+    /// Times the topic went stale (silent for `stale_after`) and stopped being injected.
+    pub went_stale: u64,
 }
 
 /// Why the intake cannot start.
@@ -44,6 +49,10 @@ pub struct Intake {
     pub last_errors: BTreeMap<String, String>,
     /// Log the first error of each topic (the live node logs its own way: [`Intake::quiet`]).
     log_errors: bool,
+    /// Time of the latest message of each topic.
+    last_at: BTreeMap<String, u64>,
+    /// Per encoder: whether it was stale at the last injection.
+    stale: Vec<bool>,
 }
 
 impl Intake {
@@ -57,7 +66,10 @@ impl Intake {
         }
         let stats = by_topic.keys().map(|t| (t.clone(), TopicStats::default())).collect();
         let held = vec![Vec::new(); encoders.len()];
+        let stale = vec![false; encoders.len()];
         Ok(Intake {
+            last_at: BTreeMap::new(),
+            stale,
             encoders,
             by_topic,
             pending: BTreeMap::new(),
@@ -100,35 +112,77 @@ impl Intake {
         Ok(())
     }
 
-    /// A message arrived. Returns false when no encoder listens to `topic`.
-    pub fn offer(&mut self, topic: &str, type_name: &str, payload: &[u8]) -> bool {
+    /// A message arrived at `at_ns`. Returns false when no encoder listens to `topic`.
+    pub fn offer(&mut self, topic: &str, type_name: &str, payload: &[u8], at_ns: u64) -> bool {
         let Some(stats) = self.stats.get_mut(topic) else { return false };
         stats.received += 1;
+        self.last_at.insert(topic.to_string(), at_ns);
         if self.pending.insert(topic.to_string(), (type_name.to_string(), payload.to_vec())).is_some() {
             stats.superseded += 1;
         }
         true
     }
 
-    /// Encode what arrived since the last burst; `out` becomes this burst's injection.
-    pub fn injection(&mut self, out: &mut Injections) {
-        self.encode_pending();
+    /// Encode what arrived since the last burst; `out` becomes the injection of the burst at
+    /// `now_ns` (stale topics left out).
+    pub fn injection(&mut self, out: &mut Injections, now_ns: u64) {
+        self.advance(now_ns);
         out.clear();
-        for i in self.held.iter().flatten() {
-            out.push(i.neuron, i.potential);
+        for (held, _) in self.held.iter().zip(&self.stale).filter(|(_, &stale)| !stale) {
+            for i in held {
+                out.push(i.neuron, i.potential);
+            }
         }
     }
 
     /// [`Intake::injection`] as a list of entries (the cluster's wire format).
-    pub fn injection_vec(&mut self, out: &mut Vec<Injection>) {
-        self.encode_pending();
+    pub fn injection_vec(&mut self, out: &mut Vec<Injection>, now_ns: u64) {
+        self.advance(now_ns);
         out.clear();
-        out.extend(self.held.iter().flatten().copied());
+        out.extend(self.held.iter().zip(&self.stale).filter(|(_, &stale)| !stale).flat_map(|(h, _)| h.iter().copied()));
     }
 
-    /// Encode the latest message of every topic that received one since the last burst (the
-    /// encoders' state moves on; [`Intake::injection`] does this first).
-    pub fn encode_pending(&mut self) {
+    /// Whether every input is stale at the last injection: the brain is blind, and the decoders
+    /// send their stop commands. False without encoders (a brain with no inputs is never blind).
+    pub fn blind(&self) -> bool {
+        !self.stale.is_empty() && self.stale.iter().all(|&s| s)
+    }
+
+    /// The topics stale at the last injection.
+    pub fn stale_topics(&self) -> impl Iterator<Item = &str> {
+        self.encoders.iter().zip(&self.stale).filter(|(_, &s)| s).map(|(e, _)| e.config.topic())
+    }
+
+    /// Mark the encoders whose topic has been silent for their `stale_after` (never heard counts
+    /// as silent); count and log each change.
+    fn update_stale(&mut self, now_ns: u64) {
+        for (i, e) in self.encoders.iter().enumerate() {
+            let after = e.config.stale_after();
+            let topic = e.config.topic();
+            let last = self.last_at.get(topic).copied();
+            let stale = after > 0.0 && last.is_none_or(|t| now_ns.saturating_sub(t) as f64 > after * 1e9);
+            if stale == self.stale[i] {
+                continue;
+            }
+            self.stale[i] = stale;
+            if stale && last.is_some() {
+                self.stats.get_mut(topic).expect("configured topic").went_stale += 1;
+                tracing::warn!("topic {topic}: no message for {after} s: not injected until the next one");
+            } else if !stale && self.stats[topic].went_stale > 0 {
+                tracing::info!("topic {topic}: messages again");
+            }
+        }
+    }
+
+    /// Move the encoders' state on to the burst at `now_ns` without building its injection (what
+    /// [`Intake::injection`] does first): encode the new messages, mark the stale topics.
+    pub fn advance(&mut self, now_ns: u64) {
+        self.encode_pending();
+        self.update_stale(now_ns);
+    }
+
+    /// Encode the latest message of every topic that received one since the last burst.
+    fn encode_pending(&mut self) {
         for (topic, (type_name, payload)) in std::mem::take(&mut self.pending) {
             let stats = self.stats.get_mut(&topic).expect("pending topics are configured");
             let mut ok = true;

@@ -33,14 +33,15 @@ impl Outputs {
         })
     }
 
-    /// Decode one burst at `time_ns` (bag time in a replay, ROS time in the live node).
-    pub fn burst(&mut self, out: &BurstOutput<'_>, layout: &Layout, time_ns: u64) -> BurstProducts {
-        self.decode(out.burst, out.fired, out.fired_total, layout, time_ns)
+    /// Decode one burst at `time_ns` (bag time in a replay, ROS time in the live node); `blind`:
+    /// every sensor topic is stale, the decoders send their stop commands.
+    pub fn burst(&mut self, out: &BurstOutput<'_>, layout: &Layout, time_ns: u64, blind: bool) -> BurstProducts {
+        self.decode(out.burst, out.fired, out.fired_total, layout, time_ns, blind)
     }
 
     /// Decode burst `burst` from its fired neurons (those read back, ascending) and the count of
     /// all that fired, at `time_ns`.
-    pub fn decode(&mut self, burst: u64, fired: &[u32], fired_total: u64, layout: &Layout, time_ns: u64) -> BurstProducts {
+    pub fn decode(&mut self, burst: u64, fired: &[u32], fired_total: u64, layout: &Layout, time_ns: u64, blind: bool) -> BurstProducts {
         for v in &mut self.per_area {
             v.clear();
         }
@@ -54,11 +55,16 @@ impl Outputs {
             .enumerate()
             .filter_map(|(i, d)| {
                 let area = d.area;
-                d.burst(&self.per_area[area], time_ns).map(|m| (i, m))
+                d.burst(&self.per_area[area], time_ns, blind).map(|m| (i, m))
             })
             .collect();
         let fired_per_area = self.per_area.iter().map(|v| v.len() as u32).collect();
         BurstProducts { burst, fired_total, motor, fired_per_area }
+    }
+
+    /// Every decoder's stop command at `time_ns` (the node is stopping).
+    pub fn stop_messages(&self, time_ns: u64) -> Vec<(usize, MotorMessage)> {
+        self.decoders.iter().enumerate().filter_map(|(i, d)| d.stop_message(time_ns).map(|m| (i, m))).collect()
     }
 
     /// The activity message of a burst, stamped `time_ns`.

@@ -140,7 +140,7 @@ impl BagSchedule {
         while self.next < bag.messages.len() && bag.messages[self.next].log_time < t_k {
             let m = &bag.messages[self.next];
             let topic = &bag.topics[m.topic];
-            if !intake.offer(&topic.name, &topic.type_name, &m.data) {
+            if !intake.offer(&topic.name, &topic.type_name, &m.data, m.log_time) {
                 *ignored.entry(topic.name.clone()).or_default() += 1;
             }
             self.next += 1;
@@ -269,9 +269,9 @@ pub fn replay(
             }
         }
         schedule.offer(bag, k, &mut intake, &mut summary.ignored);
-        intake.injection(&mut injection);
+        intake.injection(&mut injection, t_k);
         let out = backend.burst(injection.as_slice()).map_err(|e| ReplayError::Backend { burst: k, message: e.to_string() })?;
-        let products = outputs.burst(&out, layout, t_k);
+        let products = outputs.burst(&out, layout, t_k, intake.blind());
         channels.messages(&products, &outputs, t_k, |ch, data| writer.write(ch, t_k, data))?;
         for (i, m) in &products.motor {
             summary.motor[*i].messages += 1;

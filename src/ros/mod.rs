@@ -1,5 +1,6 @@
 //! ROS 2 messages as CDR bytes, without ROS: typed messages ([`sensor_msgs`], [`geometry_msgs`],
-//! [`builtin`] (std_msgs), [`nav_msgs`], our own [`neuroburst_msgs`]), their codec ([`cdr`]),
+//! [`builtin`] (std_msgs), [`nav_msgs`], [`diagnostic_msgs`], [`rosgraph_msgs`], our own
+//! [`neuroburst_msgs`]), their codec ([`cdr`]),
 //! their `.msg` definitions and RIHS01 type hashes ([`typesys`]), and a registry by type name
 //! ([`registry`]).
 //!
@@ -7,10 +8,12 @@
 
 pub mod builtin;
 pub mod cdr;
+pub mod diagnostic_msgs;
 pub mod geometry_msgs;
 pub mod nav_msgs;
 pub mod neuroburst_msgs;
 pub mod registry;
+pub mod rosgraph_msgs;
 pub mod sensor_msgs;
 pub mod typesys;
 

@@ -1,12 +1,12 @@
-//! neuroburst's own messages, defined in `msg/` (the `.msg` files are the source of truth for the
-//! robot's rosidl package; a test checks that these definitions match them).
+//! neuroburst's own messages, the interface package `neuroburst_msgs` in `msg/` (its `.msg` files
+//! are the source of truth for rosidl; a test checks that these definitions match them).
 
 use super::builtin::Time;
 use super::typesys::ros_message;
 
 ros_message! {
     /// What one burst did (`msg/BurstActivity.msg`): published once per burst.
-    BurstActivity = "neuroburst/msg/BurstActivity" {
+    BurstActivity = "neuroburst_msgs/msg/BurstActivity" {
         burst: u64,
         stamp: Time,
         fired_total: u64,
@@ -18,7 +18,7 @@ ros_message! {
 ros_message! {
     /// What the live node did since its previous BurstStats (`msg/BurstStats.msg`): published at
     /// `node.stats_rate_hz` on `node.stats_topic`.
-    BurstStats = "neuroburst/msg/BurstStats" {
+    BurstStats = "neuroburst_msgs/msg/BurstStats" {
         /// Number of the last burst run (the first burst is 1).
         burst: u64,
         /// Bursts run since the previous BurstStats.

@@ -2,7 +2,7 @@
 //! topics against and what bag writers take schemas from.
 
 use super::typesys::TypeInfo;
-use super::{builtin, geometry_msgs, nav_msgs, neuroburst_msgs, sensor_msgs, RosMessage};
+use super::{builtin, diagnostic_msgs, geometry_msgs, nav_msgs, neuroburst_msgs, rosgraph_msgs, sensor_msgs, RosMessage};
 
 /// The names of all supported types, sorted.
 pub fn type_names() -> Vec<&'static str> {
@@ -34,7 +34,13 @@ fn all() -> Vec<fn() -> TypeInfo> {
         sensor_msgs::Imu::info,
         sensor_msgs::JointState::info,
         sensor_msgs::Range::info,
+        sensor_msgs::PointField::info,
+        sensor_msgs::PointCloud2::info,
         nav_msgs::Odometry::info,
+        diagnostic_msgs::KeyValue::info,
+        diagnostic_msgs::DiagnosticStatus::info,
+        diagnostic_msgs::DiagnosticArray::info,
+        rosgraph_msgs::Clock::info,
         neuroburst_msgs::BurstActivity::info,
         neuroburst_msgs::BurstStats::info,
     ]
@@ -84,7 +90,13 @@ pub fn check(name: &str, payload: &[u8]) -> Option<Result<(), super::MsgError>> 
         sensor_msgs::Imu,
         sensor_msgs::JointState,
         sensor_msgs::Range,
+        sensor_msgs::PointField,
+        sensor_msgs::PointCloud2,
         nav_msgs::Odometry,
+        diagnostic_msgs::KeyValue,
+        diagnostic_msgs::DiagnosticStatus,
+        diagnostic_msgs::DiagnosticArray,
+        rosgraph_msgs::Clock,
         neuroburst_msgs::BurstActivity,
         neuroburst_msgs::BurstStats
     );

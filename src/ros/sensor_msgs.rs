@@ -72,3 +72,31 @@ ros_message! {
         variance: f32,
     }
 }
+
+ros_message! {
+    /// One field of a point cloud's points: its name, byte offset, type and count.
+    PointField = "sensor_msgs/msg/PointField", constants [
+        "uint8 INT8=1", "uint8 UINT8=2", "uint8 INT16=3", "uint8 UINT16=4",
+        "uint8 INT32=5", "uint8 UINT32=6", "uint8 FLOAT32=7", "uint8 FLOAT64=8"
+    ] {
+        name: String,
+        offset: u32,
+        datatype: u8,
+        count: u32,
+    }
+}
+
+ros_message! {
+    /// Points (3-D lidar, depth cameras): `height` rows of `width` points, `point_step` bytes each.
+    PointCloud2 = "sensor_msgs/msg/PointCloud2" {
+        header: Header,
+        height: u32,
+        width: u32,
+        fields: Vec<PointField>,
+        is_bigendian: bool,
+        point_step: u32,
+        row_step: u32,
+        data: Vec<u8>,
+        is_dense: bool,
+    }
+}

@@ -82,6 +82,26 @@ primitive!(f32, 10, "float32", 4, f32, f32);
 primitive!(f64, 11, "float64", 8, f64, f64);
 primitive!(bool, 15, "bool", 1, bool, bool);
 
+/// The `.msg` type `byte` (IDL octet): one byte, described as FIELD_TYPE_BYTE (16), not uint8.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Byte(pub u8);
+
+impl CdrField for Byte {
+    const MIN_SIZE: usize = 1;
+    fn write(&self, w: &mut CdrWriter) {
+        w.u8(self.0)
+    }
+    fn read(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        r.u8().map(Byte)
+    }
+    fn field_type() -> FieldType {
+        FieldType { type_id: 16, capacity: 0, nested: "" }
+    }
+    fn msg_type() -> String {
+        "byte".into()
+    }
+}
+
 impl CdrField for String {
     const MIN_SIZE: usize = 4;
     fn write(&self, w: &mut CdrWriter) {

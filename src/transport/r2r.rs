@@ -1,8 +1,12 @@
 //! The r2r transport (cargo feature `ros2`): the robot's own ROS 2 through rcl, for robots with a
 //! sourced ROS 2. Raw CDR in (`Node::subscribe_raw`) and out (untyped publishers, `publish_raw`),
 //! so the same codecs serve every transport. rcl reads the process's `--ros-args` itself
-//! (remappings, `__node`, `__ns`, parameters files). CI type-checks this file through r2r's
-//! `doc-only` feature (`cargo check --features ros2-doc-check`); it runs only on a ROS machine.
+//! (remappings, `__node`, `__ns`, parameters files) and the environment (ROS_DOMAIN_ID,
+//! RMW_IMPLEMENTATION). An untyped topic needs its type's bindings, which r2r generates at build
+//! time from the message packages of the sourced ROS 2: every type the node uses is a standard one
+//! but `neuroburst_msgs/msg/BurstStats`, which the node does without (see `live::topics`).
+//! Tested against a real ROS 2 Jazzy (tests/ros2_rcl.rs); CI also type-checks it through r2r's
+//! `doc-only` feature (`cargo check --features ros2-doc-check`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,6 +19,23 @@ use super::{AttachmentStatus, Publisher, Qos, Reliability, Sample, SampleHandler
 
 fn rerr(e: impl std::fmt::Display) -> TransportError {
     TransportError::Ros2(e.to_string())
+}
+
+/// An error of r2r about `topic`; a type r2r has no bindings for names the package to install.
+fn topic_err(topic: &TopicSpec, e: r2r::Error) -> TransportError {
+    let message = match e {
+        r2r::Error::InvalidMessageType { .. } => {
+            let pkg = topic.type_name.split('/').next().unwrap_or_default();
+            format!(
+                "type {} is not in this build of r2r: install the ROS 2 package {pkg} (e.g. ros-$ROS_DISTRO-{}), source it, and \
+                 rebuild neuroburst (r2r generates its bindings from the sourced ROS 2 at build time)",
+                topic.type_name,
+                pkg.replace('_', "-")
+            )
+        }
+        e => e.to_string(),
+    };
+    TransportError::Topic { topic: topic.name.clone(), message }
 }
 
 fn qos(q: &Qos) -> r2r::QosProfile {
@@ -33,8 +54,12 @@ pub struct R2rTransport {
 }
 
 impl R2rTransport {
-    /// Create the rcl node and a thread that spins it.
-    pub fn open(name: &str, namespace: &str) -> Result<R2rTransport, TransportError> {
+    /// Create the rcl node on ROS domain `domain` and a thread that spins it.
+    pub fn open(name: &str, namespace: &str, domain: u32) -> Result<R2rTransport, TransportError> {
+        // rcl takes the domain from the environment when its context is created.
+        if std::env::var("ROS_DOMAIN_ID").ok().as_deref() != Some(domain.to_string().as_str()) {
+            std::env::set_var("ROS_DOMAIN_ID", domain.to_string());
+        }
         let ctx = r2r::Context::create().map_err(rerr)?;
         let node = Arc::new(Mutex::new(r2r::Node::create(ctx, name, namespace).map_err(rerr)?));
         let stop = Arc::new(AtomicBool::new(false));
@@ -47,12 +72,21 @@ impl R2rTransport {
                 }
             })
             .map_err(rerr)?;
-        Ok(R2rTransport { node, name: format!("{namespace}/{name}"), stop, threads: vec![spinner] })
+        let fqn = n_fqn(&node);
+        Ok(R2rTransport { node, name: format!("{fqn} on domain {domain}"), stop, threads: vec![spinner] })
     }
+}
+
+/// The node's fully qualified name as rcl resolved it (after `__node`/`__ns` remappings).
+fn n_fqn(node: &Arc<Mutex<r2r::Node>>) -> String {
+    node.lock().unwrap_or_else(|p| p.into_inner()).fully_qualified_name().unwrap_or_else(|e| format!("(unknown: {e})"))
 }
 
 impl Drop for R2rTransport {
     fn drop(&mut self) {
+        // The last messages (the stop commands) are reliable: give DDS the time to deliver them
+        // before the publishers go.
+        std::thread::sleep(Duration::from_millis(300));
         self.stop.store(true, Ordering::Relaxed);
         if let Some(spinner) = self.threads.drain(..1).next() {
             let _ = spinner.join();
@@ -76,12 +110,12 @@ impl Transport for R2rTransport {
     fn publisher(&mut self, topic: &TopicSpec) -> Result<Box<dyn Publisher>, TransportError> {
         let p =
             self.node.lock().unwrap_or_else(|p| p.into_inner()).create_publisher_untyped(&topic.name, &topic.type_name, qos(&topic.qos));
-        Ok(Box::new(R2rPublisher(p.map_err(|e| TransportError::Topic { topic: topic.name.clone(), message: e.to_string() })?)))
+        Ok(Box::new(R2rPublisher(p.map_err(|e| topic_err(topic, e))?)))
     }
 
     fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<(), TransportError> {
         let stream = self.node.lock().unwrap_or_else(|p| p.into_inner()).subscribe_raw(&topic.name, &topic.type_name, qos(&topic.qos));
-        let stream = stream.map_err(|e| TransportError::Topic { topic: topic.name.clone(), message: e.to_string() })?;
+        let stream = stream.map_err(|e| topic_err(topic, e))?;
         let name: Arc<str> = topic.name.as_str().into();
         // The stream ends when the node is dropped; its thread ends with it.
         let reader = std::thread::Builder::new()

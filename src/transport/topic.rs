@@ -20,6 +20,9 @@ impl Qos {
     pub const SENSOR: Qos = Qos { reliability: Reliability::BestEffort, depth: 5 };
     /// Motor commands and our own topics: reliable, depth 10.
     pub const COMMAND: Qos = Qos { reliability: Reliability::Reliable, depth: 10 };
+    /// `/clock` under `use_sim_time`: best effort, depth 1 (rclcpp's ClockQoS; hears reliable
+    /// publishers too).
+    pub const CLOCK: Qos = Qos { reliability: Reliability::BestEffort, depth: 1 };
 }
 
 /// One topic as the transports see it.

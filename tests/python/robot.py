@@ -36,10 +36,10 @@ ap.add_argument("--mode", choices=["peer", "client"], default="peer")
 args = ap.parse_args()
 
 store = get_typestore(Stores.ROS2_JAZZY)
-store.register(get_types_from_msg(open(f"{args.msg_dir}/BurstStats.msg").read(), "neuroburst/msg/BurstStats"))
+store.register(get_types_from_msg(open(f"{args.msg_dir}/BurstStats.msg").read(), "neuroburst_msgs/msg/BurstStats"))
 for t, h in HASHES.items():
     assert store.hash_rihs01(t) == h, f"pinned hash of {t} differs from rosbags"
-STATS_HASH = store.hash_rihs01("neuroburst/msg/BurstStats")
+STATS_HASH = store.hash_rihs01("neuroburst_msgs/msg/BurstStats")
 LaserScan = store.types["sensor_msgs/msg/LaserScan"]
 Image = store.types["sensor_msgs/msg/Image"]
 Header = store.types["std_msgs/msg/Header"]
@@ -124,13 +124,13 @@ def on_twist(s):
 
 
 def on_stats(s):
-    m = store.deserialize_cdr(s.payload.to_bytes(), "neuroburst/msg/BurstStats")
+    m = store.deserialize_cdr(s.payload.to_bytes(), "neuroburst_msgs/msg/BurstStats")
     with lock:
         stats.append((time.time(), m))
 
 
 session.declare_subscriber(key("cmd_vel", "geometry_msgs/msg/Twist"), on_twist)
-session.declare_subscriber(key(f"{args.node}/stats", "neuroburst/msg/BurstStats", STATS_HASH), on_stats)
+session.declare_subscriber(key(f"{args.node}/stats", "neuroburst_msgs/msg/BurstStats", STATS_HASH), on_stats)
 scan_pub = session.declare_publisher(key("scan", "sensor_msgs/msg/LaserScan"))
 image_pub = session.declare_publisher(key("camera/image_raw", "sensor_msgs/msg/Image"))
 

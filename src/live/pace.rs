@@ -1,0 +1,187 @@
+//! When the live node bursts, and what time each burst has.
+//!
+//! - **Wall** (the default): ROS time is the system clock; bursts start on the drift-free grid of
+//!   [`Clock`], and a burst that overruns its period is a missed deadline.
+//! - **Sim** (`use_sim_time`): ROS time is the latest `/clock` message (rosgraph_msgs/Clock, from
+//!   Gazebo, Isaac Sim or `ros2 bag play --clock`). Burst k runs at simulated time
+//!   `t0 + k / rate`, lock-stepped like a replay to bag time: as soon as `/clock` has reached it,
+//!   whatever the simulation's speed; several bursts run back to back when the clock jumps, none
+//!   while it stands still. Deadlines are the simulation's business, so none is counted. A clock
+//!   that goes back (the simulation was reset) starts the grid again.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::clock::Clock;
+use crate::ros::decode;
+use crate::ros::rosgraph_msgs::Clock as ClockMsg;
+use crate::transport::SampleHandler;
+
+/// ROS time from the system clock, in nanoseconds since the epoch.
+pub fn system_now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The latest `/clock` time, fed by the transport's callback.
+#[derive(Default)]
+pub struct SimTime {
+    /// Nanoseconds; 0 until the first message.
+    latest: AtomicU64,
+    /// `/clock` messages that could not be decoded.
+    pub malformed: AtomicU64,
+    lock: Mutex<()>,
+    moved: Condvar,
+}
+
+impl SimTime {
+    pub fn new() -> Arc<SimTime> {
+        Arc::new(SimTime::default())
+    }
+
+    /// The subscription callback of `/clock`.
+    pub fn handler(self: &Arc<Self>) -> SampleHandler {
+        let me = self.clone();
+        Arc::new(move |s| match decode::<ClockMsg>(&s.payload) {
+            Ok(c) => me.set(c.clock.nanos().max(1) as u64),
+            Err(_) => {
+                me.malformed.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    }
+
+    pub fn set(&self, ns: u64) {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.latest.store(ns, Ordering::Release);
+        self.moved.notify_all();
+    }
+
+    /// The latest time, or None before the first message.
+    pub fn now(&self) -> Option<u64> {
+        Some(self.latest.load(Ordering::Acquire)).filter(|&t| t > 0)
+    }
+
+    /// Wait until the clock reaches `t` (or, with `t` None, until it has a time at all), at most
+    /// `timeout`; returns the latest time.
+    fn wait_for(&self, t: Option<u64>, timeout: Duration) -> Option<u64> {
+        let reached = |now: Option<u64>| now.is_some_and(|n| t.is_none_or(|t| n >= t));
+        let guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = self.moved.wait_timeout_while(guard, timeout, |_| !reached(self.now())).unwrap_or_else(|p| p.into_inner());
+        self.now()
+    }
+}
+
+pub enum Pace {
+    Wall(Clock),
+    Sim { time: Arc<SimTime>, period_ns: u64, next: Option<u64> },
+}
+
+impl Pace {
+    pub fn wall(rate_hz: f64) -> Pace {
+        Pace::Wall(Clock::new(rate_hz, Instant::now()))
+    }
+
+    pub fn sim(rate_hz: f64, time: Arc<SimTime>) -> Pace {
+        Pace::Sim { time, period_ns: (1e9 / rate_hz).round().max(1.0) as u64, next: None }
+    }
+
+    /// The bursts start now (the wall clock's first deadline).
+    pub fn start(&mut self, rate_hz: f64) {
+        if let Pace::Wall(c) = self {
+            *c = Clock::new(rate_hz, Instant::now());
+        }
+    }
+
+    /// Wait for the next burst; its ROS time, or None when `stop` was set while waiting.
+    pub fn wait(&mut self, stop: &AtomicBool) -> Option<u64> {
+        match self {
+            Pace::Wall(c) => {
+                c.wait();
+                Some(system_now_ns())
+            }
+            Pace::Sim { time, period_ns, next } => loop {
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                let now = time.wait_for(*next, Duration::from_millis(50));
+                let Some(now) = now else { continue };
+                match *next {
+                    None => {
+                        *next = Some(now + *period_ns);
+                        return Some(now);
+                    }
+                    Some(t) if now + 2 * *period_ns < t => {
+                        tracing::warn!("/clock went back from {:.3} s to {:.3} s: the bursts follow it", t as f64 * 1e-9, now as f64 * 1e-9);
+                        *next = Some(now + *period_ns);
+                        return Some(now);
+                    }
+                    Some(t) if now >= t => {
+                        *next = Some(t + *period_ns);
+                        return Some(t);
+                    }
+                    Some(_) => {}
+                }
+            },
+        }
+    }
+
+    /// The burst begun at the last [`Pace::wait`] ended at `end` (wall clock): count a missed
+    /// deadline (wall pacing only).
+    pub fn finished(&mut self, end: Instant) {
+        if let Pace::Wall(c) = self {
+            c.finished(end);
+        }
+    }
+
+    /// Bursts that ended after their deadline (wall pacing; 0 under simulation time).
+    pub fn missed(&self) -> u64 {
+        match self {
+            Pace::Wall(c) => c.missed,
+            Pace::Sim { .. } => 0,
+        }
+    }
+
+    /// ROS time now: the system clock, or the latest `/clock` (0 before the first).
+    pub fn now_ns(&self) -> u64 {
+        match self {
+            Pace::Wall(_) => system_now_ns(),
+            Pace::Sim { time, .. } => time.now().unwrap_or(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sim_bursts_follow_the_clock_at_any_speed() {
+        let time = SimTime::new();
+        let mut p = Pace::sim(100.0, time.clone());
+        let stop = AtomicBool::new(false);
+        time.set(5_000_000_000);
+        assert_eq!(p.wait(&stop), Some(5_000_000_000));
+        // the clock jumps 35 ms: three bursts back to back, on the 10 ms grid
+        time.set(5_035_000_000);
+        assert_eq!(p.wait(&stop), Some(5_010_000_000));
+        assert_eq!(p.wait(&stop), Some(5_020_000_000));
+        assert_eq!(p.wait(&stop), Some(5_030_000_000));
+        // a clock that stands still runs no burst: stop ends the wait
+        let t = {
+            let time = time.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(120));
+                time.set(5_041_000_000);
+            })
+        };
+        assert_eq!(p.wait(&stop), Some(5_040_000_000));
+        t.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(p.wait(&stop), None);
+        // reset to an earlier time: the grid starts again there
+        stop.store(false, Ordering::Relaxed);
+        time.set(1_000_000_000);
+        assert_eq!(p.wait(&stop), Some(1_000_000_000));
+        assert_eq!(p.missed(), 0);
+    }
+}
