@@ -2,7 +2,7 @@
 # The test command (README, .ci/run): installs what the tests need, builds the r2r node in a
 # colcon workspace against a real ROS 2 Jazzy (PyPI wheels, tests/ros2/jazzy.sh), then runs
 # `cargo test --release`. The real-ROS tests (tests/ros2_rcl.rs) find that workspace through
-# NEUROBURST_ROS2_ENV.
+# NEUROBURST_ROS2_ENV. Arguments go to `cargo test` (e.g. `tests/run.sh --test ros2_rcl`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -42,4 +42,4 @@ cat > "$ws/env.sh" <<ENV
 ENV
 export NEUROBURST_ROS2_ENV=$ws/env.sh
 
-cargo test --release
+cargo test --release "$@"

@@ -1,6 +1,7 @@
 //! Depth image (sensor_msgs/Image, `16UC1` in millimetres or `32FC1` in metres) -> range area,
 //! the laser scan's convention in two dimensions: the image is cut into the area's x, y tiles
-//! (x left to right, y top to bottom); each tile's nearest valid depth becomes a position on z
+//! (x left to right; the top row at the highest y, as the image encoder does, so a camera's colour
+//! and depth areas line up); each tile's nearest valid depth becomes a position on z
 //! (z = 0 near, top z at `max_range`). Zero, NaN and infinite depths are invalid (the REP-118
 //! conventions); a tile with none injects nothing.
 
@@ -67,7 +68,7 @@ impl DepthEncoder {
         let (lo, hi) = (self.cfg.min_range.max(0.0), self.cfg.max_range);
         for y in 0..h {
             let row = &img.data[y * step..y * step + w * bytes];
-            let ty = (y * dy as usize / h).min(dy as usize - 1);
+            let ty = dy as usize - 1 - (y * dy as usize / h).min(dy as usize - 1);
             for x in 0..w {
                 let p = &row[x * bytes..(x + 1) * bytes];
                 let d = match (bytes, img.is_bigendian != 0) {

@@ -92,7 +92,7 @@ mod tests {
     fn empty_and_burst_stats_hashes() {
         // Both computed by rosbags 0.11.9 (`hash_rihs01`; BurstStats registered from msg/).
         assert_eq!(type_hash::<builtin::Empty>(), "RIHS01_20b625256f32d5dbc0d04fee44f43c41e51c70d3502f84b4a08e7a9c26a96312");
-        assert_eq!(type_hash::<neuroburst_msgs::BurstStats>(), "RIHS01_a3ab4720d4dc0a4ef3e0d7fa7ccab283fbae08dbe6c465f260085ef09139f841");
+        assert_eq!(type_hash::<neuroburst_msgs::BurstStats>(), "RIHS01_3a034a82fa0b42b3463b1a0c42f77a1aa3e22684c73d55c295d20e7940f1aa43");
         assert_eq!(encode(&builtin::Empty {}), vec![0, 1, 0, 0, 0]);
     }
 

@@ -45,6 +45,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState, LaserScan, PointCloud2, PointField
+from std_msgs.msg import Header
 
 log = open(os.environ.get("ROBOT_NODE_LOG", "/dev/null"), "w")
 proc = subprocess.Popen(node_cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -54,7 +55,7 @@ robot = rclpy.create_node("test_robot", namespace=args.ns)
 reliable = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=10)
 t0 = time.monotonic()
 now = lambda: time.monotonic() - t0
-seen = {"twists": [], "diagnostics": [], "stats": [], "graph": [], "sensor_times": [], "clock": []}
+seen = {"twists": [], "diagnostics": [], "stats": [], "sensor_times": []}
 lock = threading.Lock()
 
 
@@ -108,7 +109,7 @@ def stamp():
 
 def feed():
     """One message on every sensor topic: an obstacle near, a bright image, a turn, two joints, a point."""
-    h = {"stamp": stamp(), "frame_id": "base_link"}
+    h = Header(stamp=stamp(), frame_id="base_link")
     scan.publish(LaserScan(header=h, angle_min=-1.0, angle_max=1.0, angle_increment=0.5, range_min=0.1,
                            range_max=5.0, ranges=[0.3, 0.3, 0.3, 0.3]))
     camera.publish(Image(header=h, height=2, width=2, encoding="mono8", step=2, data=[255] * 4))
