@@ -121,11 +121,11 @@ fn twist_even_columns_positive_odd_negative() {
         "{kind: twist, area: mot, topic: /cmd_vel, axes: [{axis: linear_x, scale: 1.0, limit: 0.8}, {axis: angular_z, scale: 2.0, limit: 5.0}]}",
     );
     // x = 0 at z = 3 (full), x = 3 at z = 1 (half): linear.x = +1 clamped to 0.8, angular.z = -1
-    let m = d.burst(&[[0, 0, 3, 0], [0, 0, 1, 0], [3, 0, 1, 0]], 0).unwrap();
+    let m = d.burst(&[[0, 0, 3, 0], [0, 0, 1, 0], [3, 0, 1, 0]], 0, false).unwrap();
     let t: Twist = decode(&m.payload).unwrap();
     assert_eq!((t.linear.x, t.angular.z), (0.8, -1.0));
     // opposite columns cancel
-    let t: Twist = decode(&d.burst(&[[0, 0, 3, 0], [1, 0, 3, 0]], 1).unwrap().payload).unwrap();
+    let t: Twist = decode(&d.burst(&[[0, 0, 3, 0], [1, 0, 3, 0]], 1, false).unwrap().payload).unwrap();
     assert_eq!(t.linear.x, 0.0);
 }
 
@@ -135,23 +135,48 @@ fn smoothing_window_and_rate() {
         "{kind: twist, area: mot, topic: /cmd_vel, axes: [{axis: linear_x, scale: 1.0, limit: 1.0}], output: {window: 2, rate_hz: 10, magnitude: count}}",
     );
     // 4 neurons per column: one fired = 0.25
-    let a = d.burst(&[[0, 0, 0, 0]], 0).unwrap();
+    let a = d.burst(&[[0, 0, 0, 0]], 0, false).unwrap();
     assert_eq!(a.values, [0.25]);
-    assert!(d.burst(&[[0, 0, 0, 0], [0, 0, 1, 0], [0, 0, 2, 0]], 50_000_000).is_none(), "10 Hz: one message per 100 ms");
-    let c = d.burst(&[], 100_000_000).unwrap();
+    assert!(d.burst(&[[0, 0, 0, 0], [0, 0, 1, 0], [0, 0, 2, 0]], 50_000_000, false).is_none(), "10 Hz: one message per 100 ms");
+    let c = d.burst(&[], 100_000_000, false).unwrap();
     assert_eq!(c.values, [0.375], "mean of the last two bursts (0.75, 0)");
 }
 
 #[test]
 fn joint_commands_hold_silent_columns() {
     let mut d = decoder("{kind: joints, area: mot, topic: /j, message: float64_multi_array, joints: [a, b, c, d], min: [0.0], max: [2.0]}");
-    let m = d.burst(&[[1, 0, 1, 0]], 0).unwrap();
+    let m = d.burst(&[[1, 0, 1, 0]], 0, false).unwrap();
     let arr: Float64MultiArray = decode(&m.payload).unwrap();
     assert_eq!(arr.data, [0.0, 1.0, 0.0, 0.0]);
-    let m = d.burst(&[[0, 0, 3, 0]], 1).unwrap();
+    let m = d.burst(&[[0, 0, 3, 0]], 1, false).unwrap();
     let arr: Float64MultiArray = decode(&m.payload).unwrap();
     assert_eq!(arr.data, [2.0, 1.0, 0.0, 0.0], "column 1 holds its value");
     let mut d = decoder("{kind: joints, area: mot, topic: /j, joints: [a, b], min: [-1.0], max: [1.0]}");
-    let js: JointState = decode(&d.burst(&[[1, 0, 3, 0]], 5).unwrap().payload).unwrap();
+    let js: JointState = decode(&d.burst(&[[1, 0, 3, 0]], 5, false).unwrap().payload).unwrap();
     assert_eq!((js.name, js.position, js.header.stamp.nanosec), (vec!["a".to_string(), "b".to_string()], vec![-1.0, 1.0], 5));
+}
+
+#[test]
+fn blind_decoders_send_their_stop_commands() {
+    // a Twist goes to zero, whatever fired
+    let mut d = decoder("{kind: twist, area: mot, topic: /cmd_vel, axes: [{axis: linear_x, scale: 1.0, limit: 1.0}]}");
+    let t: Twist = decode(&d.burst(&[[0, 0, 3, 0]], 0, false).unwrap().payload).unwrap();
+    assert_eq!(t.linear.x, 1.0);
+    let t: Twist = decode(&d.burst(&[[0, 0, 3, 0]], 1, true).unwrap().payload).unwrap();
+    assert_eq!(t.linear.x, 0.0);
+    // joints hold where the last command left them (and send nothing before the first)
+    let mut d = decoder("{kind: joints, area: mot, topic: /j, message: float64_multi_array, joints: [a, b, c, d], min: [0.0], max: [2.0]}");
+    assert!(d.burst(&[[1, 0, 1, 0]], 0, true).is_none(), "nothing to hold yet");
+    d.burst(&[[1, 0, 1, 0]], 1, false).unwrap();
+    let arr: Float64MultiArray = decode(&d.burst(&[[0, 0, 3, 0]], 2, true).unwrap().payload).unwrap();
+    assert_eq!(arr.data, [0.0, 1.0, 0.0, 0.0]);
+    // `output.stop: none` turns the safe stop off: the brain's commands go on while blind, and
+    // nothing is sent at the stop; `zero` overrides the joints' hold
+    let mut d = decoder("{kind: twist, area: mot, topic: /c, axes: [{axis: linear_x, scale: 1.0, limit: 1.0}], output: {stop: none}}");
+    let t: Twist = decode(&d.burst(&[[0, 0, 3, 0]], 0, true).unwrap().payload).unwrap();
+    assert_eq!(t.linear.x, 1.0);
+    assert!(d.stop_message(1).is_none());
+    let mut d = decoder("{kind: joints, area: mot, topic: /j, message: float64_multi_array, joints: [a, b], min: [0.5], max: [2.0], output: {stop: zero}}");
+    let arr: Float64MultiArray = decode(&d.burst(&[], 0, true).unwrap().payload).unwrap();
+    assert_eq!(arr.data, [0.0, 0.0]);
 }

@@ -110,6 +110,7 @@ fn robot_run(signal: &str) {
         assert!(n > 10, "{topic}: {n} messages received by the node: {ctx}");
     }
     assert!(diags.iter().any(|d| d["level"] == 1 && d["message"].as_str().unwrap().contains("no sensor input")), "no WARN while blind: {ctx}");
+    assert_eq!(diags.last().unwrap()["message"], "stopped: stop commands sent", "the last status: {ctx}");
     // -p node.stats_rate_hz:=5 (default 1): about 10 bursts per period at 50 Hz
     let bursts: u64 = d["values"]["bursts in period"].as_str().unwrap().parse().unwrap();
     assert!((5..=20).contains(&bursts), "{bursts} bursts per stats period: {ctx}");

@@ -106,7 +106,8 @@ pub struct Output {
     pub magnitude: Magnitude,
     /// The command sent while every sensor topic is stale and when the node stops: `zero` (every
     /// value 0: a zero Twist), `hold` (the last values again: joints stay where they are; nothing
-    /// if none was sent yet) or `none`. Default: `zero` for twist and float_array, `hold` for joints.
+    /// if none was sent yet) or `none` (no safe stop: the brain's commands go on while blind, and
+    /// nothing is sent at the stop). Default: `zero` for twist and float_array, `hold` for joints.
     #[serde(default)]
     pub stop: Option<StopCommand>,
 }

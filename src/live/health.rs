@@ -22,6 +22,8 @@ pub struct Health<'a> {
     pub stale: Vec<&'a str>,
     /// Every sensor topic is stale: the decoders send their stop commands.
     pub blind: bool,
+    /// The node stops (its last status); `fatal` says why when an error stops it.
+    pub stopping: bool,
     /// A fatal error: the node stops.
     pub fatal: Option<&'a str>,
 }
@@ -31,6 +33,9 @@ impl Health<'_> {
     pub fn summary(&self) -> (Level, String) {
         if let Some(e) = self.fatal {
             return (Level::Error, format!("stopped: {e}"));
+        }
+        if self.stopping {
+            return (Level::Warn, "stopped: stop commands sent".into());
         }
         let mut warn = vec![];
         if self.blind {
@@ -96,6 +101,7 @@ mod tests {
             received: vec![("/scan", 7)],
             stale: vec![],
             blind: false,
+            stopping: false,
             fatal: None,
         };
         assert_eq!(h.summary(), (Level::Ok, "bursting".into()));
@@ -104,6 +110,8 @@ mod tests {
         assert_eq!(h.summary(), (Level::Warn, "stale: /scan; 2 missed deadlines".into()));
         h.blind = true;
         assert_eq!(h.summary().1, "no sensor input: stop commands sent; 2 missed deadlines");
+        h.stopping = true;
+        assert_eq!(h.summary(), (Level::Warn, "stopped: stop commands sent".into()));
         h.fatal = Some("CUDA error");
         let m = h.message(1_500_000_000);
         assert_eq!(m.status[0].level.0, 2);

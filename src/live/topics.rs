@@ -267,9 +267,8 @@ impl LiveTopics {
         if !stops.is_empty() {
             tracing::info!("{}: stop commands sent on {}", self.fqn, stops.iter().map(|(i, _)| self.pubs[*i].topic.as_str()).collect::<Vec<_>>().join(", "));
         }
-        if let Some(e) = fatal {
-            self.publish_health(now, Some(e));
-        }
+        // the last status: stopped, or the error that stopped the node
+        self.publish_health(now, true, fatal);
     }
 
     /// Publish a burst's motor messages, close the burst (begun at `start`) on the clock and in
@@ -298,7 +297,7 @@ impl LiveTopics {
     }
 
     /// Publish `/diagnostics` for the period that ends now.
-    fn publish_health(&mut self, time_ns: u64, fatal: Option<&str>) {
+    fn publish_health(&mut self, time_ns: u64, stopping: bool, fatal: Option<&str>) {
         let Some(p) = self.diagnostics_pub.as_mut() else { return };
         let (missed, dropped) = (self.stats.missed_deadlines, self.stats.dropped_messages);
         let health = Health {
@@ -310,6 +309,7 @@ impl LiveTopics {
             received: self.inputs.iter().map(|i| (i.slot.topic.as_str(), i.slot.counters.received.load(Ordering::Relaxed))).collect(),
             stale: self.intake.stale_topics().collect(),
             blind: self.blind,
+            stopping,
             fatal,
         };
         if let Err(e) = p.publish(&encode(&health.message(time_ns))) {
@@ -328,7 +328,7 @@ impl LiveTopics {
                 self.problems.check(end, &self.stats_topic, "stats publish errors", burst, Some(&e.to_string()));
             }
         }
-        self.publish_health(self.now_ns, None);
+        self.publish_health(self.now_ns, false, None);
         self.stats.bursts = 0;
         self.stats.burst_duration_max_us = 0.0;
         self.problems.check(end, "bursts", "missed deadlines", self.pace.missed(), None);
