@@ -176,7 +176,9 @@ fn blind_decoders_send_their_stop_commands() {
     let t: Twist = decode(&d.burst(&[[0, 0, 3, 0]], 0, true).unwrap().payload).unwrap();
     assert_eq!(t.linear.x, 1.0);
     assert!(d.stop_message(1).is_none());
-    let mut d = decoder("{kind: joints, area: mot, topic: /j, message: float64_multi_array, joints: [a, b], min: [0.5], max: [2.0], output: {stop: zero}}");
+    let mut d = decoder(
+        "{kind: joints, area: mot, topic: /j, message: float64_multi_array, joints: [a, b], min: [0.5], max: [2.0], output: {stop: zero}}",
+    );
     let arr: Float64MultiArray = decode(&d.burst(&[], 0, true).unwrap().payload).unwrap();
     assert_eq!(arr.data, [0.0, 0.0]);
 }

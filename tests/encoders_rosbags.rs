@@ -156,8 +156,7 @@ fn point_cloud_depth_and_odometry_light_the_voxels_numpy_computes() {
             })
             .collect();
         got.sort();
-        let want: Vec<[u32; 3]> =
-            serde_json::from_value::<Vec<[u32; 3]>>(case["voxels"].clone()).unwrap().into_iter().collect::<Vec<_>>();
+        let want: Vec<[u32; 3]> = serde_json::from_value::<Vec<[u32; 3]>>(case["voxels"].clone()).unwrap().into_iter().collect::<Vec<_>>();
         assert!(!want.is_empty(), "{what}: the case lights nothing");
         assert_eq!(got, want, "{what}");
     }

@@ -39,15 +39,15 @@ fn robot(python: &Path, connect: &str, format: &str, scenario: &str) -> Command 
 }
 
 fn run_robot(python: &Path, node: &mut Proc, connect: &str, format: &str, scenario: &str) -> String {
-    let out = robot(python, connect, format, scenario).output().unwrap();
+    run_robot_cmd(robot(python, connect, format, scenario), node, &format!("{scenario}/{format}"))
+}
+
+/// Run the robot, then stop the node; both must succeed.
+fn run_robot_cmd(mut robot: Command, node: &mut Proc, what: &str) -> String {
+    let out = robot.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let status = node.stop();
-    assert!(
-        out.status.success(),
-        "robot {scenario}/{format} failed:\n{stdout}\n{}\nnode log:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        node.log()
-    );
+    assert!(out.status.success(), "robot {what} failed:\n{stdout}\n{}\nnode log:\n{}", String::from_utf8_lossy(&out.stderr), node.log());
     assert!(status.is_some_and(|s| s.success()), "the node did not stop cleanly on SIGTERM: {status:?}\n{}", node.log());
     println!("{stdout}");
     stdout
@@ -135,4 +135,40 @@ fn the_router_stops_and_comes_back() {
     assert_eq!(lines("zenoh: connected again after"), 1, "{log}");
     assert!(log.contains("1 link losses"), "{log}");
     println!("{rest}");
+}
+
+/// Safe stops on Zenoh: a zero Twist within stale_after + one burst of the last sensor message,
+/// and, after SIGTERM, a zero Twist as the last message the robot gets.
+#[test]
+fn safe_stop_when_blind_and_on_sigterm() {
+    let python = venv("pyenv", PY_PACKAGES);
+    let dir = tempfile::tempdir().unwrap();
+    let listen = format!("tcp/127.0.0.1:{}", free_port());
+    let mut n = node(dir.path(), "rmw", &["--zenoh-listen", &listen, "--zenoh-connect", &format!("tcp/127.0.0.1:{}", free_port())], &[]);
+    let mut cmd = robot(&python, &listen, "rmw", "safestop");
+    cmd.args(["--kill-pid", &n.child.id().to_string()]);
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let status = n.stop();
+    let log = n.log();
+    assert!(out.status.success(), "robot: {stdout}\n{}\nnode log:\n{log}", String::from_utf8_lossy(&out.stderr));
+    assert!(status.is_some_and(|s| s.success()), "the node did not stop cleanly on SIGTERM: {status:?}\n{log}");
+    assert!(log.contains("stop commands sent on /cmd_vel"), "{log}");
+    println!("{stdout}");
+}
+
+/// Sim time on Zenoh: with `use_sim_time:=true` the bursts follow /clock (rosgraph_msgs/Clock from
+/// a Python peer at 10x real time): 50 per simulated second, none while the clock is paused.
+#[test]
+fn sim_time_bursts_follow_clock() {
+    let python = venv("pyenv", PY_PACKAGES);
+    let dir = tempfile::tempdir().unwrap();
+    let listen = format!("tcp/127.0.0.1:{}", free_port());
+    let zenoh = ["--zenoh-listen", &listen, "--zenoh-connect", &format!("tcp/127.0.0.1:{}", free_port())];
+    let mut n = node(dir.path(), "rmw", &zenoh, &["--set", "node.rate_hz=50", "--ros-args", "-p", "use_sim_time:=true"]);
+    let mut cmd = robot(&python, &listen, "rmw", "simtime");
+    cmd.args(["--rate", "50"]);
+    let out = run_robot_cmd(cmd, &mut n, "simtime");
+    assert!(out.contains("\"ok\": true"), "{out}");
+    assert!(n.log().contains("use_sim_time: the bursts follow /clock"), "{}", n.log());
 }

@@ -1,13 +1,14 @@
-//! The ROS 2 package: launch files checked against stub `launch`/`launch_ros` modules (the
-//! command lines they produce must be accepted by the node), and a colcon build with
-//! colcon-ros-cargo + cargo-ament-build (PyPI) that installs the layout `ros2 launch` expects.
+//! The ROS 2 packages: launch files checked against stub `launch`/`launch_ros` modules (the
+//! command lines they produce must be accepted by the node), and the colcon workspace that
+//! `tests/run.sh` builds (colcon-ros-cargo + cargo-ament-build and rosidl, against ROS 2 Jazzy
+//! from PyPI) installs the layout `ros2 launch` and rclpy expect.
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use common::{repo, venv};
+use common::repo;
 
 /// Run tests/python/check_launch.py on both launch files; run every command with `--check` and
 /// return the resolved configurations.
@@ -57,53 +58,37 @@ fn launch_files_run_against_stub_launch_modules() {
     assert_launch_results(&configs);
 }
 
+/// The colcon workspace that `tests/run.sh` builds against ROS 2 Jazzy (neuroburst_msgs, then
+/// neuroburst with `--features ros2`, `--cargo-args --release`): colcon's isolated layout, one
+/// prefix per package, with what `ros2 launch` and `ros2 interface` look for.
 #[test]
-fn colcon_builds_the_package_with_the_ament_layout() {
-    let python = venv("colcon-env", &["colcon-core==0.21.3", "colcon-ros-cargo==0.2.0", "cargo-ament-build==0.1.11"]);
-    let bin = python.parent().unwrap();
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    // colcon must not crawl the build trees under target/.
-    std::fs::write(target.parent().unwrap().join("COLCON_IGNORE"), "").unwrap();
-    let ws = target.join("colcon-ws");
-    std::fs::create_dir_all(ws.join("src")).unwrap();
-    let link = ws.join("src/neuroburst");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(repo(), &link).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    // A persistent build base: only the first run compiles everything.
-    let out = Command::new(bin.join("colcon"))
-        .current_dir(&ws)
-        .args(["build", "--base-paths", "src", "--packages-select", "neuroburst", "--event-handlers", "console_direct-"])
-        .arg("--build-base")
-        .arg(ws.join("build"))
-        .arg("--install-base")
-        .arg(ws.join("install"))
-        .env("PATH", path)
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "colcon build failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // colcon's default (isolated) layout: one prefix per package.
-    let install = ws.join("install/neuroburst");
-    let exe = install.join("lib/neuroburst/neuroburst");
+fn colcon_installs_both_packages_with_the_ament_layout() {
+    let Some(env) = common::ros2_env() else { return };
+    let install = env.parent().unwrap().join("install");
+    let exe = install.join("neuroburst/lib/neuroburst/neuroburst");
     assert!(exe.is_file(), "{} missing", exe.display());
     for f in [
-        "package.xml",
-        "launch/brain.launch.py",
-        "launch/remote_brain.launch.py",
-        "config/params.yaml",
-        "config/node.yaml",
-        "config/neuroburst.yaml",
-        "msg/BurstStats.msg",
+        "neuroburst/share/neuroburst/package.xml",
+        "neuroburst/share/neuroburst/launch/brain.launch.py",
+        "neuroburst/share/neuroburst/launch/remote_brain.launch.py",
+        "neuroburst/share/neuroburst/config/params.yaml",
+        "neuroburst/share/neuroburst/config/node.yaml",
+        "neuroburst/share/neuroburst/config/neuroburst.yaml",
+        "neuroburst/share/ament_index/resource_index/packages/neuroburst",
+        "neuroburst_msgs/share/neuroburst_msgs/msg/BurstStats.msg",
+        "neuroburst_msgs/share/neuroburst_msgs/msg/BurstActivity.msg",
+        "neuroburst_msgs/share/neuroburst_msgs/msg/BurstStats.json",
+        "neuroburst_msgs/share/ament_index/resource_index/rosidl_interfaces/neuroburst_msgs",
     ] {
-        let p = install.join("share/neuroburst").join(f);
-        assert!(p.is_file(), "{} missing", p.display());
+        let p = install.join(f);
+        assert!(p.exists(), "{} missing", p.display());
     }
-    let configs = check_launch_files(&python, &install.join("share"), &install.join("lib/neuroburst"));
+    // rosidl's type description (what rmw uses for the RIHS01 hash) has ours
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(install.join("neuroburst_msgs/share/neuroburst_msgs/msg/BurstStats.json")).unwrap())
+            .unwrap();
+    let hash = json["type_hashes"].as_array().unwrap().iter().find(|h| h["type_name"] == "neuroburst_msgs/msg/BurstStats").unwrap();
+    assert_eq!(hash["hash_string"], neuroburst::ros::type_hash::<neuroburst::ros::neuroburst_msgs::BurstStats>());
+    let configs = check_launch_files(Path::new("python3"), &install.join("neuroburst/share"), &install.join("neuroburst/lib/neuroburst"));
     assert_launch_results(&configs);
 }

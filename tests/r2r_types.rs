@@ -15,7 +15,8 @@ use neuroburst::live::{self, Control};
 use neuroburst::transport::{Publisher, SampleHandler, TopicSpec, Transport, TransportError};
 
 /// The packages of ROS 2's `ros_core`/`ros_base` that the node's types come from.
-const STANDARD: [&str; 7] = ["std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "diagnostic_msgs", "rosgraph_msgs", "builtin_interfaces"];
+const STANDARD: [&str; 7] =
+    ["std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "diagnostic_msgs", "rosgraph_msgs", "builtin_interfaces"];
 
 const GENOME: &str = "name: every_kind
 burst_rate_hz: 100

@@ -11,18 +11,6 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// The workspace's environment file, or None (after saying why) when it is not there.
-fn ros2_env() -> Option<PathBuf> {
-    let why = match std::env::var_os("NEUROBURST_ROS2_ENV").map(PathBuf::from) {
-        Some(p) if p.is_file() => return Some(p),
-        Some(p) => format!("NEUROBURST_ROS2_ENV={} is not a file", p.display()),
-        None => "NEUROBURST_ROS2_ENV is not set (tests/run.sh builds the ROS 2 workspace and sets it)".into(),
-    };
-    assert!(std::env::var("NEUROBURST_REQUIRE_ROS2").as_deref() != Ok("1"), "NEUROBURST_REQUIRE_ROS2=1 but {why}");
-    eprintln!("skipping: no ROS 2 workspace: {why}");
-    None
-}
-
 /// Run the robot scenario with the installed r2r node (`node_args` after `node --genome ...`);
 /// returns the robot's JSON and the node's log.
 fn scenario(env: &std::path::Path, robot_args: &[&str], node_args: &[&str], extra_env: &[(&str, &str)]) -> (Value, String) {
@@ -64,7 +52,7 @@ fn twists(v: &Value) -> Vec<(f64, f64, f64)> {
 /// a zero Twist comes within stale_after + one burst of silence, diagnostics and stats arrive,
 /// and the last Twist is zero.
 fn robot_run(signal: &str) {
-    let Some(env) = ros2_env() else { return };
+    let Some(env) = common::ros2_env() else { return };
     let dir = tempfile::tempdir().unwrap();
     let params = dir.path().join("params.yaml");
     std::fs::write(&params, "/**:\n  ros__parameters:\n    node:\n      stats_topic: ~/burst_stats\n").unwrap();
@@ -82,13 +70,15 @@ fn robot_run(signal: &str) {
         "-p",
         "node.stats_rate_hz:=5.0",
     ];
-    let robot_args = ["--scenario", "robot", "--cmd-vel", "/robot1/diff/cmd_vel", "--stats", "/robot1/brain1/burst_stats", "--signal", signal];
+    let robot_args =
+        ["--scenario", "robot", "--cmd-vel", "/robot1/diff/cmd_vel", "--stats", "/robot1/brain1/burst_stats", "--signal", signal];
     let (v, log) = scenario(&env, &robot_args, &node_args, &[]);
     let ctx = format!("{v:#}\n--- node log ---\n{log}");
     assert_eq!(v["started"], true, "no Twist from the node: {ctx}");
     assert!(v["graph"].as_array().unwrap().iter().any(|n| n == "/robot1/brain1"), "node not in the graph: {ctx}");
     assert!(log.contains("/robot1/brain1"), "the log does not name the node /robot1/brain1:\n{log}");
-    let (fed, silent, signal_at) = (v["fed_until"].as_f64().unwrap(), v["silent_until"].as_f64().unwrap(), v["signal_at"].as_f64().unwrap());
+    let (fed, silent, signal_at) =
+        (v["fed_until"].as_f64().unwrap(), v["silent_until"].as_f64().unwrap(), v["signal_at"].as_f64().unwrap());
     let tw = twists(&v);
     let moving_while_fed = tw.iter().filter(|t| t.0 < fed && t.1 > 0.0).count();
     assert!(moving_while_fed > 20, "{moving_while_fed} forward Twists while fed: {ctx}");
@@ -109,13 +99,19 @@ fn robot_run(signal: &str) {
         let n: u64 = d["values"][format!("received /robot1/{topic}")].as_str().unwrap_or("0").parse().unwrap();
         assert!(n > 10, "{topic}: {n} messages received by the node: {ctx}");
     }
-    assert!(diags.iter().any(|d| d["level"] == 1 && d["message"].as_str().unwrap().contains("no sensor input")), "no WARN while blind: {ctx}");
+    assert!(
+        diags.iter().any(|d| d["level"] == 1 && d["message"].as_str().unwrap().contains("no sensor input")),
+        "no WARN while blind: {ctx}"
+    );
     assert_eq!(diags.last().unwrap()["message"], "stopped: stop commands sent", "the last status: {ctx}");
     // -p node.stats_rate_hz:=5 (default 1): about 10 bursts per period at 50 Hz
     let bursts: u64 = d["values"]["bursts in period"].as_str().unwrap().parse().unwrap();
     assert!((5..=20).contains(&bursts), "{bursts} bursts per stats period: {ctx}");
     let stats = v["stats"].as_array().unwrap();
-    assert!(stats.len() >= 3 && stats.last().unwrap()["burst"].as_u64().unwrap() > 50, "BurstStats (neuroburst_msgs) on ~/burst_stats: {ctx}");
+    assert!(
+        stats.len() >= 3 && stats.last().unwrap()["burst"].as_u64().unwrap() > 50,
+        "BurstStats (neuroburst_msgs) on ~/burst_stats: {ctx}"
+    );
 }
 
 #[test]
@@ -131,8 +127,13 @@ fn robot_on_real_rcl_sigterm() {
 /// `use_sim_time:=true`: /clock at 10x real time; the bursts follow it, stamped with it.
 #[test]
 fn sim_time_follows_clock() {
-    let Some(env) = ros2_env() else { return };
-    let (v, log) = scenario(&env, &["--scenario", "simtime", "--feed", "1.5"], &["--ros-args", "-r", "__ns:=/robot1", "-p", "use_sim_time:=true"], &[]);
+    let Some(env) = common::ros2_env() else { return };
+    let (v, log) = scenario(
+        &env,
+        &["--scenario", "simtime", "--feed", "1.5"],
+        &["--ros-args", "-r", "__ns:=/robot1", "-p", "use_sim_time:=true"],
+        &[],
+    );
     let ctx = format!("{v:#}\n--- node log ---\n{log}");
     assert_eq!(v["started"], true, "{ctx}");
     let (wall, sim) = (v["wall_s"].as_f64().unwrap(), v["sim_s"].as_f64().unwrap());
@@ -149,10 +150,11 @@ fn sim_time_follows_clock() {
 /// ROS_DOMAIN_ID: a robot on domain 7 does not hear a node on domain 0, and does when both are 7.
 #[test]
 fn ros_domain_id() {
-    let Some(env) = ros2_env() else { return };
+    let Some(env) = common::ros2_env() else { return };
     // the node on domain 0 (--domain 0 wins over the environment's 7), the robot on 7
     let ns = ["--ros-args", "-r", "__ns:=/robot1"];
-    let (v, log) = scenario(&env, &["--scenario", "domain", "--feed", "4"], &[&["--domain", "0"], &ns[..]].concat(), &[("ROS_DOMAIN_ID", "7")]);
+    let (v, log) =
+        scenario(&env, &["--scenario", "domain", "--feed", "4"], &[&["--domain", "0"], &ns[..]].concat(), &[("ROS_DOMAIN_ID", "7")]);
     assert!(twists(&v).is_empty() && v["diagnostics"].as_array().unwrap().is_empty(), "heard across domains: {v:#}\n{log}");
     let (v, log) = scenario(&env, &["--scenario", "domain", "--feed", "4"], &ns, &[("ROS_DOMAIN_ID", "7")]);
     assert!(twists(&v).iter().any(|t| t.1 > 0.0), "not heard on domain 7: {v:#}\n{log}");

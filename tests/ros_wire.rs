@@ -6,11 +6,11 @@
 mod common;
 
 use neuroburst::ros::builtin::*;
-use neuroburst::ros::geometry_msgs::*;
 use neuroburst::ros::diagnostic_msgs::*;
+use neuroburst::ros::geometry_msgs::*;
 use neuroburst::ros::nav_msgs::Odometry;
-use neuroburst::ros::rosgraph_msgs::Clock;
 use neuroburst::ros::neuroburst_msgs::{BurstActivity, BurstStats};
+use neuroburst::ros::rosgraph_msgs::Clock;
 use neuroburst::ros::sensor_msgs::*;
 use neuroburst::ros::typesys::{Array, Byte};
 use neuroburst::ros::{decode, encode, registry, type_hash, RosMessage};

@@ -165,7 +165,9 @@ impl Encoder {
             EncoderConfig::PointCloud(c) => {
                 Inner::PointCloud(pointcloud::PointCloudEncoder::new(c.clone(), target(&c.area)?).map_err(EncodeError::Config)?)
             }
-            EncoderConfig::DepthImage(c) => Inner::Depth(depth::DepthEncoder::new(c.clone(), target(&c.area)?).map_err(EncodeError::Config)?),
+            EncoderConfig::DepthImage(c) => {
+                Inner::Depth(depth::DepthEncoder::new(c.clone(), target(&c.area)?).map_err(EncodeError::Config)?)
+            }
             EncoderConfig::Odometry(c) => {
                 Inner::Odometry(odometry::OdometryEncoder::new(c.clone(), target(&c.area)?).map_err(EncodeError::Config)?)
             }

@@ -111,7 +111,11 @@ impl Pace {
                         return Some(now);
                     }
                     Some(t) if now + 2 * *period_ns < t => {
-                        tracing::warn!("/clock went back from {:.3} s to {:.3} s: the bursts follow it", t as f64 * 1e-9, now as f64 * 1e-9);
+                        tracing::warn!(
+                            "/clock went back from {:.3} s to {:.3} s: the bursts follow it",
+                            t as f64 * 1e-9,
+                            now as f64 * 1e-9
+                        );
                         *next = Some(now + *period_ns);
                         return Some(now);
                     }

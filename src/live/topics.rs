@@ -80,7 +80,13 @@ pub fn fully_qualified(namespace: &str, name: &str) -> String {
 
 /// Announce a publisher of `type_name` on `topic`, or say why not: the error names the topic, the
 /// type and the package that provides it.
-fn announce(transport: &mut dyn Transport, topic: &str, nc: &super::NodeConfig, type_name: &str, qos: Qos) -> anyhow::Result<Box<dyn Publisher>> {
+fn announce(
+    transport: &mut dyn Transport,
+    topic: &str,
+    nc: &super::NodeConfig,
+    type_name: &str,
+    qos: Qos,
+) -> anyhow::Result<Box<dyn Publisher>> {
     let spec = topic_spec(topic, nc, type_name, qos)?;
     transport.publisher(&spec).map_err(|e| anyhow!("cannot publish {} ({type_name}): {e}", spec.name))
 }
@@ -134,7 +140,10 @@ impl LiveTopics {
             t => match announce(transport, t, nc, BurstStats::TYPE, Qos::COMMAND) {
                 Ok(p) => Some(p),
                 Err(e) => {
-                    tracing::warn!("{e:#}; the stats go to {} only (build the neuroburst_msgs package beside neuroburst to get them)", nc.diagnostics_topic);
+                    tracing::warn!(
+                        "{e:#}; the stats go to {} only (build the neuroburst_msgs package beside neuroburst to get them)",
+                        nc.diagnostics_topic
+                    );
                     None
                 }
             },
@@ -265,7 +274,11 @@ impl LiveTopics {
         let stops = self.outputs.stop_messages(now);
         self.send(&stops);
         if !stops.is_empty() {
-            tracing::info!("{}: stop commands sent on {}", self.fqn, stops.iter().map(|(i, _)| self.pubs[*i].topic.as_str()).collect::<Vec<_>>().join(", "));
+            tracing::info!(
+                "{}: stop commands sent on {}",
+                self.fqn,
+                stops.iter().map(|(i, _)| self.pubs[*i].topic.as_str()).collect::<Vec<_>>().join(", ")
+            );
         }
         // the last status: stopped, or the error that stopped the node
         self.publish_health(now, true, fatal);
@@ -313,7 +326,13 @@ impl LiveTopics {
             fatal,
         };
         if let Err(e) = p.publish(&encode(&health.message(time_ns))) {
-            self.problems.check(Instant::now(), &self.diagnostics_topic, "diagnostics publish errors", self.stats.burst, Some(&e.to_string()));
+            self.problems.check(
+                Instant::now(),
+                &self.diagnostics_topic,
+                "diagnostics publish errors",
+                self.stats.burst,
+                Some(&e.to_string()),
+            );
         }
         self.reported = (missed, dropped);
     }

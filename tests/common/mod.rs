@@ -6,6 +6,20 @@ pub mod python;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
+/// The environment file of the ROS 2 colcon workspace that `tests/run.sh` builds
+/// (NEUROBURST_ROS2_ENV), or None after saying on stderr why it is not there; with
+/// NEUROBURST_REQUIRE_ROS2=1 (CI) its absence is a failure.
+pub fn ros2_env() -> Option<PathBuf> {
+    let why = match std::env::var_os("NEUROBURST_ROS2_ENV").map(PathBuf::from) {
+        Some(p) if p.is_file() => return Some(p),
+        Some(p) => format!("NEUROBURST_ROS2_ENV={} is not a file", p.display()),
+        None => "NEUROBURST_ROS2_ENV is not set (tests/run.sh builds the ROS 2 workspace and sets it)".into(),
+    };
+    assert!(std::env::var("NEUROBURST_REQUIRE_ROS2").as_deref() != Ok("1"), "NEUROBURST_REQUIRE_ROS2=1 but {why}");
+    eprintln!("skipping: no ROS 2 workspace: {why}");
+    None
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -48,7 +48,15 @@ from sensor_msgs.msg import Image, Imu, JointState, LaserScan, PointCloud2, Poin
 from std_msgs.msg import Header
 
 log = open(os.environ.get("ROBOT_NODE_LOG", "/dev/null"), "w")
-proc = subprocess.Popen(node_cmd, stdout=log, stderr=subprocess.STDOUT)
+
+
+def die_with_parent():
+    """The node gets SIGKILL if this robot dies, whatever kills it."""
+    import ctypes
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+proc = subprocess.Popen(node_cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
 
 rclpy.init()
 robot = rclpy.create_node("test_robot", namespace=args.ns)

@@ -6,10 +6,16 @@ Scenarios:
   basic   - graph (liveliness tokens, rmw only), LaserScan + Image in, Twist and BurstStats out
   bad     - malformed CDR, samples without attachment, a flood at 10x the burst rate
   router  - Twist before, during and after the router stops and comes back (router run by the test)
+  safestop - sensors, silence, sensors, then SIGTERM to --kill-pid: a zero Twist within stale_after
+             + one burst of the last sensor message, and a zero Twist as the last message
+  simtime - /clock at --clock-speed x real time (the node has use_sim_time): Twists follow it, and
+            stop while the clock is paused
 """
 
 import argparse
 import json
+import os
+import signal
 import struct
 import sys
 import threading
@@ -28,7 +34,10 @@ HASHES = {
 ap = argparse.ArgumentParser()
 ap.add_argument("--connect", required=True)
 ap.add_argument("--format", choices=["rmw", "ros2dds"], default="rmw")
-ap.add_argument("--scenario", choices=["basic", "bad", "router"], default="basic")
+ap.add_argument("--scenario", choices=["basic", "bad", "router", "safestop", "simtime"], default="basic")
+ap.add_argument("--kill-pid", type=int, default=0, help="safestop: the node's pid, sent SIGTERM")
+ap.add_argument("--stale-after", type=float, default=0.5)
+ap.add_argument("--clock-speed", type=float, default=10.0)
 ap.add_argument("--rate", type=float, default=200.0, help="the node's burst rate")
 ap.add_argument("--msg-dir", required=True, help="the repository's msg/ folder")
 ap.add_argument("--node", default="neuroburst")
@@ -44,6 +53,7 @@ LaserScan = store.types["sensor_msgs/msg/LaserScan"]
 Image = store.types["sensor_msgs/msg/Image"]
 Header = store.types["std_msgs/msg/Header"]
 Time = store.types["builtin_interfaces/msg/Time"]
+Clock = store.types["rosgraph_msgs/msg/Clock"]
 
 import numpy as np
 
@@ -133,6 +143,23 @@ session.declare_subscriber(key("cmd_vel", "geometry_msgs/msg/Twist"), on_twist)
 session.declare_subscriber(key(f"{args.node}/stats", "neuroburst_msgs/msg/BurstStats", STATS_HASH), on_stats)
 scan_pub = session.declare_publisher(key("scan", "sensor_msgs/msg/LaserScan"))
 image_pub = session.declare_publisher(key("camera/image_raw", "sensor_msgs/msg/Image"))
+clock_pub = session.declare_publisher(key("clock", "rosgraph_msgs/msg/Clock", store.hash_rihs01("rosgraph_msgs/msg/Clock")))
+sim = {"t": 1000.0, "running": args.scenario == "simtime"}
+
+
+def tick():
+    """/clock every 10 ms of wall time, advancing --clock-speed x as much (while running)."""
+    while True:
+        if sim["running"]:
+            sim["t"] += 0.01 * args.clock_speed
+            sec = int(sim["t"])
+            m = Clock(clock=Time(sec=sec, nanosec=int((sim["t"] - sec) * 1e9)))
+            put(clock_pub, bytes(store.serialize_cdr(m, "rosgraph_msgs/msg/Clock")))
+        time.sleep(0.01)
+
+
+if args.scenario == "simtime":
+    threading.Thread(target=tick, daemon=True).start()
 
 
 def wait_for(cond, timeout, what):
@@ -273,6 +300,62 @@ elif args.scenario == "router":
     wait_for(lambda: len(twists) > n_twists, 10, "Twist after the router came back")
     with lock:
         check_twist_sample(twists[-1])
+
+elif args.scenario in ("safestop", "simtime"):
+    def feed(seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            put(scan_pub, scan(True))
+            put(image_pub, image(True))
+            time.sleep(0.02)
+        return time.time()
+
+    def moving(a, b):
+        with lock:
+            return [t for t in twists if a <= t[0] < b and twist_of(t[2]).linear.x > 0]
+
+    if args.scenario == "safestop":
+        start = time.time()
+        fed = feed(2.0)
+        time.sleep(1.2)
+        silent = time.time()
+        check(len(moving(start, fed)) > 20, "no forward Twists while the sensors were fed")
+        with lock:
+            zero = next((t[0] for t in twists if t[0] > fed and twist_of(t[2]).linear.x == 0.0), None)
+            late = [t for t in twists if zero is not None and zero + 0.05 < t[0] < silent and twist_of(t[2]).linear.x != 0.0]
+        check(zero is not None, "no zero Twist after the sensors went silent")
+        bound = args.stale_after + 1.0 / args.rate + 0.15
+        check(zero - fed <= bound, f"the zero Twist came {zero - fed:.3f} s after the last sensor message (> {bound:.3f})")
+        check(not late, f"{len(late)} moving Twists while blind")
+        feed(1.0)
+        check(len(moving(silent + 0.2, time.time())) > 10, "no forward Twists once fed again")
+        signal_at = time.time()
+        os.kill(args.kill_pid, signal.SIGTERM)
+        feed(1.0)
+        with lock:
+            last = twists[-1]
+        check(last[0] > signal_at and twist_of(last[2]).linear.x == 0.0, f"the last Twist {twist_of(last[2])} (signal at {signal_at})")
+        summary.update(zero_after_s=zero - fed, bound_s=bound, last_after_signal_s=last[0] - signal_at)
+    else:
+        with lock:
+            twists.clear()
+        start_sim, start = sim["t"], time.time()
+        feed(2.0)
+        wall, simulated = time.time() - start, sim["t"] - start_sim
+        with lock:
+            n = len(twists)
+        check(simulated > 8 * wall, f"the clock ran {simulated:.2f} s in {wall:.2f} s")
+        check(0.7 * args.rate * simulated < n < 1.2 * args.rate * simulated,
+              f"{n} Twists in {simulated:.2f} simulated s ({wall:.2f} s): the bursts do not follow /clock")
+        sim["running"] = False
+        time.sleep(0.3)
+        with lock:
+            paused_from = len(twists)
+        time.sleep(1.0)
+        with lock:
+            paused = len(twists) - paused_from
+        check(paused == 0, f"{paused} Twists while the clock was paused")
+        summary.update(wall_s=wall, sim_s=simulated, twists=n, twists_per_sim_s=n / simulated)
 
 print(json.dumps(summary))
 sys.stdout.flush()
