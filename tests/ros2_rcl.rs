@@ -6,45 +6,24 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::Value;
 
-/// Run the robot scenario with the installed r2r node (`node_args` after `node --genome ...`);
-/// returns the robot's JSON and the node's log.
-fn scenario(env: &std::path::Path, robot_args: &[&str], node_args: &[&str], extra_env: &[(&str, &str)]) -> (Value, String) {
+/// Run the robot scenario with the installed r2r node (`node_args` after `node --genome ...`).
+fn scenario(env: &Path, robot_args: &[&str], node_args: &[&str], extra_env: &[(&str, &str)]) -> (Value, String, Vec<(f64, f64, f64)>) {
     let root = common::root();
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("node.log");
-    let script = format!(
-        ". {env}\nexec unshare -n python3 {robot} {robot_args} -- \
-         \"$COLCON_NEUROBURST/lib/neuroburst/neuroburst\" node --genome {genome} --config {config} {node_args}\n",
-        env = env.display(),
-        robot = root.join("tests/python/rcl_robot.py").display(),
-        robot_args = robot_args.join(" "),
-        genome = root.join("tests/ros2/robot.yaml").display(),
-        config = root.join("tests/ros2/node.yaml").display(),
-        node_args = node_args.join(" "),
+    let exe = env.parent().unwrap().join("install/neuroburst/lib/neuroburst/neuroburst");
+    let node = format!(
+        "{} node --genome {} --config {} {}",
+        exe.display(),
+        root.join("tests/ros2/robot.yaml").display(),
+        root.join("tests/ros2/node.yaml").display(),
+        node_args.join(" ")
     );
-    let install = PathBuf::from(std::env::var("NEUROBURST_ROS2_ENV").unwrap()).parent().unwrap().join("install/neuroburst");
-    let mut cmd = Command::new("bash");
-    cmd.arg("-c").arg(&script).current_dir(dir.path()).env("COLCON_NEUROBURST", &install).env("ROBOT_NODE_LOG", &log);
-    cmd.env("RUST_LOG", "info").env_remove("ROS_DOMAIN_ID");
-    for (k, v) in extra_env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let node_log = std::fs::read_to_string(&log).unwrap_or_default();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "the robot failed:\n{stdout}\n{}\n--- node log ---\n{node_log}", String::from_utf8_lossy(&out.stderr));
-    let json = stdout.lines().last().and_then(|l| serde_json::from_str(l).ok());
-    let json = json.unwrap_or_else(|| panic!("no JSON from the robot:\n{stdout}\n--- node log ---\n{node_log}"));
-    (json, node_log)
-}
-
-fn twists(v: &Value) -> Vec<(f64, f64, f64)> {
-    v["twists"].as_array().unwrap().iter().map(|t| (t[0].as_f64().unwrap(), t[1].as_f64().unwrap(), t[2].as_f64().unwrap())).collect()
+    let run = common::rcl::run(env, robot_args, &node, extra_env);
+    let twists = run.twists();
+    (run.v, run.node_log, twists)
 }
 
 /// The robot feeds five sensor kinds, goes silent, feeds again, and the node is stopped by
@@ -72,14 +51,13 @@ fn robot_run(signal: &str) {
     ];
     let robot_args =
         ["--scenario", "robot", "--cmd-vel", "/robot1/diff/cmd_vel", "--stats", "/robot1/brain1/burst_stats", "--signal", signal];
-    let (v, log) = scenario(&env, &robot_args, &node_args, &[]);
+    let (v, log, tw) = scenario(&env, &robot_args, &node_args, &[]);
     let ctx = format!("{v:#}\n--- node log ---\n{log}");
     assert_eq!(v["started"], true, "no Twist from the node: {ctx}");
     assert!(v["graph"].as_array().unwrap().iter().any(|n| n == "/robot1/brain1"), "node not in the graph: {ctx}");
     assert!(log.contains("/robot1/brain1"), "the log does not name the node /robot1/brain1:\n{log}");
     let (fed, silent, signal_at) =
         (v["fed_until"].as_f64().unwrap(), v["silent_until"].as_f64().unwrap(), v["signal_at"].as_f64().unwrap());
-    let tw = twists(&v);
     let moving_while_fed = tw.iter().filter(|t| t.0 < fed && t.1 > 0.0).count();
     assert!(moving_while_fed > 20, "{moving_while_fed} forward Twists while fed: {ctx}");
     // safe stop on silence: stale_after 0.5 s + one burst (20 ms) + 150 ms for DDS and scheduling
@@ -128,7 +106,7 @@ fn robot_on_real_rcl_sigterm() {
 #[test]
 fn sim_time_follows_clock() {
     let Some(env) = common::ros2_env() else { return };
-    let (v, log) = scenario(
+    let (v, log, tw) = scenario(
         &env,
         &["--scenario", "simtime", "--feed", "1.5"],
         &["--ros-args", "-r", "__ns:=/robot1", "-p", "use_sim_time:=true"],
@@ -139,7 +117,7 @@ fn sim_time_follows_clock() {
     let (wall, sim) = (v["wall_s"].as_f64().unwrap(), v["sim_s"].as_f64().unwrap());
     assert!(sim > 8.0 * wall, "the clock ran {sim} s in {wall} s: {ctx}");
     // 50 bursts per simulated second, one Twist each: ~10x what the wall clock would give
-    let n = twists(&v).len() as f64;
+    let n = tw.len() as f64;
     assert!(n > 0.7 * 50.0 * sim && n < 1.2 * 50.0 * sim, "{n} Twists in {sim} simulated s ({wall} s): {ctx}");
     // diagnostics are stamped with simulated time
     let end = v["sim_end"].as_f64().unwrap();
@@ -155,7 +133,7 @@ fn ros_domain_id() {
     let ns = ["--ros-args", "-r", "__ns:=/robot1"];
     let (v, log) =
         scenario(&env, &["--scenario", "domain", "--feed", "4"], &[&["--domain", "0"], &ns[..]].concat(), &[("ROS_DOMAIN_ID", "7")]);
-    assert!(twists(&v).is_empty() && v["diagnostics"].as_array().unwrap().is_empty(), "heard across domains: {v:#}\n{log}");
-    let (v, log) = scenario(&env, &["--scenario", "domain", "--feed", "4"], &ns, &[("ROS_DOMAIN_ID", "7")]);
-    assert!(twists(&v).iter().any(|t| t.1 > 0.0), "not heard on domain 7: {v:#}\n{log}");
+    assert!(tw.is_empty() && v["diagnostics"].as_array().unwrap().is_empty(), "heard across domains: {v:#}\n{log}");
+    let (v, log, tw) = scenario(&env, &["--scenario", "domain", "--feed", "4"], &ns, &[("ROS_DOMAIN_ID", "7")]);
+    assert!(tw.iter().any(|t| t.1 > 0.0), "not heard on domain 7: {v:#}\n{log}");
 }

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 # System packages: a C compiler (bundled sqlite), python3-venv, and for the r2r node libclang
-# (bindgen), cmake (neuroburst_msgs) and iproute2 (DDS inside `unshare -n`).
+# (bindgen), cmake (neuroburst_msgs, Cyclone DDS of the bridge) and iproute2 (DDS inside `unshare -n`).
 need=()
 command -v cc >/dev/null || need+=(gcc g++)
 command -v cmake >/dev/null || need+=(cmake)
@@ -42,8 +42,15 @@ cat > "$ws/env.sh" <<ENV
 ENV
 export NEUROBURST_ROS2_ENV=$ws/env.sh
 
+# zenoh-bridge-ros2dds for the DDS-path test: the crates.io plugin (Cyclone DDS, built with cmake)
+# in a small binary of the node's Zenoh version (tests/ros2/bridge).
+cargo build --release --locked --manifest-path tests/ros2/bridge/Cargo.toml --target-dir "$root/target/ros2dds-bridge"
+export NEUROBURST_ROS2DDS_BRIDGE=$root/target/ros2dds-bridge/release/neuroburst-ros2dds-bridge
+
 log=$root/target/test-output.log
 cargo test --release "$@" 2>&1 | tee "$log"
 # How many tests ran on the real ROS 2 (a skip says so above; CI makes it a failure).
-n=$(awk '$1 == "Running" && $2 == "tests/ros2_rcl.rs" {f = 1} f && /^test result:/ {print $4; exit}' "$log")
-if [ -n "$n" ]; then echo "tests/run.sh: $n tests of tests/ros2_rcl.rs passed on ROS 2 Jazzy (rcl, Fast DDS, rclpy; $ws)"; fi
+for t in ros2_rcl ros2_bridge; do
+  n=$(awk -v t="tests/$t.rs" '$1 == "Running" && $2 == t {f = 1} f && /^test result:/ {print $4; exit}' "$log")
+  if [ -n "$n" ]; then echo "tests/run.sh: $n tests of tests/$t.rs passed on ROS 2 Jazzy (rcl, Fast DDS, rclpy; $ws)"; fi
+done

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod python;
+pub mod rcl;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};

@@ -32,6 +32,7 @@ ap.add_argument("--silent", type=float, default=1.2)
 ap.add_argument("--signal", default="SIGINT")
 ap.add_argument("--clock-speed", type=float, default=10.0)
 ap.add_argument("--startup", type=float, default=20.0)
+ap.add_argument("--before", default="", help="a command started first (the DDS bridge), stopped last")
 ap.add_argument("node", nargs=argparse.REMAINDER)
 args = ap.parse_args()
 node_cmd = args.node[1:] if args.node[:1] == ["--"] else args.node
@@ -56,6 +57,12 @@ def die_with_parent():
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+before = None
+if args.before:
+    import shlex
+    before_log = open(os.environ.get("ROBOT_BEFORE_LOG", "/dev/null"), "w")
+    before = subprocess.Popen(shlex.split(args.before), stdout=before_log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+    time.sleep(1.0)
 proc = subprocess.Popen(node_cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
 
 rclpy.init()
@@ -193,6 +200,9 @@ except subprocess.TimeoutExpired:
     proc.kill()
     result["node_rc"] = "killed after 15 s"
 time.sleep(0.5)
+if before is not None:
+    before.terminate()
+    before.wait(timeout=10)
 spinning = False
 spinner.join()
 with lock:
