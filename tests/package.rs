@@ -12,9 +12,10 @@ use common::repo;
 
 /// Run tests/python/check_launch.py on both launch files; run every command with `--check` and
 /// return the resolved configurations.
-fn check_launch_files(python: &Path, share: &Path, lib: &Path) -> Vec<String> {
+fn check_launch_files(python: &Path, share: &Path, lib: &Path, env: &[(String, String)]) -> Vec<String> {
     let genome = repo().join("examples/genomes/rover.yaml");
     let out = Command::new(python)
+        .envs(env.iter().cloned())
         .arg(repo().join("tests/python/check_launch.py"))
         .arg(share)
         .arg(lib)
@@ -32,7 +33,7 @@ fn check_launch_files(python: &Path, share: &Path, lib: &Path) -> Vec<String> {
         let cmd: Vec<String> = serde_json::from_value(v["cmd"].clone()).unwrap();
         // `--check` goes before the `--ros-args` that launch_ros appends.
         let ros = cmd.iter().position(|a| a == "--ros-args").unwrap_or(cmd.len());
-        let out = Command::new(&cmd[0]).args(&cmd[1..ros]).arg("--check").args(&cmd[ros..]).output().unwrap();
+        let out = Command::new(&cmd[0]).args(&cmd[1..ros]).arg("--check").args(&cmd[ros..]).envs(env.iter().cloned()).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(out.status.success(), "{}: {:?}\n{text}\n{}", v["launch"], cmd, String::from_utf8_lossy(&out.stderr));
         configs.push(format!("{}\n{text}", v["launch"]));
@@ -54,7 +55,7 @@ fn assert_launch_results(configs: &[String]) {
 fn launch_files_run_against_stub_launch_modules() {
     let python = Path::new("python3");
     let lib = Path::new(env!("CARGO_BIN_EXE_neuroburst")).parent().unwrap().to_path_buf();
-    let configs = check_launch_files(python, &repo(), &lib);
+    let configs = check_launch_files(python, &repo(), &lib, &[]);
     assert_launch_results(&configs);
 }
 
@@ -89,6 +90,9 @@ fn colcon_installs_both_packages_with_the_ament_layout() {
             .unwrap();
     let hash = json["type_hashes"].as_array().unwrap().iter().find(|h| h["type_name"] == "neuroburst_msgs/msg/BurstStats").unwrap();
     assert_eq!(hash["hash_string"], neuroburst::ros::type_hash::<neuroburst::ros::neuroburst_msgs::BurstStats>());
-    let configs = check_launch_files(Path::new("python3"), &install.join("neuroburst/share"), &install.join("neuroburst/lib/neuroburst"));
+    // the r2r executable runs in the workspace's environment (rcl's libraries)
+    let sourced = common::sourced(&env);
+    let configs =
+        check_launch_files(Path::new("python3"), &install.join("neuroburst/share"), &install.join("neuroburst/lib/neuroburst"), &sourced);
     assert_launch_results(&configs);
 }

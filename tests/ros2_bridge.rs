@@ -34,12 +34,26 @@ fn rclpy_robot_on_fast_dds_through_the_shipped_bridge_config() {
         root.join("tests/ros2/robot.yaml").display(),
         root.join("tests/ros2/node.yaml").display(),
     );
-    let robot = ["--scenario", "robot", "--ns", "/", "--cmd-vel", "/cmd_vel", "--signal", "SIGTERM", "--startup", "40", "--before", &format!("'{bridge_cmd}'")];
+    let robot = [
+        "--scenario",
+        "robot",
+        "--ns",
+        "/",
+        "--cmd-vel",
+        "/cmd_vel",
+        "--signal",
+        "SIGTERM",
+        "--startup",
+        "40",
+        "--before",
+        &format!("'{bridge_cmd}'"),
+    ];
     let run = common::rcl::run(&env, &robot, &node, &[("RUST_LOG", "info,zenoh=warn")]);
     let ctx = run.context();
     let v = &run.v;
     assert_eq!(v["started"], true, "no Twist through the bridge: {ctx}");
-    let (fed, silent, signal_at) = (v["fed_until"].as_f64().unwrap(), v["silent_until"].as_f64().unwrap(), v["signal_at"].as_f64().unwrap());
+    let (fed, silent, signal_at) =
+        (v["fed_until"].as_f64().unwrap(), v["silent_until"].as_f64().unwrap(), v["signal_at"].as_f64().unwrap());
     let tw = run.twists();
     // sensors in (the bridged /scan and /camera/image_raw), Twists out
     let moving = tw.iter().filter(|t| t.0 < fed && t.1 > 0.0).count();

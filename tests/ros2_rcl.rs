@@ -72,7 +72,11 @@ fn robot_run(signal: &str) {
     assert_eq!(v["node_rc"], 0, "{ctx}");
     // health and stats
     let diags = v["diagnostics"].as_array().unwrap();
-    let d = diags.iter().rev().find(|d| d["name"] == "neuroburst: /robot1/brain1").unwrap_or_else(|| panic!("no /diagnostics: {ctx}"));
+    let d = diags
+        .iter()
+        .rev()
+        .find(|d| d["name"] == "neuroburst: /robot1/brain1" && d["level"] == 0)
+        .unwrap_or_else(|| panic!("no /diagnostics: {ctx}"));
     for topic in ["scan", "camera/image_raw", "imu", "joint_states", "points"] {
         let n: u64 = d["values"][format!("received /robot1/{topic}")].as_str().unwrap_or("0").parse().unwrap();
         assert!(n > 10, "{topic}: {n} messages received by the node: {ctx}");
@@ -131,7 +135,7 @@ fn ros_domain_id() {
     let Some(env) = common::ros2_env() else { return };
     // the node on domain 0 (--domain 0 wins over the environment's 7), the robot on 7
     let ns = ["--ros-args", "-r", "__ns:=/robot1"];
-    let (v, log) =
+    let (v, log, tw) =
         scenario(&env, &["--scenario", "domain", "--feed", "4"], &[&["--domain", "0"], &ns[..]].concat(), &[("ROS_DOMAIN_ID", "7")]);
     assert!(tw.is_empty() && v["diagnostics"].as_array().unwrap().is_empty(), "heard across domains: {v:#}\n{log}");
     let (v, log, tw) = scenario(&env, &["--scenario", "domain", "--feed", "4"], &ns, &[("ROS_DOMAIN_ID", "7")]);

@@ -21,6 +21,14 @@ pub fn ros2_env() -> Option<PathBuf> {
     None
 }
 
+/// The environment that sourcing `env` (a workspace's env.sh) gives, to run its programs.
+pub fn sourced(env: &Path) -> Vec<(String, String)> {
+    let out = Command::new("bash").arg("-c").arg(format!(". {} && env -0", env.display())).output().unwrap();
+    assert!(out.status.success(), "cannot source {}: {}", env.display(), String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    text.split('\0').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

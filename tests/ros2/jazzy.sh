@@ -10,11 +10,13 @@
 #
 # Needs python3 with venv and pip (PyPI reachable), and, to build the r2r node and the
 # neuroburst_msgs package: libclang (bindgen), cmake and a C/C++ compiler. Takes ~30 s and ~250 MB.
-# The wheels' two quirks are handled here, inside the venv, not in neuroburst:
+# The wheels' quirks are handled here, inside the venv, not in neuroburst:
 # - their librcl links rmw_fastrtps_cpp directly and there is no librmw_implementation.so, which
 #   r2r links: a symlink to librmw_fastrtps_cpp.so in VENV/quirks/lib serves (LIBRARY_PATH);
 # - their librcl needs libpython's symbols when it loads: env.sh preloads libpython3.x.so.1.0
 #   (LD_PRELOAD) for programs that are not Python;
+# - their libraries need the vendored ones in site-packages/ros_*.libs, which the wheels put on
+#   LD_LIBRARY_PATH only for Python (a .pth re-executes the interpreter): env.sh adds them;
 # - their CMake files name include folders of the manylinux machine that built them
 #   (/opt/python/cp3xx-cp3xx/...): rewritten to this machine's Python and numpy headers.
 set -euo pipefail
@@ -55,6 +57,8 @@ if [ ! -e "$stamp" ]; then
   touch "$stamp"
 fi
 
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+vendored=$(find "$site" -maxdepth 1 -type d -name 'ros_*.libs' | sort | tr '\n' ':')
 libpy=$("$venv/bin/python" -c 'import sysconfig, os; print(os.path.join(sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")))')
 cat > "$venv/env.sh" <<ENV
 # Written by tests/ros2/jazzy.sh: source it to build and run against this venv's ROS 2 Jazzy.
@@ -64,7 +68,7 @@ export RMW_IMPLEMENTATION=rmw_fastrtps_cpp
 export AMENT_PREFIX_PATH="$venv\${AMENT_PREFIX_PATH:+:\$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$venv\${CMAKE_PREFIX_PATH:+:\$CMAKE_PREFIX_PATH}"
 export LIBRARY_PATH="$venv/quirks/lib:$venv/lib\${LIBRARY_PATH:+:\$LIBRARY_PATH}"
-export LD_LIBRARY_PATH="$venv/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$venv/lib:$vendored\${LD_LIBRARY_PATH:+\$LD_LIBRARY_PATH}"
 export LD_PRELOAD="$libpy\${LD_PRELOAD:+:\$LD_PRELOAD}"
 export PATH="$venv/bin:\$PATH"
 export ROS2_JAZZY_VENV="$venv"
