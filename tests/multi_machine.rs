@@ -374,7 +374,7 @@ fn stop_a_stalled_shard_stops_the_others_and_all_resume_from_the_checkpoint() {
     let second = read_record(&c.record(1));
     let resumed = second.first().unwrap().burst - 1;
     println!("stopped at burst {stopped_at}, resumed from {resumed}");
-    assert!(resumed % 100 == 0 && resumed >= 200 && resumed <= stopped_at, "resumed from {resumed}");
+    assert!(resumed.is_multiple_of(100) && resumed >= 200 && resumed <= stopped_at, "resumed from {resumed}");
     // The second run's lines count over the first run's.
     let mut all = first;
     all.extend(second.into_iter().map(|l| Line { epoch: l.epoch + 1000, ..l }));

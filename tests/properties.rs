@@ -83,7 +83,7 @@ fn run(g: &Genome, parts: usize, bursts: u64) -> (Vec<Vec<(u32, i64)>>, neurobur
     let mut out = Vec::new();
     for t in 0..bursts {
         let inj: Injections = (0..n)
-            .filter(|i| (i.wrapping_mul(2_654_435_761) ^ (t as u32).wrapping_mul(40_503)) % 5 == 0)
+            .filter(|i| (i.wrapping_mul(2_654_435_761) ^ (t as u32).wrapping_mul(40_503)).is_multiple_of(5))
             .map(|i| Injection { neuron: i, potential: Potential::from_f64(((i as u64 + t) % 7) as f64 * 0.8) })
             .collect();
         let o = b.burst(inj.as_slice()).unwrap();
@@ -105,7 +105,7 @@ fn naive(g: &Genome, bursts: u64) -> Vec<Vec<(u32, i64)>> {
     for t in 0..bursts {
         let mut input = vec![0i64; n];
         for i in 0..layout.neurons {
-            if (i.wrapping_mul(2_654_435_761) ^ (t as u32).wrapping_mul(40_503)) % 5 == 0 {
+            if (i.wrapping_mul(2_654_435_761) ^ (t as u32).wrapping_mul(40_503)).is_multiple_of(5) {
                 input[i as usize] += Potential::from_f64(((i as u64 + t) % 7) as f64 * 0.8).0;
             }
         }

@@ -35,10 +35,8 @@ fn inside(base: &Path, rel: &str) -> Option<PathBuf> {
     let mut p = base.strip_prefix(&root).ok()?.to_path_buf();
     for c in Path::new(rel).components() {
         match c {
-            Component::ParentDir => {
-                if !p.pop() {
-                    return None;
-                }
+            Component::ParentDir if !p.pop() => {
+                return None;
             }
             Component::Normal(n) => p.push(n),
             _ => {}

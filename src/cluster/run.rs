@@ -740,7 +740,7 @@ impl Shard {
                 tracing::info!("burst {b}: running degraded with shards {} (no checkpoints while degraded)", wire::list(members));
                 degraded_logged = true;
             }
-            if full && b > c && cfg.checkpoint_interval > 0 && b % cfg.checkpoint_interval == 0 {
+            if full && b > c && cfg.checkpoint_interval > 0 && b.is_multiple_of(cfg.checkpoint_interval) {
                 let mut st = self.engine.snapshot()?;
                 st.burst = b;
                 st.fired.clone_from(&self.own);

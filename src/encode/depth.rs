@@ -44,7 +44,7 @@ pub struct DepthEncoder {
 
 impl DepthEncoder {
     pub fn new(cfg: DepthConfig, target: AreaTarget) -> Result<Self, String> {
-        if !(cfg.max_range > cfg.min_range.max(0.0)) {
+        if cfg.max_range.is_nan() || cfg.max_range <= cfg.min_range.max(0.0) {
             return Err(format!("encoder of {}: max_range must be above min_range and 0", cfg.topic));
         }
         Ok(DepthEncoder { cfg, target, nearest: Vec::new() })

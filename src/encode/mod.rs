@@ -140,7 +140,7 @@ impl Encoder {
     pub fn new(config: &EncoderConfig, layout: &Layout) -> Result<Encoder, EncodeError> {
         let topic = config.topic().to_string();
         let target = |area: &str| AreaTarget::resolve(layout, area).map_err(|e| EncodeError::Config(format!("encoder of {topic}: {e}")));
-        if !(config.stale_after() >= 0.0) {
+        if config.stale_after().is_nan() || config.stale_after() < 0.0 {
             return Err(EncodeError::Config(format!("encoder of {topic}: stale_after must be >= 0 seconds")));
         }
         let inner = match config {

@@ -67,7 +67,7 @@ fn coord(fields: &[PointField], name: &str) -> Result<Coord, EncodeError> {
 
 impl PointCloudEncoder {
     pub fn new(cfg: PointCloudConfig, target: AreaTarget) -> Result<Self, String> {
-        if (0..3).any(|i| !(cfg.max[i] > cfg.min[i]) || !cfg.min[i].is_finite() || !cfg.max[i].is_finite()) {
+        if (0..3).any(|i| !cfg.min[i].is_finite() || !cfg.max[i].is_finite() || cfg.max[i] <= cfg.min[i]) {
             return Err(format!("encoder of {}: max must be above min on every axis (min {:?}, max {:?})", cfg.topic, cfg.min, cfg.max));
         }
         let [dx, dy, dz] = target.dims;

@@ -263,7 +263,7 @@ pub fn destination_voxels(
             out.push([x, y, z]);
         }
         Morphology::LateralPairsX => {
-            let x = if src[0] % 2 == 0 { src[0] as i64 + 1 } else { src[0] as i64 - 1 };
+            let x = if src[0].is_multiple_of(2) { src[0] as i64 + 1 } else { src[0] as i64 - 1 };
             let t = [x, src[1] as i64, src[2] as i64];
             if x < ctx.src_dims[0] as i64 && in_bounds(t, d) {
                 out.push([t[0] as u32, t[1] as u32, t[2] as u32]);

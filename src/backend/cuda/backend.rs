@@ -1123,7 +1123,7 @@ impl CudaBackend {
                 return Ok(());
             }
             spins += 1;
-            if spins % 4096 == 0 {
+            if spins.is_multiple_of(4096) {
                 let stream = match &self.resident {
                     Some(r) if r.running() => r.stream().cu_stream(),
                     _ => self.stream.cu_stream(),
@@ -1391,7 +1391,7 @@ impl CudaBackend {
                     return Ok(w);
                 }
                 spins += 1;
-                if spins % 65536 == 0 && since.get_or_insert_with(std::time::Instant::now).elapsed() > OUTPUT_STALL {
+                if spins.is_multiple_of(65536) && since.get_or_insert_with(std::time::Instant::now).elapsed() > OUTPUT_STALL {
                     let e = format!(
                         "burst {t}: the GPU's output never arrived whole (word {} of the output holds {w:#x}){}",
                         (p as usize - base) / 8,

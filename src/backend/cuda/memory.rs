@@ -236,7 +236,7 @@ impl ColumnLock {
     ) -> Option<ColumnLock> {
         let ctx = stream.context();
         let (base, end) = (ptr as usize, ptr as usize + bytes);
-        if bytes == 0 || base % PAGE != 0 || bytes % PAGE != 0 {
+        if bytes == 0 || base % PAGE != 0 || !bytes.is_multiple_of(PAGE) {
             tracing::debug!("CUDA: the input's id column is not whole pages ({bytes} bytes at {base:#x}); bursts copy it");
             return None;
         }

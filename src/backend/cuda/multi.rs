@@ -104,7 +104,7 @@ fn wait_until(f: impl Fn() -> bool) {
     let mut spins = 0u32;
     while !f() {
         spins = spins.wrapping_add(1);
-        if spins % 256 != 0 || start.elapsed() < SPIN {
+        if !spins.is_multiple_of(256) || start.elapsed() < SPIN {
             std::hint::spin_loop();
         } else {
             std::thread::sleep(Duration::from_micros(20));
@@ -275,7 +275,7 @@ fn worker(
                 return;
             }
             spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 {
+            if spins.is_multiple_of(1024) {
                 if let Ok(c) = control.try_recv() {
                     let r = match c {
                         Control::Snapshot => Reply::State(gpu.snapshot()),
@@ -285,7 +285,7 @@ fn worker(
                     break None;
                 }
             }
-            if spins % 1024 != 0 || start.elapsed() < SPIN {
+            if !spins.is_multiple_of(1024) || start.elapsed() < SPIN {
                 std::hint::spin_loop();
             } else {
                 // idle for a while: doze until the next burst unparks this thread
