@@ -57,6 +57,16 @@ pub enum TransportError {
     Unsupported(String),
 }
 
+/// Why a ROS 2 build (r2r) cannot create a topic of `type_name`, and the package that provides it.
+pub fn missing_type(type_name: &str) -> String {
+    let pkg = type_name.split('/').next().unwrap_or_default();
+    format!(
+        "type {type_name} is not in this build of r2r: install the ROS 2 package {pkg} (e.g. ros-$ROS_DISTRO-{}), source it, and \
+         rebuild neuroburst (r2r generates its bindings from the sourced ROS 2 at build time)",
+        pkg.replace('_', "-")
+    )
+}
+
 /// Publishes the CDR bytes of one topic.
 pub trait Publisher: Send {
     fn publish(&mut self, cdr: &[u8]) -> Result<(), TransportError>;
@@ -74,5 +84,14 @@ pub trait Transport: Send {
     /// None where it cannot tell (rcl keeps that to itself).
     fn link_losses(&self) -> Option<u64> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_missing_type_names_the_package_to_install() {
+        let m = super::missing_type("diagnostic_msgs/msg/DiagnosticArray");
+        assert!(m.contains("diagnostic_msgs/msg/DiagnosticArray") && m.contains("ros-$ROS_DISTRO-diagnostic-msgs"), "{m}");
     }
 }

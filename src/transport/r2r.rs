@@ -24,15 +24,7 @@ fn rerr(e: impl std::fmt::Display) -> TransportError {
 /// An error of r2r about `topic`; a type r2r has no bindings for names the package to install.
 fn topic_err(topic: &TopicSpec, e: r2r::Error) -> TransportError {
     let message = match e {
-        r2r::Error::InvalidMessageType { .. } => {
-            let pkg = topic.type_name.split('/').next().unwrap_or_default();
-            format!(
-                "type {} is not in this build of r2r: install the ROS 2 package {pkg} (e.g. ros-$ROS_DISTRO-{}), source it, and \
-                 rebuild neuroburst (r2r generates its bindings from the sourced ROS 2 at build time)",
-                topic.type_name,
-                pkg.replace('_', "-")
-            )
-        }
+        r2r::Error::InvalidMessageType { .. } => super::missing_type(&topic.type_name),
         e => e.to_string(),
     };
     TransportError::Topic { topic: topic.name.clone(), message }
