@@ -70,6 +70,11 @@ fn robot_run(signal: &str) {
     let last = tw.last().unwrap();
     assert!(last.0 > signal_at && last.1 == 0.0 && last.2 == 0.0, "last Twist {last:?} (signal at {signal_at:.3}): {ctx}");
     assert_eq!(v["node_rc"], 0, "{ctx}");
+    println!(
+        "{signal}: zero Twist {:.3} s after the last sensor message; last Twist {:.3} s after the signal",
+        first_zero - fed,
+        last.0 - signal_at
+    );
     // health and stats
     let diags = v["diagnostics"].as_array().unwrap();
     let d = diags
@@ -123,6 +128,7 @@ fn sim_time_follows_clock() {
     // 50 bursts per simulated second, one Twist each: ~10x what the wall clock would give
     let n = tw.len() as f64;
     assert!(n > 0.7 * 50.0 * sim && n < 1.2 * 50.0 * sim, "{n} Twists in {sim} simulated s ({wall} s): {ctx}");
+    println!("sim time: {n} Twists in {sim:.2} simulated s ({wall:.2} s wall): {:.1} per simulated s", n / sim);
     // diagnostics are stamped with simulated time
     let end = v["sim_end"].as_f64().unwrap();
     let d = v["diagnostics"].as_array().unwrap();
