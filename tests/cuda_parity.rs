@@ -1,16 +1,12 @@
 //! Parity of the CUDA backend with the CPU reference on random brains. Skips, saying why, when no
 //! usable GPU is there. NEUROBURST_PARITY_BRAINS / _BURSTS / _SEED override the size.
 
+mod common;
+
+use common::skip;
 use neuroburst::backend::cuda;
 use neuroburst::backend::GpuProbe;
 use neuroburst::selftest::{cuda_candidate, parity, ParityConfig};
-
-/// Say why a GPU test skips, on the real stderr: libtest captures `println!` of passing tests, and a
-/// skip must never pass silently.
-fn skip(why: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "skipping: {why}");
-}
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)

@@ -269,7 +269,7 @@ fn three_hosts_fire_exactly_as_one_process() {
 #[test]
 fn gpu_shards_fire_exactly_as_one_process() {
     if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::cuda::probe(0) {
-        eprintln!("skipping: no usable GPU ({why})");
+        common::skip(&format!("no usable GPU ({why})"));
         return;
     }
     let mut c = Cluster::new("g", "");
@@ -582,7 +582,7 @@ fn live_topics_in_and_out_through_the_io_shard_of_three_shards() {
 fn degraded_a_cut_link_is_detected_and_the_shard_rejoins_once_it_is_restored() {
     let h = hosts("i");
     if !h.is_netns() {
-        eprintln!("skipping: a cable can only be cut between network namespaces, and these hosts are processes on 127.0.0.1");
+        common::skip("a cable can only be cut between network namespaces, and these hosts are processes on 127.0.0.1");
         return;
     }
     let timeout_ms = 1000;

@@ -10,14 +10,7 @@ mod common;
 use std::path::PathBuf;
 
 fn bridge() -> Option<PathBuf> {
-    let why = match std::env::var_os("NEUROBURST_ROS2DDS_BRIDGE").map(PathBuf::from) {
-        Some(p) if p.is_file() => return Some(p),
-        Some(p) => format!("NEUROBURST_ROS2DDS_BRIDGE={} is not a file", p.display()),
-        None => "NEUROBURST_ROS2DDS_BRIDGE is not set (tests/run.sh builds tests/ros2/bridge and sets it)".into(),
-    };
-    assert!(std::env::var("NEUROBURST_REQUIRE_ROS2").as_deref() != Ok("1"), "NEUROBURST_REQUIRE_ROS2=1 but {why}");
-    eprintln!("skipping: no zenoh-bridge-ros2dds: {why}");
-    None
+    common::required_file("NEUROBURST_ROS2DDS_BRIDGE", "no zenoh-bridge-ros2dds", "tests/run.sh builds tests/ros2/bridge and sets it")
 }
 
 #[test]

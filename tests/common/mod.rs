@@ -7,18 +7,30 @@ pub mod rcl;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
-/// The environment file of the ROS 2 colcon workspace that `tests/run.sh` builds
-/// (NEUROBURST_ROS2_ENV), or None after saying on stderr why it is not there; with
-/// NEUROBURST_REQUIRE_ROS2=1 (CI) its absence is a failure.
-pub fn ros2_env() -> Option<PathBuf> {
-    let why = match std::env::var_os("NEUROBURST_ROS2_ENV").map(PathBuf::from) {
+/// The file that environment variable `var` names, or None after saying on stderr why it is not
+/// there (`what` is missing; `how` gets it); with NEUROBURST_REQUIRE_ROS2=1 (CI) that is a failure.
+pub fn required_file(var: &str, what: &str, how: &str) -> Option<PathBuf> {
+    let why = match std::env::var_os(var).map(PathBuf::from) {
         Some(p) if p.is_file() => return Some(p),
-        Some(p) => format!("NEUROBURST_ROS2_ENV={} is not a file", p.display()),
-        None => "NEUROBURST_ROS2_ENV is not set (tests/run.sh builds the ROS 2 workspace and sets it)".into(),
+        Some(p) => format!("{var}={} is not a file", p.display()),
+        None => format!("{var} is not set ({how})"),
     };
     assert!(std::env::var("NEUROBURST_REQUIRE_ROS2").as_deref() != Ok("1"), "NEUROBURST_REQUIRE_ROS2=1 but {why}");
-    eprintln!("skipping: no ROS 2 workspace: {why}");
+    skip(&format!("{what}: {why}"));
     None
+}
+
+/// Say why a test skips, on the real stderr: libtest captures `println!` and `eprintln!` of passing
+/// tests, and a skip must never pass silently.
+pub fn skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "skipping: {why}");
+}
+
+/// The environment file of the ROS 2 colcon workspace that `tests/run.sh` builds
+/// (NEUROBURST_ROS2_ENV), or None after saying why.
+pub fn ros2_env() -> Option<PathBuf> {
+    required_file("NEUROBURST_ROS2_ENV", "no ROS 2 workspace", "tests/run.sh builds the ROS 2 workspace and sets it")
 }
 
 /// The environment that sourcing `env` (a workspace's env.sh) gives, to run its programs.
