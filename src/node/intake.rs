@@ -49,8 +49,8 @@ pub struct Intake {
     pub last_errors: BTreeMap<String, String>,
     /// Log the first error of each topic (the live node logs its own way: [`Intake::quiet`]).
     log_errors: bool,
-    /// Time of the latest message of each topic.
-    last_at: BTreeMap<String, u64>,
+    /// Per encoder: the time of its topic's latest message (read every burst: no topic lookup).
+    last_at: Vec<Option<u64>>,
     /// Per encoder: whether it was stale at the last injection.
     stale: Vec<bool>,
 }
@@ -68,7 +68,7 @@ impl Intake {
         let held = vec![Vec::new(); encoders.len()];
         let stale = vec![false; encoders.len()];
         Ok(Intake {
-            last_at: BTreeMap::new(),
+            last_at: vec![None; encoders.len()],
             stale,
             encoders,
             by_topic,
@@ -116,7 +116,9 @@ impl Intake {
     pub fn offer(&mut self, topic: &str, type_name: &str, payload: &[u8], at_ns: u64) -> bool {
         let Some(stats) = self.stats.get_mut(topic) else { return false };
         stats.received += 1;
-        self.last_at.insert(topic.to_string(), at_ns);
+        for &i in &self.by_topic[topic] {
+            self.last_at[i] = Some(at_ns);
+        }
         if self.pending.insert(topic.to_string(), (type_name.to_string(), payload.to_vec())).is_some() {
             stats.superseded += 1;
         }
@@ -159,7 +161,7 @@ impl Intake {
         for (i, e) in self.encoders.iter().enumerate() {
             let after = e.config.stale_after();
             let topic = e.config.topic();
-            let last = self.last_at.get(topic).copied();
+            let last = self.last_at[i];
             let stale = after > 0.0 && last.is_none_or(|t| now_ns.saturating_sub(t) as f64 > after * 1e9);
             if stale == self.stale[i] {
                 continue;
