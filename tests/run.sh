@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 # System packages: a C compiler (bundled sqlite), python3-venv, and for the r2r node libclang
-# (bindgen), cmake (neuroburst_msgs, Cyclone DDS of the bridge) and iproute2 (DDS inside `unshare -n`).
+# (bindgen), cmake (neuroburst_msgs, Cyclone DDS of the bridge) and iproute2 (loopback inside `unshare -n`).
 need=()
 command -v cc >/dev/null || need+=(gcc g++)
 command -v cmake >/dev/null || need+=(cmake)

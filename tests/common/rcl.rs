@@ -40,7 +40,8 @@ pub fn run(env: &Path, robot_args: &[&str], node: &str, extra_env: &[(&str, &str
     );
     let mut cmd = Command::new("bash");
     cmd.arg("-c").arg(&script).current_dir(dir.path()).env("ROBOT_NODE_LOG", &log).env("ROBOT_BEFORE_LOG", &before);
-    cmd.env("RUST_LOG", "info").env_remove("ROS_DOMAIN_ID");
+    // DDS discovery by unicast on 127.0.0.1 (no multicast), for the robot, the node and the bridge
+    cmd.env("RUST_LOG", "info").env_remove("ROS_DOMAIN_ID").env("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST");
     for (k, v) in extra_env {
         cmd.env(k, v);
     }

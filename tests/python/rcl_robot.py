@@ -1,6 +1,6 @@
 """A robot on a real ROS 2 (rclpy, rcl, Fast DDS) for tests/ros2_rcl.rs, run inside `unshare -n`.
 
-It brings up loopback (DDS discovery needs multicast on lo), starts the neuroburst node given after
+It brings up loopback (DDS discovers by unicast on 127.0.0.1: ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST), starts the neuroburst node given after
 `--`, and plays one scenario against it, then prints one JSON object of what it saw:
 
   robot     sensors (LaserScan, Imu, PointCloud2 best effort; Image, JointState reliable) for
@@ -37,9 +37,9 @@ ap.add_argument("node", nargs=argparse.REMAINDER)
 args = ap.parse_args()
 node_cmd = args.node[1:] if args.node[:1] == ["--"] else args.node
 
-for c in (["ip", "link", "set", "lo", "up"], ["ip", "link", "set", "lo", "multicast", "on"],
-          ["ip", "route", "add", "224.0.0.0/4", "dev", "lo"]):
-    subprocess.run(c, check=False, capture_output=True)
+# Loopback only, unicast only: the namespace's lo, and DDS discovery on 127.0.0.1
+# (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, set by tests/common/rcl.rs for every process here).
+subprocess.run(["ip", "link", "set", "lo", "up"], check=False, capture_output=True)
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray
