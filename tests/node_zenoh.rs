@@ -29,6 +29,14 @@ fn node(dir: &Path, format: &str, zenoh: &[&str], extra: &[&str]) -> Proc {
     Proc::spawn(&mut cmd, dir.join("node.log"))
 }
 
+/// The node as a peer listening on a free loopback port (the robot connects there; the node's own
+/// connect endpoint leads nowhere); returns it and the endpoint.
+fn peer_node(dir: &Path, format: &str, extra: &[&str]) -> (Proc, String) {
+    let listen = format!("tcp/127.0.0.1:{}", free_port());
+    let nowhere = format!("tcp/127.0.0.1:{}", free_port());
+    (node(dir, format, &["--zenoh-listen", &listen, "--zenoh-connect", &nowhere], extra), listen)
+}
+
 fn robot(python: &Path, connect: &str, format: &str, scenario: &str) -> Command {
     let mut cmd = Command::new(python);
     cmd.arg(repo().join("tests/python/robot.py"))
@@ -56,9 +64,7 @@ fn run_robot_cmd(mut robot: Command, node: &mut Proc, what: &str) -> String {
 fn basic(format: &str) {
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let listen = format!("tcp/127.0.0.1:{port}");
-    let mut n = node(dir.path(), format, &["--zenoh-listen", &listen, "--zenoh-connect", &format!("tcp/127.0.0.1:{}", free_port())], &[]);
+    let (mut n, listen) = peer_node(dir.path(), format, &[]);
     let out = run_robot(&python, &mut n, &listen, format, "basic");
     assert!(out.contains("\"ok\": true"), "{out}");
     // Clean shutdown wrote a checkpoint.
@@ -79,8 +85,7 @@ fn ros2dds_format_sensors_in_twist_out() {
 fn bad_input_is_counted_logged_once_and_the_node_keeps_bursting() {
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
-    let listen = format!("tcp/127.0.0.1:{}", free_port());
-    let mut n = node(dir.path(), "rmw", &["--zenoh-listen", &listen, "--zenoh-connect", &format!("tcp/127.0.0.1:{}", free_port())], &[]);
+    let (mut n, listen) = peer_node(dir.path(), "rmw", &[]);
     let out = run_robot(&python, &mut n, &listen, "rmw", "bad");
     let log = n.log();
     // One line per topic and kind within the (long) log interval, however many bad messages.
@@ -143,8 +148,7 @@ fn the_router_stops_and_comes_back() {
 fn safe_stop_when_blind_and_on_sigterm() {
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
-    let listen = format!("tcp/127.0.0.1:{}", free_port());
-    let mut n = node(dir.path(), "rmw", &["--zenoh-listen", &listen, "--zenoh-connect", &format!("tcp/127.0.0.1:{}", free_port())], &[]);
+    let (mut n, listen) = peer_node(dir.path(), "rmw", &[]);
     let mut cmd = robot(&python, &listen, "rmw", "safestop");
     cmd.args(["--kill-pid", &n.child.id().to_string()]);
     let out = cmd.output().unwrap();
@@ -163,9 +167,7 @@ fn safe_stop_when_blind_and_on_sigterm() {
 fn sim_time_bursts_follow_clock() {
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
-    let listen = format!("tcp/127.0.0.1:{}", free_port());
-    let zenoh = ["--zenoh-listen", &listen, "--zenoh-connect", &format!("tcp/127.0.0.1:{}", free_port())];
-    let mut n = node(dir.path(), "rmw", &zenoh, &["--set", "node.rate_hz=50", "--ros-args", "-p", "use_sim_time:=true"]);
+    let (mut n, listen) = peer_node(dir.path(), "rmw", &["--set", "node.rate_hz=50", "--ros-args", "-p", "use_sim_time:=true"]);
     let mut cmd = robot(&python, &listen, "rmw", "simtime");
     cmd.args(["--rate", "50"]);
     let out = run_robot_cmd(cmd, &mut n, "simtime");
