@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::io::{sort_injection, ShardIo};
-use super::run::ClusterError;
+use super::options::ClusterError;
 use crate::bag::{Bag, BagWriter};
 use crate::config::Config;
 use crate::model::{Injection, Layout};

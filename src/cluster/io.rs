@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::run::ClusterError;
+use super::options::ClusterError;
 use crate::model::{Injection, Injections};
 use crate::workload::Workload;
 

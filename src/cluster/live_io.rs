@@ -15,7 +15,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::io::{sort_injection, ShardIo};
-use super::run::ClusterError;
+use super::options::ClusterError;
 use crate::config::Config;
 use crate::live::topics::LiveTopics;
 use crate::model::{Injection, Layout};

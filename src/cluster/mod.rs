@@ -49,9 +49,11 @@ pub mod inbox;
 pub mod io;
 pub mod live_io;
 pub mod netns;
+mod options;
 pub mod record;
 mod run;
 pub mod wire;
 
 pub use config::{ClusterConfig, OnShardLoss};
-pub use run::{run, session_config, ClusterError, Outcome, Report, ShardOptions};
+pub use options::{session_config, ClusterError, Outcome, Report, ShardOptions};
+pub use run::run;
