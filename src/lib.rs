@@ -11,6 +11,7 @@
 //! - [`node`]: the loop around the brain (intake, outputs) and the bag replay;
 //! - [`transport`]: ROS 2 topics as CDR bytes over Zenoh (rmw_zenoh, zenoh-bridge-ros2dds) or r2r;
 //! - [`live`]: the live ROS 2 node loop; [`checkpoint`]: the brain state on disk;
+//! - [`loopbench`]: the closed-loop benchmark (a robot over Zenoh loopback, the live node);
 //! - [`cluster`]: one brain sharded over processes or hosts, exchanging spikes over Zenoh;
 //! - [`cli`]: the command line.
 
@@ -26,6 +27,7 @@ pub mod decode;
 pub mod encode;
 pub mod genome;
 pub mod live;
+pub mod loopbench;
 pub mod memory;
 pub mod model;
 pub mod node;

@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_cluster;
+mod bench_loop;
 mod convert;
 mod inspect;
 mod kernels;
@@ -46,6 +47,9 @@ pub enum Command {
     Node(node::NodeArgs),
     /// One shard of a brain spread over processes or hosts (the `cluster` configuration section).
     Shard(shard::ShardArgs),
+    /// The closed loop over the wire: a robot on Zenoh loopback times a reflex through the live
+    /// node running W(N, K, rho) or a genome (sensor -> motor latency, deadlines, phases).
+    BenchLoop(bench_loop::BenchLoopArgs),
     /// Time W(N, K, rho) in one process and over 2 and 4 shard processes (loopback, namespaces).
     BenchCluster(bench_cluster::BenchClusterArgs),
     /// Compile the CUDA kernels with NVRTC for a GPU architecture (no GPU needed): checks the
@@ -176,6 +180,7 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Node(a) => node::main(a),
         Command::Shard(a) => shard::main(a),
         Command::BenchCluster(a) => bench_cluster::main(a),
+        Command::BenchLoop(a) => bench_loop::main(a),
         Command::Kernels(a) => kernels::main(a),
     }
 }

@@ -13,6 +13,7 @@ pub mod pace;
 pub mod problems;
 pub mod settings;
 pub mod topics;
+pub mod trace;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,7 +33,7 @@ use crate::ros::{registry, RosMessage};
 use crate::transport::{names, Qos, TopicSpec, Transport};
 use topics::LiveTopics;
 
-pub use settings::{NodeConfig, TransportKind};
+pub use settings::{Mode, NodeConfig, RealtimeConfig, ReflexConfig, TransportKind};
 
 /// Requests from outside the burst thread (signals, trigger topics, tests).
 #[derive(Debug, Default)]
@@ -41,6 +42,10 @@ pub struct Control {
     pub save: AtomicBool,
     /// Last burst run (for observers).
     pub burst: AtomicU64,
+    /// Missed deadlines so far (for observers).
+    pub missed: AtomicU64,
+    /// Start the phase trace again (set by an observer, cleared by the burst thread).
+    pub reset_trace: AtomicBool,
 }
 
 /// Extra injection computed every burst (the latency benchmark drives W this way).
@@ -49,12 +54,16 @@ pub type Drive = Box<dyn FnMut(u64, &mut Injections) + Send>;
 /// What the node did, returned when it stops.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
+    /// The backend's device.
+    pub hardware: String,
     pub bursts: u64,
     pub missed_deadlines: u64,
     pub dropped_messages: u64,
     pub malformed_messages: u64,
     /// Losses of every link to the robot (router and peers); None where the transport cannot tell.
     pub link_losses: Option<u64>,
+    /// Where the bursts' periods went.
+    pub phases: trace::PhaseSummary,
 }
 
 /// The transport's view of topic `name` of type `type_name` (a type of [`registry`]).
@@ -135,25 +144,38 @@ fn bursts(
     let mut drive = drive;
     let mut injection = Injections::new();
     backend.prepare_input(&mut injection);
-    let mut summary = Summary::default();
+    let mut summary = Summary { hardware: topics.hardware.clone(), ..Summary::default() };
     tracing::info!("bursting at {} Hz ({} neurons, {} synapses, {})", topics.rate(), layout.neurons, opened.synapses, topics.hardware);
 
+    let mut trace = trace::PhaseTrace::default();
     topics.start();
     while !control.stop.load(Ordering::Relaxed) {
+        let waiting = Instant::now();
         if !topics.wait(&control.stop) {
             break;
         }
         let start = Instant::now();
         topics.injection(&mut injection);
+        let intake = Instant::now();
         if let Some(d) = drive.as_mut() {
             d(summary.bursts + 1, &mut injection);
         }
+        let driven = Instant::now();
         let out = backend.burst(injection.as_slice())?;
+        let burst = Instant::now();
         let (now, blind) = (topics.now_ns(), topics.blind());
         let products = topics.outputs.burst(&out, layout, now, blind);
+        let decoded = Instant::now();
         topics.publish(&products, start);
+        let end = Instant::now();
+        let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
+        trace.record(&[ns(waiting, start), ns(start, intake), ns(intake, driven), ns(driven, burst), ns(burst, decoded), ns(decoded, end)]);
         summary.bursts = products.burst;
         control.burst.store(products.burst, Ordering::Relaxed);
+        control.missed.store(topics.pace.missed(), Ordering::Relaxed);
+        if control.reset_trace.swap(false, Ordering::Relaxed) {
+            trace.clear();
+        }
         if control.save.swap(false, Ordering::Relaxed) {
             save(genome, backend, &config.checkpoint.path);
         }
@@ -161,6 +183,7 @@ fn bursts(
     summary.missed_deadlines = topics.pace.missed();
     (summary.dropped_messages, summary.malformed_messages) = topics.dropped();
     summary.link_losses = transport.link_losses();
+    summary.phases = trace.summary();
     if config.checkpoint.on_shutdown {
         save(genome, backend, &config.checkpoint.path);
     }

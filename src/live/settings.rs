@@ -17,6 +17,50 @@ pub enum TransportKind {
     Ros2,
 }
 
+/// When the node bursts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// On the clock's grid, `rate_hz` bursts per second: a message waits for the next burst.
+    #[default]
+    Clock,
+    /// As soon as a sensor message has been encoded, `reflex.bursts` bursts back to back; the
+    /// clock's grid when nothing arrives. `rate_hz` stays the average rate: the node runs at most
+    /// `reflex.lead` bursts ahead of the clock (later grid points are skipped), never behind it.
+    Reflex,
+}
+
+/// Reflex mode's settings (`node.mode: reflex`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReflexConfig {
+    /// Bursts run back to back after a sensor message (2: the sensor area fires in the first, an
+    /// area one synapse away answers in the second).
+    pub bursts: u32,
+    /// Bursts the node may run ahead of the clock's grid (the ceiling: never more than
+    /// `rate_hz` x T + `lead` bursts in any T seconds).
+    pub lead: u32,
+}
+
+impl Default for ReflexConfig {
+    fn default() -> Self {
+        ReflexConfig { bursts: 2, lead: 8 }
+    }
+}
+
+/// Real-time settings of the burst thread, applied when the process is permitted to (root, or
+/// CAP_SYS_NICE / CAP_IPC_LOCK, or an rtprio / memlock limit), logged when not.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RealtimeConfig {
+    /// The CPU core to pin the burst thread to (none when absent).
+    pub cpu: Option<usize>,
+    /// SCHED_FIFO priority of the burst thread, 1..=99 (0: the default scheduler).
+    pub priority: u8,
+    /// Lock the process's memory (mlockall), so no page of the brain is ever paged out.
+    pub lock_memory: bool,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeConfig {
@@ -31,6 +75,12 @@ pub struct NodeConfig {
     pub transport: TransportKind,
     /// Bursts per second; 0 = the genome's burst_rate_hz.
     pub rate_hz: f64,
+    /// clock | reflex: when the bursts run (docs/realtime.md).
+    pub mode: Mode,
+    /// Reflex mode's settings.
+    pub reflex: ReflexConfig,
+    /// The burst thread's real-time settings.
+    pub realtime: RealtimeConfig,
     /// Topic of neuroburst_msgs/msg/BurstStats; empty = none.
     pub stats_topic: String,
     /// Topic of the node's health (diagnostic_msgs/msg/DiagnosticArray); empty = none.
@@ -56,12 +106,24 @@ impl Default for NodeConfig {
             domain: 0,
             transport: TransportKind::Zenoh,
             rate_hz: 0.0,
+            mode: Mode::Clock,
+            reflex: ReflexConfig::default(),
+            realtime: RealtimeConfig::default(),
             stats_topic: "~/stats".into(),
             diagnostics_topic: "/diagnostics".into(),
             stats_rate_hz: 1.0,
             use_sim_time: false,
             log_interval_s: 5.0,
             input_types: BTreeMap::new(),
+        }
+    }
+}
+
+impl NodeConfig {
+    pub fn mode_name(&self) -> &'static str {
+        match self.mode {
+            Mode::Clock => "clock",
+            Mode::Reflex => "reflex",
         }
     }
 }

@@ -1,0 +1,123 @@
+//! `neuroburst bench-loop`: the closed loop over the wire (docs/realtime.md): a robot on Zenoh
+//! loopback publishes a camera, an IMU and a laser scan and times a reflex through the live node
+//! running W(N, K, rho) (or a genome) plus the bench's sensory areas.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::table;
+use crate::genome::Genome;
+use crate::live::trace::Percentiles;
+use crate::live::Mode;
+use crate::loopbench::{self, robot::Rates, BrainSpec, LoopReport, Options};
+use crate::workload::Workload;
+
+#[derive(Args, Debug)]
+pub struct BenchLoopArgs {
+    /// Neurons N of W(N, K, rho) beside the sensory areas (0: none).
+    #[arg(long, default_value_t = 100_000)]
+    pub neurons: u32,
+    /// Synapses per neuron K.
+    #[arg(long, default_value_t = 100)]
+    pub fanout: u32,
+    /// Fraction of W's neurons injected per burst, rho.
+    #[arg(long, default_value_t = 0.01)]
+    pub rho: f64,
+    /// A genome instead of W (its areas beside the bench's).
+    #[arg(long, value_name = "FILE", conflicts_with = "neurons")]
+    pub genome: Option<PathBuf>,
+    /// Bursts per second (overrides node.rate_hz; default 1000).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// clock | reflex (overrides node.mode).
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// Seconds counted, after the warm-up.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Seconds of warm-up once the first Twist arrived, not counted.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// Camera frames (640x480 rgb8), scans and IMU messages per second.
+    #[arg(long, default_value_t = 30.0)]
+    pub image_hz: f64,
+    #[arg(long, default_value_t = 40.0)]
+    pub scan_hz: f64,
+    #[arg(long, default_value_t = 200.0)]
+    pub imu_hz: f64,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub runtime: super::RuntimeArgs,
+}
+
+fn us(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.2} ms", v * 1e-3)
+    } else {
+        format!("{v:.0} us")
+    }
+}
+
+fn row(name: &str, p: &Percentiles) -> Vec<String> {
+    vec![name.to_string(), us(p.p50_us), us(p.p99_us), us(p.max_us), us(p.mean_us)]
+}
+
+fn print(r: &LoopReport) {
+    println!(
+        "# bench-loop: {} ({} neurons) on {}, {} mode at {} Hz, {} s counted",
+        r.brain, r.neurons, r.hardware, r.mode, r.rate_hz, r.duration_s
+    );
+    println!(
+        "# robot: camera 640x480 at {} Hz, scan at {} Hz, imu at {} Hz over Zenoh loopback (rmw format); drive: {}",
+        r.sensors.image_hz, r.sensors.scan_hz, r.sensors.imu_hz, r.drive
+    );
+    let mut rows = vec![vec!["".into(), "p50".into(), "p99".into(), "max".into(), "mean".into()]];
+    rows.push(row(&format!("sensor -> motor ({} trials)", r.trials), &r.latency));
+    rows.push(row("burst work (intake .. handoff)", &r.phases.burst_work));
+    for (name, p) in &r.phases.phases {
+        rows.push(row(&format!("  {name}"), p));
+    }
+    print!("{}", table::render(&rows));
+    println!(
+        "bursts {}, missed deadlines {}, dropped messages {}, trials without an answer {}",
+        r.bursts, r.missed_deadlines, r.dropped_messages, r.lost
+    );
+}
+
+pub fn main(a: BenchLoopArgs) -> anyhow::Result<()> {
+    let mut config = a.runtime.config()?;
+    config.log.progress = false;
+    super::init(&config);
+    config.node.rate_hz = a.rate.unwrap_or(if config.node.rate_hz > 0.0 { config.node.rate_hz } else { 1000.0 });
+    if let Some(m) = a.mode {
+        config.node.mode = m;
+    }
+    for (name, v) in
+        [("--duration", a.duration), ("--warmup", a.warmup), ("--image-hz", a.image_hz), ("--scan-hz", a.scan_hz), ("--imu-hz", a.imu_hz)]
+    {
+        if !(v.is_finite() && v >= 0.0) || (name.ends_with("hz") && v == 0.0) {
+            anyhow::bail!("{name} {v}: not a usable value");
+        }
+    }
+    let brain = match &a.genome {
+        Some(path) => BrainSpec::Genome(Genome::load(path)?),
+        None => BrainSpec::Workload(Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rho, seed: 1 }),
+    };
+    let opts = Options {
+        brain,
+        duration: Duration::from_secs_f64(a.duration),
+        warmup: Duration::from_secs_f64(a.warmup),
+        rates: Rates { image_hz: a.image_hz, scan_hz: a.scan_hz, imu_hz: a.imu_hz },
+    };
+    let report = loopbench::run(config, opts)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print(&report);
+    }
+    Ok(())
+}

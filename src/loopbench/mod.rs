@@ -1,0 +1,198 @@
+//! `neuroburst bench-loop`: the closed loop as a robot gets it. A robot ([`robot`], its own Zenoh
+//! session, rmw_zenoh format, loopback) publishes a camera, an IMU and a laser scan at realistic
+//! rates, and times a reflex (an obstacle in the scan -> a turning Twist); the node
+//! ([`crate::live::run`], the same code as `neuroburst node`) runs W(N, K, rho) or a given genome,
+//! plus the sensory and motor areas of `sensors.yaml`.
+//!
+//! The W drive stands for sensors the robot does not publish, and is not charged to the loop as
+//! host work it would not be: the injections of bursts 1..=[`DRIVE_POOL`] are generated before
+//! the node starts, and burst `t` copies those of burst `(t - 1) % DRIVE_POOL + 1`, a copy the
+//! size of a sensor's injection (timed as the `drive` phase).
+
+pub mod robot;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::genome::Genome;
+use crate::live::trace::{Percentiles, PhaseSummary};
+use crate::live::{self, Control};
+use crate::model::{Injections, Potential};
+use crate::transport::zenoh::{ZenohConfig, ZenohTransport};
+use crate::workload::Workload;
+
+/// Bursts of W drive generated ahead and cycled through.
+pub const DRIVE_POOL: usize = 256;
+
+/// The bench's sensory and motor areas.
+const SENSORS: &str = include_str!("sensors.yaml");
+
+/// The bench's encoders and decoder (keys of config/neuroburst.yaml).
+const TOPICS: &str = r#"
+encoders:
+  - {kind: laser_scan, topic: scan, area: loop_scan, max_range: 2.0}
+  - {kind: image, topic: camera/image_raw, area: loop_camera}
+  - {kind: imu, topic: imu, angular_velocity_area: loop_gyro, linear_acceleration_area: loop_accel}
+decoders:
+  - kind: twist
+    area: loop_motor
+    topic: cmd_vel
+    axes: [{axis: linear_x, scale: 0.5, limit: 0.5}, {axis: angular_z, scale: 1.0, limit: 1.0}]
+    output: {window: 1, rate_hz: 0, magnitude: count}
+"#;
+
+/// The brain beside the sensory areas.
+pub enum BrainSpec {
+    Workload(Workload),
+    Genome(Genome),
+}
+
+pub struct Options {
+    pub brain: BrainSpec,
+    /// Counted time, after the warm-up.
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub rates: robot::Rates,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LoopReport {
+    pub brain: String,
+    pub neurons: u32,
+    pub hardware: String,
+    pub mode: String,
+    pub rate_hz: f64,
+    pub duration_s: f64,
+    pub sensors: robot::Rates,
+    /// Trials answered (counted after the warm-up), and those never answered within 100 ms.
+    pub trials: u64,
+    pub lost: u64,
+    /// Stimulus published -> turning Twist received, at the robot.
+    pub latency: Percentiles,
+    /// Over the counted time.
+    pub bursts: u64,
+    pub missed_deadlines: u64,
+    pub dropped_messages: u64,
+    /// Where the bursts' periods went (counted time).
+    pub phases: PhaseSummary,
+    pub published: Vec<(String, u64)>,
+    pub twists: u64,
+    pub drive: String,
+}
+
+/// The genome the bench runs: the brain's areas, then the sensory and motor areas.
+pub fn genome(brain: &BrainSpec) -> anyhow::Result<Genome> {
+    let sensors = Genome::from_yaml_str(SENSORS).context("bench-loop's sensors.yaml")?;
+    let mut g = match brain {
+        BrainSpec::Workload(w) => w.genome(),
+        BrainSpec::Genome(g) => g.clone(),
+    };
+    if let Some(a) = g.areas.iter().find(|a| sensors.area(&a.id).is_some()) {
+        return Err(anyhow!("the genome has an area {:?}, a name bench-loop's own areas use", a.id));
+    }
+    g.areas.extend(sensors.areas);
+    g.morphologies.extend(sensors.morphologies);
+    g.mappings.extend(sensors.mappings);
+    g.name = format!("{} + bench-loop sensors", g.name);
+    g.validate().context("the genome with bench-loop's sensors")?;
+    Ok(g)
+}
+
+/// The drive of bursts 1..=DRIVE_POOL of `w`, and a closure that injects it cyclically.
+fn drive(w: &Workload) -> live::Drive {
+    let mut buf = Injections::new();
+    let pool: Vec<Vec<u32>> = (1..=DRIVE_POOL as u64)
+        .map(|t| {
+            w.injection(t, &mut buf);
+            buf.as_slice().ids().to_vec()
+        })
+        .collect();
+    let potential = Potential::from_f64(w.threshold());
+    Box::new(move |t, inj: &mut Injections| inj.extend_ids(&pool[(t.max(1) - 1) as usize % DRIVE_POOL], potential))
+}
+
+/// Run the bench: `config` is the user's (backend, node.mode, node.realtime, ...); its
+/// encoders, decoders and Zenoh endpoints are the bench's.
+pub fn run(mut config: Config, opts: Options) -> anyhow::Result<LoopReport> {
+    let genome = genome(&opts.brain)?;
+    let topics: Config = serde_yaml::from_str(TOPICS).expect("bench-loop's topics parse");
+    (config.encoders, config.decoders) = (topics.encoders, topics.decoders);
+    config.checkpoint.on_shutdown = false;
+    config.checkpoint.trigger_topic.clear();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let endpoint = format!("tcp/127.0.0.1:{port}");
+    config.zenoh = ZenohConfig { listen: vec![endpoint.clone()], connect: vec![], ..ZenohConfig::default() };
+    let rate = if config.node.rate_hz > 0.0 { config.node.rate_hz } else { genome.burst_rate_hz };
+    let (drive, drive_note) = match &opts.brain {
+        BrainSpec::Workload(w) => {
+            (Some(drive(w)), format!("W's injections of bursts 1..={DRIVE_POOL} generated before the start, copied in cyclically"))
+        }
+        BrainSpec::Genome(_) => (None, "none (the genome's own `_power` areas only)".into()),
+    };
+    let neurons = crate::model::Layout::from_genome(&genome).neurons;
+    let brain = genome.name.clone();
+    let mode = config.node.mode_name().to_string();
+
+    let control = Arc::new(Control::default());
+    let c = control.clone();
+    let node_config = config.clone();
+    let node = std::thread::Builder::new().name("burst".into()).spawn(move || -> anyhow::Result<live::Summary> {
+        let mut t = ZenohTransport::open(&node_config.zenoh, node_config.node.domain, "/", &node_config.node.name)?;
+        let r = live::run(&genome, &node_config, false, &mut t, c.clone(), drive);
+        c.stop.store(true, Ordering::Relaxed);
+        r
+    })?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready, counting) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (s, r, k, rates, domain) = (stop.clone(), ready.clone(), counting.clone(), opts.rates, config.node.domain);
+    let robot = std::thread::Builder::new().name("robot".into()).spawn(move || robot::run(&endpoint, domain, rates, &s, &r, &k))?;
+
+    // the node builds its brain and the route comes up: the first Twist
+    let give_up = std::time::Instant::now() + Duration::from_secs(600);
+    while !ready.load(Ordering::Relaxed) {
+        if control.stop.load(Ordering::Relaxed) || robot.is_finished() || std::time::Instant::now() > give_up {
+            stop.store(true, Ordering::Relaxed);
+            control.stop.store(true, Ordering::Relaxed);
+            let node_result = node.join().map_err(|_| anyhow!("the burst thread panicked"))?;
+            robot.join().map_err(|_| anyhow!("the robot thread panicked"))??;
+            node_result?;
+            return Err(anyhow!("no Twist from the node within 600 s"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(opts.warmup);
+    let (bursts0, missed0) = (control.burst.load(Ordering::Relaxed), control.missed.load(Ordering::Relaxed));
+    control.reset_trace.store(true, Ordering::Relaxed);
+    counting.store(true, Ordering::Relaxed);
+    std::thread::sleep(opts.duration);
+    let (bursts1, missed1) = (control.burst.load(Ordering::Relaxed), control.missed.load(Ordering::Relaxed));
+    stop.store(true, Ordering::Relaxed);
+    let robot_report = robot.join().map_err(|_| anyhow!("the robot thread panicked"))??;
+    control.stop.store(true, Ordering::Relaxed);
+    let summary = node.join().map_err(|_| anyhow!("the burst thread panicked"))??;
+    Ok(LoopReport {
+        brain,
+        neurons,
+        hardware: summary.hardware.clone(),
+        mode,
+        rate_hz: rate,
+        duration_s: opts.duration.as_secs_f64(),
+        sensors: opts.rates,
+        trials: robot_report.latency.len(),
+        lost: robot_report.lost,
+        latency: robot_report.latency.percentiles(),
+        bursts: bursts1 - bursts0,
+        missed_deadlines: missed1 - missed0,
+        dropped_messages: summary.dropped_messages,
+        phases: summary.phases,
+        published: robot_report.published,
+        twists: robot_report.twists,
+        drive: drive_note,
+    })
+}
