@@ -220,6 +220,10 @@ fn samples() -> Vec<Sample> {
             missed_deadlines: 2,
             dropped_messages: 31,
             malformed_messages: 20,
+            latency_samples: 40,
+            latency_p50_us: 1012.5,
+            latency_p99_us: 1980.0,
+            latency_max_us: 2050.75,
         },
     );
     v

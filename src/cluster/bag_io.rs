@@ -84,10 +84,10 @@ impl BagIo {
         keep_back: bool,
     ) -> Result<BagIo, ClusterError> {
         let err = |e: &dyn std::fmt::Display| ClusterError::Io(format!("--bag {}: {e}", bag_path.display()));
-        let schedule = BagSchedule::new(&bag, burst_rate_hz, config.replay.max_bursts)
+        let intake = Intake::new(&config.encoders, &layout).map_err(|e| err(&e))?;
+        let schedule = BagSchedule::for_config(&bag, burst_rate_hz, config.replay.max_bursts, &config.node, &intake)
             .map_err(|e| err(&e))?
             .ok_or_else(|| err(&"the bag holds no messages: nothing to replay"))?;
-        let intake = Intake::new(&config.encoders, &layout).map_err(|e| err(&e))?;
         let outputs = Outputs::new(&config.decoders, &layout).map_err(|e| err(&e))?;
         check_topics(&bag, &intake).map_err(|e| err(&e))?;
         let (writer, channels) = match out {

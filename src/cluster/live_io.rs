@@ -69,7 +69,7 @@ impl ShardIo for LiveIo {
     fn fired(&mut self, t: u64, fired: &[u32]) -> Result<(), ClusterError> {
         let (now, blind) = (self.topics.now_ns(), self.topics.blind());
         let products = self.topics.outputs.decode(t, fired, fired.len() as u64, &self.layout, now, blind);
-        self.topics.publish(&products, self.burst_start);
+        self.topics.publish(products, self.burst_start);
         Ok(())
     }
 
@@ -77,7 +77,7 @@ impl ShardIo for LiveIo {
         self.topics.stop(None);
         let (dropped, malformed) = self.topics.dropped();
         let published: serde_json::Map<String, serde_json::Value> =
-            self.topics.pubs.iter().map(|o| (o.topic.clone(), json!({"published": o.published, "errors": o.errors}))).collect();
+            self.topics.report.published.iter().map(|(t, p, e)| (t.clone(), json!({"published": p, "errors": e}))).collect();
         let received: serde_json::Map<String, serde_json::Value> =
             self.topics.inputs.iter().map(|i| (i.slot.topic.clone(), i.slot.counters.received.load(Ordering::Relaxed).into())).collect();
         Ok(json!({

@@ -13,7 +13,7 @@ pub struct Clock {
 }
 
 /// How long before a deadline the clock stops sleeping and spins (sleep overshoots ~50-100 us).
-const SPIN: Duration = Duration::from_micros(200);
+pub const SPIN: Duration = Duration::from_micros(200);
 
 impl Clock {
     pub fn new(rate_hz: f64, now: Instant) -> Clock {
@@ -26,6 +26,16 @@ impl Clock {
 
     fn at(&self, k: u64) -> Instant {
         self.t0 + self.period.saturating_mul(k.min(u32::MAX as u64) as u32)
+    }
+
+    /// The next grid point.
+    pub fn deadline(&self) -> Instant {
+        self.at(self.next)
+    }
+
+    /// Give up the next grid point without a burst (reflex mode ran that burst early).
+    pub fn skip(&mut self) {
+        self.next += 1;
     }
 
     /// Wait for the next grid point (or return at once if it has passed).

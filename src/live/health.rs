@@ -68,6 +68,9 @@ impl Health<'_> {
             kv("missed deadlines", s.missed_deadlines.to_string()),
             kv("dropped messages", s.dropped_messages.to_string()),
             kv("malformed messages", s.malformed_messages.to_string()),
+            kv("sensor -> motor p50 (us)", format!("{:.0}", s.latency_p50_us)),
+            kv("sensor -> motor p99 (us)", format!("{:.0}", s.latency_p99_us)),
+            kv("sensor -> motor max (us)", format!("{:.0}", s.latency_max_us)),
         ];
         values.extend(s.area_ids.iter().zip(&s.fired).map(|(a, n)| kv(&format!("fired {a}"), n.to_string())));
         values.extend(self.received.iter().map(|(t, n)| kv(&format!("received {t}"), n.to_string())));

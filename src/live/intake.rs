@@ -1,49 +1,142 @@
-//! One slot per subscribed topic, where the latest sample wins: transport callbacks put samples
-//! in, the burst loop takes them out (and hands them to the encoders of [`crate::node::intake`]).
-//! Samples that never reach a burst are counted.
+//! The live node's sensor intake, off the burst thread. Per subscribed topic: a slot where the
+//! latest sample wins (transport callbacks put samples in), and a thread that encodes the latest
+//! sample with the topic's encoders as soon as it arrives and leaves the result in a cell, where
+//! the latest result wins too. The burst thread only takes the results out (a pointer swap): a
+//! camera frame's decoding and encoding never delays a burst, and a transport callback never
+//! shares a lock with the burst thread. Samples and results that never reach a burst are counted.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
+use crate::encode::Encoder;
+use crate::model::Injection;
 use crate::transport::{AttachmentStatus, Sample, SampleHandler};
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Counters of one topic (totals since start).
 #[derive(Debug, Default)]
 pub struct TopicCounters {
     pub received: AtomicU64,
-    /// Replaced by a newer sample before a burst took it.
+    /// Replaced by a newer sample (or its encoding by a newer one) before a burst took it.
     pub replaced: AtomicU64,
     /// rmw_zenoh samples without a (well-formed) attachment: dropped.
     pub bad_attachment: AtomicU64,
+    /// Samples that could not be decoded or encoded: dropped.
+    pub malformed: AtomicU64,
+}
+
+/// A sensor message encoded: one injection per encoder of its topic (configuration order), or
+/// the error that dropped it.
+pub struct Encoded {
+    pub injections: Result<Vec<Vec<Injection>>, String>,
+    /// When the transport handed the sample over.
+    pub received: Instant,
+}
+
+/// Sensor messages have been encoded: what reflex mode waits on.
+#[derive(Default)]
+pub struct Wake {
+    /// Encoded messages so far.
+    seq: AtomicU64,
+    lock: Mutex<()>,
+    moved: Condvar,
+}
+
+impl Wake {
+    pub fn new() -> Arc<Wake> {
+        Arc::new(Wake::default())
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
+    fn notify(&self) {
+        let _g = locked(&self.lock);
+        self.seq.fetch_add(1, Ordering::AcqRel);
+        self.moved.notify_all();
+    }
+
+    /// Wait until `seq` moves past `seen` or `until` passes.
+    pub fn wait(&self, seen: u64, until: Instant) {
+        let g = locked(&self.lock);
+        let left = until.saturating_duration_since(Instant::now());
+        let _ = self.moved.wait_timeout_while(g, left, |_| self.seq() == seen);
+    }
 }
 
 pub struct Slot {
     pub topic: String,
     latest: Mutex<Option<Sample>>,
+    arrived: Condvar,
+    closed: AtomicBool,
+    encoded: Mutex<Option<Encoded>>,
     pub counters: TopicCounters,
+    /// The latest encoding error.
+    pub last_error: Mutex<Option<String>>,
 }
 
 impl Slot {
     pub fn new(topic: &str) -> Arc<Slot> {
-        Arc::new(Slot { topic: topic.to_string(), latest: Mutex::new(None), counters: TopicCounters::default() })
+        Arc::new(Slot {
+            topic: topic.to_string(),
+            latest: Mutex::new(None),
+            arrived: Condvar::new(),
+            closed: AtomicBool::new(false),
+            encoded: Mutex::new(None),
+            counters: TopicCounters::default(),
+            last_error: Mutex::new(None),
+        })
     }
 
-    /// Store `sample`, replacing an unused older one.
+    /// Store `sample`, replacing an unencoded older one.
     pub fn put(&self, sample: Sample) {
         self.counters.received.fetch_add(1, Ordering::Relaxed);
         if matches!(sample.attachment, AttachmentStatus::Missing | AttachmentStatus::Malformed) {
             self.counters.bad_attachment.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let old = self.latest.lock().unwrap_or_else(|p| p.into_inner()).replace(sample);
+        let old = locked(&self.latest).replace(sample);
+        self.arrived.notify_one();
         if old.is_some() {
             self.counters.replaced.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Take the latest sample, if a new one arrived since the last call.
-    pub fn take(&self) -> Option<Sample> {
-        self.latest.lock().unwrap_or_else(|p| p.into_inner()).take()
+    /// The next sample to encode; None once the slot is closed.
+    fn next(&self) -> Option<Sample> {
+        let mut g = locked(&self.latest);
+        loop {
+            if self.closed.load(Ordering::Relaxed) {
+                return None;
+            }
+            if let Some(s) = g.take() {
+                return Some(s);
+            }
+            g = self.arrived.wait_timeout(g, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    /// The latest encoded message, if one came since the last call.
+    pub fn take(&self) -> Option<Encoded> {
+        locked(&self.encoded).take()
+    }
+
+    fn set_encoded(&self, e: Encoded) {
+        if locked(&self.encoded).replace(e).is_some() {
+            self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Stop the slot's encoder thread.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        let _g = locked(&self.latest);
+        self.arrived.notify_all();
     }
 
     /// The transport callback feeding this slot.
@@ -52,17 +145,42 @@ impl Slot {
         Arc::new(move |s| slot.put(s))
     }
 
-    /// Messages lost before any encoder saw them: replaced, or without a valid attachment.
+    /// Messages lost before a burst used them: replaced, malformed, or without a valid attachment.
     pub fn lost(&self) -> u64 {
         let c = &self.counters;
-        c.replaced.load(Ordering::Relaxed) + c.bad_attachment.load(Ordering::Relaxed)
+        c.replaced.load(Ordering::Relaxed) + c.bad_attachment.load(Ordering::Relaxed) + c.malformed.load(Ordering::Relaxed)
+    }
+
+    /// Start the thread that encodes this slot's samples with `encoders` (messages of type
+    /// `type_name`) and wakes `wake` after each.
+    pub fn spawn_encoder(
+        self: &Arc<Self>,
+        mut encoders: Vec<Encoder>,
+        type_name: &'static str,
+        wake: Arc<Wake>,
+    ) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let slot = self.clone();
+        let name = format!("encode {}", self.topic);
+        std::thread::Builder::new().name(name.chars().take(15).collect()).spawn(move || {
+            while let Some(sample) = slot.next() {
+                let injections: Result<Vec<_>, String> =
+                    encoders.iter_mut().map(|e| e.encode(type_name, &sample.payload).map_err(|e| e.to_string())).collect();
+                if let Err(e) = &injections {
+                    slot.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                    *locked(&slot.last_error) = Some(e.clone());
+                }
+                slot.set_encoded(Encoded { injections, received: sample.received });
+                wake.notify();
+            }
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
+    use crate::encode::EncoderConfig;
+    use crate::model::Layout;
 
     fn sample(a: AttachmentStatus, p: u8) -> Sample {
         Sample { topic: "/scan".into(), payload: vec![p], attachment: a, received: Instant::now() }
@@ -75,10 +193,30 @@ mod tests {
         s.put(sample(AttachmentStatus::NotExpected, 2));
         s.put(sample(AttachmentStatus::Missing, 3));
         s.put(sample(AttachmentStatus::Malformed, 4));
-        assert_eq!(s.take().unwrap().payload, vec![2]);
-        assert!(s.take().is_none());
+        assert_eq!(s.next().unwrap().payload, vec![2]);
         assert_eq!(s.counters.replaced.load(Ordering::Relaxed), 1);
         assert_eq!(s.counters.bad_attachment.load(Ordering::Relaxed), 2);
         assert_eq!(s.lost(), 3);
+    }
+
+    #[test]
+    fn the_encoder_thread_encodes_and_wakes() {
+        let genome =
+            crate::genome::Genome::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/genomes/rover.yaml"))).unwrap();
+        let layout = Layout::from_genome(&genome);
+        let config: EncoderConfig = serde_yaml::from_str("{kind: laser_scan, topic: scan, area: scan, max_range: 2.0}").unwrap();
+        let encoder = Encoder::new(&config, &layout).unwrap();
+        let (slot, wake) = (Slot::new("/scan"), Wake::new());
+        let thread = slot.spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", wake.clone()).unwrap();
+        let seen = wake.seq();
+        slot.put(sample(AttachmentStatus::NotExpected, 7));
+        wake.wait(seen, Instant::now() + Duration::from_secs(10));
+        assert_eq!(wake.seq(), seen + 1);
+        let e = slot.take().expect("encoded");
+        assert!(e.injections.is_err(), "one byte is no LaserScan");
+        assert_eq!(slot.counters.malformed.load(Ordering::Relaxed), 1);
+        assert!(slot.last_error.lock().unwrap().is_some());
+        slot.close();
+        thread.join().unwrap();
     }
 }

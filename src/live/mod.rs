@@ -9,8 +9,10 @@
 pub mod clock;
 pub mod health;
 pub mod intake;
+pub mod output;
 pub mod pace;
 pub mod problems;
+pub mod realtime;
 pub mod settings;
 pub mod topics;
 pub mod trace;
@@ -64,6 +66,9 @@ pub struct Summary {
     pub link_losses: Option<u64>,
     /// Where the bursts' periods went.
     pub phases: trace::PhaseSummary,
+    /// The node's own sensor -> motor latency (arrival to the publication of the burst after the
+    /// one that injected the message).
+    pub latency: trace::Percentiles,
 }
 
 /// The transport's view of topic `name` of type `type_name` (a type of [`registry`]).
@@ -115,7 +120,7 @@ pub fn run(
     let result = bursts(genome, config, resume, transport, &control, drive, &layout, &mut topics, ranges);
     // However the bursts ended, every motor topic gets its stop command.
     topics.stop(result.as_ref().err().map(|e| format!("{e:#}")).as_deref());
-    result
+    result.map(|s| Summary { latency: topics.report.latency.clone(), ..s })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -147,8 +152,10 @@ fn bursts(
     let mut summary = Summary { hardware: topics.hardware.clone(), ..Summary::default() };
     tracing::info!("bursting at {} Hz ({} neurons, {} synapses, {})", topics.rate(), layout.neurons, opened.synapses, topics.hardware);
 
+    realtime::apply_logged(&config.node.realtime);
     let mut trace = trace::PhaseTrace::default();
-    topics.start();
+    topics.start()?;
+    let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
     while !control.stop.load(Ordering::Relaxed) {
         let waiting = Instant::now();
         if !topics.wait(&control.stop) {
@@ -166,18 +173,17 @@ fn bursts(
         let (now, blind) = (topics.now_ns(), topics.blind());
         let products = topics.outputs.burst(&out, layout, now, blind);
         let decoded = Instant::now();
-        topics.publish(&products, start);
-        let end = Instant::now();
-        let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
-        trace.record(&[ns(waiting, start), ns(start, intake), ns(intake, driven), ns(driven, burst), ns(burst, decoded), ns(decoded, end)]);
         summary.bursts = products.burst;
-        control.burst.store(products.burst, Ordering::Relaxed);
+        topics.publish(products, start);
+        let end = Instant::now();
+        trace.record(&[ns(waiting, start), ns(start, intake), ns(intake, driven), ns(driven, burst), ns(burst, decoded), ns(decoded, end)]);
+        control.burst.store(summary.bursts, Ordering::Relaxed);
         control.missed.store(topics.pace.missed(), Ordering::Relaxed);
         if control.reset_trace.swap(false, Ordering::Relaxed) {
             trace.clear();
         }
         if control.save.swap(false, Ordering::Relaxed) {
-            save(genome, backend, &config.checkpoint.path);
+            save(genome, backend, &config.checkpoint.path, false);
         }
     }
     summary.missed_deadlines = topics.pace.missed();
@@ -185,7 +191,7 @@ fn bursts(
     summary.link_losses = transport.link_losses();
     summary.phases = trace.summary();
     if config.checkpoint.on_shutdown {
-        save(genome, backend, &config.checkpoint.path);
+        save(genome, backend, &config.checkpoint.path, true);
     }
     tracing::info!(
         "stopped after {} bursts: {} missed deadlines, {} dropped messages ({} malformed), {} link losses",
@@ -198,18 +204,27 @@ fn bursts(
     Ok(summary)
 }
 
-/// Snapshot and write a checkpoint; failures are logged, the node goes on.
-fn save(genome: &Genome, backend: &mut dyn Backend, path: &std::path::Path) {
+/// Snapshot the brain (on the burst thread: the state must be that of one burst) and write the
+/// checkpoint, beside the bursts unless `wait`; failures are logged, the node goes on.
+fn save(genome: &Genome, backend: &mut dyn Backend, path: &std::path::Path, wait: bool) {
     let start = Instant::now();
-    let result = backend.snapshot().map_err(anyhow::Error::from).and_then(|state| {
-        let burst = state.burst;
-        Checkpoint::new(genome, state).save(path)?;
-        Ok(burst)
-    });
-    match result {
-        Ok(burst) => {
-            tracing::info!("checkpoint of burst {burst} written to {} in {:.1} ms", path.display(), start.elapsed().as_secs_f64() * 1e3)
+    let state = match backend.snapshot() {
+        Ok(s) => s,
+        Err(e) => return tracing::error!("checkpoint {}: {e:#}", path.display()),
+    };
+    let (checkpoint, path) = (Checkpoint::new(genome, state), path.to_path_buf());
+    let write = move || {
+        let burst = checkpoint.state.burst;
+        match checkpoint.save(&path) {
+            Ok(()) => {
+                tracing::info!("checkpoint of burst {burst} written to {} in {:.1} ms", path.display(), start.elapsed().as_secs_f64() * 1e3)
+            }
+            Err(e) => tracing::error!("checkpoint {}: {e:#}", path.display()),
         }
-        Err(e) => tracing::error!("checkpoint {}: {e:#}", path.display()),
+    };
+    if wait {
+        write();
+    } else if let Err(e) = std::thread::Builder::new().name("checkpoint".into()).spawn(write) {
+        tracing::error!("checkpoint: cannot start the writer thread: {e}");
     }
 }

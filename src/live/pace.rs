@@ -8,12 +8,19 @@
 //!   whatever the simulation's speed; several bursts run back to back when the clock jumps, none
 //!   while it stands still. Deadlines are the simulation's business, so none is counted. A clock
 //!   that goes back (the simulation was reset) starts the grid again.
+//! - **Reflex** (`node.mode: reflex`, wall clock only): as soon as a sensor message has been
+//!   encoded, `reflex.bursts` bursts run back to back (the first injects it, the next carry its
+//!   spikes on), each starting the moment the previous ended. The clock's grid goes on when
+//!   nothing arrives, and `rate_hz` stays the average rate: a burst run ahead of the grid gives up
+//!   the next grid point, and the node is never more than `reflex.lead` bursts ahead of the clock
+//!   (the ceiling) nor behind it (the floor). Only grid bursts have deadlines.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::clock::Clock;
+use super::clock::{Clock, SPIN};
+use super::intake::Wake;
 use crate::ros::decode;
 use crate::ros::rosgraph_msgs::Clock as ClockMsg;
 use crate::transport::SampleHandler;
@@ -74,11 +81,94 @@ impl SimTime {
 pub enum Pace {
     Wall(Clock),
     Sim { time: Arc<SimTime>, period_ns: u64, next: Option<u64> },
+    Reflex(Reflex),
+}
+
+/// Reflex mode's state: the clock, the bursts still owed to the last message, and how far ahead
+/// of the clock the node runs.
+pub struct Reflex {
+    clock: Clock,
+    bursts: u32,
+    lead: u32,
+    wake: Arc<Wake>,
+    /// Encoded messages already seen.
+    seen: u64,
+    /// Bursts still to run back to back for the last message.
+    pending: u32,
+    /// Bursts run ahead of the grid (grid points to give up).
+    ahead: u32,
+    /// The current burst is the grid's.
+    on_grid: bool,
+    /// Bursts that ran ahead of the grid, for the summary.
+    pub early: u64,
+}
+
+impl Reflex {
+    pub fn new(rate_hz: f64, bursts: u32, lead: u32, wake: Arc<Wake>) -> Reflex {
+        let seen = wake.seq();
+        Reflex { clock: Clock::new(rate_hz, Instant::now()), bursts, lead, wake, seen, pending: 0, ahead: 0, on_grid: false, early: 0 }
+    }
+
+    /// Whether to burst at `now`; else how long to wait at most.
+    fn decide(&mut self, now: Instant) -> Result<(), Instant> {
+        let seq = self.wake.seq();
+        if seq != self.seen {
+            self.seen = seq;
+            self.pending = self.bursts;
+        }
+        // grid points passed while ahead were run early: give them up
+        while self.ahead > 0 && now >= self.clock.deadline() {
+            self.ahead -= 1;
+            self.clock.skip();
+        }
+        if now >= self.clock.deadline() {
+            self.on_grid = true;
+            self.pending = self.pending.saturating_sub(1);
+            return Ok(());
+        }
+        if self.pending > 0 && self.ahead < self.lead {
+            self.on_grid = false;
+            self.pending -= 1;
+            self.ahead += 1;
+            self.early += 1;
+            return Ok(());
+        }
+        Err(self.clock.deadline())
+    }
+
+    fn wait(&mut self, stop: &AtomicBool) -> bool {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let now = Instant::now();
+            let deadline = match self.decide(now) {
+                Ok(()) => return true,
+                Err(d) => d,
+            };
+            // sleep until a message or shortly before the grid point, then spin to it
+            if deadline - now > SPIN {
+                self.wake.wait(self.seen, (deadline - SPIN).min(now + Duration::from_millis(50)));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    fn finished(&mut self, end: Instant) {
+        if self.on_grid {
+            self.clock.finished(end);
+        }
+    }
 }
 
 impl Pace {
     pub fn wall(rate_hz: f64) -> Pace {
         Pace::Wall(Clock::new(rate_hz, Instant::now()))
+    }
+
+    pub fn reflex(rate_hz: f64, bursts: u32, lead: u32, wake: Arc<Wake>) -> Pace {
+        Pace::Reflex(Reflex::new(rate_hz, bursts, lead, wake))
     }
 
     pub fn sim(rate_hz: f64, time: Arc<SimTime>) -> Pace {
@@ -87,8 +177,10 @@ impl Pace {
 
     /// The bursts start now (the wall clock's first deadline).
     pub fn start(&mut self, rate_hz: f64) {
-        if let Pace::Wall(c) = self {
-            *c = Clock::new(rate_hz, Instant::now());
+        match self {
+            Pace::Wall(c) => *c = Clock::new(rate_hz, Instant::now()),
+            Pace::Reflex(r) => r.clock = Clock::new(rate_hz, Instant::now()),
+            Pace::Sim { .. } => {}
         }
     }
 
@@ -99,6 +191,7 @@ impl Pace {
                 c.wait();
                 Some(system_now_ns())
             }
+            Pace::Reflex(r) => r.wait(stop).then(system_now_ns),
             Pace::Sim { time, period_ns, next } => loop {
                 if stop.load(Ordering::Relaxed) {
                     return None;
@@ -132,8 +225,12 @@ impl Pace {
     /// The burst begun at the last [`Pace::wait`] ended at `end` (wall clock): count a missed
     /// deadline (wall pacing only).
     pub fn finished(&mut self, end: Instant) {
-        if let Pace::Wall(c) = self {
-            c.finished(end);
+        match self {
+            Pace::Wall(c) => {
+                c.finished(end);
+            }
+            Pace::Reflex(r) => r.finished(end),
+            Pace::Sim { .. } => {}
         }
     }
 
@@ -141,6 +238,7 @@ impl Pace {
     pub fn missed(&self) -> u64 {
         match self {
             Pace::Wall(c) => c.missed,
+            Pace::Reflex(r) => r.clock.missed,
             Pace::Sim { .. } => 0,
         }
     }
@@ -148,7 +246,7 @@ impl Pace {
     /// ROS time now: the system clock, or the latest `/clock` (0 before the first).
     pub fn now_ns(&self) -> u64 {
         match self {
-            Pace::Wall(_) => system_now_ns(),
+            Pace::Wall(_) | Pace::Reflex(_) => system_now_ns(),
             Pace::Sim { time, .. } => time.now().unwrap_or(0),
         }
     }

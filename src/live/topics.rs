@@ -3,72 +3,66 @@
 //! node stops), `/diagnostics` and BurstStats out, `/clock` in under `use_sim_time`, the burst
 //! pacing and the problem log. Shared by `neuroburst node` and the io shard of a distributed brain.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
-use super::health::Health;
-use super::intake::Slot;
+use super::intake::{Slot, Wake};
+use super::output::{BurstRecord, Output, OutputReport, OutputSide, Record};
 use super::pace::{Pace, SimTime};
 use super::problems::ProblemLog;
+use super::settings::Mode;
 use super::{input_type, topic_spec};
 use crate::config::Config;
-use crate::decode::MotorMessage;
 use crate::model::{Injection, Injections, Layout};
 use crate::node::intake::Intake;
 use crate::node::outputs::{BurstProducts, Outputs};
 use crate::ros::diagnostic_msgs::DiagnosticArray;
 use crate::ros::neuroburst_msgs::BurstStats;
 use crate::ros::rosgraph_msgs::Clock as ClockMsg;
-use crate::ros::{encode, RosMessage};
+use crate::ros::RosMessage;
 use crate::transport::{names, Publisher, Qos, Transport};
 
 /// A subscribed sensor topic.
 pub struct Input {
     /// The topic as configured: the intake's key.
     pub key: String,
-    type_name: &'static str,
     pub slot: Arc<Slot>,
-}
-
-/// A published motor topic.
-pub struct Output {
-    pub topic: String,
-    publisher: Box<dyn Publisher>,
-    pub published: u64,
-    pub errors: u64,
-    last_error: Option<String>,
+    encoder: Option<JoinHandle<()>>,
 }
 
 pub struct LiveTopics {
     pub intake: Intake,
     pub outputs: Outputs,
     pub inputs: Vec<Input>,
-    pub pubs: Vec<Output>,
     /// The node's fully qualified name (`/neuroburst`, `/robot1/brain1`).
     pub fqn: String,
-    /// The backend's device, for `/diagnostics`.
+    /// The backend's device, for `/diagnostics` (set before [`LiveTopics::start`]).
     pub hardware: String,
-    stats_topic: String,
-    stats_pub: Option<Box<dyn Publisher>>,
-    diagnostics_topic: String,
-    diagnostics_pub: Option<Box<dyn Publisher>>,
-    stats: BurstStats,
+    /// The publisher thread's state until it starts.
+    side: Option<OutputSide>,
+    records: Option<SyncSender<Record>>,
+    publisher: Option<JoinHandle<OutputReport>>,
+    dropped_records: Arc<AtomicU64>,
+    /// What the publisher thread did (after [`LiveTopics::stop`]).
+    pub report: OutputReport,
     stat_areas: Vec<usize>,
-    stats_period: Duration,
-    next_stats: Instant,
-    /// Totals at the previous report (missed deadlines, dropped messages).
-    reported: (u64, u64),
-    problems: ProblemLog,
     /// When the bursts run, and their ROS time.
     pub pace: Pace,
     rate: f64,
     /// The ROS time of the current burst.
     now_ns: u64,
     blind: bool,
+    /// Arrivals of the messages taken for the current burst.
+    arrivals: Vec<Instant>,
 }
+
+/// Records the burst thread may hand over before the publisher takes them.
+const RECORDS: usize = 1024;
 
 /// The node's fully qualified name: `/name` or `/namespace/name`.
 pub fn fully_qualified(namespace: &str, name: &str) -> String {
@@ -103,7 +97,7 @@ impl LiveTopics {
         if config.encoders.is_empty() && config.decoders.is_empty() {
             tracing::warn!("no encoders and no decoders in the configuration: {who} subscribes to nothing and publishes only its stats");
         }
-        let intake = Intake::new(&config.encoders, layout)?.quiet();
+        let mut intake = Intake::new(&config.encoders, layout)?.quiet();
         let outputs = Outputs::new(&config.decoders, layout).map_err(anyhow::Error::msg)?;
         for topic in nc.input_types.keys() {
             if !intake.topics().any(|t| t == topic) {
@@ -112,15 +106,17 @@ impl LiveTopics {
         }
         let fqn = fully_qualified(&nc.namespace, &nc.name);
         tracing::info!("node {fqn}");
+        let wake = Wake::new();
         let mut inputs = vec![];
         for key in intake.topics().map(String::from).collect::<Vec<_>>() {
             let type_name = input_type(nc, &intake, &key)?;
             intake.check_type(&key, type_name)?;
             let spec = topic_spec(&key, nc, type_name, Qos::SENSOR)?;
             let slot = Slot::new(&spec.name);
+            let encoder = slot.spawn_encoder(intake.take_encoders(&key), type_name, wake.clone())?;
+            inputs.push(Input { key, slot: slot.clone(), encoder: Some(encoder) });
             transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?;
             tracing::info!("input {} ({type_name})", spec.name);
-            inputs.push(Input { key, type_name, slot });
         }
         let mut pubs = vec![];
         for d in &outputs.decoders {
@@ -149,11 +145,29 @@ impl LiveTopics {
             },
         };
         let pace = if nc.use_sim_time {
+            if nc.mode == Mode::Reflex {
+                return Err(anyhow!("node.mode: reflex runs on the wall clock; with use_sim_time the bursts follow /clock (mode: clock)"));
+            }
             let time = SimTime::new();
             let spec = topic_spec("/clock", nc, ClockMsg::TYPE, Qos::CLOCK)?;
             transport.subscribe(&spec, time.handler()).map_err(|e| anyhow!("cannot subscribe to /clock ({}): {e}", ClockMsg::TYPE))?;
             tracing::info!("use_sim_time: the bursts follow /clock at {rate} per simulated second");
             Pace::sim(rate, time)
+        } else if nc.mode == Mode::Reflex {
+            let r = &nc.reflex;
+            if r.bursts == 0 || r.lead < r.bursts {
+                return Err(anyhow!(
+                    "node.reflex: bursts {} and lead {}: a reflex needs at least one burst, and lead must allow them (lead >= bursts)",
+                    r.bursts,
+                    r.lead
+                ));
+            }
+            tracing::info!(
+                "reflex mode: {} bursts as soon as a sensor message is encoded, at most {} ahead of the {rate} Hz clock",
+                r.bursts,
+                r.lead
+            );
+            Pace::reflex(rate, r.bursts, r.lead, wake)
         } else {
             Pace::wall(rate)
         };
@@ -161,35 +175,51 @@ impl LiveTopics {
             area_ids: outputs.decoders.iter().map(|d| d.config.area().to_string()).chain(["all".to_string()]).collect(),
             ..Default::default()
         };
-        let stats_period = Duration::from_secs_f64(1.0 / nc.stats_rate_hz.max(1e-6));
-        Ok(LiveTopics {
-            stat_areas: outputs.decoders.iter().map(|d| d.area).collect(),
-            intake,
-            outputs,
-            inputs,
+        let dropped_records = Arc::new(AtomicU64::new(0));
+        let side = OutputSide {
             pubs,
-            fqn,
+            fqn: fqn.clone(),
             hardware: String::new(),
+            slots: inputs.iter().map(|i| i.slot.clone()).collect(),
             stats_topic: nc.stats_topic.clone(),
             stats_pub,
             diagnostics_topic: nc.diagnostics_topic.clone(),
             diagnostics_pub,
             stats,
-            stats_period,
-            next_stats: Instant::now() + stats_period,
-            reported: (0, 0),
+            stats_period: Duration::from_secs_f64(1.0 / nc.stats_rate_hz.max(1e-6)),
             problems: ProblemLog::new(Duration::from_secs_f64(nc.log_interval_s.max(0.0))),
+            dropped_records: dropped_records.clone(),
+        };
+        Ok(LiveTopics {
+            stat_areas: outputs.decoders.iter().map(|d| d.area).collect(),
+            intake,
+            outputs,
+            inputs,
+            fqn,
+            hardware: String::new(),
+            side: Some(side),
+            records: None,
+            publisher: None,
+            dropped_records,
+            report: OutputReport::default(),
             pace,
             rate,
             now_ns: 0,
             blind: false,
+            arrivals: Vec::with_capacity(64),
         })
     }
 
     /// The bursts start now: the clock's first deadline and the stats period count from here.
-    pub fn start(&mut self) {
+    pub fn start(&mut self) -> anyhow::Result<()> {
+        if let Some(mut side) = self.side.take() {
+            side.hardware.clone_from(&self.hardware);
+            let (tx, rx) = sync_channel(RECORDS);
+            self.publisher = Some(std::thread::Builder::new().name("publish".into()).spawn(move || side.run(rx))?);
+            self.records = Some(tx);
+        }
         self.pace.start(self.rate);
-        self.next_stats = Instant::now() + self.stats_period;
+        Ok(())
     }
 
     /// Wait for the next burst (the wall clock's grid, or `/clock` under simulation time); false
@@ -245,127 +275,71 @@ impl LiveTopics {
         }
     }
 
+    /// Hand the intake the messages encoded since the last burst.
     fn offer_latest(&mut self) {
+        self.arrivals.clear();
         for input in &self.inputs {
-            if let Some(sample) = input.slot.take() {
-                self.intake.offer(&input.key, input.type_name, &sample.payload, self.now_ns);
-            }
-        }
-    }
-
-    fn send(&mut self, motor: &[(usize, MotorMessage)]) {
-        for (i, m) in motor {
-            let o = &mut self.pubs[*i];
-            match o.publisher.publish(&m.payload) {
-                Ok(()) => o.published += 1,
-                Err(e) => {
-                    o.errors += 1;
-                    o.last_error = Some(e.to_string());
-                }
+            if let Some(e) = input.slot.take() {
+                self.arrivals.push(e.received);
+                self.intake.offer_encoded(&input.key, e.injections, self.now_ns);
             }
         }
     }
 
     /// The node stops (a signal, or a fatal error): every motor topic gets its stop command (a
     /// zero Twist, the joints held), the last message the robot hears from this node; a fatal
-    /// error goes to `/diagnostics` as ERROR.
+    /// error goes to `/diagnostics` as ERROR. Waits for the publisher thread to send them.
     pub fn stop(&mut self, fatal: Option<&str>) {
-        let now = self.pace.now_ns();
-        let stops = self.outputs.stop_messages(now);
-        self.send(&stops);
-        if !stops.is_empty() {
-            tracing::info!(
-                "{}: stop commands sent on {}",
-                self.fqn,
-                stops.iter().map(|(i, _)| self.pubs[*i].topic.as_str()).collect::<Vec<_>>().join(", ")
-            );
+        let time_ns = self.pace.now_ns();
+        let motor = self.outputs.stop_messages(time_ns);
+        let topics: Vec<String> = motor.iter().map(|(i, _)| self.outputs.decoders[*i].config.topic().to_string()).collect();
+        let stop = Record::Stop { motor, time_ns, fatal: fatal.map(String::from) };
+        if let (Some(tx), Some(thread)) = (self.records.take(), self.publisher.take()) {
+            let _ = tx.send(stop);
+            drop(tx);
+            self.report = thread.join().unwrap_or_default();
+        } else if let Some(side) = self.side.take() {
+            // stopped before the bursts started: publish here
+            let (tx, rx) = sync_channel(1);
+            let _ = tx.send(stop);
+            self.report = side.run(rx);
         }
-        // the last status: stopped, or the error that stopped the node
-        self.publish_health(now, true, fatal);
+        for i in &mut self.inputs {
+            i.slot.close();
+            if let Some(t) = i.encoder.take() {
+                let _ = t.join();
+            }
+        }
+        if !topics.is_empty() {
+            tracing::info!("{}: stop commands sent on {}", self.fqn, topics.join(", "));
+        }
     }
 
-    /// Publish a burst's motor messages, close the burst (begun at `start`) on the clock and in
-    /// BurstStats, and every stats period publish BurstStats and `/diagnostics` and log the
-    /// period's problems.
-    pub fn publish(&mut self, products: &BurstProducts, start: Instant) {
-        self.send(&products.motor);
-        let end = Instant::now();
-        self.pace.finished(end);
-        let us = (end - start).as_secs_f32() * 1e6;
-        let s = &mut self.stats;
-        s.burst = products.burst;
-        s.bursts += 1;
-        s.burst_duration_us = us;
-        s.burst_duration_max_us = s.burst_duration_max_us.max(us);
-        if end >= self.next_stats {
-            self.next_stats = end + self.stats_period;
-            self.report(end, products);
+    /// Hand a burst's products (begun at `start`) to the publisher thread and close the burst on
+    /// the clock. Never waits: a record the publisher has no room for is dropped and counted.
+    pub fn publish(&mut self, products: BurstProducts, start: Instant) {
+        let record = BurstRecord {
+            burst: products.burst,
+            time_ns: self.now_ns,
+            fired: self.stat_areas.iter().map(|&a| products.fired_per_area[a]).chain([products.fired_total as u32]).collect(),
+            motor: products.motor,
+            arrivals: self.arrivals.clone(),
+            work_us: start.elapsed().as_secs_f32() * 1e6,
+            missed: self.pace.missed(),
+            stale: self.intake.stale_flags(),
+            blind: self.blind,
+        };
+        if let Some(tx) = &self.records {
+            if tx.try_send(Record::Burst(record)).is_err() {
+                self.dropped_records.fetch_add(1, Ordering::Relaxed);
+            }
         }
+        self.pace.finished(Instant::now());
     }
 
     /// Sensor messages dropped and, of those, malformed, since the start.
     pub fn dropped(&self) -> (u64, u64) {
-        let malformed: u64 = self.inputs.iter().map(|i| self.intake.stats.get(&i.key).map_or(0, |s| s.dropped)).sum();
-        (self.inputs.iter().map(|i| i.slot.lost()).sum::<u64>() + malformed, malformed)
-    }
-
-    /// Publish `/diagnostics` for the period that ends now.
-    fn publish_health(&mut self, time_ns: u64, stopping: bool, fatal: Option<&str>) {
-        let Some(p) = self.diagnostics_pub.as_mut() else { return };
-        let (missed, dropped) = (self.stats.missed_deadlines, self.stats.dropped_messages);
-        let health = Health {
-            node: &self.fqn,
-            hardware: &self.hardware,
-            stats: &self.stats,
-            new_missed: missed.saturating_sub(self.reported.0),
-            new_dropped: dropped.saturating_sub(self.reported.1),
-            received: self.inputs.iter().map(|i| (i.slot.topic.as_str(), i.slot.counters.received.load(Ordering::Relaxed))).collect(),
-            stale: self.intake.stale_topics().collect(),
-            blind: self.blind,
-            stopping,
-            fatal,
-        };
-        if let Err(e) = p.publish(&encode(&health.message(time_ns))) {
-            self.problems.check(
-                Instant::now(),
-                &self.diagnostics_topic,
-                "diagnostics publish errors",
-                self.stats.burst,
-                Some(&e.to_string()),
-            );
-        }
-        self.reported = (missed, dropped);
-    }
-
-    fn report(&mut self, end: Instant, products: &BurstProducts) {
-        let burst = products.burst;
-        (self.stats.dropped_messages, self.stats.malformed_messages) = self.dropped();
-        self.stats.missed_deadlines = self.pace.missed();
-        self.stats.fired = self.stat_areas.iter().map(|&a| products.fired_per_area[a]).chain([products.fired_total as u32]).collect();
-        if let Some(p) = self.stats_pub.as_mut() {
-            if let Err(e) = p.publish(&encode(&self.stats)) {
-                self.problems.check(end, &self.stats_topic, "stats publish errors", burst, Some(&e.to_string()));
-            }
-        }
-        self.publish_health(self.now_ns, false, None);
-        self.stats.bursts = 0;
-        self.stats.burst_duration_max_us = 0.0;
-        self.problems.check(end, "bursts", "missed deadlines", self.pace.missed(), None);
-        for i in &self.inputs {
-            let (t, c) = (&i.slot.topic, &i.slot.counters);
-            let malformed = self.intake.stats.get(&i.key).map_or(0, |s| s.dropped);
-            self.problems.check(end, t, "malformed messages dropped", malformed, self.intake.last_errors.get(&i.key).map(String::as_str));
-            self.problems.check(
-                end,
-                t,
-                "messages without a valid rmw_zenoh attachment dropped",
-                c.bad_attachment.load(Ordering::Relaxed),
-                None,
-            );
-            self.problems.check(end, t, "messages replaced by a newer one before a burst", c.replaced.load(Ordering::Relaxed), None);
-        }
-        for o in &self.pubs {
-            self.problems.check(end, &o.topic, "publish errors", o.errors, o.last_error.as_deref());
-        }
+        let slots = self.inputs.iter().map(|i| &i.slot);
+        (slots.clone().map(|s| s.lost()).sum(), slots.map(|s| s.counters.malformed.load(Ordering::Relaxed)).sum())
     }
 }

@@ -36,7 +36,9 @@ pub enum IntakeError {
 }
 
 pub struct Intake {
-    encoders: Vec<Encoder>,
+    configs: Vec<EncoderConfig>,
+    /// The encoders (None: taken out to run on a thread of their own, [`Intake::take_encoders`]).
+    encoders: Vec<Option<Encoder>>,
     /// Encoder indices per topic.
     by_topic: BTreeMap<String, Vec<usize>>,
     /// Latest unencoded message per topic: (type, payload).
@@ -62,12 +64,13 @@ impl Intake {
         for c in configs {
             let e = Encoder::new(c, layout).map_err(|e| IntakeError::Config(e.to_string()))?;
             by_topic.entry(c.topic().to_string()).or_default().push(encoders.len());
-            encoders.push(e);
+            encoders.push(Some(e));
         }
         let stats = by_topic.keys().map(|t| (t.clone(), TopicStats::default())).collect();
         let held = vec![Vec::new(); encoders.len()];
         let stale = vec![false; encoders.len()];
         Ok(Intake {
+            configs: configs.to_vec(),
             last_at: vec![None; encoders.len()],
             stale,
             encoders,
@@ -89,7 +92,7 @@ impl Intake {
 
     /// The message types the encoders of `topic` accept (those of its first encoder).
     pub fn message_types(&self, topic: &str) -> &'static [&'static str] {
-        self.by_topic.get(topic).and_then(|v| v.first()).map_or(&[], |&i| self.encoders[i].config.message_types())
+        self.by_topic.get(topic).and_then(|v| v.first()).map_or(&[], |&i| self.configs[i].message_types())
     }
 
     /// The configured input topics.
@@ -100,9 +103,9 @@ impl Intake {
     /// Check a topic's type before any message arrives (bag metadata, ROS discovery).
     pub fn check_type(&self, topic: &str, type_name: &str) -> Result<(), IntakeError> {
         for &i in self.by_topic.get(topic).into_iter().flatten() {
-            let accepted = self.encoders[i].config.message_types();
+            let accepted = self.configs[i].message_types();
             if !accepted.contains(&type_name) {
-                let kind = serde_yaml::to_value(&self.encoders[i].config)
+                let kind = serde_yaml::to_value(&self.configs[i])
                     .ok()
                     .and_then(|v| v.get("kind").and_then(|k| k.as_str().map(String::from)))
                     .unwrap_or_default();
@@ -150,17 +153,23 @@ impl Intake {
         !self.stale.is_empty() && self.stale.iter().all(|&s| s)
     }
 
+    /// Per topic (in the order of [`Intake::topics`]): whether one of its encoders was stale at
+    /// the last injection.
+    pub fn stale_flags(&self) -> Vec<bool> {
+        self.by_topic.values().map(|ids| ids.iter().any(|&i| self.stale[i])).collect()
+    }
+
     /// The topics stale at the last injection.
     pub fn stale_topics(&self) -> impl Iterator<Item = &str> {
-        self.encoders.iter().zip(&self.stale).filter(|(_, &s)| s).map(|(e, _)| e.config.topic())
+        self.configs.iter().zip(&self.stale).filter(|(_, &s)| s).map(|(c, _)| c.topic())
     }
 
     /// Mark the encoders whose topic has been silent for their `stale_after` (never heard counts
     /// as silent); count and log each change.
     fn update_stale(&mut self, now_ns: u64) {
-        for (i, e) in self.encoders.iter().enumerate() {
-            let after = e.config.stale_after();
-            let topic = e.config.topic();
+        for (i, c) in self.configs.iter().enumerate() {
+            let after = c.stale_after();
+            let topic = c.topic();
             let last = self.last_at[i];
             let stale = after > 0.0 && last.is_none_or(|t| now_ns.saturating_sub(t) as f64 > after * 1e9);
             if stale == self.stale[i] {
@@ -183,13 +192,48 @@ impl Intake {
         self.update_stale(now_ns);
     }
 
+    /// Take the encoders of `topic` out, in configuration order, to encode its messages elsewhere
+    /// (the live node runs them on a thread per topic); their results come back through
+    /// [`Intake::offer_encoded`].
+    pub fn take_encoders(&mut self, topic: &str) -> Vec<Encoder> {
+        let Some(ids) = self.by_topic.get(topic) else { return vec![] };
+        ids.iter().filter_map(|&i| self.encoders[i].take()).collect()
+    }
+
+    /// A message of `topic` that arrived at `at_ns`, encoded elsewhere by the encoders of
+    /// [`Intake::take_encoders`] (one injection each, same order), or the error that dropped it
+    /// (the previous injections stand). Returns false when no encoder listens to `topic`.
+    pub fn offer_encoded(&mut self, topic: &str, encoded: Result<Vec<Vec<Injection>>, String>, at_ns: u64) -> bool {
+        let Some(ids) = self.by_topic.get(topic) else { return false };
+        let stats = self.stats.get_mut(topic).expect("configured topic");
+        stats.received += 1;
+        for &i in ids {
+            self.last_at[i] = Some(at_ns);
+        }
+        match encoded {
+            Ok(injections) => {
+                stats.encoded += 1;
+                for (&i, inj) in ids.iter().zip(injections) {
+                    self.held[i] = inj;
+                }
+            }
+            Err(e) => {
+                stats.dropped += 1;
+                self.first_errors.entry(topic.to_string()).or_insert_with(|| e.clone());
+                self.last_errors.insert(topic.to_string(), e);
+            }
+        }
+        true
+    }
+
     /// Encode the latest message of every topic that received one since the last burst.
     fn encode_pending(&mut self) {
         for (topic, (type_name, payload)) in std::mem::take(&mut self.pending) {
             let stats = self.stats.get_mut(&topic).expect("pending topics are configured");
             let mut ok = true;
             for &i in &self.by_topic[&topic] {
-                match self.encoders[i].encode(&type_name, &payload) {
+                let Some(encoder) = self.encoders[i].as_mut() else { continue };
+                match encoder.encode(&type_name, &payload) {
                     Ok(inj) => self.held[i] = inj,
                     Err(e) => {
                         ok = false;

@@ -7,3 +7,4 @@ pub mod intake;
 pub mod outputs;
 pub mod plot;
 pub mod replay;
+pub mod schedule;

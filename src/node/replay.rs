@@ -1,9 +1,7 @@
-//! Replay: a bag drives the brain, lock-stepped to bag time. With `r` = the genome's
-//! `burst_rate_hz` and `t0` the first message's log time, burst k (k = 1, 2, ...) runs at bag time
-//! `t_k = t0 + (k - 1) / r` on the latest message of each topic logged before `t_k`; its motor
-//! messages and its activity message are recorded at `t_k`. Bursts continue until every message
-//! has been offered (one burst after the last). Nothing depends on the wall clock, so two runs
-//! (and the CPU and CUDA backends) write the same bytes.
+//! Replay: a bag drives the brain, lock-stepped to bag time ([`BagSchedule`]: on the clock's grid
+//! at the genome's `burst_rate_hz`, or in reflex mode at the messages' log times too); each
+//! burst's motor messages and activity message are recorded at its bag time. Nothing depends on
+//! the wall clock, so two runs (and the CPU and CUDA backends) write the same bytes.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +12,7 @@ use crate::bag::{Bag, BagError, BagWriter};
 use crate::model::{Injections, Layout};
 use crate::node::intake::{Intake, TopicStats};
 use crate::node::outputs::{BurstProducts, Outputs};
+pub use crate::node::schedule::BagSchedule;
 use crate::ros::neuroburst_msgs::BurstActivity;
 use crate::ros::{encode, registry, RosMessage};
 
@@ -80,77 +79,6 @@ pub struct ReplayOptions<'a> {
     pub pace: f64,
     /// Set (by a SIGINT handler) to stop after the current burst and finish the output.
     pub stop: &'a AtomicBool,
-}
-
-/// When each burst of a replay runs, in bag time: burst k (k = 1, 2, ...) at
-/// `t_k = t0 + (k - 1) / r`, on the messages logged before `t_k`; bursts continue until every
-/// message has been offered (one burst after the last), or `max_bursts`.
-#[derive(Clone, Debug)]
-pub struct BagSchedule {
-    t0: u64,
-    t_last: u64,
-    period_ns: f64,
-    total: u64,
-    /// The next message to offer.
-    next: usize,
-}
-
-impl BagSchedule {
-    /// The schedule of `bag` at `burst_rate_hz`; None for a bag without messages.
-    pub fn new(bag: &Bag, burst_rate_hz: f64, max_bursts: u64) -> Result<Option<BagSchedule>, ReplayError> {
-        if !(burst_rate_hz > 0.0 && burst_rate_hz.is_finite()) {
-            return Err(ReplayError::Config(format!("burst_rate_hz must be > 0, not {burst_rate_hz}")));
-        }
-        let Some(first) = bag.messages.first() else { return Ok(None) };
-        let t0 = first.log_time;
-        let t_last = bag.messages.last().map_or(t0, |m| m.log_time);
-        let period_ns = 1e9 / burst_rate_hz;
-        // bursts up to the first one that starts after the last message
-        let mut total = ((t_last - t0) as f64 / period_ns).floor() as u64 + 2;
-        if max_bursts > 0 {
-            total = total.min(max_bursts);
-        }
-        Ok(Some(BagSchedule { t0, t_last, period_ns, total, next: 0 }))
-    }
-
-    /// The number of bursts.
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-
-    /// The first message's log time.
-    pub fn t0(&self) -> u64 {
-        self.t0
-    }
-
-    /// Bag seconds from the first message to the last.
-    pub fn duration_s(&self) -> f64 {
-        (self.t_last - self.t0) as f64 * 1e-9
-    }
-
-    /// Burst `k`'s bag time `t_k`.
-    pub fn time(&self, k: u64) -> u64 {
-        self.t0 + ((k - 1) as f64 * self.period_ns).round() as u64
-    }
-
-    /// Offer `intake` every message not yet offered that was logged before burst `k`'s time;
-    /// those on topics no encoder reads are counted in `ignored`.
-    pub fn offer(&mut self, bag: &Bag, k: u64, intake: &mut Intake, ignored: &mut BTreeMap<String, u64>) {
-        let t_k = self.time(k);
-        while self.next < bag.messages.len() && bag.messages[self.next].log_time < t_k {
-            let m = &bag.messages[self.next];
-            let topic = &bag.topics[m.topic];
-            if !intake.offer(&topic.name, &topic.type_name, &m.data, m.log_time) {
-                *ignored.entry(topic.name.clone()).or_default() += 1;
-            }
-            self.next += 1;
-        }
-    }
-
-    /// Back to the first message (a replay that starts again).
-    pub fn rewind(&mut self) {
-        self.next = 0;
-    }
 }
 
 /// Check the configured encoders' topics against the bag before anything runs: their types,
@@ -221,8 +149,8 @@ pub fn replay(
     writer: &mut BagWriter,
     opts: &ReplayOptions<'_>,
 ) -> Result<ReplaySummary, ReplayError> {
-    let schedule = BagSchedule::new(bag, opts.burst_rate_hz, opts.max_bursts)?;
     let mut intake = Intake::new(&config.encoders, layout)?;
+    let schedule = BagSchedule::for_config(bag, opts.burst_rate_hz, opts.max_bursts, &config.node, &intake)?;
     let mut outputs = Outputs::new(&config.decoders, layout).map_err(ReplayError::Config)?;
     check_topics(bag, &intake)?;
     let channels = OutputChannels::add(writer, &outputs, &opts.activity_topic)?;

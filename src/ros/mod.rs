@@ -92,7 +92,7 @@ mod tests {
     fn empty_and_burst_stats_hashes() {
         // Both computed by rosbags 0.11.9 (`hash_rihs01`; BurstStats registered from msg/).
         assert_eq!(type_hash::<builtin::Empty>(), "RIHS01_20b625256f32d5dbc0d04fee44f43c41e51c70d3502f84b4a08e7a9c26a96312");
-        assert_eq!(type_hash::<neuroburst_msgs::BurstStats>(), "RIHS01_3a034a82fa0b42b3463b1a0c42f77a1aa3e22684c73d55c295d20e7940f1aa43");
+        assert_eq!(type_hash::<neuroburst_msgs::BurstStats>(), "RIHS01_88c2ba1c4c3bc698738b7eeea5c52f7bbf78593bcad8d1806aa49c043dd974ce");
         assert_eq!(encode(&builtin::Empty {}), vec![0, 1, 0, 0, 0]);
     }
 

@@ -38,5 +38,11 @@ ros_message! {
         dropped_messages: u64,
         /// Of those, the ones that could not be decoded.
         malformed_messages: u64,
+        /// The node's sensor -> motor latency since the previous BurstStats: messages measured.
+        latency_samples: u32,
+        /// From a message's arrival to the publication of the burst after its own (microseconds).
+        latency_p50_us: f32,
+        latency_p99_us: f32,
+        latency_max_us: f32,
     }
 }

@@ -1,0 +1,241 @@
+//! The live node's publisher thread: the burst thread hands every burst's products over (a
+//! bounded channel, never waited on: when it is full the record is dropped and counted) and this
+//! thread publishes the motor messages at once, measures the node's sensor -> motor latency,
+//! publishes BurstStats and `/diagnostics` at their rate and logs the period's problems. A
+//! transport that blocks (congestion, a slow link) delays this thread, never a burst.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::health::Health;
+use super::intake::Slot;
+use super::problems::ProblemLog;
+use super::trace::{Durations, Percentiles};
+use crate::decode::MotorMessage;
+use crate::ros::encode;
+use crate::ros::neuroburst_msgs::BurstStats;
+use crate::transport::Publisher;
+
+/// A published motor topic.
+pub struct Output {
+    pub topic: String,
+    pub publisher: Box<dyn Publisher>,
+    pub published: u64,
+    pub errors: u64,
+    pub last_error: Option<String>,
+}
+
+/// What the burst thread hands over.
+pub enum Record {
+    Burst(BurstRecord),
+    /// The node stops: the stop commands, the final status (and the fatal error, if one).
+    Stop {
+        motor: Vec<(usize, MotorMessage)>,
+        time_ns: u64,
+        fatal: Option<String>,
+    },
+}
+
+pub struct BurstRecord {
+    pub burst: u64,
+    /// The burst's ROS time.
+    pub time_ns: u64,
+    pub motor: Vec<(usize, MotorMessage)>,
+    /// Arrival of the sensor messages first injected in this burst.
+    pub arrivals: Vec<Instant>,
+    /// The burst's work (intake to handoff), microseconds.
+    pub work_us: f32,
+    /// Totals so far.
+    pub missed: u64,
+    /// Fired neurons of the stats' areas, then of the whole brain.
+    pub fired: Vec<u32>,
+    /// The sensor topics stale at this burst (configuration order of the inputs).
+    pub stale: Vec<bool>,
+    pub blind: bool,
+}
+
+/// The publisher thread's state.
+pub struct OutputSide {
+    pub pubs: Vec<Output>,
+    pub fqn: String,
+    pub hardware: String,
+    /// The sensor topics' slots (their counters).
+    pub slots: Vec<Arc<Slot>>,
+    pub stats_topic: String,
+    pub stats_pub: Option<Box<dyn Publisher>>,
+    pub diagnostics_topic: String,
+    pub diagnostics_pub: Option<Box<dyn Publisher>>,
+    pub stats: BurstStats,
+    pub stats_period: Duration,
+    pub problems: ProblemLog,
+    /// Records the channel could not take.
+    pub dropped_records: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// What the publisher thread did, returned when it ends.
+#[derive(Clone, Debug, Default)]
+pub struct OutputReport {
+    /// (topic, published, errors) per motor topic.
+    pub published: Vec<(String, u64, u64)>,
+    /// The node's sensor -> motor latency over the whole run.
+    pub latency: Percentiles,
+}
+
+struct Run {
+    side: OutputSide,
+    /// Totals at the previous report (missed deadlines, dropped messages).
+    reported: (u64, u64),
+    /// Arrivals of the messages injected in the last burst: answered by this burst's outputs.
+    pending: Vec<Instant>,
+    window: Durations,
+    total: Durations,
+    last: Option<BurstRecord>,
+}
+
+impl OutputSide {
+    /// Run until the burst thread sends [`Record::Stop`] (or goes away).
+    pub fn run(self, records: Receiver<Record>) -> OutputReport {
+        let period = self.stats_period;
+        let mut r =
+            Run { side: self, reported: (0, 0), pending: vec![], window: Durations::default(), total: Durations::default(), last: None };
+        let mut next_stats = Instant::now() + period;
+        loop {
+            match records.recv_timeout(next_stats.saturating_duration_since(Instant::now())) {
+                Ok(Record::Burst(b)) => r.burst(b),
+                Ok(Record::Stop { motor, time_ns, fatal }) => {
+                    r.send(&motor);
+                    r.health(time_ns, true, fatal.as_deref());
+                    break;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let now = Instant::now();
+            if now >= next_stats {
+                next_stats = now + period;
+                r.report(now);
+            }
+        }
+        OutputReport {
+            published: r.side.pubs.iter().map(|o| (o.topic.clone(), o.published, o.errors)).collect(),
+            latency: r.total.percentiles(),
+        }
+    }
+}
+
+impl Run {
+    fn send(&mut self, motor: &[(usize, MotorMessage)]) {
+        for (i, m) in motor {
+            let o = &mut self.side.pubs[*i];
+            match o.publisher.publish(&m.payload) {
+                Ok(()) => o.published += 1,
+                Err(e) => {
+                    o.errors += 1;
+                    o.last_error = Some(e.to_string());
+                }
+            }
+        }
+    }
+
+    fn burst(&mut self, b: BurstRecord) {
+        self.send(&b.motor);
+        let now = Instant::now();
+        for a in self.pending.drain(..) {
+            let ns = now.saturating_duration_since(a).as_nanos() as u64;
+            self.window.record(ns);
+            self.total.record(ns);
+        }
+        self.pending.extend_from_slice(&b.arrivals);
+        let s = &mut self.side.stats;
+        s.burst = b.burst;
+        s.bursts += 1;
+        s.burst_duration_us = b.work_us;
+        s.burst_duration_max_us = s.burst_duration_max_us.max(b.work_us);
+        self.last = Some(b);
+    }
+
+    /// Sensor messages dropped and, of those, malformed, since the start.
+    fn dropped(&self) -> (u64, u64) {
+        let slots = &self.side.slots;
+        (slots.iter().map(|s| s.lost()).sum(), slots.iter().map(|s| s.counters.malformed.load(Ordering::Relaxed)).sum())
+    }
+
+    /// Publish `/diagnostics` for the period that ends now.
+    fn health(&mut self, time_ns: u64, stopping: bool, fatal: Option<&str>) {
+        let (missed, dropped) = (self.side.stats.missed_deadlines, self.side.stats.dropped_messages);
+        let last = self.last.as_ref();
+        let side = &mut self.side;
+        let Some(p) = side.diagnostics_pub.as_mut() else { return };
+        let health = Health {
+            node: &side.fqn,
+            hardware: &side.hardware,
+            stats: &side.stats,
+            new_missed: missed.saturating_sub(self.reported.0),
+            new_dropped: dropped.saturating_sub(self.reported.1),
+            received: side.slots.iter().map(|s| (s.topic.as_str(), s.counters.received.load(Ordering::Relaxed))).collect(),
+            stale: last.map_or(vec![], |l| side.slots.iter().zip(&l.stale).filter(|(_, &s)| s).map(|(s, _)| s.topic.as_str()).collect()),
+            blind: last.is_some_and(|l| l.blind),
+            stopping,
+            fatal,
+        };
+        if let Err(e) = p.publish(&encode(&health.message(time_ns))) {
+            side.problems.check(
+                Instant::now(),
+                &side.diagnostics_topic,
+                "diagnostics publish errors",
+                side.stats.burst,
+                Some(&e.to_string()),
+            );
+        }
+        self.reported = (missed, dropped);
+    }
+
+    fn report(&mut self, now: Instant) {
+        let Some(last) = self.last.as_ref() else { return };
+        let (time_ns, missed) = (last.time_ns, last.missed);
+        (self.side.stats.dropped_messages, self.side.stats.malformed_messages) = self.dropped();
+        let s = &mut self.side.stats;
+        s.missed_deadlines = missed;
+        s.fired.clone_from(&last.fired);
+        let l = self.window.percentiles();
+        (s.latency_samples, s.latency_p50_us, s.latency_p99_us, s.latency_max_us) =
+            (l.count as u32, l.p50_us as f32, l.p99_us as f32, l.max_us as f32);
+        self.window.clear();
+        let side = &mut self.side;
+        if let Some(p) = side.stats_pub.as_mut() {
+            if let Err(e) = p.publish(&encode(&side.stats)) {
+                side.problems.check(now, &side.stats_topic, "stats publish errors", side.stats.burst, Some(&e.to_string()));
+            }
+        }
+        self.health(time_ns, false, None);
+        let side = &mut self.side;
+        side.stats.bursts = 0;
+        side.stats.burst_duration_max_us = 0.0;
+        side.problems.check(now, "bursts", "missed deadlines", missed, None);
+        side.problems.check(
+            now,
+            "publisher",
+            "burst records dropped (the publisher fell behind)",
+            side.dropped_records.load(Ordering::Relaxed),
+            None,
+        );
+        for slot in &side.slots {
+            let (t, c) = (&slot.topic, &slot.counters);
+            let last_error = slot.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            side.problems.check(now, t, "malformed messages dropped", c.malformed.load(Ordering::Relaxed), last_error.as_deref());
+            side.problems.check(
+                now,
+                t,
+                "messages without a valid rmw_zenoh attachment dropped",
+                c.bad_attachment.load(Ordering::Relaxed),
+                None,
+            );
+            side.problems.check(now, t, "messages replaced by a newer one before a burst", c.replaced.load(Ordering::Relaxed), None);
+        }
+        for o in &side.pubs {
+            side.problems.check(now, &o.topic, "publish errors", o.errors, o.last_error.as_deref());
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! When each burst of a replay runs, in bag time, and which messages it takes. With `r` the
+//! burst rate, `t0` the first message's log time and `t_last` the last's:
+//!
+//! - **clock** (`node.mode: clock`): burst k (k = 1, 2, ...) runs at `t_k = t0 + (k - 1) / r` on
+//!   the messages logged before `t_k`, until one burst after the last message.
+//! - **reflex** (`node.mode: reflex`): the live node's reflex mode in bag time. A message on an
+//!   input topic logged at `t` starts `reflex.bursts` bursts at `t` (they take the messages logged
+//!   up to `t`); the grid `t0 + j / r` goes on, a grid point giving up its burst for each burst run
+//!   ahead of it, and the bursts never run more than `reflex.lead` ahead of the grid. The grid
+//!   ends where the clock's does. Bursts at one time share its stamp.
+//!
+//! Either way the schedule depends on the bag and the configuration only: replays are
+//! deterministic.
+
+use std::collections::BTreeMap;
+
+use super::intake::Intake;
+use super::replay::ReplayError;
+use crate::bag::Bag;
+use crate::live::{Mode, NodeConfig};
+
+#[derive(Clone, Debug)]
+pub struct BagSchedule {
+    t0: u64,
+    t_last: u64,
+    /// Per burst: its bag time and how many messages (a prefix of the bag) it has been offered.
+    bursts: Vec<(u64, usize)>,
+    /// The next message to offer.
+    next: usize,
+}
+
+impl BagSchedule {
+    /// The clock's schedule of `bag` at `burst_rate_hz` (at most `max_bursts`, 0: no limit); None
+    /// for a bag without messages.
+    pub fn new(bag: &Bag, burst_rate_hz: f64, max_bursts: u64) -> Result<Option<BagSchedule>, ReplayError> {
+        Self::plan(bag, burst_rate_hz, max_bursts, None)
+    }
+
+    /// The schedule `node` asks for (its `mode` and `reflex`); the intake's topics are the inputs.
+    pub fn for_config(
+        bag: &Bag,
+        burst_rate_hz: f64,
+        max_bursts: u64,
+        node: &NodeConfig,
+        intake: &Intake,
+    ) -> Result<Option<BagSchedule>, ReplayError> {
+        match node.mode {
+            Mode::Clock => Self::new(bag, burst_rate_hz, max_bursts),
+            Mode::Reflex => {
+                let r = &node.reflex;
+                if r.bursts == 0 || r.lead < r.bursts {
+                    return Err(ReplayError::Config(format!(
+                        "node.reflex: bursts {} and lead {}: a reflex needs at least one burst, and lead >= bursts",
+                        r.bursts, r.lead
+                    )));
+                }
+                let inputs: Vec<bool> = bag.topics.iter().map(|t| intake.topics().any(|i| i == t.name)).collect();
+                Self::plan(bag, burst_rate_hz, max_bursts, Some((r.bursts, r.lead, &inputs)))
+            }
+        }
+    }
+
+    fn plan(bag: &Bag, rate: f64, max_bursts: u64, reflex: Option<(u32, u32, &[bool])>) -> Result<Option<BagSchedule>, ReplayError> {
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err(ReplayError::Config(format!("burst_rate_hz must be > 0, not {rate}")));
+        }
+        let msgs = &bag.messages;
+        let (Some(first), Some(last)) = (msgs.first(), msgs.last()) else { return Ok(None) };
+        let (t0, t_last) = (first.log_time, last.log_time);
+        let period_ns = 1e9 / rate;
+        let grid = |j: u64| t0 + (j as f64 * period_ns).round() as u64;
+        // the clock's bursts: up to the first one that starts after the last message
+        let grid_total = ((t_last - t0) as f64 / period_ns).floor() as u64 + 2;
+        let max = if max_bursts > 0 { max_bursts } else { u64::MAX } as usize;
+        let mut bursts = Vec::new();
+        match reflex {
+            None => {
+                let mut m = 0;
+                for j in 0..grid_total.min(max as u64) {
+                    let t = grid(j);
+                    m += msgs[m..].partition_point(|x| x.log_time < t);
+                    bursts.push((t, m));
+                }
+            }
+            Some((per_message, lead, inputs)) => {
+                let (mut j, mut m, mut now) = (0u64, 0usize, t0);
+                let (mut ahead, mut pending) = (0u32, 0u32);
+                while bursts.len() < max {
+                    if pending > 0 && ahead < lead {
+                        bursts.push((now, m));
+                        (pending, ahead) = (pending - 1, ahead + 1);
+                        continue;
+                    }
+                    if j >= grid_total && m >= msgs.len() && pending == 0 {
+                        break;
+                    }
+                    let tg = grid(j);
+                    if m < msgs.len() && msgs[m].log_time <= tg {
+                        // the messages logged at one time arrive together
+                        now = msgs[m].log_time;
+                        while m < msgs.len() && msgs[m].log_time == now {
+                            if inputs[msgs[m].topic] {
+                                pending = per_message;
+                            }
+                            m += 1;
+                        }
+                    } else {
+                        now = tg;
+                        j += 1;
+                        if ahead > 0 {
+                            ahead -= 1;
+                        } else {
+                            bursts.push((tg, m));
+                            pending = pending.saturating_sub(1);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Some(BagSchedule { t0, t_last, bursts, next: 0 }))
+    }
+
+    /// The number of bursts.
+    pub fn total(&self) -> u64 {
+        self.bursts.len() as u64
+    }
+
+    /// The first message's log time.
+    pub fn t0(&self) -> u64 {
+        self.t0
+    }
+
+    /// Bag seconds from the first message to the last.
+    pub fn duration_s(&self) -> f64 {
+        (self.t_last - self.t0) as f64 * 1e-9
+    }
+
+    /// Burst `k`'s bag time `t_k` (k = 1, 2, ...).
+    pub fn time(&self, k: u64) -> u64 {
+        self.bursts[k as usize - 1].0
+    }
+
+    /// Offer `intake` every message not yet offered that burst `k` takes; those on topics no
+    /// encoder reads are counted in `ignored`.
+    pub fn offer(&mut self, bag: &Bag, k: u64, intake: &mut Intake, ignored: &mut BTreeMap<String, u64>) {
+        let upto = self.bursts[k as usize - 1].1;
+        while self.next < upto {
+            let m = &bag.messages[self.next];
+            let topic = &bag.topics[m.topic];
+            if !intake.offer(&topic.name, &topic.type_name, &m.data, m.log_time) {
+                *ignored.entry(topic.name.clone()).or_default() += 1;
+            }
+            self.next += 1;
+        }
+    }
+
+    /// Back to the first message (a replay that starts again).
+    pub fn rewind(&mut self) {
+        self.next = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bag::{BagMessage, Topic};
+
+    /// Messages at these log times (ms) on topic 0 (an input) or 1 (not one).
+    fn bag(times: &[(u64, usize)]) -> Bag {
+        let topic = |n: &str| Topic { name: n.into(), type_name: "sensor_msgs/msg/LaserScan".into(), encoding: "cdr".into() };
+        Bag {
+            topics: vec![topic("/scan"), topic("/other")],
+            messages: times.iter().map(|&(ms, topic)| BagMessage { topic, log_time: ms * 1_000_000, data: vec![] }).collect(),
+            files: vec![],
+        }
+    }
+
+    fn times_ms(s: &BagSchedule) -> Vec<(f64, usize)> {
+        s.bursts.iter().map(|&(t, m)| ((t - s.t0) as f64 * 1e-6, m)).collect()
+    }
+
+    #[test]
+    fn clock_bursts_on_the_grid_take_what_came_before() {
+        let s = BagSchedule::plan(&bag(&[(0, 0), (25, 0), (30, 0)]), 100.0, 0, None).unwrap().unwrap();
+        assert_eq!(times_ms(&s), vec![(0.0, 0), (10.0, 1), (20.0, 1), (30.0, 2), (40.0, 3)]);
+    }
+
+    #[test]
+    fn reflex_bursts_at_a_message_and_gives_up_grid_points() {
+        let b = bag(&[(0, 0), (25, 0), (27, 1), (30, 0)]);
+        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 8, &[true, false]))).unwrap().unwrap();
+        // 0 ms: the message starts two bursts (the grid points at 0 and 10 ms are given up);
+        // 20 ms: on the grid; 25 ms: two bursts; 27 ms: not an input, nothing; 30 ms: two more
+        // (4 ahead: the grid's 30..60 ms are given up, and the grid ends at 40 ms)
+        assert_eq!(times_ms(&s), vec![(0.0, 1), (0.0, 1), (20.0, 1), (25.0, 2), (25.0, 2), (30.0, 4), (30.0, 4)]);
+        // at most `lead` ahead: with lead 2 (2 ahead after 25 ms), the message at 30 ms waits for
+        // the grid point at 30 ms to free one burst, and the one at 40 ms the other
+        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 2, &[true, false]))).unwrap().unwrap();
+        assert_eq!(times_ms(&s), vec![(0.0, 1), (0.0, 1), (20.0, 1), (25.0, 2), (25.0, 2), (30.0, 4), (40.0, 4)]);
+    }
+}
