@@ -77,6 +77,7 @@ fn print(r: &LoopReport) {
     );
     let mut rows = vec![vec!["".into(), "p50".into(), "p99".into(), "max".into(), "mean".into()]];
     rows.push(row(&format!("sensor -> motor ({} trials)", r.trials), &r.latency));
+    rows.push(row("  in the node (arrival -> publication)", &r.node_latency));
     rows.push(row("burst work (intake .. handoff)", &r.phases.burst_work));
     for (name, p) in &r.phases.phases {
         rows.push(row(&format!("  {name}"), p));

@@ -50,7 +50,7 @@ pub struct Control {
     pub reset_trace: AtomicBool,
 }
 
-/// Extra injection computed every burst (the latency benchmark drives W this way).
+/// Extra injection added every burst before the sensors' (`neuroburst bench-loop` drives W this way).
 pub type Drive = Box<dyn FnMut(u64, &mut Injections) + Send>;
 
 /// What the node did, returned when it stops.
@@ -152,9 +152,10 @@ fn bursts(
     let mut summary = Summary { hardware: topics.hardware.clone(), ..Summary::default() };
     tracing::info!("bursting at {} Hz ({} neurons, {} synapses, {})", topics.rate(), layout.neurons, opened.synapses, topics.hardware);
 
-    realtime::apply_logged(&config.node.realtime);
     let mut trace = trace::PhaseTrace::default();
+    // the publisher thread first: it must not inherit the burst thread's core
     topics.start()?;
+    realtime::apply_logged(&config.node.realtime);
     let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
     while !control.stop.load(Ordering::Relaxed) {
         let waiting = Instant::now();
@@ -162,12 +163,13 @@ fn bursts(
             break;
         }
         let start = Instant::now();
-        topics.injection(&mut injection);
-        let intake = Instant::now();
+        injection.clear();
         if let Some(d) = drive.as_mut() {
             d(summary.bursts + 1, &mut injection);
         }
         let driven = Instant::now();
+        topics.append_injection(&mut injection);
+        let intake = Instant::now();
         let out = backend.burst(injection.as_slice())?;
         let burst = Instant::now();
         let (now, blind) = (topics.now_ns(), topics.blind());
@@ -176,7 +178,7 @@ fn bursts(
         summary.bursts = products.burst;
         topics.publish(products, start);
         let end = Instant::now();
-        trace.record(&[ns(waiting, start), ns(start, intake), ns(intake, driven), ns(driven, burst), ns(burst, decoded), ns(decoded, end)]);
+        trace.record(&[ns(waiting, start), ns(driven, intake), ns(start, driven), ns(intake, burst), ns(burst, decoded), ns(decoded, end)]);
         control.burst.store(summary.bursts, Ordering::Relaxed);
         control.missed.store(topics.pace.missed(), Ordering::Relaxed);
         if control.reset_trace.swap(false, Ordering::Relaxed) {

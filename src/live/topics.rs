@@ -244,10 +244,11 @@ impl LiveTopics {
         self.now_ns
     }
 
-    /// The latest message of every sensor topic, encoded: this burst's injection.
-    pub fn injection(&mut self, out: &mut Injections) {
+    /// The latest message of every sensor topic, encoded: this burst's injection, added to what
+    /// `out` holds.
+    pub fn append_injection(&mut self, out: &mut Injections) {
         self.offer_latest();
-        self.intake.injection(out, self.now_ns);
+        self.intake.append_injection(out, self.now_ns);
         self.note_blind();
     }
 

@@ -74,6 +74,9 @@ pub struct LoopReport {
     pub lost: u64,
     /// Stimulus published -> turning Twist received, at the robot.
     pub latency: Percentiles,
+    /// The node's own measure over the whole run (BurstStats' latency): a message's arrival to the
+    /// publication of the burst after its own.
+    pub node_latency: Percentiles,
     /// Over the counted time.
     pub bursts: u64,
     pub missed_deadlines: u64,
@@ -187,6 +190,7 @@ pub fn run(mut config: Config, opts: Options) -> anyhow::Result<LoopReport> {
         trials: robot_report.latency.len(),
         lost: robot_report.lost,
         latency: robot_report.latency.percentiles(),
+        node_latency: summary.latency.clone(),
         bursts: bursts1 - bursts0,
         missed_deadlines: missed1 - missed0,
         dropped_messages: summary.dropped_messages,

@@ -1,6 +1,7 @@
 //! The robot of `neuroburst bench-loop`: its own Zenoh session (rmw_zenoh keys and attachments,
 //! loopback), publishing a camera (Image 640x480 rgb8), an IMU (Imu) and a laser scan (LaserScan)
-//! at their rates, and timing the reflex: on a scan tick it shows an obstacle on the right and
+//! at their rates (each scan period stretched by a random 0-2 ms, so that the stimuli fall at
+//! every phase of the node's clock), and timing the reflex: on a scan tick it shows an obstacle on the right and
 //! measures the time from that publication to the first Twist that turns; then it clears the
 //! obstacle and waits for a still Twist before the next trial.
 
@@ -158,6 +159,14 @@ pub fn run(
     let mut report = RobotReport::default();
     let timeout = Duration::from_millis(100);
     let mut near = false;
+    // the scans' phase wanders against the node's clock (a real sensor's clock is its own)
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut jitter = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        Duration::from_nanos(rng % 2_000_000)
+    };
     let frames: Vec<Vec<u8>> = (0..4).map(|k| image(k * 8)).collect();
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -177,7 +186,7 @@ pub fn run(
             next_image += image_p;
         }
         if now >= next_scan {
-            next_scan += scan_p;
+            next_scan += scan_p + jitter();
             counts[1] += 1;
             let mut t = trial.lock().unwrap_or_else(|p| p.into_inner());
             if t.twists > 0 {

@@ -122,6 +122,8 @@ impl Transport for ZenohTransport {
             .session
             .declare_publisher(key.clone())
             .congestion_control(CongestionControl::Drop)
+            // a command is small and late is useless: sent at once, never held for batching
+            .express(true)
             .wait()
             .map_err(|e| TransportError::Topic { topic: topic.name.clone(), message: format!("key {key}: {e}") })?;
         tracing::debug!("publishing {} on {key}", topic.name);
