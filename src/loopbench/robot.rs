@@ -119,7 +119,10 @@ pub fn run(
     let config = ZenohConfig { connect: vec![endpoint.to_string()], listen: vec![], ..ZenohConfig::default() };
     let session = zenoh::open(config.session_config()?).wait().map_err(|e| anyhow!("robot session: {e}"))?;
     let zerr = |e: zenoh::Error| anyhow!("robot: {e}");
-    let scan_pub = session.declare_publisher(key::<LaserScan>(domain, "scan")).wait().map_err(zerr)?;
+    // The stimulus goes express, as a reflex sensor's publisher should: under the back-pressure of
+    // camera frames on the same link, Zenoh may otherwise hold a small sample up to its batching
+    // time limit (1 ms by default) to batch it.
+    let scan_pub = session.declare_publisher(key::<LaserScan>(domain, "scan")).express(true).wait().map_err(zerr)?;
     let imu_pub = session.declare_publisher(key::<Imu>(domain, "imu")).wait().map_err(zerr)?;
     let image_pub = session.declare_publisher(key::<Image>(domain, "camera/image_raw")).wait().map_err(zerr)?;
     let trial = Arc::new(Mutex::new(Trial::default()));
