@@ -10,6 +10,8 @@ pub struct Clock {
     /// Grid index of the next burst.
     next: u64,
     pub missed: u64,
+    /// Spin to each grid point instead of sleeping (`node.realtime.busy_poll`).
+    pub busy: bool,
 }
 
 /// How long before a deadline the clock stops sleeping and spins (sleep overshoots ~50-100 us).
@@ -17,7 +19,12 @@ pub const SPIN: Duration = Duration::from_micros(200);
 
 impl Clock {
     pub fn new(rate_hz: f64, now: Instant) -> Clock {
-        Clock { t0: now, period: Duration::from_secs_f64(1.0 / rate_hz), next: 0, missed: 0 }
+        Clock { t0: now, period: Duration::from_secs_f64(1.0 / rate_hz), next: 0, missed: 0, busy: false }
+    }
+
+    /// Start the grid again at `now` (keeping `busy`).
+    pub fn restart(&mut self, rate_hz: f64, now: Instant) {
+        *self = Clock { busy: self.busy, ..Clock::new(rate_hz, now) };
     }
 
     pub fn period(&self) -> Duration {
@@ -47,7 +54,7 @@ impl Clock {
                 return;
             }
             let left = deadline - now;
-            if left > SPIN {
+            if left > SPIN && !self.busy {
                 std::thread::sleep(left - SPIN);
             } else {
                 std::hint::spin_loop();

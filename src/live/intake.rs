@@ -73,6 +73,8 @@ pub struct Slot {
     pub topic: String,
     latest: Mutex<Option<Sample>>,
     arrived: Condvar,
+    /// A sample waits in `latest` (what a busy-polling encoder watches).
+    ready: AtomicBool,
     closed: AtomicBool,
     encoded: Mutex<Option<Encoded>>,
     pub counters: TopicCounters,
@@ -86,6 +88,7 @@ impl Slot {
             topic: topic.to_string(),
             latest: Mutex::new(None),
             arrived: Condvar::new(),
+            ready: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             encoded: Mutex::new(None),
             counters: TopicCounters::default(),
@@ -100,21 +103,30 @@ impl Slot {
             self.counters.bad_attachment.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let old = locked(&self.latest).replace(sample);
+        let old = {
+            let mut g = locked(&self.latest);
+            self.ready.store(true, Ordering::Release);
+            g.replace(sample)
+        };
         self.arrived.notify_one();
         if old.is_some() {
             self.counters.replaced.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// The next sample to encode; None once the slot is closed.
-    fn next(&self) -> Option<Sample> {
+    /// The next sample to encode; None once the slot is closed. `busy`: spin until it comes
+    /// instead of sleeping.
+    fn next(&self, busy: bool) -> Option<Sample> {
+        while busy && !self.ready.load(Ordering::Acquire) && !self.closed.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
         let mut g = locked(&self.latest);
         loop {
             if self.closed.load(Ordering::Relaxed) {
                 return None;
             }
             if let Some(s) = g.take() {
+                self.ready.store(false, Ordering::Release);
                 return Some(s);
             }
             g = self.arrived.wait_timeout(g, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
@@ -152,17 +164,18 @@ impl Slot {
     }
 
     /// Start the thread that encodes this slot's samples with `encoders` (messages of type
-    /// `type_name`) and wakes `wake` after each.
+    /// `type_name`) and wakes `wake` after each; `busy`: it polls for samples instead of sleeping.
     pub fn spawn_encoder(
         self: &Arc<Self>,
         mut encoders: Vec<Encoder>,
         type_name: &'static str,
         wake: Arc<Wake>,
+        busy: bool,
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let slot = self.clone();
         let name = format!("encode {}", self.topic);
         std::thread::Builder::new().name(name.chars().take(15).collect()).spawn(move || {
-            while let Some(sample) = slot.next() {
+            while let Some(sample) = slot.next(busy) {
                 // sorted here, off the burst thread: ascending injections are a backend's fastest
                 let injections: Result<Vec<_>, String> = encoders
                     .iter_mut()
@@ -214,7 +227,7 @@ mod tests {
         let config: EncoderConfig = serde_yaml::from_str("{kind: laser_scan, topic: scan, area: scan, max_range: 2.0}").unwrap();
         let encoder = Encoder::new(&config, &layout).unwrap();
         let (slot, wake) = (Slot::new("/scan"), Wake::new());
-        let thread = slot.spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", wake.clone()).unwrap();
+        let thread = slot.spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", wake.clone(), false).unwrap();
         let seen = wake.seq();
         slot.put(sample(AttachmentStatus::NotExpected, 7));
         wake.wait(seen, Instant::now() + Duration::from_secs(10));

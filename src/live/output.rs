@@ -5,7 +5,7 @@
 //! transport that blocks (congestion, a slow link) delays this thread, never a burst.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -69,6 +69,8 @@ pub struct OutputSide {
     pub diagnostics_pub: Option<Box<dyn Publisher>>,
     pub stats: BurstStats,
     pub stats_period: Duration,
+    /// Poll for records instead of sleeping (`node.realtime.busy_poll`).
+    pub busy: bool,
     pub problems: ProblemLog,
     /// Records the channel could not take.
     pub dropped_records: Arc<std::sync::atomic::AtomicU64>,
@@ -102,7 +104,19 @@ impl OutputSide {
             Run { side: self, reported: (0, 0), pending: vec![], window: Durations::default(), total: Durations::default(), last: None };
         let mut next_stats = Instant::now() + period;
         loop {
-            match records.recv_timeout(next_stats.saturating_duration_since(Instant::now())) {
+            let record = if r.side.busy {
+                match records.try_recv() {
+                    Ok(x) => Ok(x),
+                    Err(TryRecvError::Empty) => {
+                        std::hint::spin_loop();
+                        Err(RecvTimeoutError::Timeout)
+                    }
+                    Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+                }
+            } else {
+                records.recv_timeout(next_stats.saturating_duration_since(Instant::now()))
+            };
+            match record {
                 Ok(Record::Burst(b)) => r.burst(b),
                 Ok(Record::Stop { motor, time_ns, fatal }) => {
                     r.send(&motor);

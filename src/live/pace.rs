@@ -147,7 +147,7 @@ impl Reflex {
                 Err(d) => d,
             };
             // sleep until a message or shortly before the grid point, then spin to it
-            if deadline - now > SPIN {
+            if deadline - now > SPIN && !self.clock.busy {
                 self.wake.wait(self.seen, (deadline - SPIN).min(now + Duration::from_millis(50)));
             } else {
                 std::hint::spin_loop();
@@ -163,12 +163,17 @@ impl Reflex {
 }
 
 impl Pace {
-    pub fn wall(rate_hz: f64) -> Pace {
-        Pace::Wall(Clock::new(rate_hz, Instant::now()))
+    /// The wall clock's grid; `busy`: spin to each burst instead of sleeping.
+    pub fn wall(rate_hz: f64, busy: bool) -> Pace {
+        let mut c = Clock::new(rate_hz, Instant::now());
+        c.busy = busy;
+        Pace::Wall(c)
     }
 
-    pub fn reflex(rate_hz: f64, bursts: u32, lead: u32, wake: Arc<Wake>) -> Pace {
-        Pace::Reflex(Reflex::new(rate_hz, bursts, lead, wake))
+    pub fn reflex(rate_hz: f64, bursts: u32, lead: u32, wake: Arc<Wake>, busy: bool) -> Pace {
+        let mut r = Reflex::new(rate_hz, bursts, lead, wake);
+        r.clock.busy = busy;
+        Pace::Reflex(r)
     }
 
     pub fn sim(rate_hz: f64, time: Arc<SimTime>) -> Pace {
@@ -178,8 +183,8 @@ impl Pace {
     /// The bursts start now (the wall clock's first deadline).
     pub fn start(&mut self, rate_hz: f64) {
         match self {
-            Pace::Wall(c) => *c = Clock::new(rate_hz, Instant::now()),
-            Pace::Reflex(r) => r.clock = Clock::new(rate_hz, Instant::now()),
+            Pace::Wall(c) => c.restart(rate_hz, Instant::now()),
+            Pace::Reflex(r) => r.clock.restart(rate_hz, Instant::now()),
             Pace::Sim { .. } => {}
         }
     }

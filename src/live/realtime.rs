@@ -85,13 +85,13 @@ mod tests {
 
     #[test]
     fn a_core_that_does_not_exist_is_refused_with_a_reason() {
-        let r = apply(&RealtimeConfig { cpu: Some(100_000), priority: 0, lock_memory: false });
+        let r = apply(&RealtimeConfig { cpu: Some(100_000), priority: 0, ..Default::default() });
         assert!(r[0].as_ref().unwrap_err().contains("cpu 100000"), "{r:?}");
     }
 
     #[test]
     fn pinning_to_core_0_works_or_says_why() {
-        let t = std::thread::spawn(|| apply(&RealtimeConfig { cpu: Some(0), priority: 0, lock_memory: false }));
+        let t = std::thread::spawn(|| apply(&RealtimeConfig { cpu: Some(0), priority: 0, ..Default::default() }));
         let r = t.join().unwrap();
         match &r[0] {
             Ok(m) => assert!(m.contains("cpu 0")),

@@ -59,6 +59,12 @@ pub struct RealtimeConfig {
     pub priority: u8,
     /// Lock the process's memory (mlockall), so no page of the brain is ever paged out.
     pub lock_memory: bool,
+    /// Hand-offs by polling instead of sleeping: the burst thread spins to its next burst, each
+    /// sensor topic's encoder thread and the publisher thread spin for their next item. Saves the
+    /// wake-up of a sleeping thread on every hop (tens to hundreds of microseconds on a virtual
+    /// machine) at the price of one busy core per thread (topics + 2): for machines with cores
+    /// to spare and a reflex to answer fast (docs/realtime.md).
+    pub busy_poll: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -113,7 +113,7 @@ impl LiveTopics {
             intake.check_type(&key, type_name)?;
             let spec = topic_spec(&key, nc, type_name, Qos::SENSOR)?;
             let slot = Slot::new(&spec.name);
-            let encoder = slot.spawn_encoder(intake.take_encoders(&key), type_name, wake.clone())?;
+            let encoder = slot.spawn_encoder(intake.take_encoders(&key), type_name, wake.clone(), nc.realtime.busy_poll)?;
             inputs.push(Input { key, slot: slot.clone(), encoder: Some(encoder) });
             transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?;
             tracing::info!("input {} ({type_name})", spec.name);
@@ -167,9 +167,9 @@ impl LiveTopics {
                 r.bursts,
                 r.lead
             );
-            Pace::reflex(rate, r.bursts, r.lead, wake)
+            Pace::reflex(rate, r.bursts, r.lead, wake, nc.realtime.busy_poll)
         } else {
-            Pace::wall(rate)
+            Pace::wall(rate, nc.realtime.busy_poll)
         };
         let stats = BurstStats {
             area_ids: outputs.decoders.iter().map(|d| d.config.area().to_string()).chain(["all".to_string()]).collect(),
@@ -187,6 +187,7 @@ impl LiveTopics {
             diagnostics_pub,
             stats,
             stats_period: Duration::from_secs_f64(1.0 / nc.stats_rate_hz.max(1e-6)),
+            busy: nc.realtime.busy_poll,
             problems: ProblemLog::new(Duration::from_secs_f64(nc.log_interval_s.max(0.0))),
             dropped_records: dropped_records.clone(),
         };
