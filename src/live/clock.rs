@@ -101,4 +101,17 @@ mod tests {
         assert_eq!((c.missed, c.next), (1, 4));
         assert_eq!(c.at(c.next), t0 + Duration::from_millis(4));
     }
+
+    #[test]
+    fn a_busy_clock_spins_to_its_grid_point_and_keeps_busy_on_restart() {
+        let t0 = Instant::now();
+        let mut c = Clock::new(1000.0, t0);
+        c.busy = true;
+        c.restart(500.0, t0);
+        assert!(c.busy);
+        assert_eq!(c.period(), Duration::from_millis(2));
+        c.finished(t0);
+        c.wait();
+        assert!(Instant::now() >= t0 + Duration::from_millis(2));
+    }
 }

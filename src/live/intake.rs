@@ -213,7 +213,9 @@ mod tests {
         s.put(sample(AttachmentStatus::NotExpected, 2));
         s.put(sample(AttachmentStatus::Missing, 3));
         s.put(sample(AttachmentStatus::Malformed, 4));
-        assert_eq!(s.next().unwrap().payload, vec![2]);
+        // a busy-polling encoder sees the waiting sample; then the slot is empty again
+        assert_eq!(s.next(true).unwrap().payload, vec![2]);
+        assert!(!s.ready.load(Ordering::Acquire));
         assert_eq!(s.counters.replaced.load(Ordering::Relaxed), 1);
         assert_eq!(s.counters.bad_attachment.load(Ordering::Relaxed), 2);
         assert_eq!(s.lost(), 3);
