@@ -497,29 +497,16 @@ pub fn cpu_candidate(_: &Genome, brain: Brain, readback: Readback) -> Result<Box
     Ok(Box::new(CpuBackend::new(brain, readback)))
 }
 
-/// The CUDA backend on `device` as a candidate.
-///
-/// Of every four brains, the first two run as graphs, the last two in the resident kernel (see
-/// `backend/cuda/resident.rs`; where it can run). The second copies each burst's ids to the GPU
-/// from the caller's page-locked column ([`Backend::prepare_input`]; by default only columns of
-/// 16 KB and more, so W(1M) and W(5M) but none of these small brains). The third reads each
-/// (small) injection where it lies in the pinned buffer; the fourth copies it into device memory
-/// first, from the caller's column when it is one.
+/// The CUDA backend on `device` as a candidate: of every two brains, the first runs on the
+/// device's own path (the resident kernel, where the device has cooperative launch), the second as
+/// graphs (the path of a device without it, and of several GPUs).
 pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> {
     let built = std::sync::atomic::AtomicUsize::new(0);
     move |_, brain, readback| {
-        let mut b = crate::backend::cuda::CudaBackend::new(brain, readback, device)?;
-        let k = built.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4;
-        if k % 2 == 1 {
-            b.set_lend_min(Some(0));
-        }
-        // brains 2 and 3 of every 4 run in the resident kernel where it can run, 0 and 1 as graphs
-        b.set_resident(k >= 2)?;
-        if k == 3 {
-            // the resident kernel's copy of the input into device memory (else small input is
-            // read where it lies)
-            b.set_resident_direct(0);
-        }
+        let b = match built.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2 {
+            0 => crate::backend::cuda::CudaBackend::new(brain, readback, device)?,
+            _ => crate::backend::cuda::CudaBackend::new_graphs(brain, readback, device)?,
+        };
         Ok(Box::new(b) as Box<dyn Backend>)
     }
 }

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
+use cudarc::driver::{sys, CudaContext, CudaStream, DriverError};
 
+use crate::backend::BackendError;
 use crate::brain::Brain;
 use crate::connectome::{Codes, Part};
 use crate::model::PAGE;
@@ -61,7 +62,7 @@ impl MemoryPlan {
         let row_ptr_bytes = if s < u32::MAX as u64 { 4 } else { 8 };
         let connectome_bytes = (total + 1) * row_ptr_bytes + s * (4 + code_bytes) + table_len as u64 * 4;
         let areas = areas as u64;
-        let chunk_index = (s / super::backend::PAIRS_PER_CHUNK as u64 + 2) * 4;
+        let chunk_index = (s / super::layout::PAIRS_PER_CHUNK as u64 + 2) * 4;
         // several GPUs: own fired lists without row offsets, plus the gathered list of the brain
         let lists = if sharded { 2 * 4 * n + total * (4 + 8) } else { 0 };
         // several GPUs: no row offsets of the own lists
@@ -98,82 +99,52 @@ pub fn device_bytes_needed(brain: &Brain) -> u64 {
 /// A pinned host buffer mapped into the device's address space: the GPU reads and writes it over
 /// PCIe with no copy call.
 ///
-/// Two ways to get one: `cuMemHostAlloc`, or ordinary page-aligned memory pinned with
-/// `cuMemHostRegister` (NEUROBURST_CUDA_PIN=alloc / register). Registered memory keeps the
-/// host's ordinary cached mapping: on the H100 virtual machines measured, the CPU wrote
-/// `cuMemHostAlloc` memory at ~2 GB/s (and read it slowly too), which cost ~90 us per burst at
-/// W(5M) for a 200 KB injection.
+/// Ordinary page-aligned memory pinned with `cuMemHostRegister`: it keeps the host's ordinary
+/// cached mapping. (`cuMemHostAlloc` memory, measured on the H100 virtual machines, was written by
+/// the CPU at ~2 GB/s and read slowly too, which cost ~90 us per burst at W(5M) for a 200 KB
+/// injection.)
 pub(crate) struct Pinned {
     ctx: Arc<CudaContext>,
     ptr: *mut u8,
     len: usize,
     dev: u64,
-    /// Some(layout): std-allocated and registered; None: cuMemHostAlloc.
-    registered: Option<std::alloc::Layout>,
+    layout: std::alloc::Layout,
 }
 
 // SAFETY: the buffer is owned by this value alone; the raw pointer is only dereferenced through
 // `&self`/`&mut self` by the backend that owns it.
 unsafe impl Send for Pinned {}
 
-/// Whether pinned buffers are registered ordinary memory (the default) rather than cuMemHostAlloc.
-fn register_mode() -> bool {
-    std::env::var("NEUROBURST_CUDA_PIN").map_or(DEFAULT_REGISTER, |v| v != "alloc")
-}
-
-/// Default of the pinning mode (see [`Pinned`]).
-const DEFAULT_REGISTER: bool = true;
-
 impl Pinned {
-    /// `write_combined`: the host only writes it (the injection), the device only reads it
-    /// (cuMemHostAlloc only).
-    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize, write_combined: bool) -> Result<Pinned, DriverError> {
+    /// `len` bytes (at least 64, whole pages), zeroed.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Pinned, DriverError> {
         ctx.bind_to_thread()?;
         let len = len.max(64).next_multiple_of(4096);
-        if register_mode() {
-            let layout = std::alloc::Layout::from_size_align(len, 4096).expect("pinned buffer layout");
-            // SAFETY: a non-zero, page-aligned layout; zeroed memory.
-            let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-            if ptr.is_null() {
-                std::alloc::handle_alloc_error(layout);
-            }
-            // SAFETY: `len` bytes at `ptr`, page-aligned, owned by us until unregistered in Drop.
-            let r = unsafe { sys::cuMemHostRegister_v2(ptr as *mut _, len, sys::CU_MEMHOSTREGISTER_DEVICEMAP) }.result();
-            if let Err(e) = r {
-                // SAFETY: allocated above with `layout`.
-                unsafe { std::alloc::dealloc(ptr, layout) };
-                return Err(e);
-            }
-            let mut dev: sys::CUdeviceptr = 0;
-            // SAFETY: `ptr` was registered with DEVICEMAP.
-            let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, ptr as *mut _, 0) }.result();
-            if let Err(e) = r {
-                // SAFETY: registered and allocated above, released once.
-                unsafe {
-                    let _ = sys::cuMemHostUnregister(ptr as *mut _);
-                    std::alloc::dealloc(ptr, layout);
-                }
-                return Err(e);
-            }
-            return Ok(Pinned { ctx: ctx.clone(), ptr, len, dev, registered: Some(layout) });
+        let layout = std::alloc::Layout::from_size_align(len, 4096).expect("pinned buffer layout");
+        // SAFETY: a non-zero, page-aligned layout; zeroed memory.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
         }
-        let mut flags = sys::CU_MEMHOSTALLOC_DEVICEMAP;
-        if write_combined {
-            flags |= sys::CU_MEMHOSTALLOC_WRITECOMBINED;
-        }
-        // SAFETY: a fresh allocation of `len` bytes; zeroed below before anything reads it.
-        let ptr = unsafe { result::malloc_host(len, flags) }? as *mut u8;
-        let mut dev: sys::CUdeviceptr = 0;
-        // SAFETY: `ptr` was returned by cuMemHostAlloc with DEVICEMAP.
-        let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, ptr as *mut _, 0) }.result();
+        // SAFETY: `len` bytes at `ptr`, page-aligned, owned by us until unregistered in Drop.
+        let r = unsafe { sys::cuMemHostRegister_v2(ptr as *mut _, len, sys::CU_MEMHOSTREGISTER_DEVICEMAP) }.result();
         if let Err(e) = r {
-            // SAFETY: allocated above, freed once.
-            let _ = unsafe { result::free_host(ptr as *mut _) };
+            // SAFETY: allocated above with `layout`.
+            unsafe { std::alloc::dealloc(ptr, layout) };
             return Err(e);
         }
-        // SAFETY: `len` bytes were allocated at `ptr`.
-        unsafe { std::ptr::write_bytes(ptr, 0, len) };
-        Ok(Pinned { ctx: ctx.clone(), ptr, len, dev, registered: None })
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: `ptr` was registered with DEVICEMAP.
+        let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, ptr as *mut _, 0) }.result();
+        if let Err(e) = r {
+            // SAFETY: registered and allocated above, released once.
+            unsafe {
+                let _ = sys::cuMemHostUnregister(ptr as *mut _);
+                std::alloc::dealloc(ptr, layout);
+            }
+            return Err(e);
+        }
+        Ok(Pinned { ctx: ctx.clone(), ptr, len, dev, layout })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -190,17 +161,11 @@ impl Pinned {
 impl Drop for Pinned {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
-        match self.registered {
-            // SAFETY: registered and allocated with `layout` in `new`, released once; the owner
-            // synchronised the stream before dropping (no kernel still uses it).
-            Some(layout) => unsafe {
-                let _ = sys::cuMemHostUnregister(self.ptr as *mut _);
-                std::alloc::dealloc(self.ptr, layout);
-            },
-            // SAFETY: allocated by cuMemHostAlloc in `new`, freed once; as above.
-            None => {
-                let _ = unsafe { result::free_host(self.ptr as *mut _) };
-            }
+        // SAFETY: registered and allocated with `layout` in `new`, released once; the owner
+        // synchronised the stream before dropping (no kernel still uses it).
+        unsafe {
+            let _ = sys::cuMemHostUnregister(self.ptr as *mut _);
+            std::alloc::dealloc(self.ptr, self.layout);
         }
     }
 }
@@ -219,7 +184,13 @@ pub(crate) struct ColumnLock {
     dev: u64,
     /// The backend's resident kernel, if it has one: parked before the pages are unlocked (the
     /// driver unlocks them only once the device is idle, which a running kernel never is).
-    parker: Option<super::resident::Parker>,
+    parker: Option<Arc<dyn Park>>,
+}
+
+/// What stops a kernel that keeps the device busy (the resident kernel), so that host pages can
+/// be unlocked (the driver unlocks them only once the device is idle).
+pub(crate) trait Park: Send + Sync {
+    fn park(&self) -> Result<(), BackendError>;
 }
 
 impl ColumnLock {
@@ -230,7 +201,7 @@ impl ColumnLock {
     /// driver then refused other threads' copies from them, CUDA_ERROR_INVALID_VALUE.)
     pub(crate) fn new(
         stream: &Arc<CudaStream>,
-        parker: Option<super::resident::Parker>,
+        parker: Option<Arc<dyn Park>>,
         ptr: *const u8,
         bytes: usize,
     ) -> Option<ColumnLock> {
@@ -272,7 +243,7 @@ impl Drop for ColumnLock {
         let _ = self.ctx.bind_to_thread();
         if let Some(p) = &self.parker {
             // the next burst launches it again
-            if let Err(e) = p.lock().unwrap_or_else(|e| e.into_inner()).park() {
+            if let Err(e) = p.park() {
                 tracing::error!("{e}");
             }
         }

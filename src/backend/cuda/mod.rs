@@ -25,11 +25,16 @@
 
 mod backend;
 mod engine;
+mod graphs;
+mod layout;
 pub mod memory;
 pub mod module;
 mod multi;
+mod peers;
 mod probe;
 mod resident;
+mod staging;
+mod state;
 
 pub use backend::CudaBackend;
 pub use engine::CudaShardEngine;

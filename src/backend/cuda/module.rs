@@ -1,5 +1,5 @@
-//! The kernels: `kernels/burst.cu`, embedded in the binary, compiled by NVRTC for the device's
-//! architecture at start-up. The PTX is cached on disk, keyed by a hash of the source and the
+//! The kernels: `kernels/*.cu` after `kernels/common.cuh`, embedded in the binary as one NVRTC
+//! program, compiled for the device's architecture at start-up. The PTX is cached on disk, keyed by a hash of the source and the
 //! architecture, so later start-ups skip the compilation.
 
 use std::path::PathBuf;
@@ -8,8 +8,14 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 
-/// The kernel source.
-pub const BURST_CU: &str = include_str!("../../../kernels/burst.cu");
+/// The kernel source: the shared header, then the phases in the order they use each other.
+pub const BURST_CU: &str = concat!(
+    include_str!("../../../kernels/common.cuh"),
+    include_str!("../../../kernels/inject.cu"),
+    include_str!("../../../kernels/step.cu"),
+    include_str!("../../../kernels/propagate.cu"),
+    include_str!("../../../kernels/resident.cu"),
+);
 
 /// FNV-1a, 64 bits: a stable hash for the cache key.
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -47,10 +53,10 @@ pub fn ptx_for(major: i32, minor: i32) -> Result<Ptx, String> {
     }
     let opts = CompileOptions {
         options: vec![format!("--gpu-architecture=compute_{major}{minor}"), "--std=c++17".into()],
-        name: Some("burst.cu".into()),
+        name: Some("neuroburst.cu".into()),
         ..Default::default()
     };
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(BURST_CU, opts).map_err(|e| format!("NVRTC could not compile kernels/burst.cu: {e}"))?;
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(BURST_CU, opts).map_err(|e| format!("NVRTC could not compile kernels/*.cu: {e}"))?;
     if let Some(path) = &cached {
         // A cache that cannot be written is no error: the next start-up compiles again.
         let _ = std::fs::create_dir_all(path.parent().unwrap_or(path));
@@ -89,16 +95,10 @@ pub struct Kernels {
     pub step: CudaFunction,
     /// The early step: every neuron stepped as if nothing were injected, before the injection.
     pub prestep: CudaFunction,
-    /// After the early step and `inject`: the injected neurons stepped again, the burst published.
-    pub fix: CudaFunction,
     /// The sensory injection into the per-neuron input (and the burst's counters reset).
     pub inject: CudaFunction,
-    /// The injection's header from mapped memory (the ids copied from the caller's column).
-    pub load_header: CudaFunction,
     /// One GPU, the early step: the kernel that stays on the GPU and runs every burst itself.
     pub resident: CudaFunction,
-    /// `step` takes 8 neurons per thread (else STEP_ITEMS = 4).
-    pub step_items8: bool,
     pub relist: CudaFunction,
     /// One GPU of several: gathers the fired lists of every GPU.
     pub gather: CudaFunction,
@@ -123,19 +123,13 @@ impl Kernels {
         let n = if v.wide_acc { "n64" } else { "n32" };
         let r = if v.row64 { "r64" } else { "r32" };
         let c = if v.code32 { "c32" } else { "c16" };
-        let step_suffix = std::env::var("NEUROBURST_CUDA_STEP").unwrap_or_default();
         let f = |name: String| module.load_function(&name).map_err(|e| format!("kernel {name} is missing: {e}"));
         Ok(Kernels {
             propagate: f(format!("propagate_{n}_{r}_{c}"))?,
-            // NEUROBURST_CUDA_STEP (for measurements): "_b2" picks `step` built for 2 resident blocks
-            // per SM (default 4); "_i8" / "_i8b3": 8 neurons per thread, 2 / 3 blocks per SM.
-            step: f(format!("step_{n}_{r}{step_suffix}"))?,
-            prestep: f(format!("prestep_{n}_{r}{step_suffix}"))?,
-            fix: f(format!("fix_{n}_{r}"))?,
+            step: f(format!("step_{n}_{r}"))?,
+            prestep: f(format!("prestep_{n}_{r}"))?,
             inject: f("inject".into())?,
-            load_header: f("load_header".into())?,
             resident: f(format!("resident_{n}_{r}_{c}"))?,
-            step_items8: step_suffix.starts_with("_i8"),
             relist: f(format!("relist_{r}"))?,
             gather: f(format!("gather_{r}"))?,
             in_bound: f(format!("in_bound_{c}"))?,
@@ -163,10 +157,8 @@ mod tests {
             "propagate_n32_r32_c16",
             "step_n64_r64",
             "prestep_n32_r32",
-            "fix_n64_r64",
             "relist_r32",
             "inject",
-            "load_header",
             "resident_n64_r64_c32",
             "gather_r64",
             "in_bound_c32",

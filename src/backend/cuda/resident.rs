@@ -8,7 +8,7 @@
 //! memory; the grid copies the entries into the device buffer, then runs the phases the burst
 //! graph would (`inject` for input with a neuron twice, `fix`, which publishes the burst into the
 //! mapped output as before, then the next burst's `propagate` and `prestep`), each over its own
-//! grid of blocks, with a grid-wide barrier between them (`kernels/burst.cu`, `resident_impl`).
+//! grid of blocks, with a grid-wide barrier between them (`kernels/resident.cu`, `resident_impl`).
 //! The output protocol is the graphs': the host reads it the same way.
 //!
 //! The kernel runs on a stream of its own, so the backend's stream stays free. Whatever reads or
@@ -18,14 +18,15 @@
 //! step, as the graph path has.
 //!
 //! The launch is cooperative: the driver refuses it when the grid cannot be resident all at once
-//! (so the barriers cannot deadlock); the backend then stays on the graphs, and says so.
+//! (so the barriers cannot deadlock). A device without cooperative launch runs graphs
+//! (`graphs.rs`).
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::backend::{dev_err, Net, Side};
-use super::memory::Pinned;
+use super::layout::{dev_err, dptr, ResParams};
+use super::memory::{Park, Pinned};
 use crate::backend::BackendError;
 
 /// Bit of the command word that tells the kernel to return (`RES_QUIT` in burst.cu).
@@ -34,31 +35,11 @@ const QUIT: u64 = 1 << 63;
 /// How long `park` waits for the kernel to return.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Resident blocks per SM (of what the kernel's registers allow; NEUROBURST_CUDA_RESIDENT_BPS):
+/// Resident blocks per SM (of what the kernel's registers allow):
 /// one up to this many neurons, else two. Measured on an H100 (2026-11-24): W(100k) p50 14.3-14.5
 /// us with one against 15.2-15.4 with two (fewer blocks: cheaper barriers), W(1M) even, W(5M)
 /// 50.4-52.8 with two against 54.5-57.3 with one (more warps for the early step).
 const ONE_BLOCK_PER_SM_UP_TO: u32 = 2_000_000;
-
-/// Mirror of `struct ResParams` in burst.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct ResParams {
-    /// The bursts reading side 0 and side 1.
-    pub net: [Net; 2],
-    pub side: [Side; 2],
-    pub ctl: u64,
-    pub dev: u64,
-    /// The command number before the first one the kernel is to run.
-    pub last: u64,
-    /// The side the first burst reads.
-    pub cur: u32,
-    pub inj_blocks: u32,
-    pub prop_blocks: u32,
-    pub step_blocks: u32,
-}
-// SAFETY: plain old data with the layout of the kernel's `ResParams`.
-unsafe impl DeviceRepr for ResParams {}
 
 pub(super) struct Resident {
     func: CudaFunction,
@@ -71,7 +52,7 @@ pub(super) struct Resident {
 }
 
 /// The kernel's stream and command words.
-pub(crate) struct State {
+struct State {
     stream: Arc<CudaStream>,
     /// Mapped pinned: `Ctl` (go, src, bytes, at).
     ctl: Pinned,
@@ -82,8 +63,6 @@ pub(crate) struct State {
     grid: u32,
 }
 
-/// A handle that stops the resident kernel (see [`Resident`]'s `state`).
-pub(crate) type Parker = Arc<Mutex<State>>;
 
 impl Resident {
     /// The kernel's launch shape on this device, or why it cannot run (no cooperative launch, no
@@ -94,16 +73,13 @@ impl Resident {
             return Err("the device has no cooperative launch".into());
         }
         let occ = func.occupancy_max_active_blocks_per_multiprocessor(256, 0, None).map_err(|e| e.to_string())?;
-        let want = std::env::var("NEUROBURST_CUDA_RESIDENT_BPS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(if neurons <= ONE_BLOCK_PER_SM_UP_TO { 1 } else { 2 });
-        let per_sm = occ.min(want.max(1));
+        let want = if neurons <= ONE_BLOCK_PER_SM_UP_TO { 1 } else { 2 };
+        let per_sm = occ.min(want);
         if per_sm == 0 {
             return Err("the resident kernel does not fit on an SM".into());
         }
         let stream = ctx.new_stream().map_err(|e| e.to_string())?;
-        let ctl = Pinned::new(ctx, 64, false).map_err(|e| e.to_string())?;
+        let ctl = Pinned::new(ctx, 64).map_err(|e| e.to_string())?;
         let dev = stream.alloc_zeros::<u64>(8).map_err(|e| e.to_string())?;
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
@@ -126,7 +102,7 @@ impl Resident {
     }
 
     /// A handle that parks the kernel (for the page-lock of an input column).
-    pub(super) fn parker(&self) -> Parker {
+    pub(super) fn parker(&self) -> Arc<dyn Park> {
         self.state.clone()
     }
 
@@ -141,11 +117,11 @@ impl Resident {
         debug_assert!(!st.running);
         let s = st.stream.clone();
         // SAFETY: zeroes our own 8 words of device memory on the kernel's stream.
-        unsafe { sys::cuMemsetD32Async(super::backend::dptr(&self.dev, &s), 0, 16, s.cu_stream()) }
+        unsafe { sys::cuMemsetD32Async(dptr(&self.dev, &s), 0, 16, s.cu_stream()) }
             .result()
             .map_err(dev_err("clearing the resident kernel's words"))?;
         p.ctl = st.ctl.dev();
-        p.dev = super::backend::dptr(&self.dev, &s);
+        p.dev = dptr(&self.dev, &s);
         p.last = st.word;
         let cfg = LaunchConfig { grid_dim: (st.grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         // SAFETY: every pointer in `p` points into buffers of the backend that owns this value and
@@ -217,7 +193,7 @@ impl State {
     }
 
     /// Stop the kernel (if it runs) and wait until it has returned.
-    pub(crate) fn park(&mut self) -> Result<(), BackendError> {
+    fn park(&mut self) -> Result<(), BackendError> {
         if !self.running {
             return Ok(());
         }
@@ -240,5 +216,11 @@ impl State {
                 other => return Err(BackendError::Device(format!("CUDA: the resident kernel failed: {other:?}"))),
             }
         }
+    }
+}
+
+impl Park for Mutex<State> {
+    fn park(&self) -> Result<(), BackendError> {
+        self.lock().unwrap_or_else(|e| e.into_inner()).park()
     }
 }

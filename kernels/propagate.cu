@@ -1,0 +1,149 @@
+// propagate.cu: the last burst's spikes over the synapses, and the fired lists' plumbing: the
+// gather of every GPU's list (several GPUs), the relist of a restored list, and the input bound
+// that picks the accumulator width (after common.cuh, inject.cu and step.cu; see common.cuh).
+
+template <typename ACC, typename RP, typename CODE>
+__device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
+    const u64 packed = *rd.counter;
+    const u32 count = (u32)(packed >> net.count_shift);
+    const u64 pairs = packed & ((1ULL << net.count_shift) - 1);
+    const u32 lane = threadIdx.x & 31;
+    const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5;
+    const u64 warps = ((u64)b.n * blockDim.x) >> 5;
+    const CODE* __restrict__ codes = (const CODE*)net.codes;
+    const u32* __restrict__ targets = net.targets;
+    // (not __restrict__: the resident kernel wrote them earlier in the same launch, and the
+    // read-only path's loads would not see that)
+    const u64* offs = rd.offs;
+    const u32* fired = rd.fired;
+    const int* __restrict__ table = net.table;
+    constexpr int ITEMS = PAIRS_PER_WARP / 32;
+    for (u64 c = warp; c * PAIRS_PER_WARP < pairs; c += warps) {
+        const u64 k0 = c * PAIRS_PER_WARP;
+        const u64 k1 = min(k0 + PAIRS_PER_WARP, pairs);
+        const u32 lo = net.chunk_first[c];
+        const u32 hi = (k1 < pairs) ? net.chunk_first[c + 1] : count - 1;
+        u32 s[ITEMS];
+        u32 src[ITEMS];
+        u64 j[ITEMS];
+        u32 tg[ITEMS];
+        u32 cd[ITEMS];
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const u64 k = k0 + lane + 32 * i;
+            s[i] = (k < k1) ? find_row(offs, lo, hi, k) : lo;
+        }
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) src[i] = fired[s[i]];
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const u64 k = k0 + lane + 32 * i;
+            // a DEAD slot (early step: the neuron did not fire after all) propagates nothing
+            j[i] = src[i] != DEAD ? row_start<RP>(net, src[i]) + (k - offs[s[i]]) : 0;
+        }
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const bool ok = k0 + lane + 32 * i < k1 && src[i] != DEAD;
+            tg[i] = ok ? targets[j[i]] : 0;
+            cd[i] = ok ? (u32)codes[j[i]] : 0;
+        }
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const bool ok = k0 + lane + 32 * i < k1 && src[i] != DEAD;
+            const int cv = ok ? table[cd[i]] : 0;
+            if (cv != 0) acc_add<ACC>(net.acc, tg[i], cv);
+        }
+    }
+}
+
+// One GPU of several: where another GPU's fired list of the last burst lies (peer memory over
+// NVLink, or this GPU's own).
+struct Peer {
+    const u32* fired;
+    const u64* counter; // count << count_shift (no pairs)
+};
+#define MAX_PEERS 64
+
+// gather: the whole brain's fired list of the last burst, read from every GPU's own list (peer
+// loads), into rd with the row offsets of this GPU's part and the chunk index, as `step` builds
+// them on one GPU (block scan, one atomic per block of 256 ids; rd.counter zeroed before).
+template <typename RP>
+__device__ void gather_impl(const Net& net, const Side& rd, const Peer* peers, u32 n_peers) {
+    __shared__ u64 pre[MAX_PEERS + 1];
+    __shared__ u64 warp_sum[32];
+    if (threadIdx.x == 0) {
+        u64 a = 0;
+        for (u32 r = 0; r < n_peers; r++) {
+            pre[r] = a;
+            a += (*(volatile const u64*)peers[r].counter) >> net.count_shift;
+        }
+        pre[n_peers] = a;
+    }
+    __syncthreads();
+    const u64 total = pre[n_peers];
+    const u64 mask = (1ULL << net.count_shift) - 1;
+    for (u64 tile = (u64)blockIdx.x * blockDim.x; tile < total; tile += (u64)gridDim.x * blockDim.x) {
+        const u64 i = tile + threadIdx.x;
+        u32 s = 0;
+        u64 pk = 0;
+        if (i < total) {
+            u32 r = 0;
+            while (r + 1 < n_peers && pre[r + 1] <= i) r++;
+            s = peers[r].fired[i - pre[r]];
+            pk = (1ULL << net.count_shift) | (row_start<RP>(net, s + 1) - row_start<RP>(net, s));
+        }
+        const u64 pos = block_claim(pk, rd.counter, warp_sum);
+        if (i < total) {
+            const u32 slot = (u32)(pos >> net.count_shift);
+            const u64 off = pos & mask;
+            rd.fired[slot] = s;
+            rd.offs[slot] = off;
+            mark_chunks(net, slot, off, pk & mask);
+        }
+    }
+}
+
+// Restoring a fired list: rebuild the row offsets of `count` ids already in wr.fired (host order)
+// into tmp order; the packed counter is recomputed here (wr.counter must be 0).
+template <typename RP>
+__device__ void relist_impl(const Net& net, const Side& wr, const u32* ids, u32 count) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const u32 s = ids[i];
+    const u64 len = row_start<RP>(net, s + 1) - row_start<RP>(net, s);
+    const u64 pos = atomicAdd(wr.counter, (1ULL << net.count_shift) | len);
+    const u32 slot = (u32)(pos >> net.count_shift);
+    wr.fired[slot] = s;
+    wr.offs[slot] = pos & ((1ULL << net.count_shift) - 1);
+    mark_chunks(net, slot, pos & ((1ULL << net.count_shift) - 1), len);
+}
+
+// Upper bound of each neuron's synaptic input in one burst: sum of |c| over its incoming synapses
+// (into `scratch`, u64 per neuron), then the maximum into *out. Decides the accumulator width.
+template <typename CODE>
+__device__ void in_bound_impl(const Net& net, u64* scratch, u64 synapses) {
+    const CODE* codes = (const CODE*)net.codes;
+    for (u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x; j < synapses; j += (u64)gridDim.x * blockDim.x) {
+        const int c = net.table[codes[j]];
+        const u64 m = c < 0 ? (u64)(-(i64)c) : (u64)c;
+        if (m) atomicAdd(scratch + net.targets[j], m);
+    }
+}
+
+extern "C" __global__ void max_reduce(const u64* scratch, u32 n, u64* out) {
+    u64 m = 0;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) m = max(m, scratch[i]);
+    for (int d = 16; d > 0; d >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, d));
+    if ((threadIdx.x & 31) == 0 && m) atomicMax(out, m);
+}
+
+#define PROPAGATE(SUFFIX, ACC, RP, CODE) \
+    extern "C" __global__ void __launch_bounds__(256) propagate_##SUFFIX(Net net, Side rd) { propagate_impl<ACC, RP, CODE>(net, rd, hw_blk()); }
+EACH_VARIANT(PROPAGATE)
+
+extern "C" __global__ void __launch_bounds__(256) gather_r32(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u32>(net, rd, peers, n_peers); }
+extern "C" __global__ void __launch_bounds__(256) gather_r64(Net net, Side rd, const Peer* peers, u32 n_peers) { gather_impl<u64>(net, rd, peers, n_peers); }
+extern "C" __global__ void relist_r32(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u32>(net, wr, ids, count); }
+extern "C" __global__ void relist_r64(Net net, Side wr, const u32* ids, u32 count) { relist_impl<u64>(net, wr, ids, count); }
+extern "C" __global__ void in_bound_c16(Net net, u64* scratch, u64 synapses) { in_bound_impl<u16>(net, scratch, synapses); }
+extern "C" __global__ void in_bound_c32(Net net, u64* scratch, u64 synapses) { in_bound_impl<u32>(net, scratch, synapses); }

@@ -1,0 +1,200 @@
+// resident.cu: the kernel that runs one GPU's bursts (after common.cuh, inject.cu,
+// propagate.cu and step.cu; see common.cuh).
+
+// ---------------------------------------------------------------------------------------------
+// The resident kernel (one GPU, the early step): one cooperative launch
+// that stays on the GPU and runs every burst's phases itself, each over a grid-wide barrier, so
+// that a burst costs the host no API call: the host writes the injection's header (its pinned
+// buffer) and a command (`Ctl`, mapped), block 0 sees the command, the grid copies the entries
+// from host memory (the pinned buffer, or the caller's page-locked column) into the device
+// buffer, then runs inject (a neuron twice), fix (publishes the burst as before), and the next
+// burst's propagation and early step. The phases are the kernels above, each over its own grid of
+// blocks (`Blk`), run by the resident blocks in turn.
+
+// What the host writes (mapped pinned memory), the command last.
+struct Ctl {
+    u64 go;    // the command's number (one more each time) | RES_QUIT
+    u64 src;   // device address of the entries (16-byte aligned)
+    u64 bytes; // header + entries | RES_DIRECT
+    u64 at;    // written by the kernel (block 0): command number << 8 | phase, for diagnostics
+    u64 pad_[4];
+};
+#define RES_QUIT (1ULL << 63)
+// The entries are read where they lie (the pinned buffer) by `inject` and `fix`: no copy, no
+// barrier (small input).
+#define RES_DIRECT (1ULL << 62)
+
+// The resident kernel's words in device memory (zeroed before each launch).
+struct ResDev {
+    u64 bar;   // grid barrier: arrivals so far
+    u64 go;    // the command, from block 0 to the others
+    u64 src;
+    u64 bytes;
+};
+
+// Mirror of `ResParams` in backend.rs.
+struct ResParams {
+    Net net[2];   // the bursts reading side 0 and side 1 (`net_for`)
+    Side side[2];
+    const Ctl* ctl;
+    ResDev* dev;
+    u64 last;     // the command number before the first one to run
+    u32 cur;      // the side the first burst reads
+    u32 inj_blocks;
+    u32 prop_blocks;
+    u32 step_blocks;
+};
+
+__device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
+    u64 v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ u64 ld_acquire_gpu(const u64* p) {
+    u64 v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ u64 ld_relaxed_sys(const u64* p) {
+    u64 v;
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_gpu(u64* p, u64 v) {
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Every block of the grid waits here for all the others; what each wrote before is then seen by
+// all (the arrivals only grow: `arrived` counts them in every block alike).
+__device__ __forceinline__ void grid_sync(ResDev* dev, u64& arrived) {
+    __syncthreads();
+    arrived += gridDim.x;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(&dev->bar, 1ULL);
+        while (ld_acquire_gpu(&dev->bar) < arrived) {}
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// The blocks 0 .. n - 1 of a phase, over the resident blocks.
+template <typename F>
+__device__ __forceinline__ void each_blk(u32 n, F f) {
+    for (u32 v = blockIdx.x; v < n; v += gridDim.x) {
+        __syncthreads();
+        f(Blk{v, n});
+    }
+}
+
+template <typename ACC, typename RP, typename CODE>
+__device__ void resident_impl(const ResParams& p) {
+    __shared__ u64 s_cmd[3];
+    u64 arrived = 0;
+    // the last command seen: block 0 reads the host's word (the last number written before the
+    // launch), the others the device word (zeroed before the launch; numbers are never 0)
+    u64 last = blockIdx.x == 0 ? p.last : 0;
+    u32 r = p.cur;
+    for (;;) {
+        // 1. the next command: block 0 polls the host's word, the others a word in device memory
+        if (blockIdx.x == 0) {
+            if (threadIdx.x == 0) {
+                u64 g;
+                while ((g = ld_acquire_sys(&p.ctl->go)) == last) {}
+                s_cmd[0] = g;
+            }
+            __syncthreads();
+            // one round trip: the command's words, and the first 8 KB (2 x 16 bytes a thread) of the pinned
+            // buffer (the header, and the entries of a small injection: W(100k)'s ~4 KB) into the
+            // device copy (both sides' nets share the buffers)
+            if ((s_cmd[0] & RES_QUIT) == 0) {
+                uint4 v[2];
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    const u32 i = threadIdx.x + k * blockDim.x;
+                    if (16ull * (i + 1) <= p.net[0].in_cap) v[k] = __ldcv(((const uint4*)p.net[0].host_map) + i);
+                }
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    const u32 i = threadIdx.x + k * blockDim.x;
+                    if (16ull * (i + 1) <= p.net[0].in_cap) ((uint4*)p.net[0].host_in)[i] = v[k];
+                }
+            }
+            if (threadIdx.x == 0) {
+                s_cmd[1] = ld_relaxed_sys(&p.ctl->src);
+                s_cmd[2] = ld_relaxed_sys(&p.ctl->bytes);
+                *(volatile u64*)&p.dev->src = s_cmd[1];
+                *(volatile u64*)&p.dev->bytes = s_cmd[2];
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence();
+                st_release_gpu(&p.dev->go, s_cmd[0]);
+            }
+        } else if (threadIdx.x == 0) {
+            u64 g;
+            while ((g = ld_acquire_gpu(&p.dev->go)) == last) __nanosleep(32);
+            s_cmd[0] = g;
+            s_cmd[1] = *(volatile u64*)&p.dev->src;
+            s_cmd[2] = *(volatile u64*)&p.dev->bytes;
+        }
+        __syncthreads();
+        const u64 g = s_cmd[0];
+        const u64 src = s_cmd[1];
+        const bool direct = (s_cmd[2] & RES_DIRECT) != 0;
+        const u64 bytes = s_cmd[2] & ~RES_DIRECT;
+        __syncthreads();
+        last = g;
+        if (g & RES_QUIT) return;
+        // where block 0 is (a posted write to host memory: no wait)
+        u64* const at = (u64*)&p.ctl->at;
+        const u64 num = (g & ~RES_QUIT) << 8;
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 1;
+        const Net& net = p.net[r];
+        const Side& wr = p.side[1 - r];
+        const Side& rd = p.side[r];
+        // 2. the entries into the device buffer (block 0 put the header there, and all of a
+        // small injection), from `src`, 16 bytes a thread (then the last 4-byte words); input up
+        // to RESIDENT_DIRECT is read where it lies
+        const bool whole = direct && bytes <= 32ull * blockDim.x && bytes <= net.in_cap;
+        const u32 mapped = (direct && !whole) ? 2 : 0;
+        if (!direct) {
+            u8* dst = (u8*)net.host_in;
+            const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+            const u64 stride = (u64)gridDim.x * blockDim.x;
+            const u64 body = bytes - 16;
+            const uint4* s16 = (const uint4*)src;
+            uint4* d16 = (uint4*)(dst + 16);
+            for (u64 i = tid; i < body / 16; i += stride) d16[i] = __ldcv(s16 + i);
+            for (u64 w = (body / 16) * 4 + tid; w < body / 4; w += stride) ((u32*)(dst + 16))[w] = __ldcv(((const u32*)src) + w);
+            grid_sync(p.dev, arrived);
+        }
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 2;
+        // 3. inject (a neuron twice: sums), then fix, which publishes the burst to the host
+        const bool fused = ((*(volatile const u64*)net.host_in) >> 61) & 1;
+        if (!fused) {
+            each_blk(p.inj_blocks, [&](Blk b) { inject_impl(net, wr, mapped, b); });
+            grid_sync(p.dev, arrived);
+        }
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 3;
+        each_blk(p.inj_blocks, [&](Blk b) { fix_impl<ACC, RP>(net, wr, rd, mapped, b); });
+        grid_sync(p.dev, arrived);
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 4;
+        // 4. ahead of the next burst (it reads side 1 - r): the propagation of the list just
+        // written, then the early step
+        const Net& next = p.net[1 - r];
+        each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, p.side[1 - r], b); });
+        grid_sync(p.dev, arrived);
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 5;
+        each_blk(p.step_blocks, [&](Blk b) { step_impl<ACC, RP, STEP_ITEMS, true>(next, p.side[r], b); });
+        grid_sync(p.dev, arrived);
+        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 6;
+        r = 1 - r;
+    }
+}
+
+// up to 2 blocks of 256 per SM: registers for every phase's code in one kernel
+#define RES_MINB 2
+#define RESIDENT(SUFFIX, ACC, RP, CODE) \
+    extern "C" __global__ void __launch_bounds__(256, RES_MINB) resident_##SUFFIX(const __grid_constant__ ResParams p) { resident_impl<ACC, RP, CODE>(p); }
+EACH_VARIANT(RESIDENT)

@@ -1,0 +1,182 @@
+//! The phases as kernels launched by the host: CUDA graphs on several GPUs (and on one without
+//! cooperative launch), and the propagation and early step that run before the resident kernel's
+//! first burst.
+//!
+//! Per side r (the fired list the bursts read), two graphs: `pre` (on one GPU of several, gather
+//! every GPU's list of the last burst first; clear side r's accumulator; propagate into it) and
+//! the burst graph (`inject`, `step`). The propagation runs ahead: on one GPU it is launched right
+//! after the burst graph, and runs while the host reads the output; on several GPUs each GPU
+//! launches it once every GPU has stepped (`multi.rs`). The injection is copied up by a copy call
+//! before the burst graph.
+
+use cudarc::driver::{result, sys, CudaGraph, LaunchConfig, PushKernelArg};
+
+use super::backend::CudaBackend;
+use super::layout::{dev_err, dptr, Net, Side, BLOCK, M_COUNTER, M_GATHER, STEP_ITEMS};
+use crate::backend::BackendError;
+
+impl CudaBackend {
+    /// The fired list (and its counter) of side `i`.
+    pub(super) fn side(&self, i: usize) -> Side {
+        Side {
+            fired: dptr(&self.fired[i], &self.stream),
+            offs: dptr(&self.offs[i], &self.stream),
+            counter: dptr(&self.misc, &self.stream) + 8 * (M_COUNTER + i) as u64,
+        }
+    }
+
+    fn gathered_side(&self) -> Option<Side> {
+        self.multi.as_ref().map(|m| Side {
+            fired: dptr(&m.fired, &self.stream),
+            offs: dptr(&m.offs, &self.stream),
+            counter: dptr(&self.misc, &self.stream) + 8 * M_GATHER as u64,
+        })
+    }
+
+    /// The kernels' view for bursts reading side `r`: side r has its own accumulator, which the
+    /// propagation fills and `step` leaves alone; with the early step, bursts reading side r step
+    /// from state buffer r into the other.
+    pub(super) fn net_for(&self, r: usize) -> Net {
+        let mut net = self.net;
+        let s = &self.stream;
+        net.acc = dptr(&self.acc[r], s);
+        net.acc_keep = 1;
+        if let Some(x) = &self.early {
+            let (a, b) = ((dptr(&self.v, s), dptr(&self.rcc, s)), (dptr(&x.v, s), dptr(&x.rcc, s)));
+            let ((v, rcc), (v_out, rcc_out)) = if r == 0 { (a, b) } else { (b, a) };
+            (net.v, net.rcc, net.v_out, net.rcc_out) = (v, rcc, v_out, rcc_out);
+            // `prestep` clears the other side's accumulator (no clear before each propagation)
+            net.acc_other = dptr(&self.acc[1 - r], s);
+        }
+        net
+    }
+
+    pub(super) fn step_cfg(&self) -> LaunchConfig {
+        LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * STEP_ITEMS), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+    }
+
+    fn prop_cfg(&self) -> LaunchConfig {
+        LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+    }
+
+    /// Launch (or record, into a capture under way) what runs ahead of the bursts reading side
+    /// `r`: on one GPU of several, the gather of every GPU's list of the last burst (their side
+    /// r); without the early step, the clear of side r's accumulator; the propagation into it;
+    /// with the early step, `prestep`.
+    pub(super) fn run_ahead(&self, r: usize) -> Result<(), BackendError> {
+        let s = &self.stream;
+        let net = self.net_for(r);
+        let rd = match (&self.multi, self.gathered_side()) {
+            (Some(m), Some(g)) => {
+                // SAFETY: zeroes the gathered counter (one u64 in `misc`, owned by self) on our stream.
+                unsafe { sys::cuMemsetD32Async(g.counter, 0, 2, s.cu_stream()) }.result().map_err(dev_err("capturing a clear"))?;
+                let peers = dptr(&m.peers[r], s);
+                // SAFETY: reads the peer table (n_peers entries, uploaded in `connect`) and the lists it
+                // names (every GPU's own fired list of the last burst, peer access enabled), writes at
+                // most N slots of the gathered list and the chunk index (sized for this part's synapses).
+                unsafe { s.launch_builder(&self.kernels.gather).arg(&net).arg(&g).arg(&peers).arg(&m.n_peers).launch(self.prop_cfg()) }
+                    .map_err(dev_err("capturing gather"))?;
+                g
+            }
+            _ => self.side(r),
+        };
+        if self.early.is_none() {
+            let words = if self.wide_accumulators() { 2 } else { 1 } * self.neurons as usize;
+            // SAFETY: clears this side's accumulator (N i32 or i64, allocated in `build`).
+            unsafe { sys::cuMemsetD32Async(net.acc, 0, words, s.cu_stream()) }
+                .result()
+                .map_err(dev_err("capturing the accumulator clear"))?;
+        }
+        // SAFETY: every pointer in `net` and `rd` points into buffers owned by `self` that outlive
+        // the graphs (rebuilt whenever a buffer is replaced); the kernel indexes them within the
+        // sizes allocated in `build` (N fired slots, the chunk index, the synapse count).
+        unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).launch(self.prop_cfg()) }
+            .map_err(dev_err("capturing propagate"))?;
+        if self.early.is_some() {
+            let wr = self.side(1 - r);
+            // SAFETY: as above; `prestep` reads N neurons' state from buffer r and writes it into
+            // the other buffer, the early fired bits and slots (N neurons), the fired list `wr`
+            // and the read-back area of the burst's parity (out_cap entries).
+            unsafe { s.launch_builder(&self.kernels.prestep).arg(&net).arg(&wr).launch(self.step_cfg()) }
+                .map_err(dev_err("launching prestep"))?;
+        }
+        Ok(())
+    }
+
+    /// Capture what `record` launches on our stream as a graph, instantiated and uploaded.
+    fn capture(&self, what: &str, record: impl FnOnce() -> Result<(), BackendError>) -> Result<CudaGraph, BackendError> {
+        let s = &self.stream;
+        s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(dev_err("begin capture"))?;
+        let l = record();
+        let g = s.end_capture(sys::CUgraphInstantiate_flags(0));
+        l?;
+        let g = g
+            .map_err(|e| BackendError::Device(format!("CUDA: instantiating the {what} graph: {e}")))?
+            .ok_or_else(|| BackendError::Device(format!("CUDA: the {what} graph is empty")))?;
+        g.upload().map_err(|e| BackendError::Device(format!("CUDA: uploading the {what} graph: {e}")))?;
+        Ok(g)
+    }
+
+    /// The burst graph of the bursts reading side `r`: `inject` (the injection was copied up
+    /// before), then `step`, which writes side 1 - r and the output.
+    fn record_burst(&self, r: usize) -> Result<(), BackendError> {
+        let (net, wr, s) = (self.net_for(r), self.side(1 - r), &self.stream);
+        let inj_cfg = LaunchConfig { grid_dim: (self.inj_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: as in `run_ahead`; `inject` reads the injection (header + entries, within the
+        // device buffer's capacity) and writes `inj`, `inj_mask` (N neurons) and the counters.
+        unsafe { s.launch_builder(&self.kernels.inject).arg(&net).arg(&wr).launch(inj_cfg) }.map_err(dev_err("capturing inject"))?;
+        // SAFETY: as above; `step` writes N neurons' state, the fired list `wr` and the output.
+        unsafe { s.launch_builder(&self.kernels.step).arg(&net).arg(&wr).launch(self.step_cfg()) }.map_err(dev_err("capturing step"))?;
+        Ok(())
+    }
+
+    /// Capture the graphs of both sides (again after a buffer they name was replaced).
+    pub(super) fn capture_graphs(&mut self) -> Result<(), BackendError> {
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let mut graphs = vec![];
+        let mut pre = vec![];
+        for r in 0..2 {
+            graphs.push(self.capture("burst", || self.record_burst(r))?);
+            pre.push(self.capture("propagation", || self.run_ahead(r))?);
+        }
+        (self.graphs, self.pre) = (graphs, pre);
+        Ok(())
+    }
+
+    /// Launch the propagation for the next burst unless it is already queued. One GPU of several
+    /// calls it once every GPU has finished its last burst (it gathers their fired lists).
+    pub(crate) fn launch_pre(&mut self) -> Result<(), BackendError> {
+        if !self.pre_pending {
+            self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+            // SAFETY: launches our own instantiated graph on our own stream.
+            unsafe { result::graph::launch(self.pre[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
+                .map_err(dev_err("launching the propagate graph"))?;
+            self.pre_pending = true;
+        }
+        Ok(())
+    }
+
+    /// Copy the staged injection (`in_bytes` of the pinned buffer) up and launch the burst graph;
+    /// on one GPU, the next burst's propagation right after it.
+    pub(super) fn launch_graphs(&mut self, in_bytes: usize) -> Result<(), BackendError> {
+        self.launch_pre()?;
+        // SAFETY: copies `in_bytes` (<= both buffers' capacity) from our pinned buffer to our
+        // device buffer on our stream; the host does not touch the pinned buffer until the burst
+        // is done.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(self.net.host_in, self.host_in.ptr() as *const _, in_bytes, self.stream.cu_stream()) }
+            .result()
+            .map_err(dev_err("copying the injection"))?;
+        // SAFETY: launches our own instantiated graph on our own stream.
+        unsafe { result::graph::launch(self.graphs[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
+            .map_err(dev_err("launching the burst graph"))?;
+        self.pre_pending = false;
+        if self.multi.is_none() {
+            // the propagation of the list this burst writes (side 1 - cur), queued behind it
+            self.cur = 1 - self.cur;
+            let r = self.launch_pre();
+            self.cur = 1 - self.cur;
+            r?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,117 @@
+//! One GPU of several: where its own fired lists lie for the others, peer access between the
+//! GPUs, and the connection to the others' lists (on one host: `multi.rs`), or to a buffer the
+//! host fills with the whole brain's spikes (a brain over processes: `engine.rs`).
+
+use cudarc::driver::{sys, CudaSlice};
+
+use super::backend::{CudaBackend, Multi, Path};
+use super::layout::{as_bytes, dev_err, dptr, Peer, M_COUNTER};
+use crate::backend::BackendError;
+
+impl CudaBackend {
+    /// Where this GPU's own fired lists lie, for the other GPUs: `Peer` of side 0 and of side 1.
+    pub(crate) fn own_lists(&self) -> [(u64, u64); 2] {
+        let misc = dptr(&self.misc, &self.stream);
+        [0, 1].map(|i| (dptr(&self.fired[i], &self.stream), misc + 8 * (M_COUNTER + i) as u64))
+    }
+
+    /// Let this GPU read `other`'s memory (NVLink or PCIe peer access); a clear error when it cannot.
+    pub(crate) fn enable_peer_access(&self, other: &CudaBackend) -> Result<(), BackendError> {
+        let (a, b) = (self.ctx.ordinal(), other.ctx.ordinal());
+        if a == b {
+            return Ok(());
+        }
+        let mut can = 0;
+        // SAFETY: writes one int; both ordinals name existing devices (their contexts exist).
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.ctx.cu_device(), other.ctx.cu_device()) }
+            .result()
+            .map_err(dev_err("querying peer access"))?;
+        if can == 0 {
+            return Err(BackendError::Device(format!(
+                "GPU {a} cannot access the memory of GPU {b} (no peer access between them): the spike exchange needs it; use GPUs with NVLink or P2P, or fewer GPUs"
+            )));
+        }
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        // SAFETY: enables access from our (current) context to the other's; already enabled is fine.
+        match unsafe { sys::cuCtxEnablePeerAccess(other.ctx.cu_ctx(), 0) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            other_err => return Err(BackendError::Device(format!("CUDA: enabling peer access from GPU {a} to GPU {b}: {other_err:?}"))),
+        }
+        // The buffers come from the other GPU's stream-ordered memory pool, which peer access does
+        // not cover: grant this GPU access to that pool too.
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: writes one handle; the device exists.
+        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, other.ctx.cu_device()) }.result().map_err(dev_err("getting a memory pool"))?;
+        let desc = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: a as i32 },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: one valid descriptor for a valid pool.
+        unsafe { sys::cuMemPoolSetAccess(pool, &desc, 1) }
+            .result()
+            .map_err(|e| BackendError::Device(format!("CUDA: granting GPU {a} access to the memory pool of GPU {b}: {e}")))
+    }
+
+    /// One GPU of several: where every GPU's own lists lie (`own_lists` of each, this one's
+    /// included, in shard order). Captures the burst graphs, which start by gathering them.
+    pub(crate) fn connect(&mut self, lists: &[[(u64, u64); 2]]) -> Result<(), BackendError> {
+        assert_eq!(self.path, Path::Shard, "connect is for one GPU of several");
+        if lists.len() > 64 {
+            return Err(BackendError::Device(format!("{} GPUs: at most 64 can share one brain", lists.len())));
+        }
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let s = self.stream.clone();
+        let e = |w: &'static str| dev_err(w);
+        let total = self.n_total() as usize;
+        let peers = [0, 1].map(|side| {
+            let v: Vec<Peer> = lists.iter().map(|l| Peer { fired: l[side].0, counter: l[side].1 }).collect();
+            s.clone_htod(as_bytes(&v))
+        });
+        let [p0, p1] = peers;
+        self.multi = Some(Multi {
+            fired: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered fired list"))?,
+            offs: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered offsets"))?,
+            peers: [p0.map_err(e("uploading the peer table"))?, p1.map_err(e("uploading the peer table"))?],
+            n_peers: lists.len() as u32,
+        });
+        s.synchronize().map_err(e("connecting the GPUs"))?;
+        self.capture_graphs()
+    }
+
+    /// One GPU of a brain spread over processes: the whole brain's fired list of each burst comes
+    /// from the host ([`CudaBackend::upload_spikes`]) into a buffer that `gather` reads as its one
+    /// peer. Returns that buffer and its counter, which the caller keeps alive.
+    pub(crate) fn connect_host(&mut self) -> Result<(CudaSlice<u32>, CudaSlice<u64>), BackendError> {
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let s = self.stream.clone();
+        let buf: CudaSlice<u32> = s.alloc_zeros((self.n_total() as usize).max(1)).map_err(dev_err("alloc the spike buffer"))?;
+        let ctr: CudaSlice<u64> = s.alloc_zeros(1).map_err(dev_err("alloc the spike counter"))?;
+        let peer = (dptr(&buf, &s), dptr(&ctr, &s));
+        self.connect(&[[peer, peer]])?;
+        Ok((buf, ctr))
+    }
+
+    /// The whole brain's fired list of the last burst (any order, ids checked) into the buffer of
+    /// [`CudaBackend::connect_host`], queued on the stream before the next burst's gather.
+    pub(crate) fn upload_spikes(&mut self, spikes: &[u32], buf: &mut CudaSlice<u32>, ctr: &mut CudaSlice<u64>) -> Result<(), BackendError> {
+        let total = self.n_total();
+        if let Some(&bad) = spikes.iter().find(|&&n| n >= total) {
+            return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: total });
+        }
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        let s = self.stream.clone();
+        if !spikes.is_empty() {
+            let mut view = buf.slice_mut(0..spikes.len());
+            s.memcpy_htod(spikes, &mut view).map_err(dev_err("uploading the spikes"))?;
+        }
+        s.memcpy_htod(&[(spikes.len() as u64) << self.count_shift], ctr).map_err(dev_err("uploading the spike count"))?;
+        // the propagation must gather these: it is launched with the next burst
+        self.pre_pending = false;
+        Ok(())
+    }
+
+    /// Bursts run so far.
+    pub(crate) fn bursts(&self) -> u64 {
+        self.burst
+    }
+}
