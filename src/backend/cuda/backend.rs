@@ -218,7 +218,14 @@ fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: bool) -> Res
 
 /// Whether the brain needs 64-bit accumulators: the largest synaptic input one burst can give a
 /// neuron, summed on the device (`in_bound`, into `scratch`: N zeroed u64), exceeds i32.
-fn needs_wide(ctx: &Arc<CudaContext>, s: &Arc<CudaStream>, k: &Kernels, net: &Net, misc: &CudaSlice<u64>, synapses: u64) -> Result<bool, BackendError> {
+fn needs_wide(
+    ctx: &Arc<CudaContext>,
+    s: &Arc<CudaStream>,
+    k: &Kernels,
+    net: &Net,
+    misc: &CudaSlice<u64>,
+    synapses: u64,
+) -> Result<bool, BackendError> {
     if synapses == 0 {
         return Ok(false);
     }

@@ -199,12 +199,7 @@ impl ColumnLock {
     /// driver that refuses, gives None (the caller's bursts then copy as before): logged, not an
     /// error. (Locking the pages around an ordinary heap block also takes in its neighbours: the
     /// driver then refused other threads' copies from them, CUDA_ERROR_INVALID_VALUE.)
-    pub(crate) fn new(
-        stream: &Arc<CudaStream>,
-        parker: Option<Arc<dyn Park>>,
-        ptr: *const u8,
-        bytes: usize,
-    ) -> Option<ColumnLock> {
+    pub(crate) fn new(stream: &Arc<CudaStream>, parker: Option<Arc<dyn Park>>, ptr: *const u8, bytes: usize) -> Option<ColumnLock> {
         let ctx = stream.context();
         let (base, end) = (ptr as usize, ptr as usize + bytes);
         if bytes == 0 || base % PAGE != 0 || !bytes.is_multiple_of(PAGE) {

@@ -63,7 +63,6 @@ struct State {
     grid: u32,
 }
 
-
 impl Resident {
     /// The kernel's launch shape on this device, or why it cannot run (no cooperative launch, no
     /// room for a block).

@@ -93,7 +93,6 @@ impl CudaBackend {
         Ok(Staged { t_start, in_bytes, in_range, lent })
     }
 
-
     /// Make the injection buffer hold `bytes`; replaces it (and the graphs) when too small.
     fn ensure_in_capacity(&mut self, bytes: usize) -> Result<(), BackendError> {
         if bytes <= self.host_in.len() {
@@ -293,7 +292,6 @@ impl CudaBackend {
         }
         Ok(BurstOutput { burst: t, fired: &self.out_ids, potentials: &self.out_v, fired_total })
     }
-
 
     /// Wait until burst `t`'s header is in the output buffer (or the GPU says it failed).
     fn wait_for(&mut self, t: u64) -> Result<(), BackendError> {
