@@ -87,6 +87,8 @@ pub enum CheckpointError {
          start without --resume or point checkpoint.path elsewhere"
     )]
     GenomeMismatch { path: PathBuf, saved_name: String, saved: Fingerprint, name: String, expected: Fingerprint },
+    #[error("{path}: the checkpoint takes {needed} bytes, but its disk has {available} bytes free; nothing was written")]
+    Disk { path: PathBuf, needed: u64, available: u64 },
 }
 
 impl Checkpoint {
@@ -170,6 +172,7 @@ impl Checkpoint {
     /// Write atomically: readers see the old file or the new one, never a mix.
     pub fn save(&self, path: &Path) -> Result<(), CheckpointError> {
         let bytes = self.to_bytes();
+        check_disk(path, bytes.len() as u64, free_bytes(&dir_of(path)))?;
         write_atomic(path, |f| f.write_all(&bytes))
     }
 
@@ -217,12 +220,35 @@ impl<'a> Reader<'a> {
 
 /// Write `path` through a temp file in the same directory: write, fsync, rename, fsync the
 /// directory. If `write` fails (or the process dies), the old file is untouched.
-pub fn write_atomic(path: &Path, write: impl FnOnce(&mut File) -> std::io::Result<()>) -> Result<(), CheckpointError> {
-    let io = |source| CheckpointError::Io { path: path.to_path_buf(), source };
-    let dir = match path.parent() {
+fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
-    };
+    }
+}
+
+/// Bytes free for this process on the file system of `dir` (None when it cannot be asked).
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a zeroed statvfs is a valid out-parameter; `c` is a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Refuse a checkpoint of `needed` bytes where only `available` are free (the new file is
+/// written beside the old one, which it replaces only once whole).
+fn check_disk(path: &Path, needed: u64, available: Option<u64>) -> Result<(), CheckpointError> {
+    match available {
+        Some(available) if available < needed => Err(CheckpointError::Disk { path: path.to_path_buf(), needed, available }),
+        _ => Ok(()),
+    }
+}
+
+pub fn write_atomic(path: &Path, write: impl FnOnce(&mut File) -> std::io::Result<()>) -> Result<(), CheckpointError> {
+    let io = |source| CheckpointError::Io { path: path.to_path_buf(), source };
+    let dir = dir_of(path);
     let name = path.file_name().ok_or_else(|| io(std::io::Error::other("not a file name")))?;
     let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
     let result = (|| {
@@ -237,4 +263,19 @@ pub fn write_atomic(path: &Path, write: impl FnOnce(&mut File) -> std::io::Resul
         let _ = std::fs::remove_file(&tmp);
     }
     result.map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkpoint_larger_than_the_free_disk_is_refused_with_both_numbers() {
+        let p = Path::new("/robot/brain.ckpt");
+        let e = check_disk(p, 5_000, Some(4_096)).unwrap_err().to_string();
+        assert!(e.contains("/robot/brain.ckpt") && e.contains("5000") && e.contains("4096"), "{e}");
+        assert!(check_disk(p, 4_096, Some(4_096)).is_ok());
+        assert!(check_disk(p, 1 << 40, None).is_ok());
+        assert!(free_bytes(Path::new(".")).is_some_and(|b| b > 0));
+    }
 }

@@ -18,6 +18,7 @@
 pub mod backend;
 pub mod bag;
 pub mod brain;
+pub mod capacity;
 pub mod checkpoint;
 pub mod cli;
 pub mod cluster;
@@ -25,6 +26,7 @@ pub mod config;
 pub mod connectome;
 pub mod decode;
 pub mod encode;
+pub mod errors;
 pub mod genome;
 pub mod live;
 pub mod loopbench;

@@ -7,7 +7,7 @@ fn main() -> ExitCode {
     match neuroburst::cli::main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", neuroburst::errors::said_once(&e));
             ExitCode::from(2)
         }
     }

@@ -141,7 +141,33 @@ fn the_binary_reports_errors_without_panicking() {
             assert!(err.contains(e), "{args:?}: expected {e:?} in stderr: {err}");
         }
     }
+    // each cause is said once (the message of a missing file used to name the OS error twice)
+    for args in
+        [vec!["run", "--genome", "/nonexistent/brain.yaml", "--bursts", "1"], vec!["inspect", "--genome", "/nonexistent/brain.yaml"]]
+    {
+        let (code, _, err) = neuroburst(&args);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(err.matches("/nonexistent/brain.yaml").count(), 1, "{args:?}: {err}");
+        assert_eq!(err.matches("No such file or directory").count(), 1, "{args:?} says the cause twice: {err}");
+    }
     // clap's own usage errors exit with 2 as well
     let (code, _, err) = neuroburst(&["run", "--bursts", "x"]);
     assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn a_brain_too_big_for_the_host_is_refused_before_the_build() {
+    // W(100M, 100): 1e10 synapses on a 24 GB machine, and W(100k) under an artificially low limit
+    for (limit, neurons, synapses) in [("24000000000", "100000000", "10000000000"), ("50000000", "100000", "10000000")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
+            .args(["bench", "--backend", "cpu", "--neurons", neurons, "--fanout", "100", "--rate", "0.01", "--bursts", "1"])
+            .env("NEUROBURST_HOST_MEM_LIMIT", limit)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        for part in [limit, synapses, "NEUROBURST_HOST_MEM_LIMIT", "the largest brain of this shape that fits"] {
+            assert!(err.contains(part), "expected {part:?} in: {err}");
+        }
+    }
 }

@@ -34,6 +34,12 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     };
     let choice = choose(cfg.kind, &probe, neurons, cfg.gpu_min_neurons)?;
     tracing::info!("{}", choice.reason);
+    crate::capacity::check_build(
+        genome,
+        &Layout::from_genome(genome),
+        choice.kind == BackendKind::Cuda,
+        &crate::capacity::host_available(),
+    )?;
     if choice.kind == BackendKind::Cuda {
         let (devices, why) = gpu_devices(cfg, neurons, super::gpu_count())?;
         if let Some(why) = why {

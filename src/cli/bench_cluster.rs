@@ -184,8 +184,8 @@ pub fn main(a: BenchClusterArgs) -> anyhow::Result<()> {
             let mut row = match cluster(&w, &a, n, net, threads, &dir) {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("{n} shards on {net}: skipped: {e:#}");
-                    json!({"net": net, "shards": n, "skipped": format!("{e:#}")})
+                    eprintln!("{n} shards on {net}: skipped: {}", crate::errors::said_once(&e));
+                    json!({"net": net, "shards": n, "skipped": crate::errors::said_once(&e)})
                 }
             };
             if let (Some(q50), Some(q99)) = (row["p50_us"].as_f64(), row["p99_us"].as_f64()) {

@@ -29,6 +29,8 @@ pub struct InspectArgs {
 pub fn main(a: InspectArgs) -> anyhow::Result<()> {
     super::init(&Default::default());
     let genome = Genome::load(&a.genome)?;
+    let layout = crate::model::Layout::from_genome(&genome);
+    crate::capacity::check_build(&genome, &layout, false, &crate::capacity::host_available()).map_err(anyhow::Error::msg)?;
     let brain = Brain::build(&genome, 1, !a.json);
     let c = &brain.connectome;
     let neurons = brain.layout.neurons as u64;

@@ -36,7 +36,7 @@ impl LiveIo {
     /// `rate` per second.
     pub fn new(config: &Config, layout: Layout, mut transport: Box<dyn Transport>, rate: f64) -> Result<LiveIo, ClusterError> {
         let topics = LiveTopics::open(config, &layout, transport.as_mut(), rate, "the io shard")
-            .map_err(|e| ClusterError::Io(format!("live topics: {e:#}")))?;
+            .map_err(|e| ClusterError::Io(format!("live topics: {}", crate::errors::said_once(&e))))?;
         Ok(LiveIo { layout, topics, rate, burst_start: Instant::now(), describe: transport.describe(), transport })
     }
 }

@@ -42,6 +42,8 @@ enum Rule {
 
 struct Compiled {
     index: usize,
+    /// Neurons of the source area.
+    src_count: u32,
     dst: AreaParams,
     ctx: VoxelContext,
     rule: Rule,
@@ -117,6 +119,37 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
     Connectome { neurons: n, parts, contributions, mappings, build_seconds: start.elapsed().as_secs_f64() }
 }
 
+/// At most how many synapses [`build`] draws, without drawing them, and whether that is the exact
+/// count: a fanout of k draws k per source neuron (at most the destination's neurons); a
+/// probability, a voxel or a tile rule at most one per (source, destination) pair.
+pub fn synapse_bound(genome: &Genome, layout: &Layout) -> (u64, bool) {
+    let (mut bound, mut exact) = (0u64, true);
+    for rules in compile(genome, layout) {
+        for c in rules {
+            let dst = c.dst.count as u64;
+            let per_source = match c.rule {
+                Rule::Fanout(k) => {
+                    exact &= k as u64 <= dst;
+                    (k as u64).min(dst)
+                }
+                Rule::Probability { never: true, .. } => 0,
+                _ => {
+                    exact = false;
+                    dst
+                }
+            };
+            bound = bound.saturating_add(per_source.saturating_mul(c.src_count as u64));
+        }
+    }
+    (bound, exact)
+}
+
+/// The synapses [`build`] would make, counted by drawing them without keeping any (the memory of
+/// the counts only).
+pub fn count(genome: &Genome, layout: &Layout) -> u64 {
+    build(genome, layout, &BuildOptions { parts: vec![], progress: false }).mappings.iter().map(|m| m.synapses).sum()
+}
+
 fn compile(genome: &Genome, layout: &Layout) -> Vec<Vec<Compiled>> {
     let mut by_area: Vec<Vec<Compiled>> = (0..layout.params.len()).map(|_| Vec::new()).collect();
     for (index, m) in genome.mappings.iter().enumerate() {
@@ -141,6 +174,7 @@ fn compile(genome: &Genome, layout: &Layout) -> Vec<Vec<Compiled>> {
         };
         by_area[si].push(Compiled {
             index,
+            src_count: src.count,
             dst,
             ctx: VoxelContext { src_dims: src.dims, dst_dims: dst.dims, scalar: m.scalar },
             rule,

@@ -11,7 +11,7 @@ pub mod draw;
 
 use std::ops::Range;
 
-pub use build::{build, BuildOptions};
+pub use build::{build, count, synapse_bound, BuildOptions};
 
 /// Contribution codes of a part's synapses: an index into [`Connectome::contributions`]. A brain
 /// has few distinct contributions (one per mapping and out-degree), so 16 bits suffice almost

@@ -119,7 +119,7 @@ pub fn run(
     let ranges = motor_areas.iter().map(|&a| layout.params[a].first..layout.params[a].first + layout.params[a].count).collect();
     let result = bursts(genome, config, resume, transport, &control, drive, &layout, &mut topics, ranges);
     // However the bursts ended, every motor topic gets its stop command.
-    topics.stop(result.as_ref().err().map(|e| format!("{e:#}")).as_deref());
+    topics.stop(result.as_ref().err().map(crate::errors::said_once).as_deref());
     result.map(|s| Summary { latency: topics.report.latency.clone(), ..s })
 }
 
@@ -212,7 +212,7 @@ fn save(genome: &Genome, backend: &mut dyn Backend, path: &std::path::Path, wait
     let start = Instant::now();
     let state = match backend.snapshot() {
         Ok(s) => s,
-        Err(e) => return tracing::error!("checkpoint {}: {e:#}", path.display()),
+        Err(e) => return tracing::error!("checkpoint {}: {}", path.display(), crate::errors::chain(&e)),
     };
     let (checkpoint, path) = (Checkpoint::new(genome, state), path.to_path_buf());
     let write = move || {
@@ -221,7 +221,7 @@ fn save(genome: &Genome, backend: &mut dyn Backend, path: &std::path::Path, wait
             Ok(()) => {
                 tracing::info!("checkpoint of burst {burst} written to {} in {:.1} ms", path.display(), start.elapsed().as_secs_f64() * 1e3)
             }
-            Err(e) => tracing::error!("checkpoint {}: {e:#}", path.display()),
+            Err(e) => tracing::error!("checkpoint {}: {}", path.display(), crate::errors::chain(&e)),
         }
     };
     if wait {

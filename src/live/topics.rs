@@ -137,7 +137,8 @@ impl LiveTopics {
                 Ok(p) => Some(p),
                 Err(e) => {
                     tracing::warn!(
-                        "{e:#}; the stats go to {} only (build the neuroburst_msgs package beside neuroburst to get them)",
+                        "{}; the stats go to {} only (build the neuroburst_msgs package beside neuroburst to get them)",
+                        crate::errors::said_once(&e),
                         nc.diagnostics_topic
                     );
                     None

@@ -1,0 +1,102 @@
+//! Memory checked before it is spent: a brain whose build would not fit the host's memory is
+//! refused before the build starts, with what it needs, what there is, and the largest brain of
+//! its shape that would fit (instead of the kernel's OOM killer ending the process mid-build).
+//!
+//! What a build needs at its peak was measured (`/usr/bin/time -v`, `bench --backend cpu`): W(1M,
+//! 100) 1.10 GB, W(3M, 100) 3.28 GB, W(3M, 20) 0.71 GB, i.e. 10.8 bytes per synapse (the drawn rows,
+//! target and code, beside the assembled part's 6) and ~20 per neuron. The GPU's brain is cut into
+//! one part once more on the host (6 bytes per synapse more). Neuron state and fixed costs are
+//! taken generously.
+
+use crate::genome::Genome;
+use crate::model::Layout;
+
+/// Host bytes per synapse at a build's peak, for the CPU backends and for a GPU.
+const PEAK_PER_SYNAPSE_CPU: f64 = 11.0;
+const PEAK_PER_SYNAPSE_GPU: f64 = 14.0;
+/// Host bytes per neuron (layout, state, injections) and fixed (the process itself).
+const PEAK_PER_NEURON: f64 = 64.0;
+const PEAK_FIXED: u64 = 128 << 20;
+
+/// Memory the process may still take, and where that figure comes from.
+#[derive(Clone, Debug)]
+pub struct Available {
+    pub bytes: u64,
+    pub from: String,
+}
+
+/// What the host has available: the smaller of the system's available memory and what the
+/// process's cgroup (a container, a systemd slice) still allows. NEUROBURST_HOST_MEM_LIMIT
+/// (bytes) stands in for it (the tests of the refusal use it).
+pub fn host_available() -> Available {
+    if let Some(b) = std::env::var("NEUROBURST_HOST_MEM_LIMIT").ok().and_then(|v| v.parse().ok()) {
+        return Available { bytes: b, from: "NEUROBURST_HOST_MEM_LIMIT".into() };
+    }
+    let mut sys = sysinfo::System::new();
+    sys.refresh_memory();
+    let mut a = Available { bytes: sys.available_memory(), from: "the host's available memory".into() };
+    if let Some(cg) = sys.cgroup_limits() {
+        if cg.free_memory < a.bytes {
+            a = Available { bytes: cg.free_memory, from: "the memory its cgroup still allows".into() };
+        }
+    }
+    a
+}
+
+/// Host bytes a build of `synapses` and `neurons` takes at its peak.
+pub fn build_peak(synapses: u64, neurons: u64, gpu: bool) -> u64 {
+    let per_synapse = if gpu { PEAK_PER_SYNAPSE_GPU } else { PEAK_PER_SYNAPSE_CPU };
+    PEAK_FIXED + (synapses as f64 * per_synapse + neurons as f64 * PEAK_PER_NEURON) as u64
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+/// Refuse, before building, a brain whose build would not fit `available`: an error that gives
+/// both numbers and the largest brain of this shape (neurons and synapses scaled together) that
+/// fits. Counts the synapses (drawing them without keeping them) only when a quick bound does not
+/// already fit.
+pub fn check_build(genome: &Genome, layout: &Layout, gpu: bool, available: &Available) -> Result<(), String> {
+    let neurons = layout.neurons as u64;
+    let (bound, exact) = crate::connectome::synapse_bound(genome, layout);
+    if build_peak(bound, neurons, gpu) <= available.bytes {
+        return Ok(());
+    }
+    let synapses = if exact { bound } else { crate::connectome::count(genome, layout) };
+    let need = build_peak(synapses, neurons, gpu);
+    if need <= available.bytes {
+        return Ok(());
+    }
+    let scale = available.bytes.saturating_sub(PEAK_FIXED) as f64 / need.saturating_sub(PEAK_FIXED).max(1) as f64;
+    let (fit_n, fit_s) = ((neurons as f64 * scale) as u64, (synapses as f64 * scale) as u64);
+    Err(format!(
+        "the brain ({neurons} neurons, {synapses} synapses) needs about {need} bytes ({}) of host memory at its build's peak, \
+         but {} is {} bytes ({}): the largest brain of this shape that fits has about {fit_n} neurons and {fit_s} synapses",
+        gib(need),
+        available.from,
+        available.bytes,
+        gib(available.bytes)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Workload;
+
+    #[test]
+    fn a_brain_too_big_is_refused_with_both_numbers_and_what_fits() {
+        let g = Workload { neurons: 1_000_000, fanout: 100, rate: 0.01, seed: 1 }.genome();
+        let layout = Layout::from_genome(&g);
+        let small = Available { bytes: 500 << 20, from: "a test's limit".into() };
+        let e = check_build(&g, &layout, false, &small).unwrap_err();
+        assert!(e.contains("100000000 synapses") && e.contains(&(500u64 << 20).to_string()) && e.contains("a test's limit"), "{e}");
+        // what it says fits does fit
+        let fit: u64 = e.split("about ").nth(2).unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!(fit > 200_000 && fit < 400_000, "{e}");
+        assert!(build_peak(fit * 100, fit, false) <= small.bytes);
+        let big = Available { bytes: 4 << 30, from: "plenty".into() };
+        assert!(check_build(&g, &layout, false, &big).is_ok());
+    }
+}
