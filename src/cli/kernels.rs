@@ -39,7 +39,7 @@ pub fn main(a: KernelsArgs) -> anyhow::Result<()> {
     let (ptx, names) = module::compile(major, minor).map_err(anyhow::Error::msg)?;
     let cache = module::cache_dir().map_or("no cache folder".into(), |d| d.display().to_string());
     println!(
-        "kernels/burst.cu for sm_{major}{minor}: {} kernels, {:.1} s (compiled, or read from the cache in {cache})",
+        "kernels/*.cu for sm_{major}{minor}: {} kernels, {:.1} s (compiled, or read from the cache in {cache})",
         names.len(),
         t0.elapsed().as_secs_f64()
     );

@@ -47,6 +47,10 @@ pub struct ClusterConfig {
     pub checkpoint_dir: PathBuf,
     /// Bursts per second, paced by the io shard; 0 = as fast as the shards go.
     pub rate_hz: f64,
+    /// A Zenoh JSON5 session configuration for the shards' links (TLS and mutual TLS with
+    /// `tls/...` endpoints, authentication, access control: config/zenoh/cluster_mtls.json5); the
+    /// endpoints and scouting above apply on top of it.
+    pub zenoh_config_file: Option<PathBuf>,
 }
 
 impl Default for ClusterConfig {
@@ -61,6 +65,7 @@ impl Default for ClusterConfig {
             checkpoint_interval: 0,
             checkpoint_dir: "checkpoints".into(),
             rate_hz: 0.0,
+            zenoh_config_file: None,
         }
     }
 }

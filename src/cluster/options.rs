@@ -112,6 +112,7 @@ pub fn session_config(cluster: &ClusterConfig, index: usize) -> Result<::zenoh::
         mode: ZenohMode::Peer,
         listen: vec![cluster.endpoints[index].clone()],
         connect: cluster.endpoints.iter().enumerate().filter(|&(k, _)| k != index).map(|(_, e)| e.clone()).collect(),
+        config_file: cluster.zenoh_config_file.clone(),
         ..Default::default()
     };
     let mut c = z.session_config().map_err(|e| ClusterError::Zenoh(e.to_string()))?;

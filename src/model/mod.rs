@@ -28,7 +28,7 @@ pub const LEAK_FRACTION: u32 = 0;
 pub const LEAK_LINEAR: u32 = 1;
 
 /// One area's neuron parameters in fixed point, as the backends use them. `#[repr(C)]`: the CUDA
-/// kernels read the same bytes (`kernels/burst.cu`, `struct AreaParams`).
+/// kernels read the same bytes (`kernels/common.cuh`, `struct AreaParams`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct AreaParams {
@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn area_params_layout_matches_the_kernel() {
-        // kernels/burst.cu mirrors this struct: 7 x 8 bytes, then 11 x 4 bytes, padded to 8.
+        // kernels/common.cuh mirrors this struct: 7 x 8 bytes, then 11 x 4 bytes, padded to 8.
         assert_eq!(std::mem::size_of::<AreaParams>(), 104);
         assert_eq!(std::mem::align_of::<AreaParams>(), 8);
         assert_eq!(std::mem::size_of::<Injection>(), 16);

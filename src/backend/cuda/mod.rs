@@ -1,27 +1,27 @@
 //! The CUDA backend: the whole burst on one GPU, bit-identical to the CPU reference.
 //!
 //! - [`probe`]: is a usable GPU there (driver, device, NVRTC, our kernels compile)? Never panics.
-//! - [`module`]: `kernels/burst.cu`, embedded, compiled by NVRTC at start-up (PTX cached on disk).
-//! - [`memory`]: what a brain needs on the device (usable without a GPU, e.g. by `inspect`), and
-//!   the mapped pinned host buffers that carry the injection up and the motor output down.
-//! - [`backend`]: [`CudaBackend`], the [`crate::backend::Backend`] on the device.
-//! - [`resident`]: one GPU's bursts run by a kernel that stays on the GPU (no API call per burst).
+//! - [`module`]: `kernels/*.cu`, embedded, compiled by NVRTC at start-up (PTX cached on disk).
+//! - `layout`: the host's mirrors of the kernels' structs, the output's layout.
+//! - [`memory`]: what a brain needs on the device (usable without a GPU, e.g. by `inspect`), the
+//!   mapped pinned host buffers that carry the injection up and the motor output down, and
+//!   page-locked input columns.
+//! - `backend`: [`CudaBackend`], what it owns and how it is built; `staging` (a burst from the
+//!   host: input, launch, read-back), `resident` (one GPU: the kernel that stays on the GPU),
+//!   `graphs` (several GPUs, or a GPU without cooperative launch), `state` (snapshots and
+//!   restores), `peers` (one GPU of several).
+//! - [`multi`], [`engine`]: several GPUs of one host; a GPU shard of a brain over processes.
 //!
-//! Design (details in `kernels/burst.cu`): three kernels. `propagate` spreads the last burst's
-//! spikes over (spike, synapse) pairs (a row-offset list built by the fired-list compaction; every
-//! warp takes 256 consecutive pairs and finds their rows by binary search) with integer atomics
-//! (exact, order-independent sums); `inject` adds the burst's sensory injection; `step` runs every
-//! neuron, compacts the fired list on the device and writes the read-back neurons straight into
-//! mapped pinned host memory; its last block publishes the counters, which the host polls. Every
-//! output word carries a tag of its burst, so the GPU needs no system-scope fences. Only the
-//! injection and the read-back list cross PCIe.
-//!
-//! On one GPU the propagation runs ahead: it needs only the last burst's fired list, so each burst
-//! graph (copy the injection up, `inject`, `step`) ends with the next burst's propagation (clear
-//! the other of two accumulators, `propagate` into it), which runs while the host collects the
-//! output and waits for the next injection. A burst's latency is then the injection, the step and
-//! the output. On several GPUs every burst graph gathers the fired lists from the other GPUs first,
-//! then propagates, injects and steps.
+//! One path per machine shape: one GPU runs every burst in the resident kernel (no API call per
+//! burst: the host writes a command into mapped memory); several GPUs run CUDA graphs that gather
+//! every GPU's fired list first. The phases (`kernels/`): `propagate` spreads the last burst's
+//! spikes over (spike, synapse) pairs with integer atomics (exact, order-independent sums), ahead
+//! of the injection; `inject` adds the burst's sensory injection; `step` runs every neuron,
+//! compacts the fired list on the device and writes the read-back neurons straight into mapped
+//! pinned host memory (on one GPU, the early step: every neuron stepped before the injection, the
+//! injected ones again after it, `fix`). Every output word carries a tag of its burst, so the GPU
+//! needs no system-scope fences. Only the injection and the read-back list cross PCIe
+//! (docs/cuda.md).
 
 mod backend;
 mod engine;

@@ -29,7 +29,7 @@ use super::layout::{dev_err, dptr, ResParams};
 use super::memory::{Park, Pinned};
 use crate::backend::BackendError;
 
-/// Bit of the command word that tells the kernel to return (`RES_QUIT` in burst.cu).
+/// Bit of the command word that tells the kernel to return (`RES_QUIT` in resident.cu).
 const QUIT: u64 = 1 << 63;
 
 /// How long `park` waits for the kernel to return.

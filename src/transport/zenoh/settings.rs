@@ -1,5 +1,11 @@
 //! The `zenoh` section of the configuration, and the Zenoh session configuration built from it.
 //! Multicast scouting is always off: the node only talks to the endpoints it is given.
+//!
+//! Security is configured the way Zenoh and rmw_zenoh users already do it: a Zenoh JSON5 session
+//! configuration file (`zenoh.config_file`, or the environment's ZENOH_SESSION_CONFIG_URI, the
+//! variable rmw_zenoh reads) holds TLS certificates (`tls/...` endpoints, mutual TLS), user and
+//! password authentication and access control; neuroburst's own keys (mode, endpoints) apply on
+//! top of it. config/zenoh/ ships commented examples.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +35,10 @@ pub struct ZenohConfig {
     pub listen: Vec<String>,
     /// rmw | ros2dds
     pub format: KeyFormat,
+    /// A Zenoh JSON5 session configuration to start from (TLS, authentication, access control;
+    /// the file a robot passes to rmw_zenoh in ZENOH_SESSION_CONFIG_URI, which is read when this is
+    /// not set). `mode`, `connect`, `listen` and multicast scouting apply on top of it.
+    pub config_file: Option<std::path::PathBuf>,
 }
 
 impl Default for ZenohConfig {
@@ -38,6 +48,7 @@ impl Default for ZenohConfig {
             connect: vec!["tcp/127.0.0.1:7447".into()],
             listen: vec!["tcp/127.0.0.1:0".into()],
             format: KeyFormat::Rmw,
+            config_file: None,
         }
     }
 }
@@ -46,7 +57,15 @@ impl ZenohConfig {
     /// The Zenoh session configuration: mode, endpoints, multicast scouting off; connections
     /// are retried forever (a router that stops and comes back is reconnected).
     pub fn session_config(&self) -> Result<::zenoh::Config, TransportError> {
-        let mut c = ::zenoh::Config::default();
+        let mut c = match self.base_file() {
+            Some((path, from)) => {
+                let c = ::zenoh::Config::from_file(&path)
+                    .map_err(|e| TransportError::Zenoh(format!("{from} {}: not a Zenoh configuration: {e}", path.display())))?;
+                tracing::info!("zenoh: session configuration from {} ({from}); mode and endpoints from neuroburst's", path.display());
+                c
+            }
+            None => ::zenoh::Config::default(),
+        };
         let mut set = |key: &str, value: serde_json::Value| {
             c.insert_json5(key, &value.to_string()).map_err(|e| TransportError::Zenoh(format!("config {key}: {e}")))
         };
@@ -63,5 +82,15 @@ impl ZenohConfig {
         let listen = if self.mode == ZenohMode::Client { vec![] } else { self.listen.clone() };
         set("listen/endpoints", serde_json::json!(listen))?;
         Ok(c)
+    }
+
+    /// The session configuration file to start from, and what named it.
+    pub fn base_file(&self) -> Option<(std::path::PathBuf, &'static str)> {
+        if let Some(p) = &self.config_file {
+            return Some((p.clone(), "zenoh.config_file"));
+        }
+        let uri = std::env::var("ZENOH_SESSION_CONFIG_URI").ok().filter(|v| !v.is_empty())?;
+        let path = uri.strip_prefix("file://").unwrap_or(&uri);
+        Some((path.into(), "ZENOH_SESSION_CONFIG_URI"))
     }
 }
