@@ -9,34 +9,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::certs::Ca;
 use common::{free_port, repo, venv, Proc, PY_PACKAGES};
-use rcgen::{BasicConstraints, Certificate, CertificateParams, DnType, IsCa, KeyPair};
-
-struct Ca {
-    cert: Certificate,
-    key: KeyPair,
-}
-
-fn ca(name: &str) -> Ca {
-    let key = KeyPair::generate().unwrap();
-    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    p.distinguished_name.push(DnType::CommonName, name);
-    Ca { cert: p.self_signed(&key).unwrap(), key }
-}
-
-/// A certificate of common name `cn` for 127.0.0.1 signed by `ca`: its `.pem` and `-key.pem`
-/// in `dir`; returns the paths.
-fn issue(dir: &Path, ca: &Ca, cn: &str) -> (PathBuf, PathBuf) {
-    let key = KeyPair::generate().unwrap();
-    let mut p = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
-    p.distinguished_name.push(DnType::CommonName, cn);
-    let cert = p.signed_by(&key, &ca.cert, &ca.key).unwrap();
-    let (c, k) = (dir.join(format!("{cn}.pem")), dir.join(format!("{cn}-key.pem")));
-    std::fs::write(&c, cert.pem()).unwrap();
-    std::fs::write(&k, key.serialize_pem()).unwrap();
-    (c, k)
-}
 
 /// A client's Zenoh configuration: the CA to trust and, if any, its own certificate.
 fn client_config(dir: &Path, name: &str, ca: &Path, me: Option<&(PathBuf, PathBuf)>) -> PathBuf {
@@ -81,15 +55,14 @@ fn mutual_tls_and_access_control_let_only_the_robot_drive_the_brain() {
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let fleet = ca("fleet CA");
-    let other = ca("another CA");
-    let ca_pem = d.join("ca.pem");
-    std::fs::write(&ca_pem, fleet.cert.pem()).unwrap();
-    let router_cert = issue(d, &fleet, "router");
-    let (brain, robot, observer) = (issue(d, &fleet, "brain"), issue(d, &fleet, "robot"), issue(d, &fleet, "observer"));
+    let (fleet, other) = (Ca::new("fleet CA"), Ca::new("another CA"));
+    let ca_pem = fleet.write(&d.join("ca.pem"));
+    let here = ["127.0.0.1", "localhost"];
+    let router_cert = fleet.issue(d, "router", &here);
+    let (brain, robot, observer) = (fleet.issue(d, "brain", &here), fleet.issue(d, "robot", &here), fleet.issue(d, "observer", &here));
     let rogue_dir = d.join("rogue");
     std::fs::create_dir_all(&rogue_dir).unwrap();
-    let rogue = issue(&rogue_dir, &other, "robot");
+    let rogue = other.issue(&rogue_dir, "robot", &here);
 
     let endpoint = format!("tls/127.0.0.1:{}", free_port());
     let mut rcmd = std::process::Command::new(&python);

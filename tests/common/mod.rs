@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod certs;
 pub mod python;
 pub mod rcl;
 

@@ -32,6 +32,7 @@
 mod common;
 mod harness;
 mod io;
+mod secure;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
