@@ -58,20 +58,28 @@ fn gib(b: u64) -> String {
 /// fits. Counts the synapses (drawing them without keeping them) only when a quick bound does not
 /// already fit.
 pub fn check_build(genome: &Genome, layout: &Layout, gpu: bool, available: &Available) -> Result<(), String> {
+    check_share(genome, layout, 1.0, gpu, available)
+}
+
+/// As [`check_build`] for a process that keeps about `share` of the brain's neurons and synapses
+/// (one shard of several: `1 / shards`).
+pub fn check_share(genome: &Genome, layout: &Layout, share: f64, gpu: bool, available: &Available) -> Result<(), String> {
+    let kept = |x: u64| (x as f64 * share).ceil() as u64;
     let neurons = layout.neurons as u64;
     let (bound, exact) = crate::connectome::synapse_bound(genome, layout);
-    if build_peak(bound, neurons, gpu) <= available.bytes {
+    if build_peak(kept(bound), kept(neurons), gpu) <= available.bytes {
         return Ok(());
     }
     let synapses = if exact { bound } else { crate::connectome::count(genome, layout) };
-    let need = build_peak(synapses, neurons, gpu);
+    let need = build_peak(kept(synapses), kept(neurons), gpu);
     if need <= available.bytes {
         return Ok(());
     }
     let scale = available.bytes.saturating_sub(PEAK_FIXED) as f64 / need.saturating_sub(PEAK_FIXED).max(1) as f64;
     let (fit_n, fit_s) = ((neurons as f64 * scale) as u64, (synapses as f64 * scale) as u64);
+    let part = if share < 1.0 { format!(" (this process keeps about {:.0}% of it)", share * 100.0) } else { String::new() };
     Err(format!(
-        "the brain ({neurons} neurons, {synapses} synapses) needs about {need} bytes ({}) of host memory at its build's peak, \
+        "the brain ({neurons} neurons, {synapses} synapses){part} needs about {need} bytes ({}) of host memory at its build's peak, \
          but {} is {} bytes ({}): the largest brain of this shape that fits has about {fit_n} neurons and {fit_s} synapses",
         gib(need),
         available.from,

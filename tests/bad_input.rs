@@ -170,4 +170,15 @@ fn a_brain_too_big_for_the_host_is_refused_before_the_build() {
             assert!(err.contains(part), "expected {part:?} in: {err}");
         }
     }
+    // one shard of two keeps half of W(10M): refused under a 1 GB limit, before its build
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(dir.path(), "c.yaml", "cluster:\n  endpoints: [tcp/127.0.0.1:7991, tcp/127.0.0.1:7992]\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
+        .args(["shard", "--index", "0", "--workload", "10000000,100,0.01,1", "--bursts", "1", "--config", cfg.to_str().unwrap()])
+        .env("NEUROBURST_HOST_MEM_LIMIT", "1000000000")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("keeps about 50%") && err.contains("1000000000"), "{err}");
 }

@@ -134,6 +134,9 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
     // a GPU takes the shard's synapses as one part
     let parts = if o.gpus.is_empty() { threads } else { o.gpus.len() };
     // Only this shard's synapses: the memory of a shard, not of the whole brain.
+    let layout = crate::model::Layout::from_genome(&o.genome);
+    let available = crate::capacity::host_available();
+    crate::capacity::check_share(&o.genome, &layout, 1.0 / n as f64, !o.gpus.is_empty(), &available).map_err(ClusterError::Startup)?;
     let (brain, plan) = Brain::build_shard(&o.genome, n, o.strategy, parts, me, o.progress)?;
     let ranges = plan.ranges.clone();
     let motor = o.motor.take().unwrap_or_else(|| motor_ranges(&o.genome, &brain.layout));
