@@ -53,6 +53,8 @@ pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub config: PathBuf,
     pub starts: usize,
+    /// RUST_LOG of the shards (NEUROBURST_TEST_LOG, else info with Zenoh's warnings).
+    pub log: String,
 }
 
 impl Cluster {
@@ -85,7 +87,8 @@ impl Cluster {
             }
         }
         std::fs::write(&config, serde_yaml::to_string(&merged).unwrap()).unwrap();
-        Cluster { procs: (0..SHARDS).map(|_| None).collect(), hosts, dir, config, starts: 0 }
+        let log = std::env::var("NEUROBURST_TEST_LOG").unwrap_or_else(|_| "info,zenoh=warn".into());
+        Cluster { procs: (0..SHARDS).map(|_| None).collect(), hosts, dir, config, starts: 0, log }
     }
 
     pub fn record(&self, run: usize) -> PathBuf {
@@ -109,7 +112,7 @@ impl Cluster {
             .arg("--config")
             .arg(&self.config)
             .args(args.iter().map(AsRef::as_ref))
-            .env("RUST_LOG", std::env::var("NEUROBURST_TEST_LOG").unwrap_or_else(|_| "info,zenoh=warn".into()));
+            .env("RUST_LOG", &self.log);
         if resume {
             cmd.arg("--resume");
         }

@@ -51,6 +51,8 @@ fn three_hosts_over_mutual_tls_fire_as_one_process_and_a_rogue_changes_nothing()
     )
     .unwrap();
 
+    // Zenoh's access control says, once per link, when a peer matches no member
+    c.log = format!("{},zenoh::net::routing::interceptor::access_control=info", c.log);
     for k in 0..SHARDS {
         c.spawn(k, false, 0);
     }
@@ -78,6 +80,9 @@ fn three_hosts_over_mutual_tls_fire_as_one_process_and_a_rogue_changes_nothing()
     // `enabled: false`). With it, none arrives.
     let logs = c.logs();
     assert!(!logs.contains("malformed directive"), "a rogue message reached a shard:\n{logs}");
+    // the rogue's link (to shard 1) is logged once: it matches no member, so nothing it sends passes
+    let refused = c.proc(1).log().matches("did not match any configured ACL subject").count();
+    assert_eq!(refused, 1, "shard 1 should log the rogue's link once:\n{logs}");
     let counted: Vec<&str> = logs.split("\"malformed_messages\":").skip(1).map(|t| t.split(',').next().unwrap_or("")).collect();
     assert!(counted.iter().all(|n| *n == "0"), "the shards counted malformed messages {counted:?}:\n{logs}");
 }
