@@ -33,7 +33,7 @@ fn router_config(dir: &Path, ca: &Path, server: &(PathBuf, PathBuf), endpoint: &
         .replace("/etc/neuroburst/ca.pem", &ca.display().to_string())
         .replace("/etc/neuroburst/router.pem", &server.0.display().to_string())
         .replace("/etc/neuroburst/router-key.pem", &server.1.display().to_string())
-        .replace(r#"endpoints: ["tls/127.0.0.1:7448", "tcp/127.0.0.1:7447"]"#, &format!(r#"endpoints: ["{endpoint}"]"#));
+        .replace(r#"endpoints: ["quic/127.0.0.1:7448", "tcp/127.0.0.1:7447"]"#, &format!(r#"endpoints: ["{endpoint}"]"#));
     assert!(text.contains(endpoint), "the shipped router config changed: update this test");
     let path = dir.join("router.json5");
     std::fs::write(&path, text).unwrap();
@@ -64,7 +64,7 @@ fn mutual_tls_and_access_control_let_only_the_robot_drive_the_brain() {
     std::fs::create_dir_all(&rogue_dir).unwrap();
     let rogue = other.issue(&rogue_dir, "robot", &here);
 
-    let endpoint = format!("tls/127.0.0.1:{}", free_port());
+    let endpoint = format!("quic/127.0.0.1:{}", free_port());
     let mut rcmd = std::process::Command::new(&python);
     rcmd.arg(repo().join("tests/python/router.py")).arg(&endpoint).arg(router_config(d, &ca_pem, &router_cert, &endpoint));
     let router = Proc::spawn(&mut rcmd, d.join("router.log"));

@@ -48,7 +48,7 @@ pub struct ClusterConfig {
     /// Bursts per second, paced by the io shard; 0 = as fast as the shards go.
     pub rate_hz: f64,
     /// A Zenoh JSON5 session configuration for the shards' links (TLS and mutual TLS with
-    /// `tls/...` endpoints, authentication, access control: config/zenoh/cluster_mtls.json5); the
+    /// `quic/...` endpoints, authentication, access control: config/zenoh/cluster_mtls.json5); the
     /// endpoints and scouting above apply on top of it.
     pub zenoh_config_file: Option<PathBuf>,
 }

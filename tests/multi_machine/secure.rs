@@ -35,7 +35,7 @@ fn three_hosts_over_mutual_tls_fire_as_one_process_and_a_rogue_changes_nothing()
     let mut yaml: serde_yaml::Mapping = serde_yaml::from_str(&std::fs::read_to_string(&c.config).unwrap()).unwrap();
     let cluster = yaml.get_mut("cluster").and_then(|v| v.as_mapping_mut()).unwrap();
     let eps: Vec<String> =
-        cluster["endpoints"].as_sequence().unwrap().iter().map(|e| e.as_str().unwrap().replacen("tcp/", "tls/", 1)).collect();
+        cluster["endpoints"].as_sequence().unwrap().iter().map(|e| e.as_str().unwrap().replacen("tcp/", "quic/", 1)).collect();
     cluster.insert("endpoints".into(), serde_yaml::to_value(&eps).unwrap());
     cluster.insert("zenoh_config_file".into(), zconf.display().to_string().into());
     std::fs::write(&c.config, serde_yaml::to_string(&yaml).unwrap()).unwrap();

@@ -3,7 +3,7 @@
 //!
 //! Security is configured the way Zenoh and rmw_zenoh users already do it: a Zenoh JSON5 session
 //! configuration file (`zenoh.config_file`, or the environment's ZENOH_SESSION_CONFIG_URI, the
-//! variable rmw_zenoh reads) holds TLS certificates (`tls/...` endpoints, mutual TLS), user and
+//! variable rmw_zenoh reads) holds TLS certificates (`quic/...` endpoints, mutual TLS), user and
 //! password authentication and access control; neuroburst's own keys (mode, endpoints) apply on
 //! top of it. config/zenoh/ ships commented examples.
 
