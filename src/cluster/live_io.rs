@@ -50,7 +50,8 @@ impl ShardIo for LiveIo {
         if c > 0 {
             tracing::info!("the brain resumes from burst {c}; the live topics go on");
         }
-        Ok(())
+        // the publisher thread (first call), and the clock from now
+        self.topics.start().map_err(|e| ClusterError::Io(format!("live topics: cannot start the publisher: {e}")))
     }
 
     fn pace(&mut self, _t: u64) {

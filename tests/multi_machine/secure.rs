@@ -57,6 +57,8 @@ fn three_hosts_over_mutual_tls_fire_as_one_process_and_a_rogue_changes_nothing()
         c.spawn(k, false, 0);
     }
     let python = venv("pyenv", PY_PACKAGES);
+    // shard 1 listens once its brain is built
+    c.time_to(1, "listening on", std::time::Instant::now(), Duration::from_secs(60));
     let rogue = c
         .hosts
         .command(0, &python)

@@ -63,7 +63,8 @@ import numpy as np
 def fail(msg):
     print(json.dumps({"ok": False, "error": msg}))
     sys.stdout.flush()
-    sys.exit(1)
+    # no interpreter shutdown: it waits for the Zenoh callback threads, which never end
+    os._exit(1)
 
 
 def check(cond, msg):

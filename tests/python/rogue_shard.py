@@ -21,7 +21,7 @@ conf = zenoh.Config.from_file(args.config)
 conf.insert_json5("mode", '"client"')
 conf.insert_json5("scouting/multicast/enabled", "false")
 conf.insert_json5("connect/endpoints", json.dumps([args.connect]))
-conf.insert_json5("connect/timeout_ms", "10000")
+conf.insert_json5("connect/timeout_ms", "30000")
 conf.insert_json5("connect/exit_on_failure", "true")
 try:
     session = zenoh.open(conf)
