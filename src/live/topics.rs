@@ -41,6 +41,8 @@ pub struct LiveTopics {
     pub inputs: Vec<Input>,
     /// The node's fully qualified name (`/neuroburst`, `/robot1/brain1`).
     pub fqn: String,
+    /// The resolved name of each decoder's motor topic (`/cmd_vel`).
+    motor_topics: Vec<String>,
     /// The backend's device, for `/diagnostics` (set before [`LiveTopics::start`]).
     pub hardware: String,
     /// The publisher thread's state until it starts.
@@ -125,6 +127,7 @@ impl LiveTopics {
             tracing::info!("output area {} -> {topic} ({})", d.config.area(), d.config.message_type());
             pubs.push(Output { topic, publisher, published: 0, errors: 0, last_error: None });
         }
+        let motor_topics = pubs.iter().map(|o| o.topic.clone()).collect();
         let diagnostics_pub = match nc.diagnostics_topic.as_str() {
             "" => None,
             t => Some(announce(transport, t, nc, DiagnosticArray::TYPE, Qos::COMMAND)?),
@@ -198,6 +201,7 @@ impl LiveTopics {
             outputs,
             inputs,
             fqn,
+            motor_topics,
             hardware: String::new(),
             side: Some(side),
             records: None,
@@ -295,7 +299,7 @@ impl LiveTopics {
     pub fn stop(&mut self, fatal: Option<&str>) {
         let time_ns = self.pace.now_ns();
         let motor = self.outputs.stop_messages(time_ns);
-        let topics: Vec<String> = motor.iter().map(|(i, _)| self.outputs.decoders[*i].config.topic().to_string()).collect();
+        let topics: Vec<String> = motor.iter().map(|(i, _)| self.motor_topics[*i].clone()).collect();
         let stop = Record::Stop { motor, time_ns, fatal: fatal.map(String::from) };
         if let (Some(tx), Some(thread)) = (self.records.take(), self.publisher.take()) {
             let _ = tx.send(stop);
