@@ -66,7 +66,7 @@ msgs = {
     'diagnostic_msgs/msg/DiagnosticArray': T['diagnostic_msgs/msg/DiagnosticArray'](header=header, status=[T['diagnostic_msgs/msg/DiagnosticStatus'](level=2, name='n', message='m', hardware_id='h', values=[]), T['diagnostic_msgs/msg/DiagnosticStatus'](level=0, name='', message='', hardware_id='', values=[T['diagnostic_msgs/msg/KeyValue'](key='k', value='')])]),
     'rosgraph_msgs/msg/Clock': T['rosgraph_msgs/msg/Clock'](clock=time),
     'neuroburst_msgs/msg/BurstActivity': T['neuroburst_msgs/msg/BurstActivity'](burst=42, stamp=time, fired_total=17, area_ids=['_power', 'i__vis', 'o__mot'], fired=np.array([1, 10, 6], dtype=np.uint32)),
-    'neuroburst_msgs/msg/BurstStats': T['neuroburst_msgs/msg/BurstStats'](burst=1234567, bursts=999, burst_duration_us=12.5, burst_duration_max_us=250.25, area_ids=['motor', 'all'], fired=np.array([3, 77], dtype=np.uint32), missed_deadlines=2, dropped_messages=31, malformed_messages=20),
+    'neuroburst_msgs/msg/BurstStats': T['neuroburst_msgs/msg/BurstStats'](burst=1234567, bursts=999, burst_duration_us=12.5, burst_duration_max_us=250.25, area_ids=['motor', 'all'], fired=np.array([3, 77], dtype=np.uint32), missed_deadlines=2, dropped_messages=31, malformed_messages=20, latency_samples=40, latency_p50_us=1012.5, latency_p99_us=1980.0, latency_max_us=2050.75),
 }
 ours = json.load(open(sys.argv[2]))
 out = {}
