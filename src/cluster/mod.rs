@@ -50,6 +50,7 @@ pub mod io;
 pub mod live_io;
 pub mod netns;
 mod options;
+mod outbox;
 pub mod record;
 mod run;
 pub mod wire;

@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ::zenoh::qos::{CongestionControl, Priority};
 use ::zenoh::sample::{Locality, SampleKind};
 use ::zenoh::{Session, Wait};
 
@@ -15,6 +14,7 @@ use super::config::OnShardLoss;
 use super::inbox::Shared;
 use super::io::{ShardIo, WorkloadIo};
 use super::options::{session_config, zerr, ClusterError, Outcome, Report, ShardOptions};
+use super::outbox::{put, Outbox};
 use super::record::{self, Line};
 use super::wire::{self, Directive, Keys, Topic};
 use crate::backend::cpu::CpuEngine;
@@ -85,45 +85,6 @@ const RESEND: Duration = Duration::from_millis(100);
 /// the burst timeout when that is shorter): the late removal of a restarted shard's old token can
 /// arrive just before its new token.
 const TOKEN_GRACE: Duration = Duration::from_millis(250);
-
-/// Put `bytes` on `key` for the peers: reliable, real-time priority, not batched.
-fn put(session: &Session, key: &str, bytes: &[u8]) -> Result<(), ClusterError> {
-    session
-        .put(key, bytes)
-        .congestion_control(CongestionControl::Block)
-        .priority(Priority::RealTime)
-        .express(true)
-        .allowed_destination(Locality::Remote)
-        .wait()
-        .map_err(|e| ClusterError::Zenoh(format!("put {key}: {e}")))
-}
-
-/// The messages a shard sent last, kept encoded so that they can be sent again: its spikes of
-/// the last two bursts and, on the io shard, the last two inputs of each shard. A peer that missed
-/// one is at most one burst behind, and receivers drop what they already have.
-struct Outbox {
-    /// (key, bytes) by burst % 2.
-    spikes: [(String, Vec<u8>); 2],
-    /// inputs[k][burst % 2]: (key, bytes).
-    inputs: Vec<[(String, Vec<u8>); 2]>,
-}
-
-impl Outbox {
-    fn new(n: usize) -> Outbox {
-        Outbox { spikes: Default::default(), inputs: vec![Default::default(); n] }
-    }
-
-    /// Forget everything (a new epoch: what was sent before is of no use to anyone).
-    fn clear(&mut self) {
-        for (k, _) in self.spikes.iter_mut().chain(self.inputs.iter_mut().flatten()) {
-            k.clear();
-        }
-    }
-
-    fn all(&self) -> impl Iterator<Item = &(String, Vec<u8>)> {
-        self.spikes.iter().chain(self.inputs.iter().flatten()).filter(|(k, _)| !k.is_empty())
-    }
-}
 
 /// Run shard `o.index` until the last burst, a signal, or a loss that stops it.
 pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
