@@ -41,6 +41,9 @@ pub struct Config {
     /// One brain sharded over several processes or hosts (`neuroburst shard`).
     #[serde(default)]
     pub cluster: crate::cluster::ClusterConfig,
+    /// The live view (Foxglove WebSocket) and the scene a replay records.
+    #[serde(default)]
+    pub view: crate::view::ViewConfig,
 }
 
 /// Settings of `neuroburst replay`.
@@ -165,6 +168,7 @@ impl Config {
         if !(self.replay.pace >= 0.0 && self.replay.pace.is_finite()) {
             return Err(ConfigError::Invalid { origin: "replay.pace".into(), message: format!("{} is not >= 0", self.replay.pace) });
         }
+        self.view.check().map_err(|message| ConfigError::Invalid { origin: "view".into(), message })?;
         let mut topics: Vec<&str> = self.decoders.iter().map(|d| d.topic()).collect();
         if !self.replay.activity_topic.is_empty() {
             topics.push(&self.replay.activity_topic);

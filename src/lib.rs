@@ -37,4 +37,5 @@ pub mod ros;
 pub mod selftest;
 pub mod shard;
 pub mod transport;
+pub mod view;
 pub mod workload;

@@ -85,6 +85,8 @@ fn run(bag: &Bag, mode: &str) -> (Vec<u8>, Vec<(u64, u64, bool)>) {
         progress: false,
         pace: 0.0,
         stop: &stop,
+        view: None,
+        genome: &genome,
     };
     replay(bag, &layout, opened.backend.as_mut(), &config, &mut writer, &opts).unwrap();
     writer.finish().unwrap();

@@ -46,6 +46,17 @@ impl BagWriter {
         Ok(id)
     }
 
+    /// Declare a topic of another encoding than CDR (e.g. Foxglove's protobuf schemas: `schema`
+    /// with its `schema_encoding`, messages in `message_encoding`); returns its channel id. ROS 2
+    /// tools skip such channels; Foxglove plays them.
+    pub fn add_foreign_topic(&mut self, topic: &str, schema: &foxglove::Schema, message_encoding: &str) -> Result<u16, BagError> {
+        let w = self.writer.as_mut().expect("writer used after finish");
+        let id = w.add_schema(&schema.name, &schema.encoding, &schema.data).map_err(|e| write_err(&self.path, e))?;
+        let id = w.add_channel(id, topic, message_encoding, &BTreeMap::new()).map_err(|e| write_err(&self.path, e))?;
+        self.channels.insert(topic.to_string(), id);
+        Ok(id)
+    }
+
     /// Write one message (a CDR payload) at `time_ns`.
     pub fn write(&mut self, channel: u16, time_ns: u64, data: &[u8]) -> Result<(), BagError> {
         let w = self.writer.as_mut().expect("writer used after finish");

@@ -161,9 +161,13 @@ impl RuntimeArgs {
 
 /// Set up logging and the CPU thread pool from the configuration.
 pub fn init(config: &Config) {
+    use crate::transport::zenoh::refused;
+    use tracing_subscriber::filter::FilterExt;
+    use tracing_subscriber::prelude::*;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log.level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false);
+    let _ = tracing_subscriber::registry().with(fmt.with_filter(filter.and(refused::hide()))).with(refused::layer()).try_init();
     if config.backend.cpu_threads > 0 {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(config.backend.cpu_threads).build_global();
     }

@@ -30,6 +30,10 @@ pub struct NodeArgs {
     /// configuration as YAML, and exit without starting (for launch-file checks).
     #[arg(long)]
     pub check: bool,
+    /// Serve the live view to Foxglove on HOST:PORT (default 127.0.0.1:8765): the brain's scene,
+    /// the sensor and motor messages, the stats.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub view: Option<String>,
     #[command(flatten)]
     pub runtime: super::RuntimeArgs,
 }
@@ -100,6 +104,9 @@ pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
     }
     let mut transport = crate::transport::select::open(&config).context("cannot open the transport")?;
     let control = Arc::new(Control::default());
+    if let Some(addr) = &a.view {
+        let _ = control.view.set(Arc::new(crate::view::View::start(addr, &genome, &config.view)?));
+    }
     let c = control.clone();
     let resume = a.resume;
     let burster = std::thread::Builder::new()

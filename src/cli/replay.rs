@@ -31,6 +31,10 @@ pub struct ReplayArgs {
     /// Draw motor output and area activity over time into this PNG.
     #[arg(long, value_name = "OUT.png")]
     pub plot: Option<PathBuf>,
+    /// Serve the live view to Foxglove on HOST:PORT (default 127.0.0.1:8765): the replay waits for
+    /// a client, then runs at bag pace (replay.pace, 1 when not set).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub view: Option<String>,
     #[command(flatten)]
     pub runtime: super::RuntimeArgs,
 }
@@ -48,14 +52,27 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
         let stop = stop.clone();
         ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst)).context("cannot install the Ctrl-C handler")?;
     }
+    let view = match &a.view {
+        Some(addr) => Some(crate::view::View::start(addr, &genome, &config.view)?),
+        None => None,
+    };
+    let pace = match (&view, config.replay.pace) {
+        (Some(_), 0.0) => 1.0,
+        (_, p) => p,
+    };
+    if let Some(v) = &view {
+        v.wait_for_client(&stop);
+    }
     let mut writer = BagWriter::create(&a.out)?;
     let opts = ReplayOptions {
         burst_rate_hz: genome.burst_rate_hz,
         max_bursts: config.replay.max_bursts,
         activity_topic: config.replay.activity_topic.clone(),
         progress: config.log.progress,
-        pace: config.replay.pace,
+        pace,
         stop: &stop,
+        view: view.as_ref(),
+        genome: &genome,
     };
     let result = replay(&bag, &layout, opened.backend.as_mut(), &config, &mut writer, &opts);
     // the output is finished whatever happened, so it stays readable
@@ -65,11 +82,13 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
 
     print_summary(&a, &genome, &summary, opened.backend.info().backend);
     if let Some(p) = &a.plot {
-        plot::draw(&summary, p).map_err(anyhow::Error::msg)?;
-        println!("plot written to {}:", p.display());
-        for l in plot::legend(&summary, &layout.meta.iter().map(|m| m.id.clone()).collect::<Vec<_>>()) {
-            println!("  {l}");
-        }
+        let backend = opened.backend.info().backend;
+        let bag_name = a.bag.file_name().map_or(a.bag.display().to_string(), |n| n.to_string_lossy().to_string());
+        let title = plot::PlotTitle { genome: &genome.name, bag: &bag_name, backend: &backend, rate_hz: genome.burst_rate_hz };
+        let ids: Vec<String> = layout.meta.iter().map(|m| m.id.clone()).collect();
+        let neurons: Vec<u32> = layout.params.iter().map(|p| p.count).collect();
+        plot::draw(&summary, &title, &ids, &neurons, p).map_err(anyhow::Error::msg)?;
+        println!("plot written to {}", p.display());
     }
     if summary.interrupted {
         eprintln!("interrupted: {} written up to burst {}", a.out.display(), summary.bursts);

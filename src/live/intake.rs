@@ -80,6 +80,8 @@ pub struct Slot {
     pub counters: TopicCounters,
     /// The latest encoding error.
     pub last_error: Mutex<Option<String>>,
+    /// The live view, shown every message the encoder read (at most `view.rate_hz` per second).
+    pub view: std::sync::OnceLock<Arc<crate::view::View>>,
 }
 
 impl Slot {
@@ -93,6 +95,7 @@ impl Slot {
             encoded: Mutex::new(None),
             counters: TopicCounters::default(),
             last_error: Mutex::new(None),
+            view: std::sync::OnceLock::new(),
         })
     }
 
@@ -175,6 +178,7 @@ impl Slot {
         let slot = self.clone();
         let name = format!("encode {}", self.topic);
         std::thread::Builder::new().name(name.chars().take(15).collect()).spawn(move || {
+            let info = crate::ros::registry::lookup(type_name);
             while let Some(sample) = slot.next(busy) {
                 // sorted here, off the burst thread: ascending injections are a backend's fastest
                 let injections: Result<Vec<_>, String> = encoders
@@ -191,6 +195,9 @@ impl Slot {
                 }
                 slot.set_encoded(Encoded { injections, received: sample.received });
                 wake.notify();
+                if let (Some(view), Some(info)) = (slot.view.get(), &info) {
+                    view.ros(&slot.topic, info, &sample.payload, crate::live::pace::system_now_ns(), true);
+                }
             }
         })
     }

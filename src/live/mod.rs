@@ -48,6 +48,8 @@ pub struct Control {
     pub missed: AtomicU64,
     /// Start the phase trace again (set by an observer, cleared by the burst thread).
     pub reset_trace: AtomicBool,
+    /// The live view, when served (`node --view`): set before [`run`].
+    pub view: std::sync::OnceLock<Arc<crate::view::View>>,
 }
 
 /// Extra injection added every burst before the sensors' (`neuroburst bench-loop` drives W this way).
@@ -105,6 +107,9 @@ pub fn run(
     let layout = Layout::from_genome(genome);
     let rate = if nc.rate_hz > 0.0 { nc.rate_hz } else { genome.burst_rate_hz };
     let mut topics = LiveTopics::open(config, &layout, transport, rate, "the node")?;
+    if let Some(view) = control.view.get() {
+        topics.set_view(view);
+    }
     if !config.checkpoint.trigger_topic.is_empty() {
         let spec = topic_spec(&config.checkpoint.trigger_topic, nc, Empty::TYPE, Qos::COMMAND)?;
         let c = control.clone();
@@ -135,6 +140,9 @@ fn bursts(
     topics: &mut LiveTopics,
     ranges: Vec<std::ops::Range<u32>>,
 ) -> anyhow::Result<Summary> {
+    let read_back: Vec<bool> = (0..layout.meta.len()).map(|a| ranges.iter().any(|r| r.start == layout.params[a].first)).collect();
+    let view_stop = Arc::new(AtomicBool::new(false));
+    let feed = control.view.get().map(|v| crate::view::feed(v.clone(), read_back, view_stop.clone())).transpose()?;
     let mut opened = open(genome, &config.backend, Readback::Ranges(ranges), false).map_err(anyhow::Error::msg)?;
     let backend: &mut dyn Backend = opened.backend.as_mut();
     topics.hardware = backend.info().device;
@@ -173,6 +181,9 @@ fn bursts(
         let out = backend.burst(injection.as_slice())?;
         let burst = Instant::now();
         let (now, blind) = (topics.now_ns(), topics.blind());
+        if let Some(f) = feed.as_ref().filter(|f| f.wanted()) {
+            f.offer(layout, now, out.fired);
+        }
         let products = topics.outputs.burst(&out, layout, now, blind);
         let decoded = Instant::now();
         summary.bursts = products.burst;
@@ -188,6 +199,7 @@ fn bursts(
             save(genome, backend, &config.checkpoint.path, false);
         }
     }
+    view_stop.store(true, Ordering::Relaxed);
     summary.missed_deadlines = topics.pace.missed();
     (summary.dropped_messages, summary.malformed_messages) = topics.dropped();
     summary.link_losses = transport.link_losses();

@@ -14,8 +14,8 @@ use super::intake::Slot;
 use super::problems::ProblemLog;
 use super::trace::{Durations, Percentiles};
 use crate::decode::MotorMessage;
-use crate::ros::encode;
 use crate::ros::neuroburst_msgs::BurstStats;
+use crate::ros::{encode, RosMessage};
 use crate::transport::Publisher;
 
 /// A published motor topic.
@@ -74,6 +74,8 @@ pub struct OutputSide {
     pub problems: ProblemLog,
     /// Records the channel could not take.
     pub dropped_records: Arc<std::sync::atomic::AtomicU64>,
+    /// The live view, shown the motor messages (types per output) and the stats.
+    pub view: Option<(Arc<crate::view::View>, Vec<Option<crate::ros::typesys::TypeInfo>>)>,
 }
 
 /// What the publisher thread did, returned when it ends.
@@ -119,7 +121,7 @@ impl OutputSide {
             match record {
                 Ok(Record::Burst(b)) => r.burst(b),
                 Ok(Record::Stop { motor, time_ns, fatal }) => {
-                    r.send(&motor);
+                    r.send(&motor, time_ns);
                     r.health(time_ns, true, fatal.as_deref());
                     break;
                 }
@@ -140,8 +142,11 @@ impl OutputSide {
 }
 
 impl Run {
-    fn send(&mut self, motor: &[(usize, MotorMessage)]) {
+    fn send(&mut self, motor: &[(usize, MotorMessage)], time_ns: u64) {
         for (i, m) in motor {
+            if let Some((view, Some(info))) = self.side.view.as_ref().map(|(v, t)| (v, &t[*i])) {
+                view.ros(&self.side.pubs[*i].topic, info, &m.payload, time_ns, false);
+            }
             let o = &mut self.side.pubs[*i];
             match o.publisher.publish(&m.payload) {
                 Ok(()) => o.published += 1,
@@ -154,7 +159,7 @@ impl Run {
     }
 
     fn burst(&mut self, b: BurstRecord) {
-        self.send(&b.motor);
+        self.send(&b.motor, b.time_ns);
         let now = Instant::now();
         for a in self.pending.drain(..) {
             let ns = now.saturating_duration_since(a).as_nanos() as u64;
@@ -218,6 +223,9 @@ impl Run {
             (l.count as u32, l.p50_us as f32, l.p99_us as f32, l.max_us as f32);
         self.window.clear();
         let side = &mut self.side;
+        if let Some((view, _)) = &side.view {
+            view.ros(&side.stats_topic, &BurstStats::info(), &encode(&side.stats), time_ns, false);
+        }
         if let Some(p) = side.stats_pub.as_mut() {
             if let Err(e) = p.publish(&encode(&side.stats)) {
                 side.problems.check(now, &side.stats_topic, "stats publish errors", side.stats.burst, Some(&e.to_string()));

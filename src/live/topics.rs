@@ -194,6 +194,7 @@ impl LiveTopics {
             busy: nc.realtime.busy_poll,
             problems: ProblemLog::new(Duration::from_secs_f64(nc.log_interval_s.max(0.0))),
             dropped_records: dropped_records.clone(),
+            view: None,
         };
         Ok(LiveTopics {
             stat_areas: outputs.decoders.iter().map(|d| d.area).collect(),
@@ -214,6 +215,17 @@ impl LiveTopics {
             blind: false,
             arrivals: Vec::with_capacity(64),
         })
+    }
+
+    /// Show the sensor messages, motor messages and stats in the live view (before [`start`]).
+    pub fn set_view(&mut self, view: &Arc<crate::view::View>) {
+        for i in &self.inputs {
+            let _ = i.slot.view.set(view.clone());
+        }
+        if let Some(side) = self.side.as_mut() {
+            let types = self.outputs.decoders.iter().map(|d| crate::ros::registry::lookup(d.config.message_type())).collect();
+            side.view = Some((view.clone(), types));
+        }
     }
 
     /// The bursts start now: the clock's first deadline and the stats period count from here.

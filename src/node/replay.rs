@@ -9,12 +9,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::backend::Backend;
 use crate::bag::qos::Qos;
 use crate::bag::{Bag, BagError, BagWriter};
+use crate::genome::Genome;
 use crate::model::{Injections, Layout};
 use crate::node::intake::{Intake, TopicStats};
 use crate::node::outputs::{BurstProducts, Outputs};
 pub use crate::node::schedule::BagSchedule;
 use crate::ros::neuroburst_msgs::BurstActivity;
 use crate::ros::{encode, registry, RosMessage};
+use crate::view::scene::Geometry;
+use crate::view::{View, POINTS_TOPIC, SCENE_TOPIC};
+use foxglove::Encode;
 
 /// Per-burst record for plots.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +83,66 @@ pub struct ReplayOptions<'a> {
     pub pace: f64,
     /// Set (by a SIGINT handler) to stop after the current burst and finish the output.
     pub stop: &'a AtomicBool,
+    /// The live view, if served.
+    pub view: Option<&'a View>,
+    pub genome: &'a Genome,
+}
+
+/// The scene frames of a replay: recorded (`view.record`) and sent to the view, every
+/// 1 / `view.rate_hz` of bag time.
+struct Frames {
+    geometry: Geometry,
+    channels: Option<(u16, u16)>,
+    period_ns: u64,
+    next_ns: u64,
+    max_points: usize,
+}
+
+impl Frames {
+    fn new(writer: &mut BagWriter, config: &crate::config::Config, genome: &Genome, t0: u64) -> Result<Frames, ReplayError> {
+        let channels = if config.view.record {
+            let scene = foxglove::messages::SceneUpdate::get_schema().expect("foxglove messages have schemas");
+            let points = foxglove::messages::PointCloud::get_schema().expect("foxglove messages have schemas");
+            let encoding = foxglove::messages::SceneUpdate::get_message_encoding();
+            Some((writer.add_foreign_topic(SCENE_TOPIC, &scene, &encoding)?, writer.add_foreign_topic(POINTS_TOPIC, &points, &encoding)?))
+        } else {
+            None
+        };
+        Ok(Frames {
+            geometry: Geometry::new(genome),
+            channels,
+            period_ns: (1e9 / config.view.rate_hz) as u64,
+            next_ns: t0,
+            max_points: config.view.max_points,
+        })
+    }
+
+    /// Record and send the frame of a burst at `t_k`, if one is due.
+    fn burst(
+        &mut self,
+        writer: &mut BagWriter,
+        view: Option<&View>,
+        layout: &Layout,
+        t_k: u64,
+        out: (&[u32], &[u32]),
+    ) -> Result<(), ReplayError> {
+        if t_k < self.next_ns || (self.channels.is_none() && view.is_none()) {
+            return Ok(());
+        }
+        while self.next_ns <= t_k {
+            self.next_ns += self.period_ns.max(1);
+        }
+        let per_area: Vec<Option<u32>> = out.0.iter().map(|&n| Some(n)).collect();
+        let (scene, points) = crate::view::frame_messages(&self.geometry, layout, self.max_points, t_k, &per_area, out.1);
+        if let Some((s, p)) = self.channels {
+            writer.write(s, t_k, &crate::view::scene::bytes(&scene))?;
+            writer.write(p, t_k, &crate::view::scene::bytes(&points))?;
+        }
+        if let Some(v) = view {
+            v.send(&scene, &points, t_k);
+        }
+        Ok(())
+    }
 }
 
 /// Check the configured encoders' topics against the bag before anything runs: their types,
@@ -171,6 +235,7 @@ pub fn replay(
     };
     let t0 = schedule.t0();
     let total = schedule.total();
+    let mut frames = Frames::new(writer, config, opts.genome, t0)?;
 
     let bar = if opts.progress { indicatif::ProgressBar::new(total) } else { indicatif::ProgressBar::hidden() };
     bar.set_style(
@@ -196,11 +261,19 @@ pub fn replay(
                 std::thread::sleep(wait);
             }
         }
+        let first = schedule.position();
         schedule.offer(bag, k, &mut intake, &mut summary.ignored);
+        if let Some(v) = opts.view {
+            show_inputs(v, bag, first..schedule.position(), &intake);
+        }
         intake.injection(&mut injection, t_k);
         let out = backend.burst(injection.as_slice()).map_err(|e| ReplayError::Backend { burst: k, message: e.to_string() })?;
         let products = outputs.burst(&out, layout, t_k, intake.blind());
         channels.messages(&products, &outputs, t_k, |ch, data| writer.write(ch, t_k, data))?;
+        frames.burst(writer, opts.view, layout, t_k, (&products.fired_per_area, out.fired))?;
+        if let Some(v) = opts.view {
+            show_outputs(v, &products, &outputs, &opts.activity_topic, t_k);
+        }
         for (i, m) in &products.motor {
             summary.motor[*i].messages += 1;
             for (s, v) in sums[*i].iter_mut().zip(&m.values) {
@@ -234,6 +307,32 @@ pub fn replay(
     summary.first_errors = intake.first_errors.clone();
     summary.fired = layout.meta.iter().map(|m| m.id.clone()).zip(fired).collect();
     Ok(summary)
+}
+
+/// The sensor messages of `range` that an encoder read, to the view (at most `view.rate_hz` per
+/// topic).
+fn show_inputs(view: &View, bag: &Bag, range: std::ops::Range<usize>, intake: &Intake) {
+    for m in &bag.messages[range] {
+        let t = &bag.topics[m.topic];
+        if intake.topics().any(|x| x == t.name) {
+            if let Some(info) = registry::lookup(&t.type_name) {
+                view.ros(&t.name, &info, &m.data, m.log_time, true);
+            }
+        }
+    }
+}
+
+/// A burst's motor and activity messages, to the view.
+fn show_outputs(view: &View, products: &BurstProducts, outputs: &Outputs, activity_topic: &str, t_k: u64) {
+    for (i, m) in &products.motor {
+        let d = &outputs.decoders[*i];
+        if let Some(info) = registry::lookup(d.config.message_type()) {
+            view.ros(d.config.topic(), &info, &m.payload, t_k, false);
+        }
+    }
+    if !activity_topic.is_empty() {
+        view.ros(activity_topic, &BurstActivity::info(), &encode(&outputs.activity(products, t_k)), t_k, false);
+    }
 }
 
 fn labels(c: &crate::decode::DecoderConfig, layout: &Layout) -> Vec<String> {

@@ -154,6 +154,11 @@ impl BagSchedule {
         }
     }
 
+    /// The index of the next message to offer (those before it were offered).
+    pub fn position(&self) -> usize {
+        self.next
+    }
+
     /// Back to the first message (a replay that starts again).
     pub fn rewind(&mut self) {
         self.next = 0;

@@ -5,6 +5,7 @@
 pub mod attachment;
 pub mod keys;
 mod links;
+pub mod refused;
 pub mod settings;
 
 use std::sync::atomic::{AtomicU64, Ordering};
