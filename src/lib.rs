@@ -33,6 +33,7 @@ pub mod loopbench;
 pub mod memory;
 pub mod model;
 pub mod node;
+pub mod progress;
 pub mod ros;
 pub mod selftest;
 pub mod shard;

@@ -137,5 +137,80 @@ fn the_plot_has_a_title_axes_and_a_legend() {
     assert!(dark(200, 0, 1000, 30) > 200, "no title");
     assert!(dark(0, 100, 40, 300) > 50, "no axis description on the left");
     assert!(dark(300, 395, 800, 425) > 50, "no heat map caption");
-    assert!(dark(980, 60, 1180, 120) > 100, "no legend in the top panel");
+    assert!(dark(840, 70, 1060, 115) > 100, "no legend in the top panel");
+}
+
+#[test]
+fn the_foxglove_layout_shows_topics_of_the_diffdrive_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = root().join("examples/diffdrive");
+    let out = dir.path().join("o.mcap");
+    common::ok(common::replay(&ex.join("input.mcap"), &out, &["view.record=true"]));
+    let mut topics: BTreeSet<String> = recorded(&out).0.into_keys().collect();
+    topics.extend(neuroburst::bag::open(&ex.join("input.mcap")).unwrap().topics.into_iter().map(|t| t.name));
+    let layout: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(ex.join("foxglove-layout.json")).unwrap()).unwrap();
+    let mut named = Vec::new();
+    for panel in layout["configById"].as_object().unwrap().values() {
+        if let Some(t) = panel["topics"].as_object() {
+            named.extend(t.keys().cloned());
+        }
+        for key in ["topicPath", "imageMode"] {
+            let v = if key == "imageMode" { &panel[key]["imageTopic"] } else { &panel[key] };
+            named.extend(v.as_str().map(String::from));
+        }
+        for p in panel["paths"].as_array().into_iter().flatten() {
+            let path = p["value"].as_str().unwrap();
+            named.push(path.split('.').next().unwrap().to_string());
+        }
+    }
+    assert!(named.len() >= 6, "{named:?}");
+    for t in &named {
+        assert!(topics.contains(t), "the layout shows {t}, which the replay does not have: {topics:?}");
+    }
+}
+
+#[test]
+fn the_live_node_shows_its_brain_and_stats() {
+    let python = venv("viewenv", &["websockets==15.0.1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_neuroburst"));
+    cmd.arg("node")
+        .arg("--genome")
+        .arg(root().join("examples/genomes/rover.yaml"))
+        .arg("--config")
+        .arg(root().join("config/remote_brain.yaml"))
+        .args(["--zenoh-mode", "peer", "--zenoh-listen", &format!("tcp/127.0.0.1:{}", free_port())])
+        .args(["--set", "zenoh.connect=[]", "--set", "node.rate_hz=200", "--set", "node.stats_rate_hz=10", "--set", "backend.kind=cpu"])
+        .arg("--set")
+        .arg(format!("checkpoint.path={}", dir.path().join("ckpt").display()))
+        .arg("--view")
+        .arg(format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "info");
+    let mut node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
+    assert!(node.wait_for("bursting at"), "the node did not start:\n{}", node.log());
+    let got = dir.path().join("client.json");
+    let client = std::process::Command::new("timeout")
+        .arg("60")
+        .arg(&python)
+        .arg(repo().join("tests/python/view_client.py"))
+        .args(["--url", &format!("ws://127.0.0.1:{port}"), "--seconds", "4", "--out"])
+        .arg(&got)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&client.stdout).to_string() + &String::from_utf8_lossy(&client.stderr);
+    assert!(client.status.success(), "the client:\n{said}\nnode:\n{}", node.log());
+    println!("{said}");
+    let status = node.stop();
+    assert!(status.is_some_and(|s| s.success()), "the node: {status:?}\n{}", node.log());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&got).unwrap()).unwrap();
+    let count = |topic: &str| v["messages"].as_array().unwrap().iter().filter(|m| m["topic"] == topic).count();
+    let schema = |topic: &str| {
+        v["channels"].as_array().unwrap().iter().find(|c| c["topic"] == topic).map(|c| c["schemaName"].as_str().unwrap().to_string())
+    };
+    assert_eq!(schema("/neuroburst/stats").as_deref(), Some("neuroburst_msgs/msg/BurstStats"), "{said}");
+    assert_eq!(schema("/neuroburst/scene").as_deref(), Some("foxglove.SceneUpdate"), "{said}");
+    // 30 frames a second for 4 s; stats at 10 Hz
+    assert!(count("/neuroburst/scene") >= 40, "{said}");
+    assert!(count("/neuroburst/stats") >= 10, "{said}");
 }

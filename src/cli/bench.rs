@@ -12,7 +12,8 @@ use crate::backend::open::open;
 use crate::backend::{Backend, Readback};
 use crate::genome::Genome;
 use crate::live::clock::Clock;
-use crate::model::Injections;
+use crate::model::{Injections, Layout};
+use crate::view::{Feed, View};
 use crate::workload::Workload;
 
 #[derive(Args, Debug)]
@@ -43,6 +44,10 @@ pub struct BenchArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Serve the live view to Foxglove on HOST:PORT while measuring (default 127.0.0.1:8765); the
+    /// bench waits for a client first, to measure the bursts with the view watched.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub view: Option<String>,
     /// Also write every measured burst's latency (us, in burst order, one per line) to this file.
     #[arg(long, value_name = "FILE")]
     pub latencies: Option<std::path::PathBuf>,
@@ -70,7 +75,7 @@ struct Measured {
 /// against 37-44 us on a worker, W(5M) p99 134-139 against 105-114 us, W(100k) p50 16.8-19.0
 /// against 13.9-16.0 us in one call (equal in another); with one worker thread, the old loop's
 /// W(1M) p50 was 50 us instead of 32.
-fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend) -> anyhow::Result<Measured> {
+fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend, view: Option<(&Feed, &Layout)>) -> anyhow::Result<Measured> {
     let mut run = move || -> anyhow::Result<Measured> {
         let mut injection = Injections::new();
         backend.prepare_input(&mut injection);
@@ -87,6 +92,10 @@ fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend) -> anyhow::Re
             let out = backend.burst(injection.as_slice())?;
             let dt = start.elapsed();
             std::hint::black_box(out.fired.last());
+            // as the node's burst thread does: a frame copied only when the view asks for one
+            if let Some((feed, layout)) = view.filter(|(f, _)| f.wanted()) {
+                feed.offer(layout, t * 1_000_000, out.fired);
+            }
             if t > a.warmup {
                 m.lat_us.push(dt.as_secs_f64() * 1e6);
                 m.fired += out.fired_total;
@@ -130,7 +139,21 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let mut opened = open(&genome, &config.backend, Readback::Ranges(vec![w.motor()]), config.log.progress).map_err(anyhow::Error::msg)?;
     let backend = opened.backend.as_mut();
 
-    let Measured { mut lat_us, fired, motor, injected } = measure(&a, &w, backend)?;
+    let layout = Layout::from_genome(&genome);
+    let stop_view = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let feed = match &a.view {
+        Some(addr) => {
+            let view = std::sync::Arc::new(View::start(addr, &genome, &config.view)?);
+            view.wait_for_client(&stop_view);
+            let motor = w.motor();
+            let read_back = layout.params.iter().map(|p| p.first == motor.start).collect();
+            Some(crate::view::feed(view, read_back, stop_view.clone())?)
+        }
+        None => None,
+    };
+    let measured = measure(&a, &w, backend, feed.as_ref().map(|f| (f, &layout)));
+    stop_view.store(true, std::sync::atomic::Ordering::Relaxed);
+    let Measured { mut lat_us, fired, motor, injected } = measured?;
     if let Some(path) = &a.latencies {
         let text: String = lat_us.iter().map(|l| format!("{l:.3}\n")).collect();
         std::fs::write(path, text).map_err(|e| anyhow::anyhow!("--latencies {}: {e}", path.display()))?;
@@ -166,6 +189,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         "memory_bytes": info.memory_bytes,
         "build_s": opened.build_seconds,
         "threads": rayon::current_num_threads(),
+        "view": a.view.is_some(),
     });
     if a.json {
         println!("{obj}");

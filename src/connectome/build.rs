@@ -2,10 +2,8 @@
 //! its own counter-based random stream, then split by target part and assembled in source order.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use super::draw::{self, Stream};
@@ -78,22 +76,17 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
 
     let chunk = ((n as usize) / (rayon::current_num_threads() * 16)).clamp(1024, 65_536) as u32;
     let chunks: Vec<Range<u32>> = (0..n.div_ceil(chunk)).map(|c| c * chunk..((c + 1) * chunk).min(n)).collect();
-    let bar = ProgressBar::with_draw_target(Some(chunks.len() as u64), ProgressDrawTarget::hidden());
-    let shown = AtomicBool::new(false);
+    let progress = crate::progress::Progress::new("building the connectome", "chunks", chunks.len() as u64, opts.progress);
 
     let outs: Vec<ChunkOut> = chunks
         .par_iter()
         .map(|range| {
             let out = build_chunk(genome.seed, layout, &by_area, &area_uniform, genome.mappings.len(), &opts.parts, range.clone());
-            if opts.progress && start.elapsed() > Duration::from_secs(1) && !shown.swap(true, Ordering::Relaxed) {
-                bar.set_style(ProgressStyle::with_template("building connectome {bar:40} {pos}/{len} chunks {elapsed}").unwrap());
-                bar.set_draw_target(ProgressDrawTarget::stderr());
-            }
-            bar.inc(1);
+            progress.inc(1);
             out
         })
         .collect();
-    bar.finish_and_clear();
+    progress.finish();
 
     let mut mappings: Vec<MappingStats> = genome
         .mappings

@@ -185,7 +185,7 @@ impl LiveTopics {
             fqn: fqn.clone(),
             hardware: String::new(),
             slots: inputs.iter().map(|i| i.slot.clone()).collect(),
-            stats_topic: nc.stats_topic.clone(),
+            stats_topic: names::resolve(&nc.stats_topic, &nc.namespace, &nc.name).unwrap_or_else(|_| nc.stats_topic.clone()),
             stats_pub,
             diagnostics_topic: nc.diagnostics_topic.clone(),
             diagnostics_pub,

@@ -15,6 +15,9 @@ use crate::view::scene::PALETTE;
 const FONT: &str = "sans-serif";
 const W: u32 = 1200;
 const H: u32 = 800;
+/// The column of the heat map's scale, and the room for the y labels.
+const SCALE_W: u32 = 130;
+const LABELS_W: u32 = 110;
 /// Time bins of the heat map.
 const BINS: usize = 240;
 
@@ -85,11 +88,13 @@ fn motor(s: &ReplaySummary, area: &Area<'_>, t_max: f64) -> Result<(), String> {
         .map(|j| s.records.iter().map(|r| (r.t, r.motor.iter().flatten().nth(j).copied().unwrap_or(0.0))).collect())
         .collect();
     let y = series.iter().flatten().map(|p| p.1.abs()).fold(0.0f64, f64::max).max(1e-6) * 1.15;
-    let mut chart = ChartBuilder::on(area)
+    // the same width and left margin as the heat map below, so the time axes line up
+    let (area, _) = area.split_horizontally(W - SCALE_W);
+    let mut chart = ChartBuilder::on(&area)
         .caption("Motor commands (decoded from the motor areas)", (FONT, 18))
         .margin(12)
         .x_label_area_size(40)
-        .y_label_area_size(70)
+        .y_label_area_size(LABELS_W)
         .build_cartesian_2d(0.0..t_max, -y..y)
         .map_err(err)?;
     chart
@@ -134,13 +139,13 @@ fn heat(s: &ReplaySummary, area: &Area<'_>, t_max: f64, ids: &[String], neurons:
             sum[a][b] += f as f64 / neurons.get(a).copied().unwrap_or(1).max(1) as f64;
         }
     }
-    let (plot, scale) = area.split_horizontally(W - 130);
+    let (plot, scale) = area.split_horizontally(W - SCALE_W);
     let names = ids.to_vec();
     let mut chart = ChartBuilder::on(&plot)
         .caption("Area activity: fraction of the area firing per burst (each row scaled to its maximum)", (FONT, 18))
         .margin(12)
         .x_label_area_size(40)
-        .y_label_area_size(110)
+        .y_label_area_size(LABELS_W)
         .build_cartesian_2d(0.0..t_max, 0.0..rows as f64)
         .map_err(err)?;
     chart

@@ -237,11 +237,7 @@ pub fn replay(
     let total = schedule.total();
     let mut frames = Frames::new(writer, config, opts.genome, t0)?;
 
-    let bar = if opts.progress { indicatif::ProgressBar::new(total) } else { indicatif::ProgressBar::hidden() };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("replay {bar:40} {pos}/{len} bursts ({msg})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = crate::progress::Progress::new("replay", "bursts", total, opts.progress);
 
     let mut fired = vec![0u64; layout.meta.len()];
     let mut last_values: Vec<Vec<f64>> = summary.motor.iter().map(|m| vec![0.0; m.labels.len()]).collect();
@@ -293,12 +289,12 @@ pub fn replay(
             motor: last_values.clone(),
         });
         summary.bursts = k;
-        bar.inc(1);
         if k % 16 == 0 {
-            bar.set_message(format!("bag time {:.2} s", (t_k - t0) as f64 * 1e-9));
+            bar.message(format!("bag time {:.2} s", (t_k - t0) as f64 * 1e-9));
         }
+        bar.inc(1);
     }
-    bar.finish_and_clear();
+    bar.finish();
     summary.duration_s = schedule.duration_s();
     for (m, s) in summary.motor.iter_mut().zip(sums) {
         m.mean = s.iter().map(|v| if m.messages > 0 { v / m.messages as f64 } else { 0.0 }).collect();
