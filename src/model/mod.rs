@@ -7,6 +7,7 @@ pub mod fixed;
 mod injections;
 mod layout;
 pub mod neuron;
+pub mod plasticity;
 pub mod rng;
 
 pub use fixed::Potential;

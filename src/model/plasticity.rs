@@ -1,0 +1,167 @@
+//! FEAGI's plasticity rule in integers (docs/plasticity.md): a window-coincidence Hebbian update
+//! of 8-bit weights after every burst, and the coincidence that grows an associative synapse.
+//! Pure functions of the rule and the two neurons' firing histories, so that every backend that
+//! keeps the same histories computes the same weights.
+//!
+//! Not wired into the backends yet: a plastic mapping still loads with a warning and stays fixed.
+
+use crate::genome::Plasticity;
+
+/// The longest window a history holds (bits of a `u32`).
+pub const MAX_WINDOW: u32 = 32;
+
+/// A neuron's recent firing: bit `i` set = it fired `i` bursts ago (bit 0: the latest burst).
+pub type History = u32;
+
+/// Shift in one burst's firing.
+#[inline(always)]
+pub fn record(h: History, fired: bool) -> History {
+    (h << 1) | fired as u32
+}
+
+/// A mapping's rule: `Δ+`, `Δ-` and the window `W` in bursts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub ltp: u8,
+    pub ltd: u8,
+    pub window: u32,
+}
+
+/// What one synapse's update does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    Unchanged,
+    Potentiate,
+    Depress,
+}
+
+impl Rule {
+    /// The rule of a genome's `plasticity` entry: `Δ± = clamp(constant × multiplier, 0, 255)`
+    /// (rounded to the nearest integer), `window` in 1..=32. Errors name the field.
+    pub fn compile(p: &Plasticity) -> Result<Rule, String> {
+        let delta = |m: f64, field: &str| {
+            let v = p.constant * m;
+            if !p.constant.is_finite() || !m.is_finite() {
+                return Err(format!("plasticity.constant x plasticity.{field} is not a finite number"));
+            }
+            Ok(v.round().clamp(0.0, 255.0) as u8)
+        };
+        if p.window == 0 || p.window > MAX_WINDOW {
+            return Err(format!("plasticity.window {}: must be 1..={MAX_WINDOW} bursts", p.window));
+        }
+        Ok(Rule { ltp: delta(p.ltp_multiplier, "ltp_multiplier")?, ltd: delta(p.ltd_multiplier, "ltd_multiplier")?, window: p.window })
+    }
+
+    fn mask(&self) -> History {
+        if self.window >= MAX_WINDOW {
+            u32::MAX
+        } else {
+            (1 << self.window) - 1
+        }
+    }
+
+    /// What burst `t`'s update (bursts numbered from 1) does to a synapse whose source and
+    /// target have these histories: nothing before `t = W`; nothing when neither fired in the
+    /// window; potentiation when both fired in every burst of it; depression otherwise.
+    #[inline(always)]
+    pub fn change(&self, t: u64, source: History, target: History) -> Change {
+        let m = self.mask();
+        let (s, d) = (source & m, target & m);
+        if t < self.window as u64 || (s == 0 && d == 0) {
+            Change::Unchanged
+        } else if s == m && d == m {
+            Change::Potentiate
+        } else {
+            Change::Depress
+        }
+    }
+
+    /// The weight after burst `t`'s update.
+    #[inline(always)]
+    pub fn update(&self, t: u64, w: u8, source: History, target: History) -> u8 {
+        match self.change(t, source, target) {
+            Change::Unchanged => w,
+            Change::Potentiate => w.saturating_add(self.ltp),
+            Change::Depress => w.saturating_sub(self.ltd),
+        }
+    }
+
+    /// Whether an associative mapping grows a synapse between a source and a target that have
+    /// none, after burst `t` (both fired in every burst of the window, `Δ+ > 0`, not a self-pair);
+    /// its weight is `Δ+`.
+    #[inline(always)]
+    pub fn grows(&self, t: u64, source: (u32, History), target: (u32, History)) -> bool {
+        let m = self.mask();
+        self.ltp > 0 && t >= self.window as u64 && source.0 != target.0 && source.1 & m == m && target.1 & m == m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const RULE: Rule = Rule { ltp: 5, ltd: 2, window: 2 };
+
+    /// The weights after bursts 1..=4 of a synapse with weight 10 whose source and target fire
+    /// as `s` and `d` ('1' = fired).
+    fn run(s: &str, d: &str) -> Vec<u8> {
+        let (mut hs, mut hd, mut w) = (0, 0, 10u8);
+        s.bytes()
+            .zip(d.bytes())
+            .enumerate()
+            .map(|(i, (a, b))| {
+                hs = record(hs, a == b'1');
+                hd = record(hd, b == b'1');
+                w = RULE.update(i as u64 + 1, w, hs, hd);
+                w
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_specs_worked_examples() {
+        assert_eq!(run("1111", "1111"), [10, 15, 20, 25]);
+        assert_eq!(run("1111", "0000"), [10, 8, 6, 4]);
+        assert_eq!(run("1010", "1010"), [10, 8, 6, 4]);
+        assert_eq!(run("0000", "0000"), [10, 10, 10, 10]);
+        // associative: a and b both fire in bursts 1 and 2 -> a synapse a -> b with w = 5 from
+        // burst 3 on (grown after burst 2)
+        let (a, b) = (record(record(0, true), true), record(record(0, true), true));
+        assert!(!RULE.grows(1, (0, record(0, true)), (1, record(0, true))));
+        assert!(RULE.grows(2, (0, a), (1, b)));
+        assert!(!RULE.grows(2, (0, a), (0, b)), "no self-pair");
+    }
+
+    #[test]
+    fn a_rule_compiles_from_the_genome_or_names_the_field() {
+        let p = |constant, window| Plasticity { constant, ltp_multiplier: 2.0, ltd_multiplier: 0.5, window };
+        assert_eq!(Rule::compile(&p(3.0, 2)), Ok(Rule { ltp: 6, ltd: 2, window: 2 }));
+        assert_eq!(Rule::compile(&p(300.0, 2)).unwrap().ltp, 255, "clamped, as FEAGI does");
+        assert!(Rule::compile(&p(3.0, 0)).unwrap_err().contains("plasticity.window 0"));
+        assert!(Rule::compile(&p(3.0, 33)).unwrap_err().contains("plasticity.window 33"));
+        assert!(Rule::compile(&p(f64::NAN, 2)).unwrap_err().contains("plasticity.constant"));
+    }
+
+    proptest! {
+        /// Only the last W bursts count; neither firing leaves the weight; both firing in the
+        /// whole window never lowers it; anything else never raises it.
+        #[test]
+        fn the_window_and_the_bounds(w in any::<u8>(), s in any::<u32>(), d in any::<u32>(), old in any::<u32>(),
+                                     window in 1u32..=32, ltp in any::<u8>(), ltd in any::<u8>(), t in 0u64..100) {
+            let rule = Rule { ltp, ltd, window };
+            let m = rule.mask();
+            let stale = |h: u32| (h & m) | (old & !m);
+            prop_assert_eq!(rule.update(t, w, s, d), rule.update(t, w, stale(s), stale(d)));
+            let after = rule.update(t, w, s, d);
+            match rule.change(t, s, d) {
+                Change::Unchanged => prop_assert_eq!(after, w),
+                Change::Potentiate => prop_assert!(after >= w),
+                Change::Depress => prop_assert!(after <= w),
+            }
+            if t >= window as u64 && s & m == 0 && d & m == 0 {
+                prop_assert_eq!(after, w);
+            }
+        }
+    }
+}
