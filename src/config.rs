@@ -168,7 +168,7 @@ impl Config {
         if !(self.replay.pace >= 0.0 && self.replay.pace.is_finite()) {
             return Err(ConfigError::Invalid { origin: "replay.pace".into(), message: format!("{} is not >= 0", self.replay.pace) });
         }
-        self.view.check().map_err(|message| ConfigError::Invalid { origin: "view".into(), message })?;
+        self.view.check().map_err(|(key, message)| ConfigError::Invalid { origin: key.into(), message })?;
         let mut topics: Vec<&str> = self.decoders.iter().map(|d| d.topic()).collect();
         if !self.replay.activity_topic.is_empty() {
             topics.push(&self.replay.activity_topic);

@@ -130,6 +130,9 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(a.bursts >= 1, "--bursts must be at least 1");
     anyhow::ensure!(a.hz.is_finite() && a.hz >= 0.0, "--hz {} must be a rate >= 0 (0: back to back)", a.hz);
     let mut config = a.runtime.config()?;
+    if let Some(addr) = &a.view {
+        crate::view::parse_addr(addr)?;
+    }
     if a.json {
         config.log.progress = false;
     }

@@ -94,6 +94,9 @@ fn configure(a: &mut NodeArgs) -> anyhow::Result<Config> {
 
 pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
     let config = configure(&mut a)?;
+    if let Some(addr) = &a.view {
+        crate::view::parse_addr(addr)?;
+    }
     super::init(&config);
     let genome_path = a.genome.clone().ok_or_else(|| anyhow!("no genome: pass --genome FILE (or the ROS parameter `genome`)"))?;
     let genome = Genome::load(&genome_path)?;

@@ -41,6 +41,9 @@ pub struct ReplayArgs {
 
 pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
     let config = a.runtime.config()?;
+    if let Some(addr) = &a.view {
+        crate::view::parse_addr(addr)?;
+    }
     super::init(&config);
     let genome = Genome::load(&a.genome)?;
     let layout = Layout::from_genome(&genome);

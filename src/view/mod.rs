@@ -54,12 +54,13 @@ impl Default for ViewConfig {
 }
 
 impl ViewConfig {
-    pub fn check(&self) -> Result<(), String> {
+    /// Checks the values: Err((key, why)).
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
         if !(self.rate_hz > 0.0 && self.rate_hz <= 1000.0) {
-            return Err(format!("view.rate_hz: {} is not in (0, 1000]", self.rate_hz));
+            return Err(("view.rate_hz", format!("{} is not in (0, 1000]", self.rate_hz)));
         }
         if self.max_points == 0 {
-            return Err("view.max_points: must be at least 1".into());
+            return Err(("view.max_points", "must be at least 1".into()));
         }
         Ok(())
     }
