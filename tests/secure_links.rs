@@ -12,6 +12,17 @@ use std::path::{Path, PathBuf};
 use common::certs::Ca;
 use common::{free_port, repo, venv, Proc, PY_PACKAGES};
 
+/// The fleet's CA (written to `ca.pem`), a certificate it issues for each of `names` (the common
+/// name), and a rogue: a certificate with the robot's common name from another CA.
+fn certificates(d: &Path, names: &[&str]) -> (PathBuf, Vec<(PathBuf, PathBuf)>, (PathBuf, PathBuf)) {
+    let (fleet, other) = (Ca::new("fleet CA"), Ca::new("another CA"));
+    let here = ["127.0.0.1", "localhost"];
+    let certs = names.iter().map(|n| fleet.issue(d, n, &here)).collect();
+    let rogue_dir = d.join("rogue");
+    std::fs::create_dir_all(&rogue_dir).unwrap();
+    (fleet.write(&d.join("ca.pem")), certs, other.issue(&rogue_dir, "robot", &here))
+}
+
 /// A client's Zenoh configuration: the CA to trust and, if any, its own certificate.
 fn client_config(dir: &Path, name: &str, ca: &Path, me: Option<&(PathBuf, PathBuf)>) -> PathBuf {
     let mine = me.map_or(String::new(), |(c, k)| {
@@ -95,14 +106,8 @@ fn mutual_tls_and_access_control_let_only_the_robot_drive_the_brain() {
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (fleet, other) = (Ca::new("fleet CA"), Ca::new("another CA"));
-    let ca_pem = fleet.write(&d.join("ca.pem"));
-    let here = ["127.0.0.1", "localhost"];
-    let router_cert = fleet.issue(d, "router", &here);
-    let (brain, robot, observer) = (fleet.issue(d, "brain", &here), fleet.issue(d, "robot", &here), fleet.issue(d, "observer", &here));
-    let rogue_dir = d.join("rogue");
-    std::fs::create_dir_all(&rogue_dir).unwrap();
-    let rogue = other.issue(&rogue_dir, "robot", &here);
+    let (ca_pem, certs, rogue) = certificates(d, &["router", "brain", "robot", "observer"]);
+    let [router_cert, brain, robot, observer] = certs.try_into().unwrap();
 
     let endpoint = format!("quic/127.0.0.1:{}", free_port());
     let mut rcmd = std::process::Command::new(&python);
@@ -161,13 +166,8 @@ fn a_brain_that_robots_dial_refuses_links_without_the_fleets_certificate_and_say
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (fleet, other) = (Ca::new("fleet CA"), Ca::new("another CA"));
-    let ca_pem = fleet.write(&d.join("ca.pem"));
-    let here = ["127.0.0.1", "localhost"];
-    let (brain, robot) = (fleet.issue(d, "brain", &here), fleet.issue(d, "robot", &here));
-    let rogue_dir = d.join("rogue");
-    std::fs::create_dir_all(&rogue_dir).unwrap();
-    let rogue = other.issue(&rogue_dir, "robot", &here);
+    let (ca_pem, certs, rogue) = certificates(d, &["brain", "robot"]);
+    let [brain, robot] = certs.try_into().unwrap();
 
     let endpoint = format!("quic/127.0.0.1:{}", free_port());
     let sets = [

@@ -29,6 +29,20 @@ fn recorded(path: &Path) -> Recorded {
     (channels, messages)
 }
 
+/// tests/python/view_client.py on the view at `port` for at most `seconds` (it ends earlier when
+/// the server closes), its findings in `out`: (success, what it said).
+fn client(python: &Path, port: u16, seconds: u32, out: &Path) -> (bool, String) {
+    let run = std::process::Command::new("timeout")
+        .arg((seconds + 60).to_string())
+        .arg(python)
+        .arg(repo().join("tests/python/view_client.py"))
+        .args(["--url", &format!("ws://127.0.0.1:{port}"), "--seconds", &seconds.to_string(), "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    (run.status.success(), String::from_utf8_lossy(&run.stdout).to_string() + &String::from_utf8_lossy(&run.stderr))
+}
+
 #[test]
 fn a_foxglove_client_sees_the_replay_as_it_is_recorded() {
     let python = venv("viewenv", &["websockets==15.0.1"]);
@@ -54,16 +68,8 @@ fn a_foxglove_client_sees_the_replay_as_it_is_recorded() {
     assert!(replay.wait_for("waiting for a client"), "the view did not start:\n{}", replay.log());
 
     let got = dir.path().join("client.json");
-    let client = std::process::Command::new("timeout")
-        .arg("120")
-        .arg(&python)
-        .arg(repo().join("tests/python/view_client.py"))
-        .args(["--url", &format!("ws://127.0.0.1:{port}"), "--seconds", "60", "--out"])
-        .arg(&got)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&client.stdout).to_string() + &String::from_utf8_lossy(&client.stderr);
-    assert!(client.status.success(), "the client:\n{said}\nreplay:\n{}", replay.log());
+    let (ok, said) = client(&python, port, 60, &got);
+    assert!(ok, "the client:\n{said}\nreplay:\n{}", replay.log());
     println!("{said}");
     let mut replay = replay;
     let status = replay.child.wait().ok();
@@ -190,16 +196,8 @@ fn the_live_node_shows_its_brain_and_stats() {
     let mut node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
     assert!(node.wait_for("bursting at"), "the node did not start:\n{}", node.log());
     let got = dir.path().join("client.json");
-    let client = std::process::Command::new("timeout")
-        .arg("60")
-        .arg(&python)
-        .arg(repo().join("tests/python/view_client.py"))
-        .args(["--url", &format!("ws://127.0.0.1:{port}"), "--seconds", "4", "--out"])
-        .arg(&got)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&client.stdout).to_string() + &String::from_utf8_lossy(&client.stderr);
-    assert!(client.status.success(), "the client:\n{said}\nnode:\n{}", node.log());
+    let (ok, said) = client(&python, port, 4, &got);
+    assert!(ok, "the client:\n{said}\nnode:\n{}", node.log());
     println!("{said}");
     let status = node.stop();
     assert!(status.is_some_and(|s| s.success()), "the node: {status:?}\n{}", node.log());
