@@ -2,7 +2,8 @@
 //! (PyPI eclipse-zenoh, the access control of config/zenoh/robot_router_mtls.json5 with the
 //! test's certificate paths), `neuroburst node` as a client with its certificate
 //! (`zenoh.config_file`), the robot (tests/python/robot.py) with its own, and intruders
-//! (tests/python/intruder.py). The certificates are made here (rcgen): a fleet CA and another one.
+//! (tests/python/intruder.py). The robot also finds the brain in the ROS graph (rmw_zenoh's
+//! liveliness tokens) through the router. The certificates are made here (rcgen): a fleet CA and another one.
 //! Everything on 127.0.0.1.
 
 mod common;
@@ -145,9 +146,6 @@ fn mutual_tls_and_access_control_let_only_the_robot_drive_the_brain() {
             conf.to_str().unwrap(),
             "--scenario",
             "basic",
-            // the brain's graph tokens do not come through the access-controlled router (yet): see
-            // docs/security.md
-            "--skip-graph",
             "--rate",
             "200",
             "--msg-dir",

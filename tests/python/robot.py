@@ -42,7 +42,6 @@ ap.add_argument("--rate", type=float, default=200.0, help="the node's burst rate
 ap.add_argument("--msg-dir", required=True, help="the repository's msg/ folder")
 ap.add_argument("--node", default="neuroburst")
 ap.add_argument("--mode", choices=["peer", "client"], default="peer")
-ap.add_argument("--skip-graph", action="store_true", help="basic: do not look for the node's liveliness tokens")
 ap.add_argument("--config", help="a Zenoh configuration file to start from (TLS certificates, authentication)")
 args = ap.parse_args()
 
@@ -195,7 +194,7 @@ summary = {"ok": True, "scenario": args.scenario, "format": args.format}
 wait_for(lambda: len(twists) > 0, 20, "the first Twist")
 
 if args.scenario == "basic":
-    if args.format == "rmw" and not args.skip_graph:
+    if args.format == "rmw":
         tokens = [str(r.ok.key_expr) for r in session.liveliness().get("@ros2_lv/0/**", timeout=5) if r.ok]
         node = [t for t in tokens if t.endswith(f"/NN/%/%/{args.node}")]
         check(len(node) == 1, f"node token of {args.node} not in {tokens}")
