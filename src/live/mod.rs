@@ -117,8 +117,12 @@ pub fn run(
         tracing::info!("checkpoint trigger: {}", spec.name);
     }
 
-    // The backend reads back the motor areas of the decoders only.
+    // The backend reads back the motor areas of the decoders only; with the live view, also
+    // every area small enough to draw (at most view.max_points neurons).
     let mut motor_areas: Vec<usize> = topics.outputs.decoders.iter().map(|d| d.area).collect();
+    if control.view.get().is_some() {
+        motor_areas.extend((0..layout.meta.len()).filter(|&a| layout.params[a].count as usize <= config.view.max_points));
+    }
     motor_areas.sort_unstable();
     motor_areas.dedup();
     let ranges = motor_areas.iter().map(|&a| layout.params[a].first..layout.params[a].first + layout.params[a].count).collect();
