@@ -286,3 +286,37 @@ fn run(view: Arc<View>, rx: Receiver<Frame>, want: Arc<AtomicBool>, stop: Arc<At
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_counts_the_fired_neurons_of_the_areas_read_back() {
+        let genome = Genome::from_yaml_str(include_str!("../../examples/diffdrive/genome.yaml")).unwrap();
+        let layout = Layout::from_genome(&genome);
+        let (tx, rx) = sync_channel(1);
+        let read_back: Vec<bool> = (0..layout.meta.len()).map(|a| a % 2 == 0).collect();
+        let feed = Feed { want: Arc::new(AtomicBool::new(true)), tx, read_back: read_back.clone() };
+        assert!(feed.wanted());
+        let fired: Vec<u32> = (0..layout.meta.len()).filter(|a| a % 2 == 0).map(|a| layout.params[a].first).collect();
+        feed.offer(&layout, 7, &fired);
+        assert!(!feed.wanted(), "one frame per request");
+        let f = rx.try_recv().unwrap();
+        assert_eq!(f.time_ns, 7);
+        for (a, c) in f.per_area.iter().enumerate() {
+            assert_eq!(*c, read_back[a].then_some(1), "area {a}");
+        }
+        // a full slot drops the frame instead of waiting
+        feed.offer(&layout, 8, &fired);
+        feed.offer(&layout, 9, &fired);
+        assert_eq!(rx.try_recv().unwrap().time_ns, 8);
+    }
+
+    #[test]
+    fn addresses() {
+        assert_eq!(parse_addr("").unwrap(), ("127.0.0.1".into(), 8765));
+        assert_eq!(parse_addr("[::1]:9000").unwrap(), ("::1".into(), 9000));
+        assert!(parse_addr("localhost").is_err());
+    }
+}
