@@ -49,7 +49,7 @@ pub struct ViewConfig {
 
 impl Default for ViewConfig {
     fn default() -> Self {
-        ViewConfig { rate_hz: 30.0, max_points: 50_000, record: true }
+        ViewConfig { rate_hz: 30.0, max_points: 50_000, record: false }
     }
 }
 
