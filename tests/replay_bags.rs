@@ -86,7 +86,7 @@ fn bundled_example_replays_and_plots() {
     let s = ok(o);
     assert!(s.contains("121 bursts"), "{s}");
     let img = image::open(&png).unwrap();
-    assert_eq!((img.width(), img.height()), (1000, 600));
+    assert_eq!((img.width(), img.height()), (1200, 800));
     let v = cmd_vel(&out);
     assert!((mean_between(&v, 0.5, 2.9) - 0.5).abs() < 1e-9);
 
