@@ -11,7 +11,11 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::certs::Ca;
-use common::{free_port, repo, venv, Proc, PY_PACKAGES};
+use common::{free_udp_port, repo, venv, Proc, PY_PACKAGES};
+
+/// The tests of this file one at a time: one test's QUIC clients bind ephemeral UDP ports that
+/// another's listener may have picked.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The fleet's CA (written to `ca.pem`), a certificate it issues for each of `names` (the common
 /// name), and a rogue: a certificate with the robot's common name from another CA.
@@ -104,13 +108,14 @@ fn the_shipped_zenoh_configurations_load() {
 
 #[test]
 fn mutual_tls_and_access_control_let_only_the_robot_drive_the_brain() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (ca_pem, certs, rogue) = certificates(d, &["router", "brain", "robot", "observer"]);
     let [router_cert, brain, robot, observer] = certs.try_into().unwrap();
 
-    let endpoint = format!("quic/127.0.0.1:{}", free_port());
+    let endpoint = format!("quic/127.0.0.1:{}", free_udp_port());
     let mut rcmd = std::process::Command::new(&python);
     rcmd.arg(repo().join("tests/python/router.py")).arg(&endpoint).arg(router_config(d, &ca_pem, &router_cert, &endpoint));
     let router = Proc::spawn(&mut rcmd, d.join("router.log"));
@@ -161,13 +166,14 @@ fn mutual_tls_and_access_control_let_only_the_robot_drive_the_brain() {
 
 #[test]
 fn a_brain_that_robots_dial_refuses_links_without_the_fleets_certificate_and_says_so_once() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (ca_pem, certs, rogue) = certificates(d, &["brain", "robot"]);
     let [brain, robot] = certs.try_into().unwrap();
 
-    let endpoint = format!("quic/127.0.0.1:{}", free_port());
+    let endpoint = format!("quic/127.0.0.1:{}", free_udp_port());
     let sets = [
         "zenoh.mode=peer".to_string(),
         "zenoh.connect=[]".into(),

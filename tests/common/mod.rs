@@ -130,6 +130,12 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// A UDP port free now, for `quic/` endpoints (QUIC runs on UDP: a free TCP port says nothing
+/// about it, and QUIC clients bind ephemeral UDP ports).
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 /// A child process killed (SIGTERM, then SIGKILL) when dropped.
 pub struct Proc {
     pub child: Child,
