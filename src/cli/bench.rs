@@ -75,7 +75,7 @@ struct Measured {
 /// against 37-44 us on a worker, W(5M) p99 134-139 against 105-114 us, W(100k) p50 16.8-19.0
 /// against 13.9-16.0 us in one call (equal in another); with one worker thread, the old loop's
 /// W(1M) p50 was 50 us instead of 32.
-fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend, view: Option<(&Feed, &Layout)>) -> anyhow::Result<Measured> {
+fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend, view: Option<&Feed>) -> anyhow::Result<Measured> {
     let mut run = move || -> anyhow::Result<Measured> {
         let mut injection = Injections::new();
         backend.prepare_input(&mut injection);
@@ -93,8 +93,8 @@ fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend, view: Option<
             let dt = start.elapsed();
             std::hint::black_box(out.fired.last());
             // as the node's burst thread does: a frame copied only when the view asks for one
-            if let Some((feed, layout)) = view.filter(|(f, _)| f.wanted()) {
-                feed.offer(layout, t * 1_000_000, out.fired);
+            if let Some(feed) = view.filter(|f| f.wanted()) {
+                feed.offer(t * 1_000_000, out.fired);
             }
             if t > a.warmup {
                 m.lat_us.push(dt.as_secs_f64() * 1e6);
@@ -142,19 +142,18 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let mut opened = open(&genome, &config.backend, Readback::Ranges(vec![w.motor()]), config.log.progress).map_err(anyhow::Error::msg)?;
     let backend = opened.backend.as_mut();
 
-    let layout = Layout::from_genome(&genome);
     let stop_view = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let feed = match &a.view {
         Some(addr) => {
             let view = std::sync::Arc::new(View::start(addr, &genome, &config.view)?);
             view.wait_for_client(&stop_view);
             let motor = w.motor();
-            let read_back = layout.params.iter().map(|p| p.first == motor.start).collect();
+            let read_back = Layout::from_genome(&genome).params.iter().map(|p| p.first == motor.start).collect();
             Some(crate::view::feed(view, read_back, stop_view.clone())?)
         }
         None => None,
     };
-    let measured = measure(&a, &w, backend, feed.as_ref().map(|f| (f, &layout)));
+    let measured = measure(&a, &w, backend, feed.as_ref());
     stop_view.store(true, std::sync::atomic::Ordering::Relaxed);
     let Measured { mut lat_us, fired, motor, injected } = measured?;
     if let Some(path) = &a.latencies {

@@ -178,7 +178,6 @@ impl Slot {
         let slot = self.clone();
         let name = format!("encode {}", self.topic);
         std::thread::Builder::new().name(name.chars().take(15).collect()).spawn(move || {
-            let info = crate::ros::registry::lookup(type_name);
             while let Some(sample) = slot.next(busy) {
                 // sorted here, off the burst thread: ascending injections are a backend's fastest
                 let injections: Result<Vec<_>, String> = encoders
@@ -195,8 +194,8 @@ impl Slot {
                 }
                 slot.set_encoded(Encoded { injections, received: sample.received });
                 wake.notify();
-                if let (Some(view), Some(info)) = (slot.view.get(), &info) {
-                    view.ros(&slot.topic, info, &sample.payload, crate::live::pace::system_now_ns(), true);
+                if let Some(view) = slot.view.get() {
+                    view.ros(&slot.topic, type_name, &sample.payload, crate::live::pace::system_now_ns(), true);
                 }
             }
         })

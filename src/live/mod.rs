@@ -186,7 +186,7 @@ fn bursts(
         let burst = Instant::now();
         let (now, blind) = (topics.now_ns(), topics.blind());
         if let Some(f) = feed.as_ref().filter(|f| f.wanted()) {
-            f.offer(layout, now, out.fired);
+            f.offer(now, out.fired);
         }
         let products = topics.outputs.burst(&out, layout, now, blind);
         let decoded = Instant::now();

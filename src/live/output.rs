@@ -21,6 +21,8 @@ use crate::transport::Publisher;
 /// A published motor topic.
 pub struct Output {
     pub topic: String,
+    /// The message type (`geometry_msgs/msg/Twist`).
+    pub type_name: &'static str,
     pub publisher: Box<dyn Publisher>,
     pub published: u64,
     pub errors: u64,
@@ -74,8 +76,8 @@ pub struct OutputSide {
     pub problems: ProblemLog,
     /// Records the channel could not take.
     pub dropped_records: Arc<std::sync::atomic::AtomicU64>,
-    /// The live view, shown the motor messages (types per output) and the stats.
-    pub view: Option<(Arc<crate::view::View>, Vec<Option<crate::ros::typesys::TypeInfo>>)>,
+    /// The live view, shown the motor messages and the stats.
+    pub view: Option<Arc<crate::view::View>>,
 }
 
 /// What the publisher thread did, returned when it ends.
@@ -144,10 +146,10 @@ impl OutputSide {
 impl Run {
     fn send(&mut self, motor: &[(usize, MotorMessage)], time_ns: u64) {
         for (i, m) in motor {
-            if let Some((view, Some(info))) = self.side.view.as_ref().map(|(v, t)| (v, &t[*i])) {
-                view.ros(&self.side.pubs[*i].topic, info, &m.payload, time_ns, false);
-            }
             let o = &mut self.side.pubs[*i];
+            if let Some(view) = &self.side.view {
+                view.ros(&o.topic, o.type_name, &m.payload, time_ns, false);
+            }
             match o.publisher.publish(&m.payload) {
                 Ok(()) => o.published += 1,
                 Err(e) => {
@@ -223,11 +225,12 @@ impl Run {
             (l.count as u32, l.p50_us as f32, l.p99_us as f32, l.max_us as f32);
         self.window.clear();
         let side = &mut self.side;
-        if let Some((view, _)) = &side.view {
-            view.ros(&side.stats_topic, &BurstStats::info(), &encode(&side.stats), time_ns, false);
+        let stats = encode(&side.stats);
+        if let Some(view) = &side.view {
+            view.ros(&side.stats_topic, BurstStats::TYPE, &stats, time_ns, false);
         }
         if let Some(p) = side.stats_pub.as_mut() {
-            if let Err(e) = p.publish(&encode(&side.stats)) {
+            if let Err(e) = p.publish(&stats) {
                 side.problems.check(now, &side.stats_topic, "stats publish errors", side.stats.burst, Some(&e.to_string()));
             }
         }

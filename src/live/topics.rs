@@ -125,7 +125,7 @@ impl LiveTopics {
             let publisher = announce(transport, d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?;
             let topic = topic_spec(d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?.name;
             tracing::info!("output area {} -> {topic} ({})", d.config.area(), d.config.message_type());
-            pubs.push(Output { topic, publisher, published: 0, errors: 0, last_error: None });
+            pubs.push(Output { topic, type_name: d.config.message_type(), publisher, published: 0, errors: 0, last_error: None });
         }
         let motor_topics = pubs.iter().map(|o| o.topic.clone()).collect();
         let diagnostics_pub = match nc.diagnostics_topic.as_str() {
@@ -223,8 +223,7 @@ impl LiveTopics {
             let _ = i.slot.view.set(view.clone());
         }
         if let Some(side) = self.side.as_mut() {
-            let types = self.outputs.decoders.iter().map(|d| crate::ros::registry::lookup(d.config.message_type())).collect();
-            side.view = Some((view.clone(), types));
+            side.view = Some(view.clone());
         }
     }
 

@@ -311,9 +311,7 @@ fn show_inputs(view: &View, bag: &Bag, range: std::ops::Range<usize>, intake: &I
     for m in &bag.messages[range] {
         let t = &bag.topics[m.topic];
         if intake.topics().any(|x| x == t.name) {
-            if let Some(info) = registry::lookup(&t.type_name) {
-                view.ros(&t.name, &info, &m.data, m.log_time, true);
-            }
+            view.ros(&t.name, &t.type_name, &m.data, m.log_time, true);
         }
     }
 }
@@ -322,12 +320,10 @@ fn show_inputs(view: &View, bag: &Bag, range: std::ops::Range<usize>, intake: &I
 fn show_outputs(view: &View, products: &BurstProducts, outputs: &Outputs, activity_topic: &str, t_k: u64) {
     for (i, m) in &products.motor {
         let d = &outputs.decoders[*i];
-        if let Some(info) = registry::lookup(d.config.message_type()) {
-            view.ros(d.config.topic(), &info, &m.payload, t_k, false);
-        }
+        view.ros(d.config.topic(), d.config.message_type(), &m.payload, t_k, false);
     }
     if !activity_topic.is_empty() {
-        view.ros(activity_topic, &BurstActivity::info(), &encode(&outputs.activity(products, t_k)), t_k, false);
+        view.ros(activity_topic, BurstActivity::TYPE, &encode(&outputs.activity(products, t_k)), t_k, false);
     }
 }
 

@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::genome::Genome;
 use crate::model::Layout;
-use crate::ros::typesys::{msg_definition, TypeInfo};
+use crate::ros::registry;
+use crate::ros::typesys::msg_definition;
 use scene::Geometry;
 
 /// The view's default address: Foxglove's default connection.
@@ -152,7 +153,7 @@ impl View {
     /// One frame: the scene (fired count per area, None where not read back) and the fired
     /// neurons (read back, ascending).
     pub fn frame(&self, time_ns: u64, per_area: &[Option<u32>], fired: &[u32]) {
-        let (scene, points) = self.frame_messages(time_ns, per_area, fired);
+        let (scene, points) = frame_messages(&self.geometry, &self.layout, self.config.max_points, time_ns, per_area, fired);
         self.send(&scene, &points, time_ns);
     }
 
@@ -162,19 +163,18 @@ impl View {
         self.points.log_with_time(points, time_ns);
     }
 
-    /// The scene and points of a frame, to record or send.
-    pub fn frame_messages(&self, time_ns: u64, per_area: &[Option<u32>], fired: &[u32]) -> (SceneUpdate, PointCloud) {
-        frame_messages(&self.geometry, &self.layout, self.config.max_points, time_ns, per_area, fired)
-    }
-
-    /// A ROS message (CDR) on `topic` of type `info`; `limit`: at most `rate_hz` per second on
-    /// this topic (sensor streams), the rest skipped.
-    pub fn ros(&self, topic: &str, info: &TypeInfo, cdr: &[u8], time_ns: u64, limit: bool) {
+    /// A ROS message (CDR) on `topic` of type `type_name` (its schema is looked up once, when the
+    /// topic is first advertised); `limit`: at most `rate_hz` per second on this topic (sensor
+    /// streams), the rest skipped.
+    pub fn ros(&self, topic: &str, type_name: &str, cdr: &[u8], time_ns: u64, limit: bool) {
         let Ok(mut raw) = self.raw.lock() else { return };
         let entry = match raw.get_mut(topic) {
             Some(e) => e,
             None => {
-                let schema = Schema::new(info.name, "ros2msg", msg_definition(info).into_bytes());
+                let Some(info) = registry::lookup(type_name) else {
+                    return tracing::warn!("view: {topic}: no schema for {type_name}");
+                };
+                let schema = Schema::new(info.name, "ros2msg", msg_definition(&info).into_bytes());
                 match ChannelBuilder::new(topic).context(&self.ctx).message_encoding("cdr").schema(schema).build_raw() {
                     Ok(c) => raw.entry(topic.to_string()).or_insert((c, None)),
                     Err(e) => return tracing::warn!("view: cannot advertise {topic}: {e}"),
@@ -211,7 +211,7 @@ impl Drop for View {
     }
 }
 
-/// The scene and points of a frame (see [`View::frame_messages`]); also what a replay records.
+/// The scene and points of a frame (what [`View::frame`] sends and a replay records).
 pub fn frame_messages(
     g: &Geometry,
     layout: &Layout,
@@ -226,17 +226,14 @@ pub fn frame_messages(
 /// A frame handed from the burst thread to the view's thread.
 struct Frame {
     time_ns: u64,
-    per_area: Vec<Option<u32>>,
     fired: Vec<u32>,
 }
 
-/// The burst thread's side of the live view: [`Feed::wanted`] is one atomic load; a frame is
-/// copied only when the view asked for one, and handed over without waiting.
+/// The burst thread's side of the live view: [`Feed::wanted`] is one atomic load; a frame (the
+/// fired ids, copied) is handed over only when the view asked for one, never waiting.
 pub struct Feed {
     want: Arc<AtomicBool>,
     tx: SyncSender<Frame>,
-    /// Areas whose fired neurons the backend reads back.
-    read_back: Vec<bool>,
 }
 
 impl Feed {
@@ -245,29 +242,38 @@ impl Feed {
     }
 
     /// Hand over a frame: the burst's time and the fired neurons read back (ascending).
-    pub fn offer(&self, layout: &Layout, time_ns: u64, fired: &[u32]) {
+    pub fn offer(&self, time_ns: u64, fired: &[u32]) {
         self.want.store(false, Ordering::Relaxed);
-        let mut per_area: Vec<Option<u32>> = self.read_back.iter().map(|&r| r.then_some(0)).collect();
-        for &n in fired {
-            if let Some(c) = per_area.get_mut(layout.area_of(n)).and_then(|c| c.as_mut()) {
-                *c += 1;
-            }
-        }
-        let _ = self.tx.try_send(Frame { time_ns, per_area, fired: fired.to_vec() });
+        let _ = self.tx.try_send(Frame { time_ns, fired: fired.to_vec() });
     }
 }
 
+/// Fired neurons per area: counted where `read_back[a]`, None elsewhere.
+fn per_area(layout: &Layout, read_back: &[bool], fired: &[u32]) -> Vec<Option<u32>> {
+    let mut counts: Vec<Option<u32>> = read_back.iter().map(|&r| r.then_some(0)).collect();
+    for &n in fired {
+        if let Some(c) = counts.get_mut(layout.area_of(n)).and_then(|c| c.as_mut()) {
+            *c += 1;
+        }
+    }
+    counts
+}
+
 /// Start the view's thread for a live node: every 1 / `rate_hz`, while a client watches, it asks
-/// the burst thread for a frame and sends it. `read_back`: the areas the backend reads back.
+/// the burst thread for a frame, counts it per area and sends it. `read_back`: the areas the
+/// backend reads back.
 pub fn feed(view: Arc<View>, read_back: Vec<bool>, stop: Arc<AtomicBool>) -> anyhow::Result<Feed> {
     let (tx, rx) = sync_channel::<Frame>(1);
     let want = Arc::new(AtomicBool::new(false));
     let w = want.clone();
-    std::thread::Builder::new().name("view".into()).spawn(move || run(view, rx, w, stop)).context("cannot start the view's thread")?;
-    Ok(Feed { want, tx, read_back })
+    std::thread::Builder::new()
+        .name("view".into())
+        .spawn(move || run(view, rx, w, stop, read_back))
+        .context("cannot start the view's thread")?;
+    Ok(Feed { want, tx })
 }
 
-fn run(view: Arc<View>, rx: Receiver<Frame>, want: Arc<AtomicBool>, stop: Arc<AtomicBool>) {
+fn run(view: Arc<View>, rx: Receiver<Frame>, want: Arc<AtomicBool>, stop: Arc<AtomicBool>, read_back: Vec<bool>) {
     let period = Duration::from_secs_f64(1.0 / view.config.rate_hz);
     while !stop.load(Ordering::Relaxed) {
         if !view.watched() {
@@ -277,7 +283,7 @@ fn run(view: Arc<View>, rx: Receiver<Frame>, want: Arc<AtomicBool>, stop: Arc<At
         want.store(true, Ordering::Relaxed);
         let asked = Instant::now();
         match rx.recv_timeout(period.max(Duration::from_millis(100))) {
-            Ok(f) => view.frame(f.time_ns, &f.per_area, &f.fired),
+            Ok(f) => view.frame(f.time_ns, &per_area(&view.layout, &read_back, &f.fired), &f.fired),
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => break,
         }
@@ -297,19 +303,19 @@ mod tests {
         let layout = Layout::from_genome(&genome);
         let (tx, rx) = sync_channel(1);
         let read_back: Vec<bool> = (0..layout.meta.len()).map(|a| a % 2 == 0).collect();
-        let feed = Feed { want: Arc::new(AtomicBool::new(true)), tx, read_back: read_back.clone() };
+        let feed = Feed { want: Arc::new(AtomicBool::new(true)), tx };
         assert!(feed.wanted());
         let fired: Vec<u32> = (0..layout.meta.len()).filter(|a| a % 2 == 0).map(|a| layout.params[a].first).collect();
-        feed.offer(&layout, 7, &fired);
+        feed.offer(7, &fired);
         assert!(!feed.wanted(), "one frame per request");
         let f = rx.try_recv().unwrap();
         assert_eq!(f.time_ns, 7);
-        for (a, c) in f.per_area.iter().enumerate() {
+        for (a, c) in per_area(&layout, &read_back, &f.fired).iter().enumerate() {
             assert_eq!(*c, read_back[a].then_some(1), "area {a}");
         }
         // a full slot drops the frame instead of waiting
-        feed.offer(&layout, 8, &fired);
-        feed.offer(&layout, 9, &fired);
+        feed.offer(8, &fired);
+        feed.offer(9, &fired);
         assert_eq!(rx.try_recv().unwrap().time_ns, 8);
     }
 
