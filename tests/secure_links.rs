@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::certs::Ca;
-use common::{free_udp_port, repo, venv, Proc, PY_PACKAGES};
+use common::{free_udp_port, repo, rover_node, venv, Proc, PY_PACKAGES};
 
 /// The tests of this file one at a time: one test's QUIC clients bind ephemeral UDP ports that
 /// another's listener may have picked.
@@ -69,24 +69,10 @@ fn server_config(dir: &Path, ca: &Path, brain: &(PathBuf, PathBuf)) -> PathBuf {
     path
 }
 
-/// `neuroburst node` with the rover genome and config/remote_brain.yaml on the CPU, plus `sets`.
+/// The rover node (common::rover_node) with these `--set`s.
 fn node(dir: &Path, sets: &[String]) -> Proc {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_neuroburst"));
-    cmd.arg("node")
-        .arg("--genome")
-        .arg(repo().join("examples/genomes/rover.yaml"))
-        .arg("--config")
-        .arg(repo().join("config/remote_brain.yaml"))
-        .args(["--set", "node.rate_hz=200", "--set", "node.stats_rate_hz=10", "--set", "backend.kind=cpu"])
-        .arg("--set")
-        .arg(format!("checkpoint.path={}", dir.join("ckpt").display()))
-        .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or("info,zenoh=warn".into()));
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    let node = Proc::spawn(&mut cmd, dir.join("node.log"));
-    assert!(node.wait_for("bursting at"), "the node did not start:\n{}", node.log());
-    node
+    let args: Vec<String> = sets.iter().flat_map(|s| ["--set".to_string(), s.clone()]).collect();
+    rover_node(dir, &args)
 }
 
 /// Run a Python script of the test venv (at most 90 s): (success, stdout + stderr).

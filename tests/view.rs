@@ -9,7 +9,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use common::{free_port, repo, root, venv, Proc};
+use common::{free_port, repo, root, rover_node, venv, Proc};
 use sha2::{Digest, Sha256};
 
 /// (topic -> (schema name, schema encoding, message encoding)), (topic -> {(log time, sha256)})
@@ -180,21 +180,17 @@ fn the_live_node_shows_its_brain_and_stats() {
     let python = venv("viewenv", &["websockets==15.0.1"]);
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_neuroburst"));
-    cmd.arg("node")
-        .arg("--genome")
-        .arg(root().join("examples/genomes/rover.yaml"))
-        .arg("--config")
-        .arg(root().join("config/remote_brain.yaml"))
-        .args(["--zenoh-mode", "peer", "--zenoh-listen", &format!("tcp/127.0.0.1:{}", free_port())])
-        .args(["--set", "zenoh.connect=[]", "--set", "node.rate_hz=200", "--set", "node.stats_rate_hz=10", "--set", "backend.kind=cpu"])
-        .arg("--set")
-        .arg(format!("checkpoint.path={}", dir.path().join("ckpt").display()))
-        .arg("--view")
-        .arg(format!("127.0.0.1:{port}"))
-        .env("RUST_LOG", "info");
-    let mut node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
-    assert!(node.wait_for("bursting at"), "the node did not start:\n{}", node.log());
+    let args = [
+        "--zenoh-mode".to_string(),
+        "peer".into(),
+        "--zenoh-listen".into(),
+        format!("tcp/127.0.0.1:{}", free_port()),
+        "--set".into(),
+        "zenoh.connect=[]".into(),
+        "--view".into(),
+        format!("127.0.0.1:{port}"),
+    ];
+    let mut node = rover_node(dir.path(), &args);
     let got = dir.path().join("client.json");
     let (ok, said) = client(&python, port, 4, &got);
     assert!(ok, "the client:\n{said}\nnode:\n{}", node.log());

@@ -136,6 +136,25 @@ pub fn free_udp_port() -> u16 {
     std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// `neuroburst node` with the rover genome and config/remote_brain.yaml on the CPU at 200 Hz
+/// (stats at 10 Hz, its checkpoint and log in `dir`), plus `args`; returned once bursting.
+pub fn rover_node(dir: &Path, args: &[String]) -> Proc {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
+    cmd.arg("node")
+        .arg("--genome")
+        .arg(repo().join("examples/genomes/rover.yaml"))
+        .arg("--config")
+        .arg(repo().join("config/remote_brain.yaml"))
+        .args(["--set", "node.rate_hz=200", "--set", "node.stats_rate_hz=10", "--set", "backend.kind=cpu"])
+        .arg("--set")
+        .arg(format!("checkpoint.path={}", dir.join("ckpt").display()))
+        .args(args)
+        .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or("info,zenoh=warn".into()));
+    let node = Proc::spawn(&mut cmd, dir.join("node.log"));
+    assert!(node.wait_for("bursting at"), "the node did not start:\n{}", node.log());
+    node
+}
+
 /// A child process killed (SIGTERM, then SIGKILL) when dropped.
 pub struct Proc {
     pub child: Child,

@@ -16,6 +16,7 @@ import sys
 import time
 
 import zenoh
+from zclient import client_config
 
 ap = argparse.ArgumentParser()
 ap.add_argument("role", choices=["outsider", "observer"])
@@ -24,14 +25,8 @@ ap.add_argument("--config")
 ap.add_argument("--msg-dir", help="the repository's msg/ folder (observer)")
 args = ap.parse_args()
 
-conf = zenoh.Config.from_file(args.config) if args.config else zenoh.Config()
-conf.insert_json5("mode", '"client"')
-conf.insert_json5("scouting/multicast/enabled", "false")
-conf.insert_json5("connect/endpoints", json.dumps([args.connect]))
-conf.insert_json5("connect/timeout_ms", "3000")
-conf.insert_json5("connect/exit_on_failure", "true")
 try:
-    session = zenoh.open(conf)
+    session = zenoh.open(client_config(args.config, args.connect, 3000))
 except Exception as e:  # refused: what an outsider must get
     print(json.dumps({"role": args.role, "connected": False, "error": str(e)[:200]}))
     sys.exit(0 if args.role == "outsider" else 1)

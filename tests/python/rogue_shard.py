@@ -9,6 +9,7 @@ import struct
 import time
 
 import zenoh
+from zclient import client_config
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--connect", required=True)
@@ -17,14 +18,8 @@ ap.add_argument("--name", required=True, help="the brain's name (cluster.name)")
 ap.add_argument("--seconds", type=float, default=10.0)
 args = ap.parse_args()
 
-conf = zenoh.Config.from_file(args.config)
-conf.insert_json5("mode", '"client"')
-conf.insert_json5("scouting/multicast/enabled", "false")
-conf.insert_json5("connect/endpoints", json.dumps([args.connect]))
-conf.insert_json5("connect/timeout_ms", "30000")
-conf.insert_json5("connect/exit_on_failure", "true")
 try:
-    session = zenoh.open(conf)
+    session = zenoh.open(client_config(args.config, args.connect, 30000))
 except Exception as e:
     print(json.dumps({"connected": False, "error": str(e)[:200]}), flush=True)
     os._exit(0)
