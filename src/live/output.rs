@@ -123,7 +123,8 @@ impl OutputSide {
             match record {
                 Ok(Record::Burst(b)) => r.burst(b),
                 Ok(Record::Stop { motor, time_ns, fatal }) => {
-                    r.send(&motor, time_ns);
+                    r.send(&motor);
+                    r.show(&motor, time_ns);
                     r.health(time_ns, true, fatal.as_deref());
                     break;
                 }
@@ -144,12 +145,9 @@ impl OutputSide {
 }
 
 impl Run {
-    fn send(&mut self, motor: &[(usize, MotorMessage)], time_ns: u64) {
+    fn send(&mut self, motor: &[(usize, MotorMessage)]) {
         for (i, m) in motor {
             let o = &mut self.side.pubs[*i];
-            if let Some(view) = &self.side.view {
-                view.ros(&o.topic, o.type_name, &m.payload, time_ns, false);
-            }
             match o.publisher.publish(&m.payload) {
                 Ok(()) => o.published += 1,
                 Err(e) => {
@@ -160,14 +158,25 @@ impl Run {
         }
     }
 
+    /// The motor messages to the live view, once they are published.
+    fn show(&self, motor: &[(usize, MotorMessage)], time_ns: u64) {
+        if let Some(view) = &self.side.view {
+            for (i, m) in motor {
+                let o = &self.side.pubs[*i];
+                view.ros(&o.topic, o.type_name, &m.payload, time_ns, false);
+            }
+        }
+    }
+
     fn burst(&mut self, b: BurstRecord) {
-        self.send(&b.motor, b.time_ns);
+        self.send(&b.motor);
         let now = Instant::now();
         for a in self.pending.drain(..) {
             let ns = now.saturating_duration_since(a).as_nanos() as u64;
             self.window.record(ns);
             self.total.record(ns);
         }
+        self.show(&b.motor, b.time_ns);
         self.pending.extend_from_slice(&b.arrivals);
         let s = &mut self.side.stats;
         s.burst = b.burst;
