@@ -165,7 +165,7 @@ impl Checkpoint {
         if r.at != body.len() {
             return Err(corrupt("trailing bytes"));
         }
-        let state = NeuronState { burst, potential, refractory, consecutive, fired };
+        let state = NeuronState { burst, potential, refractory, consecutive, fired, learned: Default::default() };
         Ok(Checkpoint { genome_name, fingerprint, state, sections })
     }
 

@@ -294,6 +294,7 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
             sign: if rng.chance(0.25) { Sign::Inhibitory } else { Sign::Excitatory },
             attractivity: if rng.chance(0.3) { rng.uniform(10.0, 99.0) } else { 100.0 },
             plasticity: None,
+            max_synapses: None,
         });
     }
     Genome {

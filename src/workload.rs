@@ -66,6 +66,7 @@ impl Workload {
                 sign: Sign::Excitatory,
                 attractivity: 100.0,
                 plasticity: None,
+                max_synapses: None,
             }],
         }
     }

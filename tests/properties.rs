@@ -67,6 +67,7 @@ prop_compose! {
             sign: if inh { Sign::Inhibitory } else { Sign::Excitatory },
             attractivity: att,
             plasticity: None,
+            max_synapses: None,
         }).collect();
         let mut morphologies = std::collections::BTreeMap::new();
         morphologies.insert("fan".to_string(), Morphology::Random(RandomSpec { probability: None, fanout: Some(3) }));
@@ -152,6 +153,7 @@ fn heavy_genome(seed: u64) -> Genome {
         sign,
         attractivity: 90.0,
         plasticity: None,
+        max_synapses: None,
     };
     Genome {
         name: "heavy".into(),

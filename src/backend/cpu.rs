@@ -11,10 +11,11 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::learn::{marks_for, Learner, Marks};
 use super::shard::{ShardEngine, Sharded};
 use super::{BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
-use crate::connectome::{Codes, Part};
+use crate::connectome::{Codes, Part, Plastic};
 use crate::memory;
 use crate::model::neuron::excited;
 use crate::model::{
@@ -67,6 +68,8 @@ struct Segment {
 /// One thread's neurons, and the synapses onto them.
 struct Shard {
     conn: Part,
+    /// Learning's marks (a brain with plasticity only).
+    marks: Marks,
     input: Input,
     /// Scratch: synapse ranges of the spiking rows.
     rows: Vec<(usize, usize)>,
@@ -86,7 +89,8 @@ struct State {
 }
 
 impl Shard {
-    fn new(conn: Part, params: &[AreaParams], table: &[i32]) -> Shard {
+    /// `bounds`: the largest magnitude each code can take (see [`Plastic::bounds`]).
+    fn new(conn: Part, params: &[AreaParams], bounds: &[i32]) -> Shard {
         let n = conn.targets_range.len();
         let segments = params
             .iter()
@@ -98,7 +102,8 @@ impl Shard {
             })
             .collect();
         let input =
-            if max_input(&conn, table) <= i32::MAX as u64 { Input::Narrow(memory::zeroed(n)) } else { Input::Wide(memory::zeroed(n)) };
+            if max_input(&conn, bounds) <= i32::MAX as u64 { Input::Narrow(memory::zeroed(n)) } else { Input::Wide(memory::zeroed(n)) };
+        let marks = if conn.columns.is_some() { marks_for(&conn) } else { Vec::new() };
         let state = State {
             base: conn.targets_range.start,
             segments,
@@ -108,7 +113,7 @@ impl Shard {
             fired: Vec::new(),
             fired_v: Vec::new(),
         };
-        Shard { conn, input, rows: Vec::new(), state }
+        Shard { conn, marks, input, rows: Vec::new(), state }
     }
 
     /// Propagate the last burst's spikes, then step every neuron; `injection` is sorted and within
@@ -291,6 +296,7 @@ pub struct CpuEngine {
     range: Range<u32>,
     pieces: Vec<Shard>,
     contributions: Vec<i32>,
+    learner: Option<Learner>,
     bytes_per_synapse: f64,
     /// Own neurons fired in the last burst, ascending, with their potentials at fire.
     fired: Vec<u32>,
@@ -298,14 +304,40 @@ pub struct CpuEngine {
 }
 
 impl CpuEngine {
-    /// An engine over `parts` (contiguous target ranges, ascending) of a connectome.
-    pub fn new(parts: Vec<Part>, params: Vec<AreaParams>, contributions: Vec<i32>) -> CpuEngine {
+    /// An engine over `parts` (contiguous target ranges, ascending) of a connectome of `neurons`
+    /// neurons, learning when `plastic` is given.
+    pub fn new(parts: Vec<Part>, params: Vec<AreaParams>, contributions: Vec<i32>, plastic: Option<Plastic>, neurons: u32) -> CpuEngine {
         let range = parts.first().map_or(0, |p| p.targets_range.start)..parts.last().map_or(0, |p| p.targets_range.end);
         let synapses: u64 = parts.iter().map(|p| p.synapses()).sum();
         let bytes: u64 = parts.iter().map(|p| p.bytes()).sum::<u64>() + contributions.len() as u64 * 4;
         let bytes_per_synapse = if synapses == 0 { 0.0 } else { bytes as f64 / synapses as f64 };
-        let pieces = parts.into_par_iter().map(|p| Shard::new(p, &params, &contributions)).collect();
-        CpuEngine { params, range, pieces, contributions, bytes_per_synapse, fired: Vec::new(), fired_v: Vec::new() }
+        let bounds = plastic.as_ref().map_or_else(|| contributions.clone(), |p| p.bounds(&contributions));
+        let pieces = parts.into_par_iter().map(|p| Shard::new(p, &params, &bounds)).collect();
+        let learner = plastic.map(|p| Learner::new(p, neurons));
+        CpuEngine { params, range, pieces, contributions, learner, bytes_per_synapse, fired: Vec::new(), fired_v: Vec::new() }
+    }
+
+    /// Learning after burst `t - 1`, whose firing is `spikes` (docs/plasticity.md).
+    fn learn(&mut self, t: u64, spikes: &[u32]) {
+        let Some(learner) = &mut self.learner else { return };
+        learner.record(spikes);
+        if t < 2 {
+            return;
+        }
+        let l = &*learner;
+        if self.pieces.len() == 1 {
+            let p = &mut self.pieces[0];
+            l.update(t - 1, &mut p.conn, &mut p.marks);
+        } else {
+            self.pieces.par_iter_mut().for_each(|p| l.update(t - 1, &mut p.conn, &mut p.marks));
+        }
+        let mut parts: Vec<&mut Part> = self.pieces.iter_mut().map(|p| &mut p.conn).collect();
+        learner.grow(t - 1, &mut parts);
+    }
+
+    /// The learner's counts per plastic mapping: synapses grown and pairs refused.
+    pub fn growth(&self) -> Option<(&[u64], &[u64])> {
+        self.learner.as_ref().map(|l| (&l.grown[..], &l.refused[..]))
     }
 }
 
@@ -329,6 +361,7 @@ impl ShardEngine for CpuEngine {
     }
 
     fn burst(&mut self, t: u64, spikes: &[u32], input: InjectionSlice<'_>) -> Result<(), BackendError> {
+        self.learn(t, spikes);
         let (table, params) = (&self.contributions, &self.params);
         let run = |shard: &mut Shard| {
             let share = input.within(shard.conn.targets_range.clone());
@@ -359,6 +392,9 @@ impl ShardEngine for CpuEngine {
             st.refractory.extend_from_slice(&s.state.refractory);
             st.consecutive.extend_from_slice(&s.state.consecutive);
         }
+        if let Some(l) = &self.learner {
+            st.learned = l.snapshot(&self.pieces.iter().map(|p| &p.conn).collect::<Vec<_>>());
+        }
         Ok(st)
     }
 
@@ -371,6 +407,10 @@ impl ShardEngine for CpuEngine {
             s.state.consecutive.copy_from_slice(&st.consecutive[r]);
             s.input.clear();
             s.state.classify(&self.params);
+        }
+        if let Some(l) = &mut self.learner {
+            let mut parts: Vec<&mut Part> = self.pieces.iter_mut().map(|p| &mut p.conn).collect();
+            l.restore(&st.learned, &mut parts).map_err(|e| BackendError::Device(format!("cannot restore what the brain learned: {e}")))?;
         }
         self.fired.clear();
         self.fired_v.clear();
@@ -385,7 +425,8 @@ impl Sharded<CpuEngine> {
     /// Take a built brain as one shard; its connectome's parts become the threads' pieces.
     pub fn new(brain: Brain, readback: Readback) -> CpuBackend {
         let n = brain.layout.neurons;
-        let engine = CpuEngine::new(brain.connectome.parts, brain.layout.params, brain.connectome.contributions);
+        let c = brain.connectome;
+        let engine = CpuEngine::new(c.parts, brain.layout.params, c.contributions, c.plastic, n);
         Sharded::from_engines(vec![engine], n, readback, "cpu")
     }
 
@@ -393,10 +434,10 @@ impl Sharded<CpuEngine> {
     pub fn with_plan(brain: Brain, plan: &ShardPlan, readback: Readback) -> CpuBackend {
         let n = brain.layout.neurons;
         let params = brain.layout.params;
-        let table = brain.connectome.contributions;
+        let (table, plastic) = (brain.connectome.contributions, brain.connectome.plastic);
         let engines = parts_by_shard(brain.connectome.parts, plan)
             .into_iter()
-            .map(|mine| CpuEngine::new(mine, params.clone(), table.clone()))
+            .map(|mine| CpuEngine::new(mine, params.clone(), table.clone(), plastic.clone(), n))
             .collect();
         Sharded::from_engines(engines, n, readback, format!("cpu, {}", plan.strategy))
     }
@@ -406,8 +447,9 @@ impl CpuEngine {
     /// Shard `k` of a brain built for `plan` (see [`Brain::build_sharded`]), alone: the engine of
     /// one process of a brain spread over processes or hosts (the other shards' parts are dropped).
     pub fn for_shard(brain: Brain, plan: &ShardPlan, k: usize) -> CpuEngine {
-        let mine = parts_by_shard(brain.connectome.parts, plan).swap_remove(k);
-        CpuEngine::new(mine, brain.layout.params, brain.connectome.contributions)
+        let c = brain.connectome;
+        let mine = parts_by_shard(c.parts, plan).swap_remove(k);
+        CpuEngine::new(mine, brain.layout.params, c.contributions, c.plastic, brain.layout.neurons)
     }
 }
 

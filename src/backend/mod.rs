@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod learn;
 pub mod open;
 pub mod select;
 pub mod shard;

@@ -46,6 +46,20 @@ pub fn state_slice(state: &NeuronState, range: &Range<u32>) -> NeuronState {
         refractory: state.refractory[r.clone()].to_vec(),
         consecutive: state.consecutive[r].to_vec(),
         fired: state.fired.iter().copied().filter(|n| range.contains(n)).collect(),
+        // the whole brain's: an engine keeps every neuron's history and picks its own synapses
+        learned: state.learned.clone(),
+    }
+}
+
+/// Add one shard's learned state to the whole brain's: the histories are the same in every shard;
+/// the synapses are merged in (source, target, mapping) order.
+pub fn merge_learned(into: &mut crate::model::plasticity::Learned, shard: crate::model::plasticity::Learned) {
+    if into.history.is_empty() {
+        into.history = shard.history;
+    }
+    if !shard.synapses.is_empty() {
+        into.synapses.extend(shard.synapses);
+        into.synapses.sort_by_key(|s| (s.source, s.target, s.mapping));
     }
 }
 
@@ -187,6 +201,7 @@ impl<E: ShardEngine> Backend for Sharded<E> {
             st.potential.extend_from_slice(&s.potential);
             st.refractory.extend_from_slice(&s.refractory);
             st.consecutive.extend_from_slice(&s.consecutive);
+            merge_learned(&mut st.learned, s.learned);
         }
         Ok(st)
     }

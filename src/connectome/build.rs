@@ -9,10 +9,12 @@ use rayon::prelude::*;
 use super::draw::{self, Stream};
 use std::collections::HashMap;
 
+use super::plastic::{group_contributions, Associative, Columns, Plastic, PlasticMapping};
 use super::{Codes, Connectome, MappingStats, Part};
 use crate::genome::morphology::{destination_voxels, tile_destination_voxels, TileSpec, VoxelContext};
 use crate::genome::{Genome, Morphology, Sign};
 use crate::model::fixed::contribution_from_f64;
+use crate::model::plasticity::{self, DEFAULT_MAX_SYNAPSES};
 use crate::model::{AreaParams, Layout};
 
 /// How to build.
@@ -36,6 +38,8 @@ enum Rule {
         always: bool,
         never: bool,
     },
+    /// Every destination neuron but the source itself (an associative mapping's possible pairs).
+    Associative,
 }
 
 struct Compiled {
@@ -48,7 +52,12 @@ struct Compiled {
     attract: Option<u64>,
     /// `±weight × psp`
     value: f64,
+    /// Index among the plastic mappings, and the initial weight of its synapses.
+    plastic: Option<(u32, u8)>,
 }
+
+/// Marks a chunk's code as plastic: `PLASTIC | local group << 8 | weight`.
+const PLASTIC: u32 = 1 << 31;
 
 /// The synapses of one chunk of source neurons, per part.
 #[derive(Default)]
@@ -56,7 +65,7 @@ struct ChunkPart {
     /// Row length of each source of the chunk.
     lens: Vec<u32>,
     targets: Vec<u32>,
-    /// Index into the chunk's `locals`.
+    /// Index into the chunk's `locals`, or a plastic code (see [`PLASTIC`]).
     codes: Vec<u32>,
 }
 
@@ -64,6 +73,8 @@ struct ChunkOut {
     parts: Vec<ChunkPart>,
     /// The chunk's distinct contributions.
     locals: Vec<i32>,
+    /// The chunk's plastic groups: (plastic mapping, out-degree divisor as f64 bits).
+    groups: Vec<(u32, u64)>,
     counts: Vec<(u64, u64)>,
 }
 
@@ -71,7 +82,7 @@ struct ChunkOut {
 pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectome {
     let start = Instant::now();
     let n = layout.neurons;
-    let by_area = compile(genome, layout);
+    let (by_area, plastic) = compile(genome, layout);
     let area_uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
 
     let chunk = ((n as usize) / (rayon::current_num_threads() * 16)).clamp(1024, 65_536) as u32;
@@ -108,8 +119,11 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
         }
     }
 
-    let (parts, contributions) = assemble(n, &opts.parts, outs);
-    Connectome { neurons: n, parts, contributions, mappings, build_seconds: start.elapsed().as_secs_f64() }
+    let (mut parts, contributions, plastic) = assemble(n, &opts.parts, outs, plastic);
+    if let Some(p) = &plastic {
+        parts.par_iter_mut().for_each(|part| part.columns = Some(Columns::of(part, p.base)));
+    }
+    Connectome { neurons: n, parts, contributions, mappings, plastic, build_seconds: start.elapsed().as_secs_f64() }
 }
 
 /// At most how many synapses [`build`] draws, without drawing them, and whether that is the exact
@@ -117,7 +131,7 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
 /// probability, a voxel or a tile rule at most one per (source, destination) pair.
 pub fn synapse_bound(genome: &Genome, layout: &Layout) -> (u64, bool) {
     let (mut bound, mut exact) = (0u64, true);
-    for rules in compile(genome, layout) {
+    for rules in compile(genome, layout).0 {
         for c in rules {
             let dst = c.dst.count as u64;
             let per_source = match c.rule {
@@ -126,6 +140,7 @@ pub fn synapse_bound(genome: &Genome, layout: &Layout) -> (u64, bool) {
                     (k as u64).min(dst)
                 }
                 Rule::Probability { never: true, .. } => 0,
+                Rule::Associative => 0,
                 _ => {
                     exact = false;
                     dst
@@ -143,8 +158,10 @@ pub fn count(genome: &Genome, layout: &Layout) -> u64 {
     build(genome, layout, &BuildOptions { parts: vec![], progress: false }).mappings.iter().map(|m| m.synapses).sum()
 }
 
-fn compile(genome: &Genome, layout: &Layout) -> Vec<Vec<Compiled>> {
+/// The mappings by source area, and the plastic ones with their `±psp`.
+fn compile(genome: &Genome, layout: &Layout) -> (Vec<Vec<Compiled>>, Vec<(PlasticMapping, f64)>) {
     let mut by_area: Vec<Vec<Compiled>> = (0..layout.params.len()).map(|_| Vec::new()).collect();
+    let mut plastic = Vec::new();
     for (index, m) in genome.mappings.iter().enumerate() {
         let (Some(si), Some(di)) = (layout.area_index(&m.source), layout.area_index(&m.destination)) else { continue };
         let Some(morph) = genome.resolve_morphology(&m.morphology) else { continue };
@@ -152,7 +169,7 @@ fn compile(genome: &Genome, layout: &Layout) -> Vec<Vec<Compiled>> {
         let dst = layout.params[di];
         let psp = m.psp.unwrap_or(genome.areas[si].psp);
         let sign = if m.sign == Sign::Inhibitory { -1.0 } else { 1.0 };
-        let rule = match &morph {
+        let rule_kind = match &morph {
             Morphology::Random(r) => match (r.fanout, r.probability) {
                 (Some(k), _) => Rule::Fanout(k),
                 (None, Some(p)) => Rule::Probability { log1mp: libm::log(1.0 - p), always: p >= 1.0, never: p <= 0.0 },
@@ -163,19 +180,33 @@ fn compile(genome: &Genome, layout: &Layout) -> Vec<Vec<Compiled>> {
                 let mapper = genome.resolve_morphology(&t.mapper).unwrap_or(Morphology::Projector);
                 Rule::Tile(t.clone(), mapper)
             }
+            Morphology::AssociativeMemory => Rule::Associative,
             _ => Rule::Voxel(morph.clone()),
         };
+        // validated: a plastic mapping's rule compiles
+        let rule_of = |p| plasticity::Rule::compile(p).ok();
+        let learns = m.plasticity.as_ref().and_then(rule_of).map(|rule| {
+            let associative = matches!(rule_kind, Rule::Associative).then(|| {
+                let (sources, targets) = (src.first..src.first + src.count, dst.first..dst.first + dst.count);
+                let pairs = src.count as u64 * dst.count as u64;
+                Associative { sources, targets, max_synapses: m.max_synapses.unwrap_or(pairs.min(DEFAULT_MAX_SYNAPSES)) }
+            });
+            let weight = m.weight.round().clamp(0.0, 255.0) as u8;
+            plastic.push((PlasticMapping { index, rule, weight, associative }, sign * psp));
+            ((plastic.len() - 1) as u32, if matches!(rule_kind, Rule::Associative) { 0 } else { weight })
+        });
         by_area[si].push(Compiled {
             index,
             src_count: src.count,
             dst,
             ctx: VoxelContext { src_dims: src.dims, dst_dims: dst.dims, scalar: m.scalar },
-            rule,
+            rule: rule_kind,
             attract: draw::chance_threshold(m.attractivity / 100.0),
             value: sign * m.weight * psp,
+            plastic: learns,
         });
     }
-    by_area
+    (by_area, plastic)
 }
 
 /// The last source voxel of a mapping and its destination voxels (neurons of one voxel share them).
@@ -194,9 +225,11 @@ fn build_chunk(
     let mut out = ChunkOut {
         parts: parts.iter().map(|_| ChunkPart { lens: Vec::with_capacity(range.len()), ..Default::default() }).collect(),
         locals: Vec::new(),
+        groups: Vec::new(),
         counts: vec![(0, 0); n_mappings],
     };
     let mut dict: HashMap<i32, u32> = HashMap::new();
+    let mut group_dict: HashMap<(u32, u64), u32> = HashMap::new();
     let mut slot_code: Vec<u32> = Vec::new();
     // (target, mapping slot) pairs of one row; voxel destinations cached per mapping slot
     let mut row: Vec<u64> = Vec::new();
@@ -252,6 +285,13 @@ fn build_chunk(
                         }
                     }
                 }
+                Rule::Associative => {
+                    for t in m.dst.first..m.dst.first + m.dst.count {
+                        if t != s {
+                            row.push((t as u64) << 32 | slot_bits);
+                        }
+                    }
+                }
                 Rule::Probability { log1mp, always, never } => {
                     if *never {
                         continue;
@@ -268,24 +308,44 @@ fn build_chunk(
             }
         }
         row.sort_unstable();
-        // One contribution per mapping slot of this row: `value / out-degree` unless uniform.
-        let divisor = if area_uniform[area] { 1.0 } else { row.len().max(1) as f64 };
+        // One contribution per mapping slot of this row: `value / out-degree` unless uniform; the
+        // out-degree leaves out an associative mapping's possible pairs (none exists yet).
+        let grown = |key: &u64| matches!(mappings[(key & 0xffff_ffff) as usize].rule, Rule::Associative);
+        let degree = row.len() - row.iter().filter(|k| grown(k)).count();
+        let divisor = if area_uniform[area] { 1.0 } else { degree.max(1) as f64 };
         slot_code.clear();
         for m in mappings {
-            let c = contribution_from_f64(m.value / divisor);
-            let next = out.locals.len() as u32;
-            let code = *dict.entry(c).or_insert_with(|| {
-                out.locals.push(c);
-                next
-            });
+            let code = match m.plastic {
+                Some((pm, weight)) => {
+                    let next = out.groups.len() as u32;
+                    let group = *group_dict.entry((pm, divisor.to_bits())).or_insert_with(|| {
+                        out.groups.push((pm, divisor.to_bits()));
+                        next
+                    });
+                    PLASTIC | group << 8 | weight as u32
+                }
+                None => {
+                    let c = contribution_from_f64(m.value / divisor);
+                    let next = out.locals.len() as u32;
+                    *dict.entry(c).or_insert_with(|| {
+                        out.locals.push(c);
+                        next
+                    })
+                }
+            };
             slot_code.push(code);
         }
-        // Every synapse counts in the statistics, kept or not.
-        for &key in &row {
+        // Every synapse counts in the statistics, kept or not (an associative pair only once grown).
+        for &key in row.iter().filter(|k| !grown(k)) {
             let slot = (key & 0xffff_ffff) as usize;
-            let counts = &mut out.counts[mappings[slot].index];
+            let m = &mappings[slot];
+            let counts = &mut out.counts[m.index];
             counts.0 += 1;
-            counts.1 += (out.locals[slot_code[slot] as usize] == 0) as u64;
+            let dead = match m.plastic {
+                Some(_) => m.value == 0.0,
+                None => out.locals[slot_code[slot] as usize] == 0,
+            };
+            counts.1 += dead as u64;
         }
         let mut p = 0;
         for (pi, prange) in parts.iter().enumerate() {
@@ -305,14 +365,57 @@ fn build_chunk(
     out
 }
 
+/// A chunk's codes in the global table: its static codes, then its plastic groups.
+struct Remap {
+    codes: Vec<u32>,
+    groups: Vec<u32>,
+    base: u32,
+}
+
+impl Remap {
+    #[inline(always)]
+    fn code(&self, c: u32) -> u32 {
+        if c & PLASTIC != 0 {
+            self.base + (self.groups[((c & !PLASTIC) >> 8) as usize] << 8) + (c & 0xff)
+        } else {
+            self.codes[c as usize]
+        }
+    }
+}
+
 /// Join the chunks in source order: row pointers by prefix sum, codes renumbered into the global
-/// (sorted) contribution table.
-fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> (Vec<Part>, Vec<i32>) {
+/// contribution table: the static contributions (sorted), then 256 entries per plastic group
+/// (sorted by mapping and divisor).
+fn assemble(
+    n: u32,
+    ranges: &[Range<u32>],
+    mut outs: Vec<ChunkOut>,
+    plastic: Vec<(PlasticMapping, f64)>,
+) -> (Vec<Part>, Vec<i32>, Option<Plastic>) {
     let mut table: Vec<i32> = outs.iter().flat_map(|o| o.locals.iter().copied()).collect();
     table.sort_unstable();
     table.dedup();
-    let remaps: Vec<Vec<u32>> = outs.iter().map(|o| o.locals.iter().map(|c| table.binary_search(c).unwrap() as u32).collect()).collect();
+    let base = table.len() as u32;
+    let mut groups: Vec<(u32, u64)> = outs.iter().flat_map(|o| o.groups.iter().copied()).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    for &(pm, divisor) in &groups {
+        table.extend(group_contributions(plastic[pm as usize].1, f64::from_bits(divisor)));
+    }
+    let remaps: Vec<Remap> = outs
+        .iter()
+        .map(|o| Remap {
+            codes: o.locals.iter().map(|c| table[..base as usize].binary_search(c).unwrap() as u32).collect(),
+            groups: o.groups.iter().map(|g| groups.binary_search(g).unwrap() as u32).collect(),
+            base,
+        })
+        .collect();
     let wide = table.len() > u16::MAX as usize + 1;
+    let plastic = (!plastic.is_empty()).then(|| Plastic {
+        base,
+        group_mapping: groups.iter().map(|g| g.0).collect(),
+        mappings: plastic.into_iter().map(|(m, _)| m).collect(),
+    });
 
     let mut parts = Vec::with_capacity(ranges.len());
     for (pi, range) in ranges.iter().enumerate() {
@@ -335,7 +438,7 @@ fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> (Vec<Part
             let mut codes = crate::memory::zeroed::<u32>(total);
             split_by(&mut codes, &sizes).into_par_iter().zip(&chunk_parts).zip(&remaps).for_each(|((dst, cp), remap)| {
                 for (d, &c) in dst.iter_mut().zip(&cp.codes) {
-                    *d = remap[c as usize];
+                    *d = remap.code(c);
                 }
             });
             Codes::U32(codes)
@@ -343,15 +446,15 @@ fn assemble(n: u32, ranges: &[Range<u32>], mut outs: Vec<ChunkOut>) -> (Vec<Part
             let mut codes = crate::memory::zeroed::<u16>(total);
             split_by(&mut codes, &sizes).into_par_iter().zip(&chunk_parts).zip(&remaps).for_each(|((dst, cp), remap)| {
                 for (d, &c) in dst.iter_mut().zip(&cp.codes) {
-                    *d = remap[c as usize] as u16;
+                    *d = remap.code(c) as u16;
                 }
             });
             Codes::U16(codes)
         };
         drop(chunk_parts);
-        parts.push(Part { targets_range: range.clone(), row_ptr, targets, codes });
+        parts.push(Part { targets_range: range.clone(), row_ptr, targets, codes, columns: None });
     }
-    (parts, table)
+    (parts, table, plastic)
 }
 
 /// Cut `v` into consecutive mutable pieces of the given sizes.

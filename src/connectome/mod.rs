@@ -8,10 +8,12 @@
 
 mod build;
 pub mod draw;
+pub mod plastic;
 
 use std::ops::Range;
 
 pub use build::{build, count, synapse_bound, BuildOptions};
+pub use plastic::{Associative, Columns, Plastic, PlasticMapping};
 
 /// Contribution codes of a part's synapses: an index into [`Connectome::contributions`]. A brain
 /// has few distinct contributions (one per mapping and out-degree), so 16 bits suffice almost
@@ -63,6 +65,8 @@ pub struct Part {
     pub row_ptr: Vec<u64>,
     pub targets: Vec<u32>,
     pub codes: Codes,
+    /// The plastic synapses by target (a brain with plasticity only).
+    pub columns: Option<Columns>,
 }
 
 impl Part {
@@ -77,7 +81,9 @@ impl Part {
     }
 
     pub fn bytes(&self) -> u64 {
-        self.row_ptr.len() as u64 * 8 + self.targets.len() as u64 * (4 + self.codes.bytes_per_code())
+        self.row_ptr.len() as u64 * 8
+            + self.targets.len() as u64 * (4 + self.codes.bytes_per_code())
+            + self.columns.as_ref().map_or(0, Columns::bytes)
     }
 }
 
@@ -102,6 +108,8 @@ pub struct Connectome {
     /// [`crate::model::fixed`], ascending; synapses refer to them by code.
     pub contributions: Vec<i32>,
     pub mappings: Vec<MappingStats>,
+    /// The plastic mappings, when the brain has any.
+    pub plastic: Option<Plastic>,
     /// Wall-clock seconds the build took.
     pub build_seconds: f64,
 }
@@ -170,7 +178,12 @@ impl Connectome {
                     }
                     row_ptr.push(targets.len() as u64);
                 }
-                Part { targets_range: r.clone(), row_ptr, targets, codes: if wide { Codes::U32(c32) } else { Codes::U16(c16) } }
+                let codes = if wide { Codes::U32(c32) } else { Codes::U16(c16) };
+                let mut part = Part { targets_range: r.clone(), row_ptr, targets, codes, columns: None };
+                if let Some(p) = &self.plastic {
+                    part.columns = Some(Columns::of(&part, p.base));
+                }
+                part
             })
             .collect();
     }

@@ -48,8 +48,9 @@
 //! ltd_multiplier(, plasticity_window)]` (7 or 8 elements) or an object with those names (FEAGI's
 //! `morphology_scalar`, `postSynapticCurrent_multiplier`, ...). The scalar is `[sx, sy, sz]` or one
 //! whole number for all three axes. `weight = |multiplier|` (clamped to 255 with a warning),
-//! negative = inhibitory. A set plasticity flag keeps the rule in the genome and warns, as
-//! plasticity is not simulated yet. A rule whose morphology could not be imported (e.g.
+//! negative = inhibitory. A set plasticity flag makes the mapping plastic (docs/plasticity.md), as
+//! does the `associative_memory` morphology whatever the flag; a 7-element rule has no window and
+//! takes [`crate::model::plasticity::DEFAULT_WINDOW`] (warned once). A rule whose morphology could not be imported (e.g.
 //! `episodic_memory`) is dropped with a warning; a morphology that is neither defined nor built in,
 //! or a destination that is not an area, is an error.
 //!

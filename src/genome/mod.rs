@@ -165,7 +165,8 @@ pub enum Sign {
     Inhibitory,
 }
 
-/// A plasticity rule on a mapping (recorded, not simulated yet: loading warns).
+/// A mapping's plasticity rule (docs/plasticity.md): `Δ± = clamp(constant × multiplier, 0, 255)`
+/// on 8-bit per-synapse weights, over a window of `window` bursts (1..=32).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plasticity {
@@ -203,6 +204,10 @@ pub struct Mapping {
     pub attractivity: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plasticity: Option<Plasticity>,
+    /// An `associative_memory` mapping grows at most this many synapses (default: the smaller of
+    /// |source| × |destination| and 1,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_synapses: Option<u64>,
 }
 
 fn unit_scalar() -> [i32; 3] {

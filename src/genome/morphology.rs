@@ -98,6 +98,9 @@ pub enum Morphology {
     LastToFirst,
     /// FEAGI's composite morphology (`tile`), see [`TileSpec`].
     Tile(TileSpec),
+    /// FEAGI's `associative_memory` (its `bidirectional_stdp`): no synapses at build; they grow
+    /// between neurons that fire together (docs/plasticity.md).
+    AssociativeMemory,
 }
 
 impl Morphology {
@@ -112,12 +115,22 @@ impl Morphology {
             "randomizer" => Morphology::Randomizer,
             "lateral_pairs_x" => Morphology::LateralPairsX,
             "last_to_first" => Morphology::LastToFirst,
+            "associative_memory" => Morphology::AssociativeMemory,
             _ => return None,
         })
     }
 
-    pub const BUILTIN_NAMES: [&'static str; 8] =
-        ["projector", "block_to_block", "all_to_all", "expander_x", "reducer_x", "randomizer", "lateral_pairs_x", "last_to_first"];
+    pub const BUILTIN_NAMES: [&'static str; 9] = [
+        "projector",
+        "block_to_block",
+        "all_to_all",
+        "expander_x",
+        "reducer_x",
+        "randomizer",
+        "lateral_pairs_x",
+        "last_to_first",
+        "associative_memory",
+    ];
 
     /// Whether this morphology picks neurons itself (true) or voxels (false).
     pub fn is_neuron_level(&self) -> bool {
@@ -281,7 +294,7 @@ pub fn destination_voxels(
                 tile_destination_voxels(tile, &mapper, ctx, src, rng_pick, out);
             }
         }
-        Morphology::Random(_) => {}
+        Morphology::Random(_) | Morphology::AssociativeMemory => {}
     }
     out.sort_unstable();
     out.dedup();

@@ -98,6 +98,36 @@ pub(super) fn validate(g: &Genome) -> Result<(), GenomeError> {
             finite_in(p, 0.0, 255.0, &loc, "psp")?;
         }
         finite_in(m.attractivity, 0.0, 100.0, &loc, "attractivity")?;
+        plastic(g, m, &loc)?;
+    }
+    Ok(())
+}
+
+/// A mapping's plasticity: its rule compiles; an `associative_memory` mapping has a rule and a
+/// dense pair table of bounded size; `max_synapses` only on associative mappings.
+fn plastic(g: &Genome, m: &crate::genome::Mapping, loc: &str) -> Result<(), GenomeError> {
+    use crate::model::plasticity::{Rule, MAX_ASSOCIATIVE_PAIRS};
+    let associative = g.resolve_morphology(&m.morphology) == Some(Morphology::AssociativeMemory);
+    if let Some(p) = &m.plasticity {
+        Rule::compile(p).map_err(|(field, message)| GenomeError::invalid(loc, field, message))?;
+    }
+    if associative {
+        check(m.plasticity.is_some(), loc, "plasticity", || {
+            "an associative_memory mapping learns, so it needs a rule {constant, ltp_multiplier, ltd_multiplier, window}".into()
+        })?;
+        let size = |id: &str| g.areas.iter().find(|a| a.id == id).map_or(0, |a| a.neurons());
+        let pairs = size(&m.source).saturating_mul(size(&m.destination));
+        check(pairs <= MAX_ASSOCIATIVE_PAIRS, loc, "morphology", || {
+            format!(
+                "associative_memory between {} and {} neurons holds {pairs} possible pairs; at most {MAX_ASSOCIATIVE_PAIRS} are supported",
+                size(&m.source),
+                size(&m.destination)
+            )
+        })?;
+    } else {
+        check(m.max_synapses.is_none(), loc, "max_synapses", || {
+            format!("only an associative_memory mapping grows synapses; morphology '{}' builds a fixed set", m.morphology)
+        })?;
     }
     Ok(())
 }

@@ -22,6 +22,8 @@ pub struct NeuronState {
     pub consecutive: Vec<u16>,
     /// Neurons that fired in the last burst (sorted): their spikes arrive in the next one.
     pub fired: Vec<u32>,
+    /// What plastic mappings learned (empty for a brain without plasticity).
+    pub learned: super::plasticity::Learned,
 }
 
 impl NeuronState {
@@ -32,6 +34,7 @@ impl NeuronState {
             refractory: vec![0; neurons],
             consecutive: vec![0; neurons],
             fired: Vec::new(),
+            learned: Default::default(),
         }
     }
 }

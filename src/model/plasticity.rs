@@ -2,13 +2,21 @@
 //! of 8-bit weights after every burst, and the coincidence that grows an associative synapse.
 //! Pure functions of the rule and the two neurons' firing histories, so that every backend that
 //! keeps the same histories computes the same weights.
-//!
-//! Not wired into the backends yet: a plastic mapping still loads with a warning and stays fixed.
 
 use crate::genome::Plasticity;
 
 /// The longest window a history holds (bits of a `u32`).
 pub const MAX_WINDOW: u32 = 32;
+
+/// The window of a FEAGI rule that gives none (7-element rules): 2 bursts.
+pub const DEFAULT_WINDOW: u32 = 2;
+
+/// The largest associative mapping (|source| × |destination| pairs): its possible synapses are
+/// stored densely (docs/plasticity.md).
+pub const MAX_ASSOCIATIVE_PAIRS: u64 = 1 << 26;
+
+/// The most synapses an associative mapping grows when its genome sets no `max_synapses`.
+pub const DEFAULT_MAX_SYNAPSES: u64 = 1_000_000;
 
 /// A neuron's recent firing: bit `i` set = it fired `i` bursts ago (bit 0: the latest burst).
 pub type History = u32;
@@ -17,6 +25,34 @@ pub type History = u32;
 #[inline(always)]
 pub fn record(h: History, fired: bool) -> History {
     (h << 1) | fired as u32
+}
+
+/// The learned state of a brain: every neuron's firing history and every existing plastic
+/// synapse with its weight. Independent of how a backend stores or shards its synapses, so a
+/// checkpoint moves between backends and shard counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Learned {
+    /// Firing history of every neuron (empty: the brain has no plastic mapping).
+    pub history: Vec<History>,
+    /// Every existing synapse of a plastic mapping, ascending by (source, target, mapping); an
+    /// associative mapping's pairs only once grown.
+    pub synapses: Vec<LearnedSynapse>,
+}
+
+/// One plastic synapse and its weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LearnedSynapse {
+    pub source: u32,
+    pub target: u32,
+    /// Index of its mapping in the genome.
+    pub mapping: u32,
+    pub weight: u8,
+}
+
+impl Learned {
+    pub fn is_empty(&self) -> bool {
+        self.history.is_empty() && self.synapses.is_empty()
+    }
 }
 
 /// A mapping's rule: `Δ+`, `Δ-` and the window `W` in bursts.
@@ -37,29 +73,47 @@ pub enum Change {
 
 impl Rule {
     /// The rule of a genome's `plasticity` entry: `Δ± = clamp(constant × multiplier, 0, 255)`
-    /// (rounded to the nearest integer), `window` in 1..=32. Errors name the field.
-    pub fn compile(p: &Plasticity) -> Result<Rule, String> {
-        let delta = |m: f64, field: &str| {
+    /// (rounded to the nearest integer), `window` in 1..=32. An error names the field
+    /// (`plasticity.window`, ...) and says what is wrong.
+    pub fn compile(p: &Plasticity) -> Result<Rule, (&'static str, String)> {
+        let delta = |m: f64, field: &'static str| {
             let v = p.constant * m;
-            if !p.constant.is_finite() || !m.is_finite() {
-                return Err(format!("plasticity.constant x plasticity.{field} is not a finite number"));
+            if !p.constant.is_finite() || !m.is_finite() || v.abs() > OVERFLOW {
+                return Err((field, format!("plasticity.constant x {field} = {v}: not a number in -{OVERFLOW}..={OVERFLOW}")));
             }
             Ok(v.round().clamp(0.0, 255.0) as u8)
         };
         if p.window == 0 || p.window > MAX_WINDOW {
-            return Err(format!("plasticity.window {}: must be 1..={MAX_WINDOW} bursts", p.window));
+            return Err(("plasticity.window", format!("{} bursts: must be 1..={MAX_WINDOW}", p.window)));
         }
-        Ok(Rule { ltp: delta(p.ltp_multiplier, "ltp_multiplier")?, ltd: delta(p.ltd_multiplier, "ltd_multiplier")?, window: p.window })
+        Ok(Rule {
+            ltp: delta(p.ltp_multiplier, "plasticity.ltp_multiplier")?,
+            ltd: delta(p.ltd_multiplier, "plasticity.ltd_multiplier")?,
+            window: p.window,
+        })
     }
 
-    fn mask(&self) -> History {
-        if self.window >= MAX_WINDOW {
-            u32::MAX
-        } else {
-            (1 << self.window) - 1
-        }
+    /// The bits of a history that the window covers.
+    #[inline(always)]
+    pub fn mask(&self) -> History {
+        window_mask(self.window)
     }
+}
 
+/// The bits of a history that a window of `w` bursts covers.
+#[inline(always)]
+pub fn window_mask(w: u32) -> History {
+    if w >= MAX_WINDOW {
+        u32::MAX
+    } else {
+        (1 << w) - 1
+    }
+}
+
+/// A step `constant × multiplier` beyond this is refused as an overflow (the weights span 0..255).
+pub const OVERFLOW: f64 = 1.0e6;
+
+impl Rule {
     /// What burst `t`'s update (bursts numbered from 1) does to a synapse whose source and
     /// target have these histories: nothing before `t = W`; nothing when neither fired in the
     /// window; potentiation when both fired in every burst of it; depression otherwise.
@@ -138,9 +192,10 @@ mod tests {
         let p = |constant, window| Plasticity { constant, ltp_multiplier: 2.0, ltd_multiplier: 0.5, window };
         assert_eq!(Rule::compile(&p(3.0, 2)), Ok(Rule { ltp: 6, ltd: 2, window: 2 }));
         assert_eq!(Rule::compile(&p(300.0, 2)).unwrap().ltp, 255, "clamped, as FEAGI does");
-        assert!(Rule::compile(&p(3.0, 0)).unwrap_err().contains("plasticity.window 0"));
-        assert!(Rule::compile(&p(3.0, 33)).unwrap_err().contains("plasticity.window 33"));
-        assert!(Rule::compile(&p(f64::NAN, 2)).unwrap_err().contains("plasticity.constant"));
+        assert_eq!(Rule::compile(&p(3.0, 0)).unwrap_err().0, "plasticity.window");
+        assert!(Rule::compile(&p(3.0, 33)).unwrap_err().1.contains("33 bursts"));
+        assert_eq!(Rule::compile(&p(f64::NAN, 2)).unwrap_err().0, "plasticity.ltp_multiplier");
+        assert_eq!(Rule::compile(&p(1e300, 2)).unwrap_err().0, "plasticity.ltp_multiplier");
     }
 
     proptest! {

@@ -122,8 +122,7 @@ impl ShardEngine for CudaShardEngine {
     }
 
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
-        let mut st =
-            NeuronState { burst: 0, potential: Vec::new(), refractory: Vec::new(), consecutive: Vec::new(), fired: self.fired.clone() };
+        let mut st = NeuronState { fired: self.fired.clone(), ..Default::default() };
         for g in &mut self.gpus {
             let s = g.backend.snapshot()?;
             st.burst = s.burst;
@@ -143,7 +142,7 @@ impl ShardEngine for CudaShardEngine {
                 potential: state.potential[r.clone()].to_vec(),
                 refractory: state.refractory[r.clone()].to_vec(),
                 consecutive: state.consecutive[r].to_vec(),
-                fired: Vec::new(),
+                ..Default::default()
             };
             g.backend.restore(&part)?;
         }

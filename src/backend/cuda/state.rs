@@ -58,6 +58,7 @@ impl CudaBackend {
             refractory: rcc.iter().map(|&x| (x & 0xFFFF) as u16).collect(),
             consecutive: rcc.iter().map(|&x| (x >> 16) as u16).collect(),
             fired,
+            learned: Default::default(),
         })
     }
 

@@ -8,6 +8,7 @@ use super::blueprint::ImportedArea;
 use super::morphologies::{Library, Status};
 use super::{as_int, Warnings};
 use crate::genome::{GenomeError, Mapping, Plasticity, Sign};
+use crate::model::plasticity::DEFAULT_WINDOW;
 
 /// One rule, as FEAGI writes it.
 #[derive(Debug)]
@@ -19,7 +20,8 @@ struct Rule {
     constant: f64,
     ltp: f64,
     ltd: f64,
-    window: u32,
+    /// `None` for a 7-element rule.
+    window: Option<u32>,
     /// feagi-core's rule-level `synapse_attractivity`, when the rule is an object that has one.
     attractivity: Option<f64>,
 }
@@ -93,9 +95,19 @@ pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings
                     }
                     None => dst.attractivity,
                 };
-                let plasticity = rule.plastic.then(|| {
-                    w.push(format!("{about}: plasticity is not simulated yet; the rule is kept in the genome, the synapses stay fixed"));
-                    Plasticity { constant: rule.constant, ltp_multiplier: rule.ltp, ltd_multiplier: rule.ltd, window: rule.window }
+                // an associative mapping is plastic whatever its flag says (as in FEAGI)
+                let associative = rule.morphology == "associative_memory";
+                let plasticity = (rule.plastic || associative).then(|| {
+                    let window = rule.window.unwrap_or_else(|| {
+                        w.once("plasticity window", || {
+                            format!(
+                                "{about}: the rule has no plasticity_window (a 7-element rule); using {DEFAULT_WINDOW} bursts \
+                                 (first of such rules; the others too)"
+                            )
+                        });
+                        DEFAULT_WINDOW
+                    });
+                    Plasticity { constant: rule.constant, ltp_multiplier: rule.ltp, ltd_multiplier: rule.ltd, window }
                 });
                 out.push(Mapping {
                     source: source.to_string(),
@@ -107,6 +119,7 @@ pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings
                     sign: if negative { Sign::Inhibitory } else { Sign::Excitatory },
                     attractivity,
                     plasticity,
+                    max_synapses: None,
                 });
             }
         }
@@ -152,10 +165,10 @@ fn from_fields<'a>(field: impl Fn(usize) -> Option<&'a Value>) -> Result<Rule, S
         },
     };
     let window = match present(7) {
-        None => 0,
-        Some(v) => {
-            as_int(v).and_then(|i| u32::try_from(i).ok()).ok_or_else(|| format!("`plasticity_window` {v} is not a whole number >= 0"))?
-        }
+        None => None,
+        Some(v) => Some(
+            as_int(v).and_then(|i| u32::try_from(i).ok()).ok_or_else(|| format!("`plasticity_window` {v} is not a whole number >= 0"))?,
+        ),
     };
     Ok(Rule {
         morphology,
@@ -198,9 +211,9 @@ mod tests {
     fn array_and_object_rules() {
         let r = rule(json!(["projector", [1, 2, 3], -2, true, 0.5, 2, 3, 7])).unwrap();
         assert_eq!((r.morphology.as_str(), r.scalar, r.multiplier, r.plastic), ("projector", [1, 2, 3], -2.0, true));
-        assert_eq!((r.constant, r.ltp, r.ltd, r.window), (0.5, 2.0, 3.0, 7));
+        assert_eq!((r.constant, r.ltp, r.ltd, r.window), (0.5, 2.0, 3.0, Some(7)));
         let r = rule(json!(["projector", [1, 1, 1], 1, false, 1, 1, 1])).unwrap();
-        assert_eq!(r.window, 0);
+        assert_eq!(r.window, None);
         let r =
             rule(json!({"morphology_id": "m", "morphology_scalar": 2, "postSynapticCurrent_multiplier": 3.5, "synapse_attractivity": 50}))
                 .unwrap();

@@ -1,0 +1,285 @@
+//! Learning on the CPU, the reference (docs/plasticity.md): after the firing of burst `t`, the
+//! weights of plastic synapses change by FEAGI's window-coincidence rule and associative mappings
+//! grow synapses between neurons that fired together; both take effect from burst `t + 1`.
+//!
+//! A synapse changes only when its source or its target fired within its rule's window, so the
+//! update visits only those: first the rows of the recently fired sources (the full rule, marking
+//! the synapses whose target also fired recently), then the plastic synapses onto the recently
+//! fired targets that the first pass did not mark (their source was silent: depression only).
+//! Weights live in the synapses' codes ([`crate::connectome::plastic`]), so propagation needs no
+//! change. Associative pairs are a bit table per mapping, the same in every shard: growth is a
+//! function of the whole brain's firing and of the pairs already grown, so every shard grows the
+//! same pairs and keeps the weights of those onto its own neurons.
+
+use std::ops::Range;
+
+use crate::connectome::plastic::Decoded;
+use crate::connectome::{Part, Plastic};
+use crate::model::plasticity::{record, window_mask, Change, History, Learned, LearnedSynapse};
+
+/// The learning state of one engine.
+pub struct Learner {
+    plastic: Plastic,
+    /// Firing history of every neuron of the brain.
+    history: Vec<History>,
+    /// Neurons that fired within the longest window, ascending.
+    active: Vec<u32>,
+    longest: History,
+    /// Per plastic mapping: which pairs exist (associative mappings; empty otherwise).
+    exists: Vec<Vec<u64>>,
+    /// Per plastic mapping: synapses grown, and pairs refused at `max_synapses`.
+    pub grown: Vec<u64>,
+    pub refused: Vec<u64>,
+    /// Scratch: the neurons of a growth pass.
+    all_a: Vec<u32>,
+    all_b: Vec<u32>,
+}
+
+/// Marks of one part's synapses (see the module's comment).
+pub type Marks = Vec<u64>;
+
+pub fn marks_for(part: &Part) -> Marks {
+    vec![0; part.targets.len().div_ceil(64)]
+}
+
+impl Learner {
+    pub fn new(plastic: Plastic, neurons: u32) -> Learner {
+        let exists =
+            plastic.mappings.iter().map(|m| m.associative.as_ref().map_or(Vec::new(), |a| vec![0; a.pairs().div_ceil(64)])).collect();
+        let n = plastic.mappings.len();
+        Learner {
+            longest: window_mask(plastic.max_window()),
+            plastic,
+            history: vec![0; neurons as usize],
+            active: Vec::new(),
+            exists,
+            grown: vec![0; n],
+            refused: vec![0; n],
+            all_a: Vec::new(),
+            all_b: Vec::new(),
+        }
+    }
+
+    pub fn plastic(&self) -> &Plastic {
+        &self.plastic
+    }
+
+    /// Shift one burst's firing (`spikes`: every neuron of the brain that fired, any order) into
+    /// the histories and list the neurons active within the longest window.
+    pub fn record(&mut self, spikes: &[u32]) {
+        for h in &mut self.history {
+            *h = record(*h, false);
+        }
+        for &s in spikes {
+            self.history[s as usize] |= 1;
+        }
+        self.active.clear();
+        let longest = self.longest;
+        self.active.extend(self.history.iter().enumerate().filter(|(_, &h)| h & longest != 0).map(|(n, _)| n as u32));
+    }
+
+    #[inline(always)]
+    fn exists(&self, mapping: usize, s: u32, d: u32) -> bool {
+        match &self.plastic.mappings[mapping].associative {
+            None => true,
+            Some(a) => {
+                let i = a.pair(s, d);
+                self.exists[mapping][i / 64] >> (i % 64) & 1 != 0
+            }
+        }
+    }
+
+    /// Burst `t`'s update of the synapses of `part` (histories recorded up to burst `t`).
+    pub fn update(&self, t: u64, part: &mut Part, marks: &mut Marks) {
+        let p = &self.plastic;
+        let base = part.targets_range.start;
+        // 1. rows of the sources that fired recently: the whole rule
+        for &s in &self.active {
+            let hs = self.history[s as usize];
+            for i in part.row(s) {
+                let Some(Decoded { group, weight }) = p.decode(part.codes.get(i)) else { continue };
+                let pm = p.group_mapping[group as usize] as usize;
+                let rule = &p.mappings[pm].rule;
+                if hs & rule.mask() == 0 {
+                    continue;
+                }
+                let d = part.targets[i] + base;
+                let hd = self.history[d as usize];
+                if hd & self.longest != 0 {
+                    marks[i / 64] |= 1 << (i % 64);
+                }
+                let w = match rule.change(t, hs, hd) {
+                    Change::Unchanged => continue,
+                    // an associative pair that does not exist grows instead (see `grow`)
+                    Change::Potentiate if !self.exists(pm, s, d) => continue,
+                    Change::Potentiate => weight.saturating_add(rule.ltp),
+                    Change::Depress => weight.saturating_sub(rule.ltd),
+                };
+                part.codes.set(i, p.encode(group, w));
+            }
+        }
+        // 2. plastic synapses onto the targets that fired recently, not visited by pass 1: their
+        // source was silent in the window, so they are depressed (or unchanged before t = W)
+        let Some(columns) = &part.columns else { return };
+        let own = self.active.partition_point(|&n| n < base)..self.active.partition_point(|&n| n < part.targets_range.end);
+        for &d in &self.active[own] {
+            let hd = self.history[d as usize];
+            for &i in columns.of_target(d - base) {
+                let i = i as usize;
+                if marks[i / 64] >> (i % 64) & 1 != 0 {
+                    marks[i / 64] &= !(1 << (i % 64));
+                    continue;
+                }
+                let Some(Decoded { group, weight }) = p.decode(part.codes.get(i)) else { continue };
+                let rule = &p.mapping_of(group).rule;
+                if rule.change(t, 0, hd) == Change::Depress {
+                    part.codes.set(i, p.encode(group, weight.saturating_sub(rule.ltd)));
+                }
+            }
+        }
+    }
+
+    /// Burst `t`'s growth, after [`Learner::update`]: every associative pair whose two neurons
+    /// fired in every burst of the window and that does not exist yet is created with weight
+    /// `Δ+`, in ascending (source, target) order up to the mapping's `max_synapses`. `parts` are
+    /// this engine's (ascending); pairs onto other neurons are only recorded as existing.
+    pub fn grow(&mut self, t: u64, parts: &mut [&mut Part]) {
+        for pm in 0..self.plastic.mappings.len() {
+            let m = &self.plastic.mappings[pm];
+            let Some(a) = &m.associative else { continue };
+            let rule = m.rule;
+            if rule.ltp == 0 || t < rule.window as u64 {
+                continue;
+            }
+            let full = rule.mask();
+            let all = |r: &Range<u32>, out: &mut Vec<u32>, history: &[History]| {
+                out.clear();
+                out.extend(r.clone().filter(|&n| history[n as usize] & full == full));
+            };
+            all(&a.sources, &mut self.all_a, &self.history);
+            all(&a.targets, &mut self.all_b, &self.history);
+            let (cap, a) = (a.max_synapses, a.clone());
+            for &s in &self.all_a {
+                for &d in &self.all_b {
+                    let i = a.pair(s, d);
+                    if s == d || self.exists[pm][i / 64] >> (i % 64) & 1 != 0 {
+                        continue;
+                    }
+                    if self.grown[pm] >= cap {
+                        if self.refused[pm] == 0 {
+                            tracing::warn!(
+                                "mapping #{}: associative memory is full ({cap} synapses, its max_synapses); pairs beyond are \
+                                 not created (counted in `inspect`)",
+                                self.plastic.mappings[pm].index
+                            );
+                        }
+                        self.refused[pm] += 1;
+                        continue;
+                    }
+                    self.exists[pm][i / 64] |= 1 << (i % 64);
+                    self.grown[pm] += 1;
+                    if let Some(part) = parts.iter_mut().find(|p| p.targets_range.contains(&d)) {
+                        set_pair(&self.plastic, part, pm, s, d, rule.ltp);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The learned state of `parts` (this engine's, ascending): histories and existing synapses.
+    pub fn snapshot(&self, parts: &[&Part]) -> Learned {
+        let p = &self.plastic;
+        let mut synapses = Vec::new();
+        for s in 0..self.history.len() as u32 {
+            for part in parts {
+                for i in part.row(s) {
+                    let Some(Decoded { group, weight }) = p.decode(part.codes.get(i)) else { continue };
+                    let pm = p.group_mapping[group as usize] as usize;
+                    let d = part.targets[i] + part.targets_range.start;
+                    if self.exists(pm, s, d) {
+                        synapses.push(LearnedSynapse { source: s, target: d, mapping: p.mappings[pm].index as u32, weight });
+                    }
+                }
+            }
+        }
+        Learned { history: self.history.clone(), synapses }
+    }
+
+    /// Take `learned` (the whole brain's, as [`Learner::snapshot`] gives it merged over shards);
+    /// an empty one leaves the state as it is. Errors when it does not fit this brain.
+    pub fn restore(&mut self, learned: &Learned, parts: &mut [&mut Part]) -> Result<(), String> {
+        if learned.is_empty() {
+            return Ok(());
+        }
+        if learned.history.len() != self.history.len() {
+            return Err(format!("learned state holds {} neurons, the brain {}", learned.history.len(), self.history.len()));
+        }
+        self.history.copy_from_slice(&learned.history);
+        let index_of = |mapping: u32| self.plastic.mappings.iter().position(|m| m.index as u32 == mapping);
+        for e in &mut self.exists {
+            e.fill(0);
+        }
+        self.grown.fill(0);
+        self.refused.fill(0);
+        for syn in &learned.synapses {
+            let pm = index_of(syn.mapping).ok_or_else(|| format!("learned synapse of mapping #{}, which is not plastic", syn.mapping))?;
+            if let Some(a) = &self.plastic.mappings[pm].associative {
+                if !a.sources.contains(&syn.source) || !a.targets.contains(&syn.target) || syn.source == syn.target {
+                    return Err(format!("learned synapse {} -> {} is not a pair of mapping #{}", syn.source, syn.target, syn.mapping));
+                }
+                let i = a.pair(syn.source, syn.target);
+                self.exists[pm][i / 64] |= 1 << (i % 64);
+                self.grown[pm] += 1;
+            }
+        }
+        // this engine's synapses, in the snapshot's order, against the learned ones onto its neurons
+        let lo = parts.first().map_or(0, |p| p.targets_range.start);
+        let hi = parts.last().map_or(0, |p| p.targets_range.end);
+        let mut mine = learned.synapses.iter().filter(|s| (lo..hi).contains(&s.target));
+        let p = self.plastic.clone();
+        for s in 0..self.history.len() as u32 {
+            for part in parts.iter_mut() {
+                for i in part.row(s) {
+                    let Some(Decoded { group, .. }) = p.decode(part.codes.get(i)) else { continue };
+                    let pm = p.group_mapping[group as usize] as usize;
+                    let d = part.targets[i] + part.targets_range.start;
+                    let w = if self.exists(pm, s, d) {
+                        let got = mine.next().ok_or_else(|| format!("learned state lacks synapse {s} -> {d}"))?;
+                        if (got.source, got.target, got.mapping) != (s, d, p.mappings[pm].index as u32) {
+                            return Err(format!(
+                                "learned synapse {} -> {} (mapping #{}) where the brain has {s} -> {d} (mapping #{})",
+                                got.source, got.target, got.mapping, p.mappings[pm].index
+                            ));
+                        }
+                        got.weight
+                    } else {
+                        0
+                    };
+                    part.codes.set(i, p.encode(group, w));
+                }
+            }
+        }
+        if let Some(extra) = mine.next() {
+            return Err(format!("learned synapse {} -> {} does not exist in this brain", extra.source, extra.target));
+        }
+        Ok(())
+    }
+}
+
+/// Give the (absent) pair `s -> d` of plastic mapping `pm` in `part` its first weight.
+fn set_pair(p: &Plastic, part: &mut Part, pm: usize, s: u32, d: u32, w: u8) {
+    let rel = d - part.targets_range.start;
+    let row = part.row(s);
+    let from = row.start + part.targets[row.clone()].partition_point(|&t| t < rel);
+    for i in from..row.end {
+        if part.targets[i] != rel {
+            break;
+        }
+        if let Some(Decoded { group, .. }) = p.decode(part.codes.get(i)) {
+            if p.group_mapping[group as usize] as usize == pm {
+                part.codes.set(i, p.encode(group, w));
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Learning (docs/plasticity.md): the spec's worked examples through the CPU backend, associative
+//! growth and its cap, learned state across snapshots and shards, and the genome's errors.
+
+mod common;
+
+use neuroburst::backend::cpu::CpuBackend;
+use neuroburst::backend::{Backend, Readback};
+use neuroburst::brain::Brain;
+use neuroburst::genome::Genome;
+use neuroburst::model::plasticity::LearnedSynapse;
+use neuroburst::model::{Injection, Injections, Potential};
+
+/// Two areas `a` (`na` neurons) and `b` (`nb`), one mapping a -> b with `morphology` and a rule
+/// Δ+ = 5, Δ- = 2, W = 2, weight 10; thresholds high enough that only injections make them fire.
+fn pair_genome(morphology: &str, na: u32, nb: u32, extra: &str) -> Genome {
+    let area = |id: &str, n: u32| {
+        format!("  - id: {id}\n    kind: interneuron\n    dims: [{n}, 1, 1]\n    psp_uniform_distribution: true\n    neuron:\n      threshold: 1000\n")
+    };
+    let yaml = format!(
+        "name: pair\nseed: 3\nareas:\n{}{}mappings:\n  - source: a\n    destination: b\n    morphology: {morphology}\n    weight: 10\n    psp: 1\n    \
+         plasticity: {{constant: 1, ltp_multiplier: 5, ltd_multiplier: 2, window: 2}}\n{extra}",
+        area("a", na),
+        area("b", nb)
+    );
+    Genome::from_yaml_str(&yaml).unwrap()
+}
+
+/// Inject enough to fire the neurons of `ids`.
+fn drive(ids: impl IntoIterator<Item = u32>) -> Injections {
+    ids.into_iter().map(|neuron| Injection { neuron, potential: Potential::from_f64(2000.0) }).collect()
+}
+
+fn weights(b: &mut dyn Backend) -> Vec<LearnedSynapse> {
+    b.snapshot().unwrap().learned.synapses
+}
+
+/// The weight of the one synapse a -> b after each of bursts 1..=4, with a and b firing as `s`
+/// and `d` ('1' = fired). The update after burst t is applied as burst t + 1 starts, so it is
+/// read after one more burst.
+fn worked(s: &str, d: &str) -> Vec<u8> {
+    let g = pair_genome("projector", 1, 1, "");
+    let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    let mut out = Vec::new();
+    for (i, (x, y)) in s.bytes().zip(d.bytes()).enumerate() {
+        let fire: Vec<u32> = [(x == b'1').then_some(0), (y == b'1').then_some(1)].into_iter().flatten().collect();
+        b.burst(drive(fire).as_slice()).unwrap();
+        if i > 0 {
+            out.push(weights(&mut b)[0].weight);
+        }
+    }
+    b.burst(drive([]).as_slice()).unwrap();
+    out.push(weights(&mut b)[0].weight);
+    out
+}
+
+#[test]
+fn the_specs_worked_examples_on_the_cpu() {
+    assert_eq!(worked("1111", "1111"), [10, 15, 20, 25]);
+    assert_eq!(worked("1111", "0000"), [10, 8, 6, 4]);
+    assert_eq!(worked("1010", "1010"), [10, 8, 6, 4]);
+    assert_eq!(worked("0000", "0000"), [10, 10, 10, 10]);
+}
+
+#[test]
+fn a_learned_weight_changes_what_the_target_receives() {
+    // b's threshold is 1000 and the weight 10 x psp 1 gives 10: after potentiation the input grows;
+    // read it as the potential b reaches (no charge accumulation: input of one burst)
+    let g = pair_genome("projector", 1, 1, "");
+    let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    for _ in 0..4 {
+        b.burst(drive([0, 1]).as_slice()).unwrap();
+    }
+    // bursts 1..4 both fire: w = 25 after burst 4, applied as burst 5 starts; a fires in 4
+    b.burst(drive([]).as_slice()).unwrap();
+    let st = b.snapshot().unwrap();
+    assert_eq!(st.learned.synapses[0].weight, 25);
+    let leaked = st.potential[1];
+    assert!(leaked > Potential::from_f64(20.0).0, "b received 25 x psp 1 (got {leaked} LSBs)");
+}
+
+#[test]
+fn associative_memory_grows_a_synapse_between_neurons_that_fire_together() {
+    let g = pair_genome("associative_memory", 1, 1, "");
+    let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    b.burst(drive([0, 1]).as_slice()).unwrap();
+    b.burst(drive([0, 1]).as_slice()).unwrap();
+    assert!(weights(&mut b).is_empty(), "no synapse before the window is full");
+    b.burst(drive([]).as_slice()).unwrap();
+    assert_eq!(weights(&mut b), [LearnedSynapse { source: 0, target: 1, mapping: 0, weight: 5 }]);
+}
+
+#[test]
+fn growth_goes_in_source_target_order_up_to_max_synapses_and_skips_self_pairs() {
+    // a and b are the same area: self-pairs are skipped
+    let mut g = pair_genome("associative_memory", 3, 1, "    max_synapses: 3\n");
+    g.mappings[0].destination = "a".into();
+    let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    for _ in 0..2 {
+        b.burst(drive([0, 1, 2]).as_slice()).unwrap();
+    }
+    b.burst(drive([]).as_slice()).unwrap();
+    let grown: Vec<(u32, u32)> = weights(&mut b).iter().map(|s| (s.source, s.target)).collect();
+    assert_eq!(grown, [(0, 1), (0, 2), (1, 0)], "three of the six pairs, in order");
+}
+
+/// A random brain whose every mapping is plastic, plus an associative one.
+fn random_plastic(seed: u64) -> Genome {
+    let yaml = format!(
+        "name: rnd\nseed: {seed}\nareas:\n  - id: p\n    kind: core\n    dims: [1, 1, 1]\n    neuron: {{threshold: 0.1}}\n  \
+         - id: x\n    kind: interneuron\n    dims: [10, 10, 4]\n    neuron: {{threshold: 0.6, leak: {{fraction: 0.3}}, refractory_period: 1}}\n  \
+         - id: y\n    kind: interneuron\n    dims: [8, 8, 1]\n    neuron: {{threshold: 0.5, mp_charge_accumulation: true, leak: {{fraction: 0.5}}}}\n\
+         morphologies:\n  f20: {{random: {{fanout: 20}}}}\n  f10: {{random: {{fanout: 10}}}}\n\
+         mappings:\n  - {{source: p, destination: x, morphology: all_to_all, weight: 30, psp: 1}}\n  \
+         - {{source: x, destination: x, morphology: f20, weight: 40, psp: 1, \
+         plasticity: {{constant: 3, ltp_multiplier: 1, ltd_multiplier: 1, window: 2}}}}\n  \
+         - {{source: x, destination: y, morphology: f10, weight: 90, psp: 1, \
+         plasticity: {{constant: 2, ltp_multiplier: 2, ltd_multiplier: 1, window: 3}}}}\n  \
+         - {{source: y, destination: x, morphology: associative_memory, weight: 1, psp: 2, max_synapses: 500, \
+         plasticity: {{constant: 4, ltp_multiplier: 1, ltd_multiplier: 1, window: 1}}}}\n"
+    );
+    Genome::from_yaml_str(&yaml).unwrap()
+}
+
+/// Bursts `bursts` (numbered from 0) of a sequence of random injections into x; the state after each.
+fn run(b: &mut dyn Backend, seed: u64, bursts: std::ops::Range<usize>) -> Vec<neuroburst::model::NeuronState> {
+    let mut rng = seed;
+    let mut out = Vec::new();
+    for i in 0..bursts.end {
+        let ids: Vec<u32> = (0..40)
+            .map(|_| {
+                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                1 + (rng >> 33) as u32 % 400
+            })
+            .collect();
+        if bursts.contains(&i) {
+            b.burst(drive(ids).as_slice()).unwrap();
+            out.push(b.snapshot().unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn shards_and_a_restored_snapshot_learn_the_same_weights() {
+    for seed in [1, 2] {
+        let g = random_plastic(seed);
+        let mut one = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+        let whole = run(&mut one, seed, 0..40);
+        let last = whole.last().unwrap();
+        assert!(last.learned.synapses.iter().any(|s| s.mapping == 3), "associative synapses grew");
+        assert!(last.learned.synapses.iter().any(|s| s.weight != 40 && s.mapping == 1), "weights moved");
+
+        let (brain, plan) = Brain::build_sharded(&g, 3, Default::default(), 1, false).unwrap();
+        let mut sharded = CpuBackend::with_plan(brain, &plan, Readback::All);
+        assert_eq!(run(&mut sharded, seed, 0..40), whole, "3 shards, seed {seed}");
+
+        // resume after burst 20 in a fresh brain of two pieces
+        let mut fresh = CpuBackend::new(Brain::build(&g, 2, false), Readback::All);
+        fresh.restore(&whole[19]).unwrap();
+        assert_eq!(run(&mut fresh, seed, 20..40), whole[20..], "resumed, seed {seed}");
+    }
+}
+
+#[test]
+fn bad_rules_name_the_mapping_and_the_field() {
+    let err = |extra: &str, plasticity: &str, morphology: &str| {
+        let yaml = format!(
+            "name: bad\nareas:\n  - {{id: a, kind: interneuron, dims: [2, 1, 1]}}\n  - {{id: b, kind: interneuron, dims: [2, 1, 1]}}\n\
+             mappings:\n  - {{source: a, destination: b, morphology: {morphology}{plasticity}{extra}}}\n"
+        );
+        Genome::from_yaml_str(&yaml).unwrap_err().to_string()
+    };
+    let rule = |c: &str, w: u32| format!(", plasticity: {{constant: {c}, ltp_multiplier: 1, ltd_multiplier: 1, window: {w}}}");
+    let e = err("", &rule("1", 0), "projector");
+    assert!(e.contains("mapping #0 (a -> b)") && e.contains("plasticity.window"), "{e}");
+    let e = err("", &rule("1e300", 2), "projector");
+    assert!(e.contains("mapping #0 (a -> b)") && e.contains("plasticity.ltp_multiplier"), "{e}");
+    let e = err(", max_synapses: 5", &rule("1", 2), "projector");
+    assert!(e.contains("max_synapses") && e.contains("associative_memory"), "{e}");
+    let e = err("", "", "associative_memory");
+    assert!(e.contains("field `plasticity`"), "{e}");
+}
