@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use crate::connectome::plastic::Decoded;
 use crate::connectome::{Part, Plastic};
-use crate::model::plasticity::{record, window_mask, Change, History, Learned, LearnedSynapse};
+use crate::model::plasticity::{record, window_mask, Change, GrownPair, History, Learned, LearnedSynapse};
 
 /// The learning state of one engine.
 pub struct Learner {
@@ -202,7 +202,20 @@ impl Learner {
                 }
             }
         }
-        Learned { history: self.history.clone(), synapses }
+        let mut grown = Vec::new();
+        for (pm, m) in self.plastic.mappings.iter().enumerate() {
+            let Some(a) = &m.associative else { continue };
+            for (w, &bits) in self.exists[pm].iter().enumerate() {
+                let mut bits = bits;
+                while bits != 0 {
+                    let i = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let (s, d) = (i / a.targets.len(), i % a.targets.len());
+                    grown.push(GrownPair { mapping: m.index as u32, source: a.sources.start + s as u32, target: a.targets.start + d as u32 });
+                }
+            }
+        }
+        Learned { history: self.history.clone(), synapses, grown }
     }
 
     /// Take `learned` (the whole brain's, as [`Learner::snapshot`] gives it merged over shards);
@@ -221,16 +234,17 @@ impl Learner {
         }
         self.grown.fill(0);
         self.refused.fill(0);
-        for syn in &learned.synapses {
-            let pm = index_of(syn.mapping).ok_or_else(|| format!("learned synapse of mapping #{}, which is not plastic", syn.mapping))?;
-            if let Some(a) = &self.plastic.mappings[pm].associative {
-                if !a.sources.contains(&syn.source) || !a.targets.contains(&syn.target) || syn.source == syn.target {
-                    return Err(format!("learned synapse {} -> {} is not a pair of mapping #{}", syn.source, syn.target, syn.mapping));
-                }
-                let i = a.pair(syn.source, syn.target);
-                self.exists[pm][i / 64] |= 1 << (i % 64);
-                self.grown[pm] += 1;
+        for g in &learned.grown {
+            let pm = index_of(g.mapping).ok_or_else(|| format!("grown pair of mapping #{}, which is not plastic", g.mapping))?;
+            let Some(a) = &self.plastic.mappings[pm].associative else {
+                return Err(format!("grown pair of mapping #{}, which is not associative", g.mapping));
+            };
+            if !a.sources.contains(&g.source) || !a.targets.contains(&g.target) || g.source == g.target {
+                return Err(format!("grown pair {} -> {} is not a pair of mapping #{}", g.source, g.target, g.mapping));
             }
+            let i = a.pair(g.source, g.target);
+            self.exists[pm][i / 64] |= 1 << (i % 64);
+            self.grown[pm] += 1;
         }
         // this engine's synapses, in the snapshot's order, against the learned ones onto its neurons
         let lo = parts.first().map_or(0, |p| p.targets_range.start);

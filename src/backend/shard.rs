@@ -56,6 +56,7 @@ pub fn state_slice(state: &NeuronState, range: &Range<u32>) -> NeuronState {
 pub fn merge_learned(into: &mut crate::model::plasticity::Learned, shard: crate::model::plasticity::Learned) {
     if into.history.is_empty() {
         into.history = shard.history;
+        into.grown = shard.grown;
     }
     if !shard.synapses.is_empty() {
         into.synapses.extend(shard.synapses);

@@ -35,8 +35,21 @@ pub struct Learned {
     /// Firing history of every neuron (empty: the brain has no plastic mapping).
     pub history: Vec<History>,
     /// Every existing synapse of a plastic mapping, ascending by (source, target, mapping); an
-    /// associative mapping's pairs only once grown.
+    /// associative mapping's pairs only once grown. A shard of a brain spread over processes holds
+    /// the synapses onto its own neurons.
     pub synapses: Vec<LearnedSynapse>,
+    /// Every pair an associative mapping grew, in the whole brain, ascending by (mapping, source,
+    /// target): every shard knows them all, as every shard decides growth alike.
+    pub grown: Vec<GrownPair>,
+}
+
+/// A pair an associative mapping grew.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GrownPair {
+    /// Index of its mapping in the genome.
+    pub mapping: u32,
+    pub source: u32,
+    pub target: u32,
 }
 
 /// One plastic synapse and its weight.
@@ -51,7 +64,7 @@ pub struct LearnedSynapse {
 
 impl Learned {
     pub fn is_empty(&self) -> bool {
-        self.history.is_empty() && self.synapses.is_empty()
+        self.history.is_empty() && self.synapses.is_empty() && self.grown.is_empty()
     }
 }
 
