@@ -6,9 +6,14 @@
 //! magic "NBCKPT\r\n" | version u32 | fingerprint [16] | genome name (u32 len + UTF-8)
 //! | burst u64 | neurons u64 | potential i64 x n | refractory u16 x n | consecutive u16 x n
 //! | fired count u64 + u32 x count
-//! | sections u32 + (tag [4] + len u64 + bytes) x sections   (room for learned weights, ...)
+//! | sections u32 + (tag [4] + len u64 + bytes) x sections
 //! | checksum u64 (XXH3-64 of everything before)
 //! ```
+//! Version 2 adds what plastic mappings learned (docs/plasticity.md), as sections: `HIST` (every
+//! neuron's firing history, u32 x n), `SYNS` (every plastic synapse: source u32, target u32,
+//! mapping u32, weight u8) and `GROW` (every grown associative pair: mapping u32, source u32,
+//! target u32). Version 1 files still load; a plastic brain resumed from one starts its weights
+//! from the genome.
 
 use std::fs::File;
 use std::io::Write;
@@ -17,10 +22,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::genome::Genome;
+use crate::model::plasticity::{GrownPair, Learned, LearnedSynapse};
 use crate::model::NeuronState;
 
 pub const MAGIC: &[u8; 8] = b"NBCKPT\r\n";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+
+/// The oldest version this neuroburst reads.
+pub const OLDEST: u32 = 1;
 
 /// The `checkpoint` section of the configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,7 +87,7 @@ pub enum CheckpointError {
     },
     #[error("{path}: not a neuroburst checkpoint (bad magic)")]
     BadMagic { path: PathBuf },
-    #[error("{path}: checkpoint format version {found}, this neuroburst reads version {supported}")]
+    #[error("{path}: checkpoint format version {found}, this neuroburst reads versions 1 to {supported}")]
     Version { path: PathBuf, found: u32, supported: u32 },
     #[error("{path}: truncated or corrupt checkpoint ({what})")]
     Corrupt { path: PathBuf, what: String },
@@ -112,8 +121,9 @@ impl Checkpoint {
         s.consecutive.iter().for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
         b.extend_from_slice(&(s.fired.len() as u64).to_le_bytes());
         s.fired.iter().for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
-        b.extend_from_slice(&(self.sections.len() as u32).to_le_bytes());
-        for (tag, data) in &self.sections {
+        let learned = learned_sections(&s.learned);
+        b.extend_from_slice(&((self.sections.len() + learned.len()) as u32).to_le_bytes());
+        for (tag, data) in learned.iter().chain(&self.sections) {
             b.extend_from_slice(tag);
             b.extend_from_slice(&(data.len() as u64).to_le_bytes());
             b.extend_from_slice(data);
@@ -133,7 +143,7 @@ impl Checkpoint {
             return Err(corrupt("shorter than its header"));
         }
         let found = u32::from_le_bytes(b[8..12].try_into().unwrap());
-        if found != VERSION {
+        if !(OLDEST..=VERSION).contains(&found) {
             return Err(CheckpointError::Version { path: path.to_path_buf(), found, supported: VERSION });
         }
         if b.len() < 20 {
@@ -165,7 +175,8 @@ impl Checkpoint {
         if r.at != body.len() {
             return Err(corrupt("trailing bytes"));
         }
-        let state = NeuronState { burst, potential, refractory, consecutive, fired, learned: Default::default() };
+        let learned = take_learned(&mut sections, n).map_err(|what| corrupt(&what))?;
+        let state = NeuronState { burst, potential, refractory, consecutive, fired, learned };
         Ok(Checkpoint { genome_name, fingerprint, state, sections })
     }
 
@@ -192,6 +203,45 @@ impl Checkpoint {
         }
         Ok(c)
     }
+}
+
+/// The sections that hold `learned` (none for a brain that does not learn).
+fn learned_sections(l: &Learned) -> Vec<([u8; 4], Vec<u8>)> {
+    if l.is_empty() {
+        return Vec::new();
+    }
+    let hist = l.history.iter().flat_map(|h| h.to_le_bytes()).collect();
+    let mut syns = Vec::with_capacity(l.synapses.len() * 13);
+    for s in &l.synapses {
+        [s.source, s.target, s.mapping].iter().for_each(|v| syns.extend_from_slice(&v.to_le_bytes()));
+        syns.push(s.weight);
+    }
+    let grow = l.grown.iter().flat_map(|g| [g.mapping, g.source, g.target]).flat_map(u32::to_le_bytes).collect();
+    vec![(*b"HIST", hist), (*b"SYNS", syns), (*b"GROW", grow)]
+}
+
+/// Take the learned state's sections out of `sections`.
+fn take_learned(sections: &mut Vec<([u8; 4], Vec<u8>)>, neurons: usize) -> Result<Learned, String> {
+    let mut l = Learned::default();
+    let word = |c: &[u8], i: usize| u32::from_le_bytes(c[i * 4..i * 4 + 4].try_into().unwrap());
+    for (tag, data) in sections.iter() {
+        match tag {
+            b"HIST" if data.len() == neurons * 4 => l.history = data.chunks_exact(4).map(|c| word(c, 0)).collect(),
+            b"SYNS" if data.len() % 13 == 0 => {
+                l.synapses = data
+                    .chunks_exact(13)
+                    .map(|c| LearnedSynapse { source: word(c, 0), target: word(c, 1), mapping: word(c, 2), weight: c[12] })
+                    .collect()
+            }
+            b"GROW" if data.len() % 12 == 0 => {
+                l.grown = data.chunks_exact(12).map(|c| GrownPair { mapping: word(c, 0), source: word(c, 1), target: word(c, 2) }).collect()
+            }
+            b"HIST" | b"SYNS" | b"GROW" => return Err(format!("section {} has a bad length", String::from_utf8_lossy(tag))),
+            _ => {}
+        }
+    }
+    sections.retain(|(tag, _)| !matches!(tag, b"HIST" | b"SYNS" | b"GROW"));
+    Ok(l)
 }
 
 struct Reader<'a> {

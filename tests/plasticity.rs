@@ -180,3 +180,29 @@ fn bad_rules_name_the_mapping_and_the_field() {
     let e = err("", "", "associative_memory");
     assert!(e.contains("field `plasticity`"), "{e}");
 }
+
+#[test]
+fn a_checkpoint_carries_the_learned_weights_and_a_version_1_file_still_loads() {
+    use neuroburst::checkpoint::Checkpoint;
+    let g = random_plastic(5);
+    let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    let whole = run(&mut b, 5, 0..30);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("brain.ckpt");
+    Checkpoint::new(&g, whole[14].clone()).save(&path).unwrap();
+    let loaded = Checkpoint::load(&path, &g).unwrap();
+    assert_eq!(loaded.state, whole[14], "weights, histories and grown pairs round-trip");
+    let mut resumed = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    resumed.restore(&loaded.state).unwrap();
+    assert_eq!(run(&mut resumed, 5, 15..30), whole[15..]);
+
+    // a version 1 file (no learned sections) loads, with an empty learned state
+    let mut v1 = whole[14].clone();
+    v1.learned = Default::default();
+    let mut bytes = Checkpoint::new(&g, v1.clone()).to_bytes();
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let n = bytes.len() - 8;
+    let sum = xxhash_rust::xxh3::xxh3_64(&bytes[..n]);
+    bytes[n..].copy_from_slice(&sum.to_le_bytes());
+    assert_eq!(Checkpoint::from_bytes(&path, &bytes).unwrap().state, v1);
+}

@@ -211,7 +211,11 @@ impl Learner {
                     let i = w * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
                     let (s, d) = (i / a.targets.len(), i % a.targets.len());
-                    grown.push(GrownPair { mapping: m.index as u32, source: a.sources.start + s as u32, target: a.targets.start + d as u32 });
+                    grown.push(GrownPair {
+                        mapping: m.index as u32,
+                        source: a.sources.start + s as u32,
+                        target: a.targets.start + d as u32,
+                    });
                 }
             }
         }

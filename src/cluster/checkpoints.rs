@@ -125,7 +125,14 @@ mod tests {
     }
 
     fn state(burst: u64) -> NeuronState {
-        NeuronState { burst, potential: vec![burst as i64; 5], refractory: vec![0; 5], consecutive: vec![1; 5], fired: vec![5, 7], ..Default::default() }
+        NeuronState {
+            burst,
+            potential: vec![burst as i64; 5],
+            refractory: vec![0; 5],
+            consecutive: vec![1; 5],
+            fired: vec![5, 7],
+            ..Default::default()
+        }
     }
 
     #[test]

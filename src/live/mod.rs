@@ -154,6 +154,13 @@ fn bursts(
         let c = Checkpoint::load(&config.checkpoint.path, genome)?;
         backend.restore(&c.state).with_context(|| format!("{}: cannot restore the checkpoint", config.checkpoint.path.display()))?;
         tracing::info!("resumed from {} at burst {}", config.checkpoint.path.display(), c.state.burst);
+        if c.state.learned.is_empty() && genome.mappings.iter().any(|m| m.plasticity.is_some()) {
+            tracing::warn!(
+                "{}: the checkpoint holds no learned weights (written by an older neuroburst); the plastic synapses start from \
+                 the genome's weights",
+                config.checkpoint.path.display()
+            );
+        }
     }
 
     tracing::info!("transport: {}", transport.describe());
