@@ -43,6 +43,8 @@ struct ResParams {
     u32 inj_blocks;
     u32 prop_blocks;
     u32 step_blocks;
+    u32 learning;  // 1: the brain learns, from `learn`
+    Learn learn;
 };
 
 __device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
@@ -183,6 +185,19 @@ __device__ void resident_impl(const ResParams& p) {
         // 4. ahead of the next burst (it reads side 1 - r): the propagation of the list just
         // written, then the early step
         const Net& next = p.net[1 - r];
+        if (p.learning) {
+            // learning from the list just written, before it is propagated (learn.cu)
+            each_blk(p.prop_blocks, [&](Blk b) { learn_mark_impl(p.learn, p.side[1 - r], next.count_shift, b); });
+            grid_sync(p.dev, arrived);
+            each_blk(p.prop_blocks, [&](Blk b) { learn_shift_impl(p.learn, b); });
+            grid_sync(p.dev, arrived);
+            each_blk(p.prop_blocks, [&](Blk b) { learn_rows_impl<RP, CODE>(p.learn, next, b); });
+            grid_sync(p.dev, arrived);
+            each_blk(p.prop_blocks, [&](Blk b) { learn_cols_impl<CODE>(p.learn, next, b); });
+            grid_sync(p.dev, arrived);
+            if (blockIdx.x == 0) learn_grow_impl<RP, CODE>(p.learn, next, Blk{0, 1});
+            grid_sync(p.dev, arrived);
+        }
         each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, p.side[1 - r], b); });
         grid_sync(p.dev, arrived);
         if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 5;

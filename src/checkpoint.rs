@@ -9,8 +9,8 @@
 //! | sections u32 + (tag [4] + len u64 + bytes) x sections
 //! | checksum u64 (XXH3-64 of everything before)
 //! ```
-//! Version 2 adds what plastic mappings learned (docs/plasticity.md), as sections: `HIST` (every
-//! neuron's firing history, u32 x n), `SYNS` (every plastic synapse: source u32, target u32,
+//! Version 2 adds what plastic mappings learned (docs/plasticity.md), as sections: `HIST` (whether
+//! the last burst's learning is in, u32, then every neuron's firing history, u32 x n), `SYNS` (every plastic synapse: source u32, target u32,
 //! mapping u32, weight u8) and `GROW` (every grown associative pair: mapping u32, source u32,
 //! target u32). Version 1 files still load; a plastic brain resumed from one starts its weights
 //! from the genome.
@@ -210,7 +210,7 @@ fn learned_sections(l: &Learned) -> Vec<([u8; 4], Vec<u8>)> {
     if l.is_empty() {
         return Vec::new();
     }
-    let hist = l.history.iter().flat_map(|h| h.to_le_bytes()).collect();
+    let hist = (l.ahead as u32).to_le_bytes().into_iter().chain(l.history.iter().flat_map(|h| h.to_le_bytes())).collect();
     let mut syns = Vec::with_capacity(l.synapses.len() * 13);
     for s in &l.synapses {
         [s.source, s.target, s.mapping].iter().for_each(|v| syns.extend_from_slice(&v.to_le_bytes()));
@@ -226,7 +226,10 @@ fn take_learned(sections: &mut Vec<([u8; 4], Vec<u8>)>, neurons: usize) -> Resul
     let word = |c: &[u8], i: usize| u32::from_le_bytes(c[i * 4..i * 4 + 4].try_into().unwrap());
     for (tag, data) in sections.iter() {
         match tag {
-            b"HIST" if data.len() == neurons * 4 => l.history = data.chunks_exact(4).map(|c| word(c, 0)).collect(),
+            b"HIST" if data.len() == (neurons + 1) * 4 => {
+                l.ahead = word(data, 0) != 0;
+                l.history = data[4..].chunks_exact(4).map(|c| word(c, 0)).collect();
+            }
             b"SYNS" if data.len() % 13 == 0 => {
                 l.synapses = data
                     .chunks_exact(13)

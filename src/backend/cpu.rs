@@ -202,7 +202,7 @@ impl Input {
 }
 
 /// The largest sum of `|contribution|` over the incoming synapses of any target of `part`.
-fn max_input(part: &Part, table: &[i32]) -> u64 {
+pub(crate) fn max_input(part: &Part, table: &[i32]) -> u64 {
     let mut sums = vec![0u64; part.targets_range.len()];
     for (i, &t) in part.targets.iter().enumerate() {
         sums[t as usize] += table[part.codes.get(i) as usize].unsigned_abs() as u64;
@@ -297,6 +297,8 @@ pub struct CpuEngine {
     pieces: Vec<Shard>,
     contributions: Vec<i32>,
     learner: Option<Learner>,
+    /// The learning from the last burst is done (see [`ShardEngine::learn_ahead`]).
+    ahead: bool,
     bytes_per_synapse: f64,
     /// Own neurons fired in the last burst, ascending, with their potentials at fire.
     fired: Vec<u32>,
@@ -314,12 +316,15 @@ impl CpuEngine {
         let bounds = plastic.as_ref().map_or_else(|| contributions.clone(), |p| p.bounds(&contributions));
         let pieces = parts.into_par_iter().map(|p| Shard::new(p, &params, &bounds)).collect();
         let learner = plastic.map(|p| Learner::new(p, neurons));
-        CpuEngine { params, range, pieces, contributions, learner, bytes_per_synapse, fired: Vec::new(), fired_v: Vec::new() }
+        CpuEngine { params, range, pieces, contributions, learner, ahead: false, bytes_per_synapse, fired: Vec::new(), fired_v: Vec::new() }
     }
 
     /// Learning after burst `t - 1`, whose firing is `spikes` (docs/plasticity.md).
     fn learn(&mut self, t: u64, spikes: &[u32]) {
         let Some(learner) = &mut self.learner else { return };
+        if std::mem::take(&mut self.ahead) {
+            return;
+        }
         learner.record(spikes);
         if t < 2 {
             return;
@@ -385,6 +390,13 @@ impl ShardEngine for CpuEngine {
         (&self.fired, &self.fired_v)
     }
 
+    fn learn_ahead(&mut self, t: u64, spikes: &[u32]) {
+        if self.learner.is_some() && !self.ahead {
+            self.learn(t, spikes);
+            self.ahead = true;
+        }
+    }
+
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
         let mut st = NeuronState { fired: self.fired.clone(), ..Default::default() };
         for s in &self.pieces {
@@ -394,6 +406,7 @@ impl ShardEngine for CpuEngine {
         }
         if let Some(l) = &self.learner {
             st.learned = l.snapshot(&self.pieces.iter().map(|p| &p.conn).collect::<Vec<_>>());
+            st.learned.ahead = self.ahead;
         }
         Ok(st)
     }
@@ -411,6 +424,7 @@ impl ShardEngine for CpuEngine {
         if let Some(l) = &mut self.learner {
             let mut parts: Vec<&mut Part> = self.pieces.iter_mut().map(|p| &mut p.conn).collect();
             l.restore(&st.learned, &mut parts).map_err(|e| BackendError::Device(format!("cannot restore what the brain learned: {e}")))?;
+            self.ahead = st.learned.ahead;
         }
         self.fired.clear();
         self.fired_v.clear();

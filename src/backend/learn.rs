@@ -64,6 +64,13 @@ impl Learner {
         &self.plastic
     }
 
+    /// The state a device keeps of its own (the GPU backend): histories, pair tables (u64 words
+    /// per plastic mapping, empty for the others), synapses grown and pairs refused.
+    #[allow(clippy::type_complexity)]
+    pub fn state_mut(&mut self) -> (&mut [History], &mut [Vec<u64>], &mut [u64], &mut [u64]) {
+        (&mut self.history, &mut self.exists, &mut self.grown, &mut self.refused)
+    }
+
     /// Shift one burst's firing (`spikes`: every neuron of the brain that fired, any order) into
     /// the histories and list the neurons active within the longest window.
     pub fn record(&mut self, spikes: &[u32]) {
@@ -219,7 +226,7 @@ impl Learner {
                 }
             }
         }
-        Learned { history: self.history.clone(), synapses, grown }
+        Learned { ahead: false, history: self.history.clone(), synapses, grown }
     }
 
     /// Take `learned` (the whole brain's, as [`Learner::snapshot`] gives it merged over shards);

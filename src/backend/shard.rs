@@ -28,6 +28,11 @@ pub trait ShardEngine: Send {
     /// The own neurons that fired in the last burst, ascending, and their potentials at fire.
     fn fired(&self) -> (&[u32], &[i64]);
 
+    /// Learn from burst `t - 1`'s firing (`spikes`, the whole brain's) now rather than as burst
+    /// `t` starts (before a snapshot: every backend's snapshot then holds the same learning).
+    /// Default: nothing (a brain that does not learn).
+    fn learn_ahead(&mut self, _t: u64, _spikes: &[u32]) {}
+
     /// The own neurons' state (`potential` etc. indexed from `range().start`); `fired` holds the
     /// own neurons that fired in the last burst.
     fn snapshot(&mut self) -> Result<NeuronState, BackendError>;
@@ -57,6 +62,7 @@ pub fn merge_learned(into: &mut crate::model::plasticity::Learned, shard: crate:
     if into.history.is_empty() {
         into.history = shard.history;
         into.grown = shard.grown;
+        into.ahead = shard.ahead;
     }
     if !shard.synapses.is_empty() {
         into.synapses.extend(shard.synapses);
@@ -197,6 +203,8 @@ impl<E: ShardEngine> Backend for Sharded<E> {
 
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
         let mut st = NeuronState { burst: self.burst, fired: self.fired.clone(), ..Default::default() };
+        let (t, spikes) = (self.burst + 1, &self.fired);
+        self.engines.par_iter_mut().for_each(|e| e.learn_ahead(t, spikes));
         for e in &mut self.engines {
             let s = e.snapshot()?;
             st.potential.extend_from_slice(&s.potential);

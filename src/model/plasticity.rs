@@ -32,6 +32,11 @@ pub fn record(h: History, fired: bool) -> History {
 /// checkpoint moves between backends and shard counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Learned {
+    /// Whether the learning from the last burst run is in (`history` holds its firing, the
+    /// weights its update): a backend learns from a burst as the next one starts, or ahead of it
+    /// (the GPU, and the CPU before a snapshot). A restored state that is ahead is not learned
+    /// from again.
+    pub ahead: bool,
     /// Firing history of every neuron (empty: the brain has no plastic mapping).
     pub history: Vec<History>,
     /// Every existing synapse of a plastic mapping, ascending by (source, target, mapping); an

@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaGraph, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
+use super::learn::Learning;
 use super::layout::{as_bytes, dev_err, dptr, Net, BLOCK, M_BOUND, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER, PAIRS_PER_CHUNK};
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
 use super::resident::Resident;
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
-use crate::connectome::{Codes, Part};
+use crate::connectome::{Codes, Part, Plastic};
 use crate::model::{AreaParams, InjectionSlice, Injections, NeuronState};
 
 /// Ids `prepare_input` makes room for (and locks), at least: 256 KB, so the column has pages of
@@ -28,6 +29,8 @@ pub struct GpuShard {
     pub contributions: Vec<i32>,
     /// Neurons of the whole brain.
     pub neurons: u32,
+    /// The brain's plastic mappings, when it learns.
+    pub plastic: Option<Plastic>,
 }
 
 /// How the bursts run.
@@ -70,7 +73,8 @@ pub(super) struct Multi {
 struct Resources {
     _row_ptr: CudaSlice<u8>,
     _targets: CudaSlice<u32>,
-    _codes: CudaSlice<u8>,
+    /// The synapses' codes (learning rewrites them).
+    codes: CudaSlice<u8>,
     _table: CudaSlice<i32>,
     _areas: CudaSlice<u8>,
     _area_end: CudaSlice<u32>,
@@ -137,6 +141,10 @@ pub struct CudaBackend {
     pub(super) trace: Option<Trace>,
     /// Some: the resident kernel runs the bursts ([`Path::Resident`]).
     pub(super) resident: Option<Resident>,
+    /// Some: the brain learns (`learn.rs`).
+    pub(super) learning: Option<Learning>,
+    /// Multiprocessors of the device.
+    pub(super) sm: u32,
 }
 
 /// Where the host's time of a burst goes (NEUROBURST_CUDA_TRACE=1), summed until reported.
@@ -181,7 +189,7 @@ fn whole(brain: Brain) -> GpuShard {
     let mut conn = brain.connectome;
     conn.repartition(std::slice::from_ref(&(0..n)));
     let part = conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() });
-    GpuShard { part, params: brain.layout.params, contributions: conn.contributions, neurons: n }
+    GpuShard { part, params: brain.layout.params, contributions: conn.contributions, neurons: n, plastic: conn.plastic }
 }
 
 /// Upload this GPU's part of the connectome and the areas; the read-back ranges of this GPU.
@@ -207,7 +215,7 @@ fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: bool) -> Res
     Ok(Resources {
         _row_ptr,
         _targets,
-        _codes,
+        codes: _codes,
         _table: s.clone_htod(&table).map_err(e("uploading contributions"))?,
         _areas: s.clone_htod(as_bytes::<AreaParams>(&shard.params)).map_err(e("uploading areas"))?,
         _area_end: s.clone_htod(&ends).map_err(e("uploading areas"))?,
@@ -289,7 +297,11 @@ impl CudaBackend {
         let sharded = path == Path::Shard;
         let part = &shard.part;
         let (base, n, n_total) = (part.targets_range.start, part.targets_range.len() as u32, shard.neurons);
-        let plan = MemoryPlan::of_part(part, n_total, shard.contributions.len(), shard.params.len(), sharded);
+        let mut plan = MemoryPlan::of_part(part, n_total, shard.contributions.len(), shard.params.len(), sharded);
+        if let Some(p) = &shard.plastic {
+            let learning = super::learn::device_bytes(part, p, n_total);
+            (plan.connectome_bytes, plan.total_bytes) = (plan.connectome_bytes + learning, plan.total_bytes + learning);
+        }
         let (free, _) = ctx.mem_get_info().map_err(dev_err("free memory"))?;
         // NEUROBURST_CUDA_MEM_LIMIT (bytes) caps what this backend may take (tests of the refusal).
         let free = match std::env::var("NEUROBURST_CUDA_MEM_LIMIT").ok().and_then(|v| v.parse::<usize>().ok()) {
@@ -367,7 +379,7 @@ impl CudaBackend {
             inj_mask: dptr(&inj_mask, s),
             row_ptr: dptr(&res._row_ptr, s),
             targets: dptr(&res._targets, s),
-            codes: dptr(&res._codes, s),
+            codes: dptr(&res.codes, s),
             table: dptr(&res._table, s),
             areas: dptr(&res._areas, s),
             area_end: dptr(&res._area_end, s),
@@ -400,7 +412,15 @@ impl CudaBackend {
         };
         // accumulator width: the largest possible synaptic input of one burst must fit in i32
         let wide_kernels = Kernels::load(&ctx, Variant { wide_acc: true, row64, code32 }).map_err(BackendError::Device)?;
-        let wide_acc = needs_wide(&ctx, s, &wide_kernels, &net, &misc, synapses)?;
+        let wide_acc = match &shard.plastic {
+            // a plastic synapse can reach weight 255: the bound of its group (on the host)
+            Some(p) => crate::backend::cpu::max_input(part, &p.bounds(&shard.contributions)) > i32::MAX as u64,
+            None => needs_wide(&ctx, s, &wide_kernels, &net, &misc, synapses)?,
+        };
+        let learning = match &shard.plastic {
+            Some(p) => Some(Learning::new(s, part, p, n_total)?),
+            None => None,
+        };
         let kernels =
             if wide_acc { wide_kernels } else { Kernels::load(&ctx, Variant { wide_acc, row64, code32 }).map_err(BackendError::Device)? };
         s.memset_zeros(&mut inj).map_err(e("clearing"))?;
@@ -462,6 +482,8 @@ impl CudaBackend {
             wide_acc,
             trace,
             resident,
+            learning,
+            sm,
         };
         if path == Path::Graphs {
             b.capture_graphs()?;
@@ -508,6 +530,22 @@ impl CudaBackend {
     /// Neurons of the whole brain.
     pub(super) fn n_total(&self) -> u32 {
         (self.rows - 1) as u32
+    }
+
+    /// What this GPU's part learned (the device is idle); empty when the brain does not learn.
+    pub(super) fn learned(&mut self) -> Result<crate::model::plasticity::Learned, BackendError> {
+        match &mut self.learning {
+            Some(l) => l.snapshot(&self.stream, &self._res.codes),
+            None => Ok(Default::default()),
+        }
+    }
+
+    /// Take the whole brain's learned state (the device is idle).
+    pub(super) fn restore_learned(&mut self, learned: &crate::model::plasticity::Learned) -> Result<(), BackendError> {
+        match &mut self.learning {
+            Some(l) => l.restore(&self.stream, &mut self._res.codes, learned),
+            None => Ok(()),
+        }
     }
 }
 

@@ -72,8 +72,13 @@ impl CudaShardEngine {
         let mut gpus = Vec::with_capacity(parts.len());
         for (part, &device) in parts.into_iter().zip(devices) {
             let r = part.targets_range.clone();
-            let shard =
-                GpuShard { part, params: brain.layout.params.clone(), contributions: brain.connectome.contributions.clone(), neurons };
+            let shard = GpuShard {
+                part,
+                params: brain.layout.params.clone(),
+                contributions: brain.connectome.contributions.clone(),
+                neurons,
+                plastic: brain.connectome.plastic.clone(),
+            };
             let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device)?;
             let (spikes, count) = backend.connect_host()?;
             gpus.push(Gpu { backend, range: r, spikes, count, fired: Vec::new(), fired_v: Vec::new() });
@@ -129,6 +134,7 @@ impl ShardEngine for CudaShardEngine {
             st.potential.extend_from_slice(&s.potential);
             st.refractory.extend_from_slice(&s.refractory);
             st.consecutive.extend_from_slice(&s.consecutive);
+            crate::backend::shard::merge_learned(&mut st.learned, s.learned);
         }
         Ok(st)
     }
@@ -142,6 +148,7 @@ impl ShardEngine for CudaShardEngine {
                 potential: state.potential[r.clone()].to_vec(),
                 refractory: state.refractory[r.clone()].to_vec(),
                 consecutive: state.consecutive[r].to_vec(),
+                learned: state.learned.clone(),
                 ..Default::default()
             };
             g.backend.restore(&part)?;

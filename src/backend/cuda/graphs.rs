@@ -80,6 +80,10 @@ impl CudaBackend {
             }
             _ => self.side(r),
         };
+        if let Some(l) = &self.learning {
+            // learning from the list, before it is propagated
+            l.launch(s, &self.kernels, &net, &rd, self.sm)?;
+        }
         if self.early.is_none() {
             let words = if self.wide_accumulators() { 2 } else { 1 } * self.neurons as usize;
             // SAFETY: clears this side's accumulator (N i32 or i64, allocated in `build`).

@@ -112,9 +112,51 @@ pub(super) struct ResParams {
     pub inj_blocks: u32,
     pub prop_blocks: u32,
     pub step_blocks: u32,
+    /// 1: the brain learns (`learn` is set).
+    pub learning: u32,
+    pub learn: Learn,
 }
 // SAFETY: plain old data with the layout of the kernel's `ResParams`.
 unsafe impl DeviceRepr for ResParams {}
+
+/// Mirror of `PlasMap` (kernels/learn.cu): one plastic mapping.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct PlasMap {
+    pub ltp: u32,
+    pub ltd: u32,
+    pub window: u32,
+    pub assoc: u32,
+    pub src_lo: u32,
+    pub src_hi: u32,
+    pub dst_lo: u32,
+    pub dst_hi: u32,
+    pub cap: u64,
+    pub bits: u64,
+}
+
+/// Mirror of `Learn` (kernels/learn.cu): the learning state on the device.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Learn {
+    pub hist: u64,
+    pub now: u64,
+    pub active: u64,
+    pub n_active: u64,
+    pub marks: u64,
+    pub col_ptr: u64,
+    pub col_syn: u64,
+    pub group_map: u64,
+    pub maps: u64,
+    pub exists: u64,
+    pub grown: u64,
+    pub code_base: u32,
+    pub n_total: u32,
+    pub longest: u32,
+    pub n_maps: u32,
+}
+// SAFETY: plain old data with the layout of the kernel's `Learn`.
+unsafe impl DeviceRepr for Learn {}
 
 pub(crate) fn dev_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> BackendError + '_ {
     move |e| BackendError::Device(format!("CUDA: {what}: {e}"))
@@ -204,14 +246,19 @@ mod tests {
     #[test]
     fn the_mirrors_match_the_kernels_structs() {
         let src = kernels();
-        let sizes = [("Net", size_of::<Net>()), ("Side", size_of::<Side>()), ("Ctl", 64), ("ResDev", 32)];
+        let sizes = [("Net", size_of::<Net>()), ("Side", size_of::<Side>()), ("Ctl", 64), ("ResDev", 32), ("Learn", size_of::<Learn>())];
         let net = rust_layout!(Net: v, rcc, acc, inj, inj_mask, row_ptr, targets, codes, table, areas, area_end, rb_lo, rb_hi,
             burst, rb_counter, ticket, chunk_first, host_in, host_map, host_out, v_out, rcc_out, spec, where_, dead, corr,
             acc_other, out_cap, in_cap, n, n_areas, n_rb, count_shift, base, multi, acc_keep, early);
         assert_eq!(c_layout(&src, "Net", &sizes), net, "Net");
         assert_eq!(c_layout(&src, "Side", &sizes), rust_layout!(Side: fired, offs, counter), "Side");
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");
-        let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, prop_blocks, step_blocks);
+        let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, prop_blocks, step_blocks, learning, learn);
         assert_eq!(c_layout(&src, "ResParams", &sizes), res, "ResParams");
+        let learn = rust_layout!(Learn: hist, now, active, n_active, marks, col_ptr, col_syn, group_map, maps, exists, grown,
+            code_base, n_total, longest, n_maps);
+        assert_eq!(c_layout(&src, "Learn", &sizes), learn, "Learn");
+        let map = rust_layout!(PlasMap: ltp, ltd, window, assoc, src_lo, src_hi, dst_lo, dst_hi, cap, bits);
+        assert_eq!(c_layout(&src, "PlasMap", &sizes), map, "PlasMap");
     }
 }

@@ -9,7 +9,8 @@
 //! - `backend`: [`CudaBackend`], what it owns and how it is built; `staging` (a burst from the
 //!   host: input, launch, read-back), `resident` (one GPU: the kernel that stays on the GPU),
 //!   `graphs` (several GPUs, or a GPU without cooperative launch), `state` (snapshots and
-//!   restores), `peers` (one GPU of several).
+//!   restores), `peers` (one GPU of several), `learn` (plasticity: the device buffers and launches
+//!   of `kernels/learn.cu`).
 //! - [`multi`], [`engine`]: several GPUs of one host; a GPU shard of a brain over processes.
 //!
 //! One path per machine shape: one GPU runs every burst in the resident kernel (no API call per
@@ -27,6 +28,7 @@ mod backend;
 mod engine;
 mod graphs;
 mod layout;
+mod learn;
 pub mod memory;
 pub mod module;
 mod multi;

@@ -14,6 +14,7 @@ pub const BURST_CU: &str = concat!(
     include_str!("../../../kernels/inject.cu"),
     include_str!("../../../kernels/step.cu"),
     include_str!("../../../kernels/propagate.cu"),
+    include_str!("../../../kernels/learn.cu"),
     include_str!("../../../kernels/resident.cu"),
 );
 
@@ -104,6 +105,12 @@ pub struct Kernels {
     pub gather: CudaFunction,
     pub in_bound: CudaFunction,
     pub max_reduce: CudaFunction,
+    /// Learning (`kernels/learn.cu`), in the order they run.
+    pub learn_mark: CudaFunction,
+    pub learn_shift: CudaFunction,
+    pub learn_rows: CudaFunction,
+    pub learn_cols: CudaFunction,
+    pub learn_grow: CudaFunction,
 }
 
 /// Which kernel variant a brain needs.
@@ -134,6 +141,11 @@ impl Kernels {
             gather: f(format!("gather_{r}"))?,
             in_bound: f(format!("in_bound_{c}"))?,
             max_reduce: f("max_reduce".into())?,
+            learn_mark: f("learn_mark".into())?,
+            learn_shift: f("learn_shift".into())?,
+            learn_rows: f(format!("learn_rows_{n}_{r}_{c}"))?,
+            learn_cols: f(format!("learn_cols_{n}_{r}_{c}"))?,
+            learn_grow: f(format!("learn_grow_{n}_{r}_{c}"))?,
             module,
         })
     }
@@ -163,6 +175,9 @@ mod tests {
             "gather_r64",
             "in_bound_c32",
             "max_reduce",
+            "learn_shift",
+            "learn_rows_n32_r64_c16",
+            "learn_grow_n64_r32_c32",
         ] {
             assert!(src.contains(k), "kernel {k} missing from the PTX");
         }

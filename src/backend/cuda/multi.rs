@@ -120,10 +120,10 @@ impl MultiGpu {
         assert_eq!(brain.connectome.parts.len(), plan.len(), "one part per shard");
         let neurons = brain.layout.neurons;
         let params = brain.layout.params;
-        let table = brain.connectome.contributions;
+        let (table, plastic) = (brain.connectome.contributions, brain.connectome.plastic);
         let mut gpus = Vec::with_capacity(devices.len());
         for (part, &device) in brain.connectome.parts.into_iter().zip(devices) {
-            let shard = GpuShard { part, params: params.clone(), contributions: table.clone(), neurons };
+            let shard = GpuShard { part, params: params.clone(), contributions: table.clone(), neurons, plastic: plastic.clone() };
             gpus.push(CudaBackend::new_shard(shard, readback.clone(), device)?);
         }
         for a in &gpus {
@@ -366,6 +366,7 @@ impl Backend for MultiGpu {
                     st.refractory.extend_from_slice(&s.refractory);
                     st.consecutive.extend_from_slice(&s.consecutive);
                     st.fired.extend_from_slice(&s.fired);
+                    crate::backend::shard::merge_learned(&mut st.learned, s.learned);
                 }
                 _ => unreachable!("a snapshot is answered with a state"),
             }

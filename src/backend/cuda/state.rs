@@ -52,14 +52,10 @@ impl CudaBackend {
         // slots the early step's `fix` emptied
         fired.retain(|&f| f != DEAD);
         fired.sort_unstable();
-        Ok(NeuronState {
-            burst: self.burst,
-            potential,
-            refractory: rcc.iter().map(|&x| (x & 0xFFFF) as u16).collect(),
-            consecutive: rcc.iter().map(|&x| (x >> 16) as u16).collect(),
-            fired,
-            learned: Default::default(),
-        })
+        let refractory = rcc.iter().map(|&x| (x & 0xFFFF) as u16).collect();
+        let consecutive = rcc.iter().map(|&x| (x >> 16) as u16).collect();
+        let learned = self.learned()?;
+        Ok(NeuronState { burst: self.burst, potential, refractory, consecutive, fired, learned })
     }
 
     pub(super) fn restore_impl(&mut self, st: &NeuronState) -> Result<(), BackendError> {
@@ -89,6 +85,8 @@ impl CudaBackend {
                 .map_err(e("launching relist"))?;
         }
         s.synchronize().map_err(e("restoring the state"))?;
+        self.restore_learned(&st.learned)?;
+        s.synchronize().map_err(e("restoring the learned state"))?;
         self.burst = st.burst;
         Ok(())
     }
@@ -132,6 +130,8 @@ impl CudaBackend {
             s.memcpy_htod(&own, &mut view).map_err(e("writing the fired list"))?;
         }
         s.synchronize().map_err(e("restoring the state"))?;
+        self.restore_learned(&st.learned)?;
+        s.synchronize().map_err(e("restoring the learned state"))?;
         self.burst = st.burst;
         Ok(())
     }

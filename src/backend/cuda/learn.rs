@@ -1,0 +1,194 @@
+//! Learning on the GPU (`kernels/learn.cu`, docs/plasticity.md): the device buffers, the
+//! launches that run before each propagation (graph paths; the resident kernel runs the same
+//! phases itself), and the learned state in and out.
+//!
+//! The host keeps this GPU's part of the connectome and a CPU [`Learner`]: a snapshot reads the
+//! codes, histories and pair tables into them and lets the reference describe the learned state
+//! (and a restore goes the other way), so the GPU's learned state is the CPU's by construction.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+
+use super::layout::{as_bytes, dev_err, dptr, Learn, Net, PlasMap, Side, BLOCK};
+use super::module::Kernels;
+use crate::backend::learn::Learner;
+use crate::backend::BackendError;
+use crate::connectome::{Codes, Part, Plastic};
+use crate::model::plasticity::{window_mask, Learned};
+
+/// The learning state of one GPU.
+pub(super) struct Learning {
+    pub params: Learn,
+    _now: CudaSlice<u32>,
+    _active: CudaSlice<u32>,
+    _n_active: CudaSlice<u32>,
+    _marks: CudaSlice<u32>,
+    _col_ptr: CudaSlice<u64>,
+    _col_syn: CudaSlice<u32>,
+    _group_map: CudaSlice<u32>,
+    _maps: CudaSlice<u8>,
+    exists: CudaSlice<u64>,
+    grown: CudaSlice<u64>,
+    hist: CudaSlice<u32>,
+    /// This GPU's part (its codes as of the last snapshot or restore), and the reference learner.
+    part: Part,
+    learner: Learner,
+    /// Words of each associative mapping's pair table (u64), in order.
+    words: Vec<usize>,
+}
+
+/// Bytes learning takes on the device for a part: histories (and their bits, the active list)
+/// for every neuron, marks, the target index, the pair tables.
+pub(super) fn device_bytes(part: &Part, plastic: &Plastic, neurons_total: u32) -> u64 {
+    let n = neurons_total as u64;
+    let pairs: u64 = plastic.mappings.iter().filter_map(|m| m.associative.as_ref()).map(|a| (a.pairs() as u64).div_ceil(64) * 8).sum();
+    n * 4 + n.div_ceil(32) * 4 + n * 4 + part.targets.len().div_ceil(32) as u64 * 4 + part.columns.as_ref().map_or(0, |c| c.bytes()) + pairs
+}
+
+impl Learning {
+    pub(super) fn new(s: &Arc<CudaStream>, part: &Part, plastic: &Plastic, neurons_total: u32) -> Result<Learning, BackendError> {
+        let e = |w: &'static str| dev_err(w);
+        let n = neurons_total as usize;
+        let columns = part.columns.clone().unwrap_or_else(|| crate::connectome::Columns::of(part, plastic.base));
+        let mut words = Vec::new();
+        let mut maps = Vec::new();
+        let mut at = 0u64;
+        for m in &plastic.mappings {
+            let mut map = PlasMap { ltp: m.rule.ltp as u32, ltd: m.rule.ltd as u32, window: m.rule.window, ..Default::default() };
+            if let Some(a) = &m.associative {
+                let w = a.pairs().div_ceil(64);
+                (map.assoc, map.src_lo, map.src_hi, map.dst_lo, map.dst_hi) = (1, a.sources.start, a.sources.end, a.targets.start, a.targets.end);
+                (map.cap, map.bits) = (a.max_synapses, at * 2);
+                at += w as u64;
+                words.push(w);
+            }
+            maps.push(map);
+        }
+        let nonempty_u32 = |v: &[u32], what: &'static str| if v.is_empty() { s.alloc_zeros(1) } else { s.clone_htod(v) }.map_err(e(what));
+        let hist = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc histories"))?;
+        let _now = s.alloc_zeros::<u32>(n.div_ceil(32) + 1).map_err(e("alloc fired bits"))?;
+        let _active = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the active list"))?;
+        let _n_active = s.alloc_zeros::<u32>(1).map_err(e("alloc the active count"))?;
+        let _marks = s.alloc_zeros::<u32>(part.targets.len().div_ceil(32) + 1).map_err(e("alloc marks"))?;
+        let _col_ptr = s.clone_htod(&columns.ptr).map_err(e("uploading the target index"))?;
+        let _col_syn = nonempty_u32(&columns.synapse, "uploading the target index")?;
+        let _group_map = nonempty_u32(&plastic.group_mapping, "uploading the plastic groups")?;
+        let _maps = s.clone_htod(as_bytes(&maps)).map_err(e("uploading the plastic mappings"))?;
+        let exists = s.alloc_zeros::<u64>((at as usize).max(1)).map_err(e("alloc pair tables"))?;
+        let grown = s.alloc_zeros::<u64>(2 * maps.len().max(1)).map_err(e("alloc growth counts"))?;
+        let params = Learn {
+            hist: dptr(&hist, s),
+            now: dptr(&_now, s),
+            active: dptr(&_active, s),
+            n_active: dptr(&_n_active, s),
+            marks: dptr(&_marks, s),
+            col_ptr: dptr(&_col_ptr, s),
+            col_syn: dptr(&_col_syn, s),
+            group_map: dptr(&_group_map, s),
+            maps: dptr(&_maps, s),
+            exists: dptr(&exists, s),
+            grown: dptr(&grown, s),
+            code_base: plastic.base,
+            n_total: neurons_total,
+            longest: window_mask(plastic.max_window()),
+            n_maps: maps.len() as u32,
+        };
+        let host_part = Part { columns: None, ..part.clone() };
+        Ok(Learning {
+            params,
+            _now,
+            _active,
+            _n_active,
+            _marks,
+            _col_ptr,
+            _col_syn,
+            _group_map,
+            _maps,
+            exists,
+            grown,
+            hist,
+            part: host_part,
+            learner: Learner::new(plastic.clone(), neurons_total),
+            words,
+        })
+    }
+
+    /// Launch (or record, into a capture) the learning from the fired list `rd`, before it is
+    /// propagated; `sm`: the device's multiprocessors.
+    pub(super) fn launch(&self, s: &Arc<CudaStream>, k: &Kernels, net: &Net, rd: &Side, sm: u32) -> Result<(), BackendError> {
+        let e = |w: &'static str| dev_err(w);
+        let cfg = |blocks: u32| LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let l = &self.params;
+        let all = self.params.n_total.div_ceil(BLOCK);
+        // SAFETY (all five): every pointer in `l` and `net` points into buffers owned by the
+        // backend that outlive its graphs; the kernels index them within the sizes allocated in
+        // `new` and `build` (neurons of the brain, synapses and targets of this part, the pair
+        // tables and the mappings uploaded there).
+        unsafe { s.launch_builder(&k.learn_mark).arg(l).arg(rd).arg(&net.count_shift).launch(cfg(sm * 4)) }.map_err(e("learn_mark"))?;
+        unsafe { s.launch_builder(&k.learn_shift).arg(l).launch(cfg(all)) }.map_err(e("learn_shift"))?;
+        unsafe { s.launch_builder(&k.learn_rows).arg(l).arg(net).launch(cfg(sm * 8)) }.map_err(e("learn_rows"))?;
+        unsafe { s.launch_builder(&k.learn_cols).arg(l).arg(net).launch(cfg(sm * 8)) }.map_err(e("learn_cols"))?;
+        unsafe { s.launch_builder(&k.learn_grow).arg(l).arg(net).launch(cfg(1)) }.map_err(e("learn_grow"))?;
+        Ok(())
+    }
+
+    /// The device's codes, histories and pair tables into the host copies (the device is idle).
+    fn download(&mut self, s: &Arc<CudaStream>, codes: &CudaSlice<u8>) -> Result<(), BackendError> {
+        let e = |w: &'static str| dev_err(w);
+        let bytes = s.clone_dtoh(codes).map_err(e("reading codes"))?;
+        match &mut self.part.codes {
+            Codes::U16(c) => c.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(c, b)| *c = u16::from_le_bytes([b[0], b[1]])),
+            Codes::U32(c) => c.iter_mut().zip(bytes.chunks_exact(4)).for_each(|(c, b)| *c = u32::from_le_bytes(b.try_into().unwrap())),
+        }
+        let hist = s.clone_dtoh(&self.hist).map_err(e("reading histories"))?;
+        let exists = s.clone_dtoh(&self.exists).map_err(e("reading pair tables"))?;
+        let grown = s.clone_dtoh(&self.grown).map_err(e("reading growth counts"))?;
+        let (h, tables, g, r) = self.learner.state_mut();
+        h.copy_from_slice(&hist[..h.len()]);
+        let mut at = 0;
+        for (t, &w) in tables.iter_mut().filter(|t| !t.is_empty()).zip(&self.words) {
+            t.copy_from_slice(&exists[at..at + w]);
+            at += w;
+        }
+        for (i, (g, r)) in g.iter_mut().zip(r.iter_mut()).enumerate() {
+            (*g, *r) = (grown[2 * i], grown[2 * i + 1]);
+        }
+        Ok(())
+    }
+
+    /// The learned state of this GPU's part.
+    pub(super) fn snapshot(&mut self, s: &Arc<CudaStream>, codes: &CudaSlice<u8>) -> Result<Learned, BackendError> {
+        self.download(s, codes)?;
+        Ok(self.learner.snapshot(&[&self.part]))
+    }
+
+    /// Take `learned` (the whole brain's) onto the device; an empty one changes nothing.
+    pub(super) fn restore(&mut self, s: &Arc<CudaStream>, codes: &mut CudaSlice<u8>, learned: &Learned) -> Result<(), BackendError> {
+        if learned.is_empty() {
+            return Ok(());
+        }
+        self.download(s, codes)?;
+        self.learner
+            .restore(learned, &mut [&mut self.part])
+            .map_err(|e| BackendError::Device(format!("cannot restore what the brain learned: {e}")))?;
+        let e = |w: &'static str| dev_err(w);
+        match &self.part.codes {
+            Codes::U16(c) if !c.is_empty() => s.memcpy_htod(as_bytes(c), codes),
+            Codes::U32(c) if !c.is_empty() => s.memcpy_htod(as_bytes(c), codes),
+            _ => Ok(()),
+        }
+        .map_err(e("writing codes"))?;
+        let (h, tables, g, r) = self.learner.state_mut();
+        s.memcpy_htod(&h[..], &mut self.hist).map_err(e("writing histories"))?;
+        let words: Vec<u64> = tables.iter().flatten().copied().collect();
+        if !words.is_empty() {
+            s.memcpy_htod(&words, &mut self.exists).map_err(e("writing pair tables"))?;
+        }
+        let counts: Vec<u64> = g.iter().zip(r.iter()).flat_map(|(&g, &r)| [g, r]).collect();
+        if !counts.is_empty() {
+            s.memcpy_htod(&counts, &mut self.grown).map_err(e("writing growth counts"))?;
+        }
+        Ok(())
+    }
+}
