@@ -40,6 +40,7 @@ struct Learn {
     const PlasMap* maps;
     u32* exists;          // the associative pair tables
     u64* grown;           // per plastic mapping: grown, refused
+    u32* skip;            // 1: skip this learning (a restored state already holds it); grow clears it
     u32 code_base;
     u32 n_total;
     u32 longest;          // history bits of the longest window
@@ -54,7 +55,10 @@ __device__ __forceinline__ bool pair_exists(const Learn& L, const PlasMap& m, u3
     return (L.exists[m.bits + (i >> 5)] >> (i & 31)) & 1;
 }
 
+__device__ __forceinline__ bool skipped(const Learn& L) { return *(volatile const u32*)L.skip != 0; }
+
 __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift, Blk b) {
+    if (skipped(L)) return;
     const u32 count = (u32)(*(volatile const u64*)rd.counter >> count_shift);
     if (b.id == 0 && threadIdx.x == 0) *L.n_active = 0;
     for (u32 i = b.id * blockDim.x + threadIdx.x; i < count; i += b.n * blockDim.x) {
@@ -64,6 +68,7 @@ __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift,
 }
 
 __device__ void learn_shift_impl(const Learn& L, Blk b) {
+    if (skipped(L)) return;
     const u32 lane = threadIdx.x & 31;
     for (u32 w0 = b.id * blockDim.x; w0 < L.n_total; w0 += b.n * blockDim.x) {
         const u32 n = w0 + threadIdx.x;
@@ -95,6 +100,7 @@ __device__ __forceinline__ bool decode(const Learn& L, u32 code, u32& group, u32
 
 template <typename RP, typename CODE>
 __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
+    if (skipped(L)) return;
     const u64 t = *(volatile const u64*)net.burst;
     const u32 count = *(volatile const u32*)L.n_active;
     const u32 lane = threadIdx.x & 31;
@@ -129,6 +135,7 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
 
 template <typename CODE>
 __device__ void learn_cols_impl(const Learn& L, const Net& net, Blk b) {
+    if (skipped(L)) return;
     const u64 t = *(volatile const u64*)net.burst;
     const u32 count = *(volatile const u32*)L.n_active;
     const u32 lane = threadIdx.x & 31;
@@ -181,6 +188,12 @@ __device__ u64 find_pair(const Learn& L, const Net& net, u32 pm, u32 s, u32 d) {
 template <typename RP, typename CODE>
 __device__ void learn_grow_impl(const Learn& L, const Net& net, Blk b) {
     if (b.id != 0) return;
+    const bool skip = skipped(L);
+    __syncthreads();
+    if (skip) {
+        if (threadIdx.x == 0) *L.skip = 0;
+        return;
+    }
     __shared__ u32 warp_sum[32];
     __shared__ u64 grown_s, refused_s;
     const u64 t = *(volatile const u64*)net.burst;

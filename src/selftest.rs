@@ -9,6 +9,7 @@ use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendError, Readback};
 use crate::brain::Brain;
 use crate::genome::{Area, AreaKind, Genome, Leak, Mapping, Morphology, NeuronParams, PatternCoord, RandomSpec, Sign};
+use crate::model::plasticity::Learned;
 use crate::model::{Injection, Injections, Layout, NeuronState, Potential};
 
 /// What to run.
@@ -45,6 +46,8 @@ pub struct BrainReport {
     pub fired: u64,
     /// Fired neurons compared (those read back).
     pub compared: u64,
+    /// Weights of plastic synapses compared (every burst of a brain that learns).
+    pub weights: u64,
     pub readback: &'static str,
 }
 
@@ -70,7 +73,8 @@ impl fmt::Display for ParityReport {
         let synapses: u64 = self.brains.iter().map(|b| b.synapses).sum();
         write!(
             f,
-            "parity OK ({}): {} brains x {} bursts ({} bursts, {} neurons, {} synapses, {} spikes compared, {} fired in all)",
+            "parity OK ({}): {} brains x {} bursts ({} bursts, {} neurons, {} synapses, {} spikes compared, {} fired in all, {} \
+             learn: {} weights compared)",
             self.candidate,
             self.brains.len(),
             self.brains.first().map_or(0, |b| b.bursts),
@@ -78,7 +82,9 @@ impl fmt::Display for ParityReport {
             neurons,
             synapses,
             self.brains.iter().map(|b| b.compared).sum::<u64>(),
-            self.fired()
+            self.fired(),
+            self.brains.iter().filter(|b| b.weights > 0).count(),
+            self.brains.iter().map(|b| b.weights).sum::<u64>()
         )
     }
 }
@@ -153,7 +159,22 @@ fn random_pattern_coord(rng: &mut Rng, dim: u32) -> PatternCoord {
     }
 }
 
-/// A random, valid genome of at most `max_neurons` neurons. `seed % 4` picks the shape.
+fn area_neurons(a: &Area) -> u64 {
+    a.dims.iter().map(|&d| d as u64).product::<u64>() * a.neurons_per_voxel as u64
+}
+
+/// A random plasticity rule: steps of 0 to 20, windows of 1 to 4 bursts.
+fn random_rule(rng: &mut Rng) -> crate::genome::Plasticity {
+    crate::genome::Plasticity {
+        constant: rng.range(0, 10) as f64,
+        ltp_multiplier: rng.uniform(0.0, 2.0),
+        ltd_multiplier: rng.uniform(0.0, 2.0),
+        window: rng.range(1, 4) as u32,
+    }
+}
+
+/// A random, valid genome of at most `max_neurons` neurons. `seed % 4` picks the shape; half the
+/// brains learn (plastic and associative mappings, docs/plasticity.md).
 pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
     let mut rng = Rng::new(seed);
     let shape = (seed % 4) as usize;
@@ -266,6 +287,8 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
         "lateral_pairs_x",
         "last_to_first",
     ];
+    // half the brains learn: some mappings plastic, maybe one associative
+    let learns = rng.chance(0.5);
     let n_map = (areas.len() as f64 * rng.uniform(1.0, 2.5)) as usize + 1;
     let mut mappings = Vec::new();
     let mut used_names = std::collections::HashSet::new();
@@ -293,9 +316,29 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
             psp: if rng.chance(0.2) { Some(if strong { rng.uniform(1.0, 255.0).round() } else { rng.uniform(0.2, 2.0) }) } else { None },
             sign: if rng.chance(0.25) { Sign::Inhibitory } else { Sign::Excitatory },
             attractivity: if rng.chance(0.3) { rng.uniform(10.0, 99.0) } else { 100.0 },
-            plasticity: None,
+            plasticity: (learns && rng.chance(0.5)).then(|| random_rule(&mut rng)),
             max_synapses: None,
         });
+    }
+    if learns {
+        // an associative mapping between two small areas (the pair table stays small)
+        let small: Vec<usize> = (0..areas.len()).filter(|&i| area_neurons(&areas[i]) <= 300).collect();
+        if !small.is_empty() {
+            let (src, dst) = (*rng.pick(&small), *rng.pick(&small));
+            let pairs = area_neurons(&areas[src]) * area_neurons(&areas[dst]);
+            mappings.push(Mapping {
+                source: areas[src].id.clone(),
+                destination: areas[dst].id.clone(),
+                morphology: "associative_memory".into(),
+                scalar: [1, 1, 1],
+                weight: 1.0,
+                psp: None,
+                sign: if rng.chance(0.25) { Sign::Inhibitory } else { Sign::Excitatory },
+                attractivity: 100.0,
+                plasticity: Some(random_rule(&mut rng)),
+                max_synapses: rng.chance(0.5).then(|| rng.range(1, pairs.max(1))),
+            });
+        }
     }
     Genome {
         name: format!("random-{seed}"),
@@ -359,6 +402,30 @@ fn where_is(layout: &Layout, n: u32) -> String {
     format!("neuron {n} (area '{}', [x, y, z, k] = {:?})", layout.meta[c.area].id, c.xyzk)
 }
 
+/// The first difference between two learned states, in words.
+fn compare_learned(seed: u64, when: &str, a: &Learned, b: &Learned) -> Result<(), String> {
+    let at = format!("brain seed {seed}, {when}");
+    if a.ahead != b.ahead {
+        return Err(format!("{at}: the last burst's learning is in on the CPU: {}, on the candidate: {}", a.ahead, b.ahead));
+    }
+    if let Some(i) = (0..a.history.len().max(b.history.len())).find(|&i| a.history.get(i) != b.history.get(i)) {
+        return Err(format!("{at}: firing history of neuron {i}: CPU {:?} vs candidate {:?}", a.history.get(i), b.history.get(i)));
+    }
+    if let Some(i) = (0..a.synapses.len().max(b.synapses.len())).find(|&i| a.synapses.get(i) != b.synapses.get(i)) {
+        return Err(format!(
+            "{at}: plastic synapse #{i}: CPU {:?} vs candidate {:?} ({} vs {} synapses)",
+            a.synapses.get(i),
+            b.synapses.get(i),
+            a.synapses.len(),
+            b.synapses.len()
+        ));
+    }
+    if a.grown != b.grown {
+        return Err(format!("{at}: grown pairs differ: CPU {} vs candidate {}", a.grown.len(), b.grown.len()));
+    }
+    Ok(())
+}
+
 fn compare_states(seed: u64, when: &str, layout: &Layout, a: &NeuronState, b: &NeuronState) -> Result<(), String> {
     if a.burst != b.burst {
         return Err(format!("brain seed {seed}, {when}: burst number CPU {} vs candidate {}", a.burst, b.burst));
@@ -383,6 +450,7 @@ fn compare_states(seed: u64, when: &str, layout: &Layout, a: &NeuronState, b: &N
             ));
         }
     }
+    compare_learned(seed, when, &a.learned, &b.learned)?;
     if a.fired != b.fired {
         let i = (0..a.fired.len().max(b.fired.len())).find(|&i| a.fired.get(i) != b.fired.get(i)).unwrap_or(0);
         return Err(format!(
@@ -419,6 +487,7 @@ pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityRep
         };
         let cand_brain = if cfg.candidate_parts <= 1 { clone_brain(&brain) } else { Brain::build(&genome, cfg.candidate_parts, false) };
         let synapses = brain.connectome.synapses();
+        let learns = brain.connectome.plastic.is_some();
         let mut reference = CpuBackend::new(brain, readback.clone());
         let mut cand = candidate(&genome, cand_brain, readback.clone())
             .map_err(|e| format!("brain seed {seed}: the candidate backend failed to start: {e}"))?;
@@ -437,6 +506,7 @@ pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityRep
             bursts: cfg.bursts,
             fired: 0,
             compared: 0,
+            weights: 0,
             readback: if i % 2 == 0 { "all" } else { "ranges" },
         };
         for b in 1..=cfg.bursts {
@@ -476,6 +546,13 @@ pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityRep
             }
             br.fired += r.fired_total;
             br.compared += r.fired.len() as u64;
+            if learns && b != cfg.bursts / 2 {
+                // a brain that learns: every weight, every burst
+                let a = reference.snapshot().map_err(|e| e.to_string())?;
+                let s = cand.snapshot().map_err(|e| format!("brain seed {seed}: candidate snapshot: {e}"))?;
+                compare_learned(seed, &format!("after burst {b}"), &a.learned, &s.learned)?;
+                br.weights += a.learned.synapses.len() as u64;
+            }
             if b == cfg.bursts / 2 {
                 let a = reference.snapshot().map_err(|e| e.to_string())?;
                 let s = cand.snapshot().map_err(|e| format!("brain seed {seed}: candidate snapshot: {e}"))?;

@@ -36,24 +36,47 @@ fn weights(b: &mut dyn Backend) -> Vec<LearnedSynapse> {
 
 /// The weight of the one synapse a -> b after each of bursts 1..=4, with a and b firing as `s`
 /// and `d` ('1' = fired): a snapshot holds the update after the last burst.
-fn worked(s: &str, d: &str) -> Vec<u8> {
+fn worked(open: &Open, s: &str, d: &str) -> Vec<u8> {
     let g = pair_genome("projector", 1, 1, "");
-    let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    let mut b = open(Brain::build(&g, 1, false));
+    let b = b.as_mut();
     let mut out = Vec::new();
     for (x, y) in s.bytes().zip(d.bytes()) {
         let fire: Vec<u32> = [(x == b'1').then_some(0), (y == b'1').then_some(1)].into_iter().flatten().collect();
         b.burst(drive(fire).as_slice()).unwrap();
-        out.push(weights(&mut b)[0].weight);
+        out.push(weights(b)[0].weight);
     }
     out
 }
 
+type Open = dyn Fn(Brain) -> Box<dyn Backend>;
+
+fn worked_examples(open: &Open) {
+    assert_eq!(worked(open, "1111", "1111"), [10, 15, 20, 25]);
+    assert_eq!(worked(open, "1111", "0000"), [10, 8, 6, 4]);
+    assert_eq!(worked(open, "1010", "1010"), [10, 8, 6, 4]);
+    assert_eq!(worked(open, "0000", "0000"), [10, 10, 10, 10]);
+    // associative: a and b fire in bursts 1 and 2 -> a -> b with w = 5 after burst 2
+    let g = pair_genome("associative_memory", 1, 1, "");
+    let mut b = open(Brain::build(&g, 1, false));
+    b.burst(drive([0, 1]).as_slice()).unwrap();
+    assert!(weights(b.as_mut()).is_empty(), "no synapse before the window is full");
+    b.burst(drive([0, 1]).as_slice()).unwrap();
+    assert_eq!(weights(b.as_mut()), [LearnedSynapse { source: 0, target: 1, mapping: 0, weight: 5 }], "grown after burst 2");
+}
+
 #[test]
 fn the_specs_worked_examples_on_the_cpu() {
-    assert_eq!(worked("1111", "1111"), [10, 15, 20, 25]);
-    assert_eq!(worked("1111", "0000"), [10, 8, 6, 4]);
-    assert_eq!(worked("1010", "1010"), [10, 8, 6, 4]);
-    assert_eq!(worked("0000", "0000"), [10, 10, 10, 10]);
+    worked_examples(&|brain| Box::new(CpuBackend::new(brain, Readback::All)));
+}
+
+#[test]
+fn the_specs_worked_examples_on_the_gpu() {
+    use neuroburst::backend::cuda::{probe, CudaBackend};
+    if let neuroburst::backend::GpuProbe::Unavailable(why) = probe(0) {
+        return common::skip(&why);
+    }
+    worked_examples(&|brain| Box::new(CudaBackend::new(brain, Readback::All, 0).unwrap()));
 }
 
 #[test]
@@ -72,16 +95,6 @@ fn a_learned_weight_changes_what_the_target_receives() {
     assert_eq!(st.learned.synapses[0].weight, 23);
     let leaked = st.potential[1];
     assert!(leaked > Potential::from_f64(20.0).0, "b received 25 x psp 1 (got {leaked} LSBs)");
-}
-
-#[test]
-fn associative_memory_grows_a_synapse_between_neurons_that_fire_together() {
-    let g = pair_genome("associative_memory", 1, 1, "");
-    let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
-    b.burst(drive([0, 1]).as_slice()).unwrap();
-    assert!(weights(&mut b).is_empty(), "no synapse before the window is full");
-    b.burst(drive([0, 1]).as_slice()).unwrap();
-    assert_eq!(weights(&mut b), [LearnedSynapse { source: 0, target: 1, mapping: 0, weight: 5 }], "grown after burst 2");
 }
 
 #[test]
@@ -200,4 +213,17 @@ fn a_checkpoint_carries_the_learned_weights_and_a_version_1_file_still_loads() {
     let sum = xxhash_rust::xxh3::xxh3_64(&bytes[..n]);
     bytes[n..].copy_from_slice(&sum.to_le_bytes());
     assert_eq!(Checkpoint::from_bytes(&path, &bytes).unwrap().state, v1);
+}
+
+#[test]
+fn random_brains_that_learn_give_the_same_weights_in_shards_and_pieces() {
+    use neuroburst::selftest::{cpu_candidate, parity, sharded_candidate, ParityConfig};
+    use neuroburst::shard::Strategy;
+    let cfg = ParityConfig { brains: 6, bursts: 150, seed: 40, max_neurons: 1500, candidate_parts: 3 };
+    let report = parity(&cfg, &cpu_candidate).unwrap_or_else(|d| panic!("3 pieces: {d}"));
+    assert!(report.brains.iter().any(|b| b.weights > 0), "some brains learn: {report}");
+    for strategy in [Strategy::RoundRobin, Strategy::ByCorticalArea] {
+        let cfg = ParityConfig { candidate_parts: 1, ..cfg.clone() };
+        parity(&cfg, &sharded_candidate(3, strategy, vec![])).unwrap_or_else(|d| panic!("3 shards, {strategy}: {d}"));
+    }
 }

@@ -32,15 +32,7 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
         BackendKind::Cpu => GpuProbe::Unavailable("not probed".into()),
         _ => probe(cfg.device),
     };
-    let mut choice = choose(cfg.kind, &probe, neurons, cfg.gpu_min_neurons)?;
-    if choice.kind == BackendKind::Cuda && genome.mappings.iter().any(|m| m.plasticity.is_some()) {
-        // the GPU kernels do not learn yet (docs/plasticity.md)
-        let why = "the genome has plastic mappings, and only the CPU backend learns so far";
-        if cfg.kind == BackendKind::Cuda {
-            return Err(format!("the CUDA backend was asked for, but {why}: run it with --backend cpu (or auto)"));
-        }
-        choice = Choice { kind: BackendKind::Cpu, reason: format!("auto: using the CPU: {why}") };
-    }
+    let choice = choose(cfg.kind, &probe, neurons, cfg.gpu_min_neurons)?;
     tracing::info!("{}", choice.reason);
     crate::capacity::check_build(
         genome,

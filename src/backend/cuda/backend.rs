@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaGraph, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::learn::Learning;
 use super::layout::{as_bytes, dev_err, dptr, Net, BLOCK, M_BOUND, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER, PAIRS_PER_CHUNK};
+use super::learn::Learning;
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
 use super::resident::Resident;
@@ -534,8 +534,15 @@ impl CudaBackend {
 
     /// What this GPU's part learned (the device is idle); empty when the brain does not learn.
     pub(super) fn learned(&mut self) -> Result<crate::model::plasticity::Learned, BackendError> {
+        // the learning from the last burst ran with the propagation launched after it
+        let ran_ahead = self.pre_pending;
         match &mut self.learning {
-            Some(l) => l.snapshot(&self.stream, &self._res.codes),
+            Some(l) => {
+                let ahead = ran_ahead || l.skip_pending;
+                let mut learned = l.snapshot(&self.stream, &self._res.codes)?;
+                learned.ahead = ahead;
+                Ok(learned)
+            }
             None => Ok(Default::default()),
         }
     }

@@ -156,6 +156,9 @@ impl CudaBackend {
             unsafe { result::graph::launch(self.pre[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
                 .map_err(dev_err("launching the propagate graph"))?;
             self.pre_pending = true;
+            if let Some(l) = &mut self.learning {
+                l.skip_pending = false;
+            }
         }
         Ok(())
     }

@@ -31,6 +31,10 @@ pub(super) struct Learning {
     exists: CudaSlice<u64>,
     grown: CudaSlice<u64>,
     hist: CudaSlice<u32>,
+    skip: CudaSlice<u32>,
+    /// The next learning is skipped (a restored state holds it already): set by a restore,
+    /// cleared when a propagation is launched (the learning before it consumes it).
+    pub skip_pending: bool,
     /// This GPU's part (its codes as of the last snapshot or restore), and the reference learner.
     part: Part,
     learner: Learner,
@@ -58,7 +62,8 @@ impl Learning {
             let mut map = PlasMap { ltp: m.rule.ltp as u32, ltd: m.rule.ltd as u32, window: m.rule.window, ..Default::default() };
             if let Some(a) = &m.associative {
                 let w = a.pairs().div_ceil(64);
-                (map.assoc, map.src_lo, map.src_hi, map.dst_lo, map.dst_hi) = (1, a.sources.start, a.sources.end, a.targets.start, a.targets.end);
+                (map.assoc, map.src_lo, map.src_hi, map.dst_lo, map.dst_hi) =
+                    (1, a.sources.start, a.sources.end, a.targets.start, a.targets.end);
                 (map.cap, map.bits) = (a.max_synapses, at * 2);
                 at += w as u64;
                 words.push(w);
@@ -77,6 +82,7 @@ impl Learning {
         let _maps = s.clone_htod(as_bytes(&maps)).map_err(e("uploading the plastic mappings"))?;
         let exists = s.alloc_zeros::<u64>((at as usize).max(1)).map_err(e("alloc pair tables"))?;
         let grown = s.alloc_zeros::<u64>(2 * maps.len().max(1)).map_err(e("alloc growth counts"))?;
+        let skip = s.alloc_zeros::<u32>(1).map_err(e("alloc the skip flag"))?;
         let params = Learn {
             hist: dptr(&hist, s),
             now: dptr(&_now, s),
@@ -89,6 +95,7 @@ impl Learning {
             maps: dptr(&_maps, s),
             exists: dptr(&exists, s),
             grown: dptr(&grown, s),
+            skip: dptr(&skip, s),
             code_base: plastic.base,
             n_total: neurons_total,
             longest: window_mask(plastic.max_window()),
@@ -108,6 +115,8 @@ impl Learning {
             exists,
             grown,
             hist,
+            skip,
+            skip_pending: false,
             part: host_part,
             learner: Learner::new(plastic.clone(), neurons_total),
             words,
@@ -189,6 +198,8 @@ impl Learning {
         if !counts.is_empty() {
             s.memcpy_htod(&counts, &mut self.grown).map_err(e("writing growth counts"))?;
         }
+        s.memcpy_htod(&[learned.ahead as u32], &mut self.skip).map_err(e("writing the skip flag"))?;
+        self.skip_pending = learned.ahead;
         Ok(())
     }
 }

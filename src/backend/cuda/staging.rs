@@ -120,6 +120,9 @@ impl CudaBackend {
         if !self.resident.as_ref().is_some_and(|r| r.running()) {
             if !self.pre_pending {
                 self.run_ahead(self.cur)?;
+                if let Some(l) = &mut self.learning {
+                    l.skip_pending = false;
+                }
             }
             self.stream.synchronize().map_err(dev_err("running the propagation"))?;
             let p = ResParams {
