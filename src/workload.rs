@@ -87,3 +87,58 @@ impl Workload {
         }
     }
 }
+
+/// How a benchmark brain learns (docs/plasticity.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Learning {
+    /// Every synapse of the workload plastic, with this window (Δ+ = Δ- = 1).
+    pub window: Option<u32>,
+    /// Two more areas of this many neurons (0: none), `assoc_a` -> `assoc_b` associative
+    /// (window 1, Δ+ = 1), each injected like the workload: the pairs that fire together grow.
+    pub associative: u32,
+}
+
+impl Workload {
+    /// The workload's genome with `learning`.
+    pub fn learning_genome(&self, learning: &Learning) -> Genome {
+        use crate::genome::Plasticity;
+        let mut g = self.genome();
+        let rule = |window| Plasticity { constant: 1.0, ltp_multiplier: 1.0, ltd_multiplier: 1.0, window };
+        if let Some(w) = learning.window {
+            g.mappings[0].plasticity = Some(rule(w));
+            g.name = format!("{} plastic (window {w})", g.name);
+        }
+        if learning.associative > 0 {
+            for id in ["assoc_a", "assoc_b"] {
+                let mut a = g.areas[0].clone();
+                (a.id, a.name, a.dims) = (id.into(), id.into(), [learning.associative, 1, 1]);
+                a.neuron = NeuronParams { threshold: 1.0, ..NeuronParams::default() };
+                g.areas.push(a);
+            }
+            g.mappings.push(Mapping {
+                source: "assoc_a".into(),
+                destination: "assoc_b".into(),
+                morphology: "associative_memory".into(),
+                scalar: [1, 1, 1],
+                weight: 1.0,
+                psp: Some(0.0),
+                sign: Sign::Excitatory,
+                attractivity: 100.0,
+                plasticity: Some(rule(1)),
+                max_synapses: None,
+            });
+        }
+        g
+    }
+
+    /// [`Workload::injection`], and with an associative pair of areas, their neurons drawn alike.
+    pub fn learning_injection(&self, learning: &Learning, t: u64, out: &mut Injections) {
+        self.injection(t, out);
+        if learning.associative > 0 {
+            let cut = (self.rate.clamp(0.0, 1.0) * 4_294_967_296.0) as u64;
+            let ids: Vec<u32> =
+                (self.neurons..self.neurons + 2 * learning.associative).filter(|&n| (pcg_hash(n, t + 7919) as u64) < cut).collect();
+            out.extend_ids(&ids, Potential::from_f64(2.0));
+        }
+    }
+}

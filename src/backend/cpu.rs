@@ -232,7 +232,7 @@ fn step_simple(p: &AreaParams, v: &mut i64, input: i64, n: u32, t: u64) -> Optio
 
 /// Hint the CPU to fetch the cache lines of `bytes` bytes from `ptr` (no effect elsewhere).
 #[inline(always)]
-fn prefetch<T>(ptr: *const T, bytes: usize) {
+pub(crate) fn prefetch<T>(ptr: *const T, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};

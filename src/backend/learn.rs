@@ -14,12 +14,14 @@
 use std::ops::Range;
 
 use crate::connectome::plastic::Decoded;
-use crate::connectome::{Part, Plastic};
-use crate::model::plasticity::{record, window_mask, Change, GrownPair, History, Learned, LearnedSynapse};
+use super::cpu::prefetch;
+use crate::connectome::{Codes, Part, Plastic};
+use crate::model::plasticity::{record, window_mask, GrownPair, History, Learned, LearnedSynapse};
 
 /// The learning state of one engine.
 pub struct Learner {
     plastic: Plastic,
+    groups: Vec<GroupRule>,
     /// Firing history of every neuron of the brain.
     history: Vec<History>,
     /// Neurons that fired within the longest window, ascending.
@@ -35,6 +37,59 @@ pub struct Learner {
     all_b: Vec<u32>,
 }
 
+/// A part's rows, columns and range, borrowed beside its codes.
+struct Rows<'a> {
+    base: u32,
+    end: u32,
+    row_ptr: &'a [u64],
+    targets: &'a [u32],
+    columns: Option<&'a crate::connectome::Columns>,
+}
+
+/// A code's storage width.
+trait Code: Copy {
+    fn get(self) -> u32;
+    fn make(c: u32) -> Self;
+}
+
+impl Code for u16 {
+    #[inline(always)]
+    fn get(self) -> u32 {
+        self as u32
+    }
+    #[inline(always)]
+    fn make(c: u32) -> u16 {
+        c as u16
+    }
+}
+
+impl Code for u32 {
+    #[inline(always)]
+    fn get(self) -> u32 {
+        self
+    }
+    #[inline(always)]
+    fn make(c: u32) -> u32 {
+        c
+    }
+}
+
+/// A group's rule, where the update reads it.
+#[derive(Clone, Copy, Debug)]
+struct GroupRule {
+    mask: History,
+    window: u64,
+    ltp: u8,
+    ltd: u8,
+    associative: bool,
+    /// Its plastic mapping.
+    mapping: u32,
+}
+
+/// Rows (pass 1) and columns (pass 2) prefetched this many ahead.
+const PREFETCH_AHEAD: usize = 4;
+const PREFETCH_COLUMNS: usize = 2;
+
 /// Marks of one part's synapses (see the module's comment).
 pub type Marks = Vec<u64>;
 
@@ -47,7 +102,17 @@ impl Learner {
         let exists =
             plastic.mappings.iter().map(|m| m.associative.as_ref().map_or(Vec::new(), |a| vec![0; a.pairs().div_ceil(64)])).collect();
         let n = plastic.mappings.len();
+        let groups = plastic
+            .group_mapping
+            .iter()
+            .map(|&pm| {
+                let m = &plastic.mappings[pm as usize];
+                let (rule, associative) = (m.rule, m.associative.is_some());
+                GroupRule { mask: rule.mask(), window: rule.window as u64, ltp: rule.ltp, ltd: rule.ltd, associative, mapping: pm }
+            })
+            .collect();
         Learner {
+            groups,
             longest: window_mask(plastic.max_window()),
             plastic,
             history: vec![0; neurons as usize],
@@ -98,16 +163,30 @@ impl Learner {
 
     /// Burst `t`'s update of the synapses of `part` (histories recorded up to burst `t`).
     pub fn update(&self, t: u64, part: &mut Part, marks: &mut Marks) {
-        let p = &self.plastic;
-        let base = part.targets_range.start;
+        let Part { targets_range, row_ptr, targets, codes, columns } = part;
+        let view = Rows { base: targets_range.start, end: targets_range.end, row_ptr, targets, columns: columns.as_ref() };
+        match codes {
+            Codes::U16(c) => self.update_codes(t, &view, c, marks),
+            Codes::U32(c) => self.update_codes(t, &view, c, marks),
+        }
+    }
+
+    fn update_codes<C: Code>(&self, t: u64, part: &Rows<'_>, codes: &mut [C], marks: &mut Marks) {
+        let (code_base, base, groups) = (self.plastic.base, part.base, &self.groups[..]);
+        let row = |s: u32| part.row_ptr[s as usize] as usize..part.row_ptr[s as usize + 1] as usize;
         // 1. rows of the sources that fired recently: the whole rule
-        for &s in &self.active {
+        for (k, &s) in self.active.iter().enumerate() {
+            if let Some(&next) = self.active.get(k + PREFETCH_AHEAD) {
+                let r = row(next);
+                prefetch(part.targets.as_ptr().wrapping_add(r.start), r.len() * 4);
+                prefetch(codes.as_ptr().wrapping_add(r.start), r.len() * std::mem::size_of::<C>());
+            }
             let hs = self.history[s as usize];
-            for i in part.row(s) {
-                let Some(Decoded { group, weight }) = p.decode(part.codes.get(i)) else { continue };
-                let pm = p.group_mapping[group as usize] as usize;
-                let rule = &p.mappings[pm].rule;
-                if hs & rule.mask() == 0 {
+            for i in row(s) {
+                let Some(c) = codes[i].get().checked_sub(code_base) else { continue };
+                let (group, weight) = (c >> 8, c as u8);
+                let g = &groups[group as usize];
+                if hs & g.mask == 0 {
                     continue;
                 }
                 let d = part.targets[i] + base;
@@ -115,21 +194,33 @@ impl Learner {
                 if hd & self.longest != 0 {
                     marks[i / 64] |= 1 << (i % 64);
                 }
-                let w = match rule.change(t, hs, hd) {
-                    Change::Unchanged => continue,
+                if t < g.window {
+                    continue;
+                }
+                let w = if hs & g.mask == g.mask && hd & g.mask == g.mask {
                     // an associative pair that does not exist grows instead (see `grow`)
-                    Change::Potentiate if !self.exists(pm, s, d) => continue,
-                    Change::Potentiate => weight.saturating_add(rule.ltp),
-                    Change::Depress => weight.saturating_sub(rule.ltd),
+                    if g.associative && !self.exists(g.mapping as usize, s, d) {
+                        continue;
+                    }
+                    weight.saturating_add(g.ltp)
+                } else {
+                    weight.saturating_sub(g.ltd)
                 };
-                part.codes.set(i, p.encode(group, w));
+                codes[i] = C::make(code_base + (group << 8) + w as u32);
             }
         }
         // 2. plastic synapses onto the targets that fired recently, not visited by pass 1: their
         // source was silent in the window, so they are depressed (or unchanged before t = W)
-        let Some(columns) = &part.columns else { return };
-        let own = self.active.partition_point(|&n| n < base)..self.active.partition_point(|&n| n < part.targets_range.end);
-        for &d in &self.active[own] {
+        let Some(columns) = part.columns else { return };
+        let own = self.active.partition_point(|&n| n < base)..self.active.partition_point(|&n| n < part.end);
+        let mine = &self.active[own];
+        for (k, &d) in mine.iter().enumerate() {
+            if let Some(&next) = mine.get(k + PREFETCH_COLUMNS) {
+                for &i in columns.of_target(next - base) {
+                    prefetch(codes.as_ptr().wrapping_add(i as usize), 1);
+                    prefetch(marks.as_ptr().wrapping_add(i as usize / 64), 1);
+                }
+            }
             let hd = self.history[d as usize];
             for &i in columns.of_target(d - base) {
                 let i = i as usize;
@@ -137,10 +228,11 @@ impl Learner {
                     marks[i / 64] &= !(1 << (i % 64));
                     continue;
                 }
-                let Some(Decoded { group, weight }) = p.decode(part.codes.get(i)) else { continue };
-                let rule = &p.mapping_of(group).rule;
-                if rule.change(t, 0, hd) == Change::Depress {
-                    part.codes.set(i, p.encode(group, weight.saturating_sub(rule.ltd)));
+                let Some(c) = codes[i].get().checked_sub(code_base) else { continue };
+                let (group, weight) = (c >> 8, c as u8);
+                let g = &groups[group as usize];
+                if t >= g.window && hd & g.mask != 0 && weight > 0 {
+                    codes[i] = C::make(code_base + (group << 8) + weight.saturating_sub(g.ltd) as u32);
                 }
             }
         }

@@ -14,7 +14,7 @@ use crate::genome::Genome;
 use crate::live::clock::Clock;
 use crate::model::{Injections, Layout};
 use crate::view::{Feed, View};
-use crate::workload::Workload;
+use crate::workload::{Learning, Workload};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -48,6 +48,13 @@ pub struct BenchArgs {
     /// bench waits for a client first, to measure the bursts with the view watched.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
     pub view: Option<String>,
+    /// Every synapse plastic, with this window in bursts (FEAGI's rule, Δ+ = Δ- = 1).
+    #[arg(long, value_name = "WINDOW")]
+    pub plastic: Option<u32>,
+    /// Add two areas of this many neurons, the first associative onto the second, injected like
+    /// the workload: reports the synapses grown per second.
+    #[arg(long, value_name = "NEURONS", default_value_t = 0)]
+    pub associative: u32,
     /// Also write every measured burst's latency (us, in burst order, one per line) to this file.
     #[arg(long, value_name = "FILE")]
     pub latencies: Option<std::path::PathBuf>,
@@ -75,7 +82,7 @@ struct Measured {
 /// against 37-44 us on a worker, W(5M) p99 134-139 against 105-114 us, W(100k) p50 16.8-19.0
 /// against 13.9-16.0 us in one call (equal in another); with one worker thread, the old loop's
 /// W(1M) p50 was 50 us instead of 32.
-fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend, view: Option<&Feed>) -> anyhow::Result<Measured> {
+fn measure(a: &BenchArgs, w: &Workload, learning: &Learning, backend: &mut dyn Backend, view: Option<&Feed>) -> anyhow::Result<Measured> {
     let mut run = move || -> anyhow::Result<Measured> {
         let mut injection = Injections::new();
         backend.prepare_input(&mut injection);
@@ -87,7 +94,7 @@ fn measure(a: &BenchArgs, w: &Workload, backend: &mut dyn Backend, view: Option<
                 // the burst's period starts: its sensor input arrives now
                 c.wait();
             }
-            w.injection(t, &mut injection);
+            w.learning_injection(learning, t, &mut injection);
             let start = Instant::now();
             let out = backend.burst(injection.as_slice())?;
             let dt = start.elapsed();
@@ -138,7 +145,8 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     }
     super::init(&config);
     let w = Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rate, seed: a.seed };
-    let genome: Genome = w.genome();
+    let learning = Learning { window: a.plastic, associative: a.associative };
+    let genome: Genome = w.learning_genome(&learning);
     let mut opened = open(&genome, &config.backend, Readback::Ranges(vec![w.motor()]), config.log.progress).map_err(anyhow::Error::msg)?;
     let backend = opened.backend.as_mut();
 
@@ -153,7 +161,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let measured = measure(&a, &w, backend, feed.as_ref());
+    let measured = measure(&a, &w, &learning, backend, feed.as_ref());
     stop_view.store(true, std::sync::atomic::Ordering::Relaxed);
     let Measured { mut lat_us, fired, motor, injected } = measured?;
     if let Some(path) = &a.latencies {
@@ -168,6 +176,10 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let bursts = a.bursts as f64;
     // every neuron has exactly K synapses, so each spike is K synaptic events
     let events_per_s = fired as f64 * a.fanout as f64 / total_s;
+    // what the brain learned: plastic synapses, and the associative pairs grown while measured
+    let learned = if a.plastic.is_some() || a.associative > 0 { Some(backend.snapshot()?.learned) } else { None };
+    let grown = learned.as_ref().map_or(0, |l| l.grown.len());
+    let grown_per_s = grown as f64 / total_s;
     let obj = json!({
         "backend": info.backend,
         "device": info.device,
@@ -192,6 +204,11 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         "build_s": opened.build_seconds,
         "threads": rayon::current_num_threads(),
         "view": a.view.is_some(),
+        "plastic_window": a.plastic,
+        "plastic_synapses": learned.as_ref().map_or(0, |l| l.synapses.len()),
+        "associative_neurons": a.associative,
+        "grown": grown,
+        "grown_per_s": grown_per_s,
     });
     if a.json {
         println!("{obj}");
@@ -202,7 +219,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         "W(N={}, K={}, rho={}) on {} ({}), {} bursts {pace} after {} warm-up",
         a.neurons, a.fanout, a.rate, info.backend, info.device, a.bursts, a.warmup
     );
-    let rows = vec![
+    let mut rows = vec![
         vec!["metric".to_string(), "value".to_string()],
         vec!["burst latency p50".into(), format!("{p50:.1} us")],
         vec!["burst latency p99".into(), format!("{p99:.1} us")],
@@ -214,6 +231,10 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         vec!["memory".into(), table::bytes(info.memory_bytes)],
         vec!["connectome build".into(), format!("{:.2} s", opened.build_seconds)],
     ];
+    if let Some(l) = &learned {
+        rows.push(vec!["plastic synapses".into(), l.synapses.len().to_string()]);
+        rows.push(vec!["associative pairs grown".into(), format!("{grown} ({grown_per_s:.3e} per s of bursts)")]);
+    }
     print!("{}", table::render(&rows));
     println!("{obj}");
     Ok(())
