@@ -129,5 +129,12 @@ fn print_summary(a: &ReplayArgs, genome: &Genome, s: &ReplaySummary, backend: St
     print!("{}", table::render(&rows));
     let fired: Vec<String> = s.fired.iter().map(|(id, n)| format!("{id} {n}")).collect();
     println!("fired per area: {}", fired.join(", "));
+    if let (Some(first), Some(last)) = (s.learning.first(), s.learning.last()) {
+        let mut rows = vec![vec!["plastic mapping".into(), "synapses".into(), "mean weight".into(), "at the start".into()]];
+        for (j, label) in s.learning_labels.iter().enumerate() {
+            rows.push(vec![label.clone(), last.synapses[j].to_string(), format!("{:.2}", last.mean[j]), format!("{:.2}", first.mean[j])]);
+        }
+        print!("{}", table::render(&rows));
+    }
     println!("output written to {}", a.out.display());
 }

@@ -69,9 +69,17 @@ pub fn draw(s: &ReplaySummary, title: &PlotTitle<'_>, area_ids: &[String], area_
             title.genome, title.bag, s.bursts, title.rate_hz, s.duration_s, title.backend
         );
         let root = root.titled(&heading, (FONT, 24)).map_err(err)?;
-        let (top, bottom) = root.split_vertically(H * 45 / 100);
         let t_max = s.records.last().map_or(1.0, |r| r.t).max(1e-3);
+        let (top, bottom) = root.split_vertically(H * if s.learning.is_empty() { 45 } else { 33 } / 100);
         motor(s, &top, t_max)?;
+        let bottom = if s.learning.is_empty() {
+            bottom
+        } else {
+            // a brain that learns: its plastic mappings' mean weights between the two
+            let (middle, bottom) = bottom.split_vertically(H * 27 / 100);
+            learned(s, &middle, t_max)?;
+            bottom
+        };
         heat(s, &bottom, t_max, area_ids, area_neurons)?;
         root.present().map_err(err)?;
     }
@@ -88,19 +96,41 @@ fn motor(s: &ReplaySummary, area: &Area<'_>, t_max: f64) -> Result<(), String> {
         .map(|j| s.records.iter().map(|r| (r.t, r.motor.iter().flatten().nth(j).copied().unwrap_or(0.0))).collect())
         .collect();
     let y = series.iter().flatten().map(|p| p.1.abs()).fold(0.0f64, f64::max).max(1e-6) * 1.15;
+    lines(area, "Motor commands (decoded from the motor areas)", "command", t_max, -y..y, labels, series)
+}
+
+/// The mean weight of each plastic mapping's synapses over bag time.
+fn learned(s: &ReplaySummary, area: &Area<'_>, t_max: f64) -> Result<(), String> {
+    let series: Vec<Vec<(f64, f64)>> =
+        (0..s.learning_labels.len()).map(|j| s.learning.iter().map(|p| (p.t, p.mean[j])).collect()).collect();
+    let y = series.iter().flatten().map(|p| p.1).fold(0.0f64, f64::max).max(1.0) * 1.15;
+    let caption = "Learned weights (mean weight of each plastic mapping's synapses, 0..255)";
+    lines(area, caption, "weight", t_max, 0.0..y, s.learning_labels.clone(), series)
+}
+
+/// Lines over bag time, a legend inside.
+fn lines(
+    area: &Area<'_>,
+    caption: &str,
+    y_desc: &str,
+    t_max: f64,
+    y: std::ops::Range<f64>,
+    labels: Vec<String>,
+    series: Vec<Vec<(f64, f64)>>,
+) -> Result<(), String> {
     // the same width and left margin as the heat map below, so the time axes line up
     let (area, _) = area.split_horizontally(W - SCALE_W);
     let mut chart = ChartBuilder::on(&area)
-        .caption("Motor commands (decoded from the motor areas)", (FONT, 18))
+        .caption(caption, (FONT, 18))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(LABELS_W)
-        .build_cartesian_2d(0.0..t_max, -y..y)
+        .build_cartesian_2d(0.0..t_max, y)
         .map_err(err)?;
     chart
         .configure_mesh()
         .x_desc("bag time (s)")
-        .y_desc("command")
+        .y_desc(y_desc)
         .axis_desc_style((FONT, 15))
         .label_style((FONT, 13))
         .light_line_style(RGBColor(235, 235, 235))

@@ -30,6 +30,47 @@ pub struct BurstRecord {
     pub motor: Vec<Vec<f64>>,
 }
 
+/// What the plastic mappings held at one moment of a replay (a brain that learns).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LearnPoint {
+    /// Seconds since the first message.
+    pub t: f64,
+    /// Per plastic mapping (as [`ReplaySummary::learning_labels`]): its synapses and their mean weight.
+    pub synapses: Vec<u64>,
+    pub mean: Vec<f64>,
+}
+
+/// Samples of what a brain learns over a replay: about this many.
+const LEARN_SAMPLES: u64 = 200;
+
+/// The plastic mappings of `genome`: genome index and label.
+fn plastic_mappings(genome: &Genome) -> Vec<(u32, String)> {
+    let assoc = |m: &crate::genome::Mapping| if m.morphology == "associative_memory" { " (associative)" } else { "" };
+    genome
+        .mappings
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.plasticity.is_some())
+        .map(|(i, m)| (i as u32, format!("{} -> {}{}", m.source, m.destination, assoc(m))))
+        .collect()
+}
+
+/// One sample of what the brain has learned.
+fn learn_point(backend: &mut dyn Backend, mappings: &[(u32, String)], t: f64, burst: u64) -> Result<LearnPoint, ReplayError> {
+    let st = backend.snapshot().map_err(|e| ReplayError::Backend { burst, message: e.to_string() })?;
+    let mut p = LearnPoint { t, synapses: vec![0; mappings.len()], mean: vec![0.0; mappings.len()] };
+    for s in &st.learned.synapses {
+        if let Some(j) = mappings.iter().position(|m| m.0 == s.mapping) {
+            p.synapses[j] += 1;
+            p.mean[j] += s.weight as f64;
+        }
+    }
+    for (m, &n) in p.mean.iter_mut().zip(&p.synapses) {
+        *m /= n.max(1) as f64;
+    }
+    Ok(p)
+}
+
 /// Counters of one motor topic.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MotorStats {
@@ -59,6 +100,9 @@ pub struct ReplaySummary {
     /// Stopped early by Ctrl-C.
     pub interrupted: bool,
     pub records: Vec<BurstRecord>,
+    /// The plastic mappings (`source -> destination`), and what they held over bag time.
+    pub learning_labels: Vec<String>,
+    pub learning: Vec<LearnPoint>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -229,7 +273,9 @@ pub fn replay(
         })
         .collect();
 
-    let mut summary = ReplaySummary { motor, ..Default::default() };
+    let plastic = plastic_mappings(opts.genome);
+    let learning_labels = plastic.iter().map(|m| m.1.clone()).collect();
+    let mut summary = ReplaySummary { motor, learning_labels, ..Default::default() };
     let Some(mut schedule) = schedule else {
         return Ok(summary);
     };
@@ -245,6 +291,10 @@ pub fn replay(
     let started = std::time::Instant::now();
     let mut injection = Injections::new();
     backend.prepare_input(&mut injection);
+    let learn_every = (total / LEARN_SAMPLES).max(1);
+    if !plastic.is_empty() {
+        summary.learning.push(learn_point(backend, &plastic, 0.0, 0)?);
+    }
     for k in 1..=total {
         if opts.stop.load(Ordering::SeqCst) {
             summary.interrupted = true;
@@ -289,6 +339,9 @@ pub fn replay(
             motor: last_values.clone(),
         });
         summary.bursts = k;
+        if !plastic.is_empty() && (k % learn_every == 0 || k == total) {
+            summary.learning.push(learn_point(backend, &plastic, (t_k - t0) as f64 * 1e-9, k)?);
+        }
         if k % 16 == 0 {
             bar.message(format!("bag time {:.2} s", (t_k - t0) as f64 * 1e-9));
         }
