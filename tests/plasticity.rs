@@ -227,3 +227,58 @@ fn random_brains_that_learn_give_the_same_weights_in_shards_and_pieces() {
         parity(&cfg, &sharded_candidate(3, strategy, vec![])).unwrap_or_else(|d| panic!("3 shards, {strategy}: {d}"));
     }
 }
+
+/// (bag seconds, linear.x) of every /cmd_vel message of a replay's output, read with rosbags.
+fn backing(out: &std::path::Path) -> Vec<(f64, f64)> {
+    let (_, msgs) = common::python::read_bag(out);
+    msgs.iter()
+        .filter(|m| m["topic"] == "/cmd_vel")
+        .map(|m| (m["t"].as_u64().unwrap() as f64 * 1e-9 - 1_700_000_000.0, m["msg"]["linear"]["x"].as_f64().unwrap()))
+        .collect()
+}
+
+fn replay_conditioning(out: &std::path::Path, backend: &str) -> String {
+    let ex = common::root().join("examples/conditioning");
+    let o = common::neuroburst(&[
+        "replay",
+        "--bag",
+        ex.join("input.mcap").to_str().unwrap(),
+        "--genome",
+        ex.join("genome.yaml").to_str().unwrap(),
+        "--config",
+        ex.join("config.yaml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--backend",
+        backend,
+    ]);
+    common::ok(o)
+}
+
+#[test]
+fn the_conditioning_example_learns_to_back_on_the_cue_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cpu.mcap");
+    let summary = replay_conditioning(&out, "cpu");
+    let v = backing(&out);
+    let min_between = |a: f64, b: f64| v.iter().filter(|(t, _)| *t >= a && *t < b).map(|p| p.1).fold(0.0f64, f64::min);
+    // the cue alone before the pairings (1 s): no response; the reflex during the pairings; the
+    // cue alone after them (23 s and 26 s): the robot backs
+    assert_eq!(min_between(0.0, 4.0), 0.0, "no response to the cue before learning");
+    assert!(min_between(4.0, 5.5) < -0.4, "the reflex backs on the obstacle");
+    assert!(min_between(23.0, 24.5) < -0.4 && min_between(26.0, 27.5) < -0.4, "the cue alone backs after learning: {v:?}");
+    // the learned weight, from the replay's summary: from 2 to over 20 (the cue then suffices)
+    let line = summary.lines().find(|l| l.starts_with("c__cue -> c__bak")).unwrap_or_else(|| panic!("{summary}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    let (end, start): (f64, f64) = (cols[4].parse().unwrap(), cols[5].parse().unwrap());
+    assert!(start == 2.0 && end > 20.0, "{line}");
+
+    // the GPU gives the same bag, byte for byte
+    use neuroburst::backend::cuda::probe;
+    if let neuroburst::backend::GpuProbe::Unavailable(why) = probe(0) {
+        return common::skip(&why);
+    }
+    let gpu = dir.path().join("cuda.mcap");
+    replay_conditioning(&gpu, "cuda");
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&gpu).unwrap(), "CPU and CUDA output bags differ");
+}

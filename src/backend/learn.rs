@@ -13,8 +13,8 @@
 
 use std::ops::Range;
 
-use crate::connectome::plastic::Decoded;
 use super::cpu::prefetch;
+use crate::connectome::plastic::Decoded;
 use crate::connectome::{Codes, Part, Plastic};
 use crate::model::plasticity::{record, window_mask, GrownPair, History, Learned, LearnedSynapse};
 
