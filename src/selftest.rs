@@ -318,6 +318,7 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
             attractivity: if rng.chance(0.3) { rng.uniform(10.0, 99.0) } else { 100.0 },
             plasticity: (learns && rng.chance(0.5)).then(|| random_rule(&mut rng)),
             max_synapses: None,
+            synapses: None,
         });
     }
     if learns {
@@ -337,6 +338,7 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
                 attractivity: 100.0,
                 plasticity: Some(random_rule(&mut rng)),
                 max_synapses: rng.chance(0.5).then(|| rng.range(1, pairs.max(1))),
+                synapses: None,
             });
         }
     }

@@ -67,6 +67,7 @@ impl Workload {
                 attractivity: 100.0,
                 plasticity: None,
                 max_synapses: None,
+                synapses: None,
             }],
         }
     }
@@ -126,6 +127,7 @@ impl Workload {
                 attractivity: 100.0,
                 plasticity: Some(rule(1)),
                 max_synapses: None,
+                synapses: None,
             });
         }
         g

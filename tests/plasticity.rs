@@ -282,3 +282,56 @@ fn the_conditioning_example_learns_to_back_on_the_cue_alone() {
     replay_conditioning(&gpu, "cuda");
     assert!(std::fs::read(&out).unwrap() == std::fs::read(&gpu).unwrap(), "CPU and CUDA output bags differ");
 }
+
+#[test]
+fn a_learned_genome_holds_the_weights_and_grown_pairs_and_loads_like_any_genome() {
+    use neuroburst::model::plasticity::learned_genome;
+    let g = random_plastic(7);
+    let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    let learned = run(&mut b, 7, 0..30).pop().unwrap().learned;
+    assert!(learned.grown.len() > 3, "associative pairs grew");
+    let out = learned_genome(&g, &learned, 30);
+    let again = Genome::from_yaml_str(&out.to_yaml()).expect("the learned genome loads");
+    let mut fresh = CpuBackend::new(Brain::build(&again, 2, false), Readback::All);
+    let st = fresh.snapshot().unwrap().learned;
+    assert_eq!(st.synapses, learned.synapses, "every plastic synapse with its learned weight");
+    assert_eq!(st.grown, learned.grown, "the grown pairs");
+    // a listed synapse out of its area is an error naming the mapping and the entry
+    let mut bad = out.clone();
+    bad.mappings[1].synapses.as_mut().unwrap()[0][1] = 10_000;
+    let e = Genome::from_yaml_str(&bad.to_yaml()).unwrap_err().to_string();
+    assert!(e.contains("mapping #1") && e.contains("synapses[0]"), "{e}");
+}
+
+#[test]
+fn export_and_inspect_show_what_the_conditioning_brain_learned_and_the_learned_genome_responds_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = common::root().join("examples/conditioning");
+    let (ckpt, learned, out) = (dir.path().join("c.ckpt"), dir.path().join("learned.yaml"), dir.path().join("o.mcap"));
+    let arg = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let replay = |genome: &str, out: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["replay", "--bag", &*arg(&ex.join("input.mcap")).leak(), "--genome", genome];
+        args.extend(["--config", arg(&ex.join("config.yaml")).leak(), "--out", arg(out).leak()]);
+        args.extend(extra);
+        common::ok(common::neuroburst(&args))
+    };
+    replay(arg(&ex.join("genome.yaml")).leak(), &out, &["--checkpoint", arg(&ckpt).leak()]);
+    let o = common::ok(common::neuroburst(&[
+        "export",
+        "--checkpoint",
+        &arg(&ckpt),
+        "--genome",
+        &arg(&ex.join("genome.yaml")),
+        "--out",
+        &arg(&learned),
+    ]));
+    assert!(o.contains("c__cue -> c__bak") && o.contains("34 / 34.00 / 34"), "{o}");
+    let i = common::ok(common::neuroburst(&["inspect", "--genome", &arg(&ex.join("genome.yaml")), "--checkpoint", &arg(&ckpt), "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&i).unwrap();
+    assert_eq!(v["plastic"][0]["mean"], 34.0, "{i}");
+    assert_eq!(v["learned_at_burst"], 301);
+    // the learned genome backs on the cue alone from its first trial (1 s)
+    replay(&arg(&learned), &out, &[]);
+    let v = backing(&out);
+    assert!(v.iter().filter(|(t, _)| (1.0..2.5).contains(t)).any(|p| p.1 < -0.4), "{v:?}");
+}

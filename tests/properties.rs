@@ -68,6 +68,7 @@ prop_compose! {
             attractivity: att,
             plasticity: None,
             max_synapses: None,
+            synapses: None,
         }).collect();
         let mut morphologies = std::collections::BTreeMap::new();
         morphologies.insert("fan".to_string(), Morphology::Random(RandomSpec { probability: None, fanout: Some(3) }));
@@ -154,6 +155,7 @@ fn heavy_genome(seed: u64) -> Genome {
         attractivity: 90.0,
         plasticity: None,
         max_synapses: None,
+        synapses: None,
     };
     Genome {
         name: "heavy".into(),

@@ -111,6 +111,16 @@ impl Learner {
                 GroupRule { mask: rule.mask(), window: rule.window as u64, ltp: rule.ltp, ltd: rule.ltd, associative, mapping: pm }
             })
             .collect();
+        let mut grown = vec![0; n];
+        let mut exists: Vec<Vec<u64>> = exists;
+        for (pm, m) in plastic.mappings.iter().enumerate() {
+            let Some(a) = &m.associative else { continue };
+            for &(s, d) in &a.grown {
+                let i = a.pair(s, d);
+                exists[pm][i / 64] |= 1 << (i % 64);
+                grown[pm] += 1;
+            }
+        }
         Learner {
             groups,
             longest: window_mask(plastic.max_window()),
@@ -118,7 +128,7 @@ impl Learner {
             history: vec![0; neurons as usize],
             active: Vec::new(),
             exists,
-            grown: vec![0; n],
+            grown,
             refused: vec![0; n],
             all_a: Vec::new(),
             all_b: Vec::new(),

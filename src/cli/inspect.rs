@@ -24,6 +24,10 @@ pub struct InspectArgs {
     /// Sharding strategy of the plan.
     #[arg(long, value_enum, default_value_t = crate::shard::Strategy::RoundRobin)]
     pub strategy: crate::shard::Strategy,
+    /// A checkpoint of this genome: report what its plastic mappings learned (synapses, grown
+    /// pairs, weights) instead of what the genome builds.
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
 }
 
 pub fn main(a: InspectArgs) -> anyhow::Result<()> {
@@ -31,6 +35,8 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
     let genome = Genome::load(&a.genome)?;
     let layout = crate::model::Layout::from_genome(&genome);
     crate::capacity::check_build(&genome, &layout, false, &crate::capacity::host_available()).map_err(anyhow::Error::msg)?;
+    let checkpoint = a.checkpoint.as_ref().map(|p| crate::checkpoint::Checkpoint::load(p, &genome)).transpose()?;
+    let plastic = super::learned::stats(&genome, checkpoint.as_ref().map(|c| &c.state.learned));
     let brain = Brain::build(&genome, 1, !a.json);
     let c = &brain.connectome;
     let neurons = brain.layout.neurons as u64;
@@ -73,6 +79,8 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
             "plan": plan,
             "plan_gpu_bytes": per_gpu,
             "build_s": c.build_seconds,
+            "plastic": plastic,
+            "learned_at_burst": checkpoint.as_ref().map(|c| c.state.burst),
         });
         println!("{}", serde_json::to_string_pretty(&obj)?);
         return Ok(());
@@ -105,6 +113,14 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
     }
     print!("{}", table::render(&rows));
     println!();
+    if !plastic.is_empty() {
+        match &checkpoint {
+            Some(c) => println!("learned (checkpoint at burst {}):", c.state.burst),
+            None => println!("plastic mappings (as built; --checkpoint FILE shows what a brain learned):"),
+        }
+        print!("{}", table::render(&super::learned::table_rows(&plastic)));
+        println!();
+    }
     println!("neurons            {neurons}");
     println!("synapses           {} ({} distinct contributions)", c.synapses(), c.contributions.len());
     println!("connectome         {} ({:.2} bytes per synapse, row pointers included)", table::bytes(c.bytes()), c.bytes_per_synapse());

@@ -7,6 +7,7 @@ mod bench_loop;
 mod convert;
 mod inspect;
 mod kernels;
+mod learned;
 mod node;
 mod replay;
 pub mod ros_args;
@@ -39,6 +40,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Write a genome (a FEAGI JSON genome, or YAML) in the project's YAML format.
     Convert(convert::ConvertArgs),
+    /// Write what a brain learned (a checkpoint) into its genome: a learned genome (YAML).
+    Export(learned::ExportArgs),
     /// Replay a rosbag2 bag through the brain, lock-stepped to bag time; record the motor topics.
     Replay(replay::ReplayArgs),
     /// Check a backend against the CPU reference on random brains, bit for bit.
@@ -179,6 +182,7 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect(a) => inspect::main(a),
         Command::Bench(a) => bench::main(a),
         Command::Convert(a) => convert::main(a),
+        Command::Export(a) => learned::export(a),
         Command::Replay(a) => replay::main(a),
         Command::Selftest(a) => selftest::main(a),
         Command::Node(a) => node::main(a),

@@ -31,6 +31,10 @@ pub struct ReplayArgs {
     /// Draw motor output and area activity over time into this PNG.
     #[arg(long, value_name = "OUT.png")]
     pub plot: Option<PathBuf>,
+    /// Save the brain's state after the last burst (what it learned included) as a checkpoint:
+    /// `--resume` it in the node, or `neuroburst export` the learned genome.
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
     /// Serve the live view to Foxglove on HOST:PORT (default 127.0.0.1:8765): the replay waits for
     /// a client, then runs at bag pace (replay.pace, 1 when not set).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
@@ -84,6 +88,11 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
     finished?;
 
     print_summary(&a, &genome, &summary, opened.backend.info().backend);
+    if let Some(path) = &a.checkpoint {
+        let state = opened.backend.snapshot().map_err(|e| anyhow::anyhow!("cannot read the brain's state: {e}"))?;
+        crate::checkpoint::Checkpoint::new(&genome, state).save(path)?;
+        println!("checkpoint written to {}", path.display());
+    }
     if let Some(p) = &a.plot {
         let backend = opened.backend.info().backend;
         let bag_name = a.bag.file_name().map_or(a.bag.display().to_string(), |n| n.to_string_lossy().to_string());

@@ -40,6 +40,23 @@ enum Rule {
     },
     /// Every destination neuron but the source itself (an associative mapping's possible pairs).
     Associative,
+    /// The synapses a learned genome lists.
+    Listed,
+}
+
+/// A mapping's listed synapses (`Mapping::synapses`): per source neuron (local), its
+/// destinations (local) and weights, by destination.
+type Listed = HashMap<u32, Vec<(u32, u8)>>;
+
+fn listed(entries: &[[u32; 3]]) -> Listed {
+    let mut l: Listed = HashMap::new();
+    for &[s, d, w] in entries {
+        l.entry(s).or_default().push((d, w.min(255) as u8));
+    }
+    for v in l.values_mut() {
+        v.sort_by_key(|e| e.0);
+    }
+    l
 }
 
 struct Compiled {
@@ -54,6 +71,8 @@ struct Compiled {
     value: f64,
     /// Index among the plastic mappings, and the initial weight of its synapses.
     plastic: Option<(u32, u8)>,
+    /// A learned genome's synapses of this mapping, with their weights.
+    listed: Option<Listed>,
 }
 
 /// Marks a chunk's code as plastic: `PLASTIC | local group << 8 | weight`.
@@ -181,6 +200,7 @@ fn compile(genome: &Genome, layout: &Layout) -> (Vec<Vec<Compiled>>, Vec<(Plasti
                 Rule::Tile(t.clone(), mapper)
             }
             Morphology::AssociativeMemory => Rule::Associative,
+            _ if m.synapses.is_some() => Rule::Listed,
             _ => Rule::Voxel(morph.clone()),
         };
         // validated: a plastic mapping's rule compiles
@@ -189,7 +209,9 @@ fn compile(genome: &Genome, layout: &Layout) -> (Vec<Vec<Compiled>>, Vec<(Plasti
             let associative = matches!(rule_kind, Rule::Associative).then(|| {
                 let (sources, targets) = (src.first..src.first + src.count, dst.first..dst.first + dst.count);
                 let pairs = src.count as u64 * dst.count as u64;
-                Associative { sources, targets, max_synapses: m.max_synapses.unwrap_or(pairs.min(DEFAULT_MAX_SYNAPSES)) }
+                let max_synapses = m.max_synapses.unwrap_or(pairs.min(DEFAULT_MAX_SYNAPSES));
+                let grown = m.synapses.iter().flatten().map(|&[s, d, _]| (src.first + s, dst.first + d)).collect();
+                Associative { sources, targets, max_synapses, grown }
             });
             let weight = m.weight.round().clamp(0.0, 255.0) as u8;
             plastic.push((PlasticMapping { index, rule, weight, associative }, sign * psp));
@@ -204,6 +226,7 @@ fn compile(genome: &Genome, layout: &Layout) -> (Vec<Vec<Compiled>>, Vec<(Plasti
             attract: draw::chance_threshold(m.attractivity / 100.0),
             value: sign * m.weight * psp,
             plastic: learns,
+            listed: m.synapses.as_deref().map(listed),
         });
     }
     (by_area, plastic)
@@ -285,6 +308,11 @@ fn build_chunk(
                         }
                     }
                 }
+                Rule::Listed => {
+                    for &(d, _) in m.listed.as_ref().and_then(|l| l.get(&local)).into_iter().flatten() {
+                        row.push(((m.dst.first + d) as u64) << 32 | slot_bits);
+                    }
+                }
                 Rule::Associative => {
                     for t in m.dst.first..m.dst.first + m.dst.count {
                         if t != s {
@@ -356,7 +384,18 @@ fn build_chunk(
             while p < row.len() && ((row[p] >> 32) as u32) < prange.end {
                 let key = row[p];
                 cp.targets.push((key >> 32) as u32 - prange.start);
-                cp.codes.push(slot_code[(key & 0xffff_ffff) as usize]);
+                let slot = (key & 0xffff_ffff) as usize;
+                let code = match &mappings[slot].listed {
+                    // a learned synapse's own weight (an associative pair not listed: none yet)
+                    Some(l) => {
+                        let d = (key >> 32) as u32 - mappings[slot].dst.first;
+                        let mine = l.get(&local).map_or(&[][..], |v| &v[..]);
+                        let w = mine.binary_search_by_key(&d, |e| e.0).map_or(0, |i| mine[i].1);
+                        slot_code[slot] & !0xff | w as u32
+                    }
+                    None => slot_code[slot],
+                };
+                cp.codes.push(code);
                 p += 1;
             }
             cp.lens.push((cp.targets.len() - before) as u32);

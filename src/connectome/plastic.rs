@@ -44,6 +44,8 @@ pub struct Associative {
     pub targets: Range<u32>,
     /// Growth stops once this many synapses exist.
     pub max_synapses: u64,
+    /// Pairs grown before the build (a learned genome's), as (source, target).
+    pub grown: Vec<(u32, u32)>,
 }
 
 impl Associative {

@@ -208,6 +208,11 @@ pub struct Mapping {
     /// |source| × |destination| and 1,000,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_synapses: Option<u64>,
+    /// A learned brain's synapses (`neuroburst export`): `[source, destination, weight]`, neuron
+    /// indexes within the two areas. A plastic mapping that lists them has exactly these synapses
+    /// with these weights (its morphology draws none); an associative one has grown these pairs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synapses: Option<Vec<[u32; 3]>>,
 }
 
 fn unit_scalar() -> [i32; 3] {

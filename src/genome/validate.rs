@@ -124,7 +124,20 @@ fn plastic(g: &Genome, m: &crate::genome::Mapping, loc: &str) -> Result<(), Geno
                 size(&m.destination)
             )
         })?;
-    } else {
+    }
+    if let Some(list) = &m.synapses {
+        check(m.plasticity.is_some(), loc, "synapses", || "only a plastic mapping lists its learned synapses".into())?;
+        let size = |id: &str| g.areas.iter().find(|a| a.id == id).map_or(0, |a| a.neurons());
+        let (ns, nd) = (size(&m.source), size(&m.destination));
+        if let Some((k, e)) = list.iter().enumerate().find(|(_, &[s, d, w])| s as u64 >= ns || d as u64 >= nd || w > 255) {
+            return Err(GenomeError::invalid(
+                loc,
+                &format!("synapses[{k}]"),
+                format!("{e:?}: [source, destination, weight] with source < {ns}, destination < {nd}, weight <= 255"),
+            ));
+        }
+    }
+    if !associative {
         check(m.max_synapses.is_none(), loc, "max_synapses", || {
             format!("only an associative_memory mapping grows synapses; morphology '{}' builds a fixed set", m.morphology)
         })?;

@@ -168,6 +168,23 @@ impl Rule {
     }
 }
 
+/// `genome` with the learned synapses of every plastic mapping listed (`Mapping::synapses`).
+pub fn learned_genome(genome: &crate::genome::Genome, learned: &Learned, burst: u64) -> crate::genome::Genome {
+    let layout = super::Layout::from_genome(genome);
+    let first = |id: &str| layout.area_index(id).map_or(0, |i| layout.params[i].first);
+    let mut out = genome.clone();
+    for (i, m) in out.mappings.iter_mut().enumerate() {
+        if m.plasticity.is_none() {
+            continue;
+        }
+        let (s0, d0) = (first(&m.source), first(&m.destination));
+        let list = learned.synapses.iter().filter(|s| s.mapping == i as u32).map(|s| [s.source - s0, s.target - d0, s.weight as u32]);
+        m.synapses = Some(list.collect());
+    }
+    out.description = format!("{} (learned: burst {burst})", genome.description).trim().to_string();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,8 +80,15 @@ impl Learning {
         let _col_syn = nonempty_u32(&columns.synapse, "uploading the target index")?;
         let _group_map = nonempty_u32(&plastic.group_mapping, "uploading the plastic groups")?;
         let _maps = s.clone_htod(as_bytes(&maps)).map_err(e("uploading the plastic mappings"))?;
-        let exists = s.alloc_zeros::<u64>((at as usize).max(1)).map_err(e("alloc pair tables"))?;
-        let grown = s.alloc_zeros::<u64>(2 * maps.len().max(1)).map_err(e("alloc growth counts"))?;
+        // the pairs a learned genome grew already (the reference learner starts from them)
+        let mut learner = Learner::new(plastic.clone(), neurons_total);
+        let (_, tables, g, r) = learner.state_mut();
+        let mut table_words: Vec<u64> = tables.iter().flatten().copied().collect();
+        table_words.resize((at as usize).max(1), 0);
+        let exists = s.clone_htod(&table_words).map_err(e("uploading pair tables"))?;
+        let mut counts: Vec<u64> = g.iter().zip(r.iter()).flat_map(|(&g, &r)| [g, r]).collect();
+        counts.resize(2 * maps.len().max(1), 0);
+        let grown = s.clone_htod(&counts).map_err(e("uploading growth counts"))?;
         let skip = s.alloc_zeros::<u32>(1).map_err(e("alloc the skip flag"))?;
         let params = Learn {
             hist: dptr(&hist, s),
@@ -118,7 +125,7 @@ impl Learning {
             skip,
             skip_pending: false,
             part: host_part,
-            learner: Learner::new(plastic.clone(), neurons_total),
+            learner,
             words,
         })
     }

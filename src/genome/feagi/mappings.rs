@@ -120,6 +120,7 @@ pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings
                     attractivity,
                     plasticity,
                     max_synapses: None,
+                    synapses: None,
                 });
             }
         }
