@@ -216,7 +216,7 @@ fn warnings_name_areas_and_mappings() {
     assert!(has_warning(w, &["area 'c_flag'", "mp_psp"]), "{w:?}");
     assert!(has_warning(w, &["area 'c_flag'", "pstcr_", "clamped"]), "{w:?}");
     assert!(has_warning(w, &["area 'c_oth_'", "excite", "clamped"]), "{w:?}");
-    assert!(has_warning(w, &["'c_src_' -> 'm_mem_'", "plasticity is not simulated yet"]), "{w:?}");
+    assert!(!w.iter().any(|w| w.contains("plasticity")), "a plastic rule with its window imports silently: {w:?}");
     assert!(has_warning(w, &["'c_src_' -> 'm_mem_'", "multiplier", "clamped"]), "{w:?}");
     // an unknown gene warns once, naming the area where it was first seen
     assert_eq!(w.iter().filter(|w| w.contains("weird_")).count(), 1, "{w:?}");
@@ -350,4 +350,31 @@ fn function_morphologies_build_as_feagi_defines_them() {
     let counts: Vec<(&str, u64)> = brain.connectome.mappings.iter().map(|m| (m.morphology.as_str(), m.synapses)).collect();
     // expander_x: column 0 -> 4 (MSB), column 1 -> 4, column 2 -> 4; lateral pairs: 0 <-> 1 only
     assert_eq!(counts, [("expander_x", 12), ("lateral_pairs_x", 2)]);
+}
+
+#[test]
+fn plastic_rules_import_and_associative_memory_learns_whatever_its_flag() {
+    let imported = import(
+        &[
+            (
+                "c_src_",
+                json!({"cx-dstmap-d": {
+                    "c_dst_": [["projector", [1, 1, 1], 2, true, 3, 1, 0.5]],
+                    "c_mem_": [["associative_memory", [1, 1, 1], 1, false, 4, 1, 1, 3]]
+                }}),
+            ),
+            ("c_dst_", json!({})),
+            ("c_mem_", json!({})),
+        ],
+        json!({"associative_memory": {"type": "functions", "parameters": {}}}),
+    );
+    let (g, w) = (&imported.genome, &imported.warnings);
+    let window = neuroburst::model::plasticity::DEFAULT_WINDOW;
+    assert!(has_warning(w, &["no plasticity_window", &format!("{window} bursts")]), "a 7-element rule takes the default: {w:?}");
+    let by_dst = |d: &str| g.mappings.iter().find(|m| m.destination == d).unwrap();
+    assert_eq!(by_dst("c_dst_").plasticity.as_ref().unwrap().window, window);
+    let assoc = by_dst("c_mem_");
+    assert_eq!(assoc.morphology, "associative_memory");
+    assert_eq!(assoc.plasticity.as_ref().map(|p| (p.constant, p.window)), Some((4.0, 3)), "plastic though its flag is false");
+    g.validate().unwrap();
 }
