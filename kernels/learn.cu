@@ -40,7 +40,8 @@ struct Learn {
     const PlasMap* maps;
     u32* exists;          // the associative pair tables
     u64* grown;           // per plastic mapping: grown, refused
-    u32* skip;            // 1: skip this learning (a restored state already holds it); grow clears it
+    const u64* burst;     // the burst counter (`Net::burst`): the burst whose list is learned from
+    const u64* skip;      // a burst whose learning is skipped (a restored state holds it), or ~0
     u32 code_base;
     u32 n_total;
     u32 longest;          // history bits of the longest window
@@ -55,7 +56,7 @@ __device__ __forceinline__ bool pair_exists(const Learn& L, const PlasMap& m, u3
     return (L.exists[m.bits + (i >> 5)] >> (i & 31)) & 1;
 }
 
-__device__ __forceinline__ bool skipped(const Learn& L) { return *(volatile const u32*)L.skip != 0; }
+__device__ __forceinline__ bool skipped(const Learn& L) { return *(volatile const u64*)L.skip == *(volatile const u64*)L.burst; }
 
 __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift, Blk b) {
     if (skipped(L)) return;
@@ -187,13 +188,7 @@ __device__ u64 find_pair(const Learn& L, const Net& net, u32 pm, u32 s, u32 d) {
 // One block (the block with b.id == 0; the others return): growth in (source, target) order.
 template <typename RP, typename CODE>
 __device__ void learn_grow_impl(const Learn& L, const Net& net, Blk b) {
-    if (b.id != 0) return;
-    const bool skip = skipped(L);
-    __syncthreads();
-    if (skip) {
-        if (threadIdx.x == 0) *L.skip = 0;
-        return;
-    }
+    if (b.id != 0 || skipped(L)) return;
     __shared__ u32 warp_sum[32];
     __shared__ u64 grown_s, refused_s;
     const u64 t = *(volatile const u64*)net.burst;

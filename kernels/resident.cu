@@ -43,7 +43,7 @@ struct ResParams {
     u32 inj_blocks;
     u32 prop_blocks;
     u32 step_blocks;
-    u32 learning;  // 1: the brain learns, from `learn`
+    u32 learning;  // bit 0: the brain learns, from `learn`; bit 1: it has associative mappings (growth)
     Learn learn;
 };
 
@@ -195,8 +195,10 @@ __device__ void resident_impl(const ResParams& p) {
             grid_sync(p.dev, arrived);
             each_blk(p.prop_blocks, [&](Blk b) { learn_cols_impl<CODE>(p.learn, next, b); });
             grid_sync(p.dev, arrived);
-            if (blockIdx.x == 0) learn_grow_impl<RP, CODE>(p.learn, next, Blk{0, 1});
-            grid_sync(p.dev, arrived);
+            if (p.learning & 2) {
+                if (blockIdx.x == 0) learn_grow_impl<RP, CODE>(p.learn, next, Blk{0, 1});
+                grid_sync(p.dev, arrived);
+            }
         }
         each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, p.side[1 - r], b); });
         grid_sync(p.dev, arrived);

@@ -418,7 +418,11 @@ impl CudaBackend {
             None => needs_wide(&ctx, s, &wide_kernels, &net, &misc, synapses)?,
         };
         let learning = match &shard.plastic {
-            Some(p) => Some(Learning::new(s, part, p, n_total)?),
+            Some(p) => {
+                let mut l = Learning::new(s, part, p, n_total)?;
+                l.params.burst = net.burst;
+                Some(l)
+            }
             None => None,
         };
         let kernels =
@@ -548,9 +552,9 @@ impl CudaBackend {
     }
 
     /// Take the whole brain's learned state (the device is idle).
-    pub(super) fn restore_learned(&mut self, learned: &crate::model::plasticity::Learned) -> Result<(), BackendError> {
+    pub(super) fn restore_learned(&mut self, learned: &crate::model::plasticity::Learned, burst: u64) -> Result<(), BackendError> {
         match &mut self.learning {
-            Some(l) => l.restore(&self.stream, &mut self._res.codes, learned),
+            Some(l) => l.restore(&self.stream, &mut self._res.codes, learned, burst),
             None => Ok(()),
         }
     }

@@ -112,7 +112,7 @@ pub(super) struct ResParams {
     pub inj_blocks: u32,
     pub prop_blocks: u32,
     pub step_blocks: u32,
-    /// 1: the brain learns (`learn` is set).
+    /// Bit 0: the brain learns (`learn` is set); bit 1: it has associative mappings (growth).
     pub learning: u32,
     pub learn: Learn,
 }
@@ -150,6 +150,7 @@ pub(super) struct Learn {
     pub maps: u64,
     pub exists: u64,
     pub grown: u64,
+    pub burst: u64,
     pub skip: u64,
     pub code_base: u32,
     pub n_total: u32,
@@ -256,7 +257,7 @@ mod tests {
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");
         let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, prop_blocks, step_blocks, learning, learn);
         assert_eq!(c_layout(&src, "ResParams", &sizes), res, "ResParams");
-        let learn = rust_layout!(Learn: hist, now, active, n_active, marks, col_ptr, col_syn, group_map, maps, exists, grown, skip,
+        let learn = rust_layout!(Learn: hist, now, active, n_active, marks, col_ptr, col_syn, group_map, maps, exists, grown, burst, skip,
             code_base, n_total, longest, n_maps);
         assert_eq!(c_layout(&src, "Learn", &sizes), learn, "Learn");
         let map = rust_layout!(PlasMap: ltp, ltd, window, assoc, src_lo, src_hi, dst_lo, dst_hi, cap, bits);

@@ -31,7 +31,8 @@ pub(super) struct Learning {
     exists: CudaSlice<u64>,
     grown: CudaSlice<u64>,
     hist: CudaSlice<u32>,
-    skip: CudaSlice<u32>,
+    /// The burst whose learning is skipped (~0: none).
+    skip: CudaSlice<u64>,
     /// The next learning is skipped (a restored state holds it already): set by a restore,
     /// cleared when a propagation is launched (the learning before it consumes it).
     pub skip_pending: bool,
@@ -40,6 +41,13 @@ pub(super) struct Learning {
     learner: Learner,
     /// Words of each associative mapping's pair table (u64), in order.
     words: Vec<usize>,
+}
+
+impl Learning {
+    /// The resident kernel's `learning` word: 1, and 2 when the brain has associative mappings.
+    pub(super) fn flags(&self) -> u32 {
+        1 | (!self.words.is_empty() as u32) << 1
+    }
 }
 
 /// Bytes learning takes on the device for a part: histories (and their bits, the active list)
@@ -89,7 +97,7 @@ impl Learning {
         let mut counts: Vec<u64> = g.iter().zip(r.iter()).flat_map(|(&g, &r)| [g, r]).collect();
         counts.resize(2 * maps.len().max(1), 0);
         let grown = s.clone_htod(&counts).map_err(e("uploading growth counts"))?;
-        let skip = s.alloc_zeros::<u32>(1).map_err(e("alloc the skip flag"))?;
+        let skip = s.clone_htod(&[u64::MAX]).map_err(e("alloc the skip word"))?;
         let params = Learn {
             hist: dptr(&hist, s),
             now: dptr(&_now, s),
@@ -102,6 +110,7 @@ impl Learning {
             maps: dptr(&_maps, s),
             exists: dptr(&exists, s),
             grown: dptr(&grown, s),
+            burst: 0,
             skip: dptr(&skip, s),
             code_base: plastic.base,
             n_total: neurons_total,
@@ -145,7 +154,9 @@ impl Learning {
         unsafe { s.launch_builder(&k.learn_shift).arg(l).launch(cfg(all)) }.map_err(e("learn_shift"))?;
         unsafe { s.launch_builder(&k.learn_rows).arg(l).arg(net).launch(cfg(sm * 8)) }.map_err(e("learn_rows"))?;
         unsafe { s.launch_builder(&k.learn_cols).arg(l).arg(net).launch(cfg(sm * 8)) }.map_err(e("learn_cols"))?;
-        unsafe { s.launch_builder(&k.learn_grow).arg(l).arg(net).launch(cfg(1)) }.map_err(e("learn_grow"))?;
+        if !self.words.is_empty() {
+            unsafe { s.launch_builder(&k.learn_grow).arg(l).arg(net).launch(cfg(1)) }.map_err(e("learn_grow"))?;
+        }
         Ok(())
     }
 
@@ -180,7 +191,14 @@ impl Learning {
     }
 
     /// Take `learned` (the whole brain's) onto the device; an empty one changes nothing.
-    pub(super) fn restore(&mut self, s: &Arc<CudaStream>, codes: &mut CudaSlice<u8>, learned: &Learned) -> Result<(), BackendError> {
+    /// `burst`: the restored state's last burst (whose learning a state that is ahead holds).
+    pub(super) fn restore(
+        &mut self,
+        s: &Arc<CudaStream>,
+        codes: &mut CudaSlice<u8>,
+        learned: &Learned,
+        burst: u64,
+    ) -> Result<(), BackendError> {
         if learned.is_empty() {
             return Ok(());
         }
@@ -205,7 +223,8 @@ impl Learning {
         if !counts.is_empty() {
             s.memcpy_htod(&counts, &mut self.grown).map_err(e("writing growth counts"))?;
         }
-        s.memcpy_htod(&[learned.ahead as u32], &mut self.skip).map_err(e("writing the skip flag"))?;
+        let skip = if learned.ahead { burst } else { u64::MAX };
+        s.memcpy_htod(&[skip], &mut self.skip).map_err(e("writing the skip word"))?;
         self.skip_pending = learned.ahead;
         Ok(())
     }

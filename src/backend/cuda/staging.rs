@@ -132,7 +132,7 @@ impl CudaBackend {
                 inj_blocks: self.inj_grid,
                 prop_blocks: self.prop_grid,
                 step_blocks: self.neurons.div_ceil(BLOCK * STEP_ITEMS),
-                learning: self.learning.is_some() as u32,
+                learning: self.learning.as_ref().map_or(0, |l| l.flags()),
                 learn: self.learning.as_ref().map(|l| l.params).unwrap_or_default(),
                 ..Default::default()
             };

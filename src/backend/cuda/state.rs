@@ -85,7 +85,7 @@ impl CudaBackend {
                 .map_err(e("launching relist"))?;
         }
         s.synchronize().map_err(e("restoring the state"))?;
-        self.restore_learned(&st.learned)?;
+        self.restore_learned(&st.learned, st.burst)?;
         s.synchronize().map_err(e("restoring the learned state"))?;
         self.burst = st.burst;
         Ok(())
@@ -130,7 +130,7 @@ impl CudaBackend {
             s.memcpy_htod(&own, &mut view).map_err(e("writing the fired list"))?;
         }
         s.synchronize().map_err(e("restoring the state"))?;
-        self.restore_learned(&st.learned)?;
+        self.restore_learned(&st.learned, st.burst)?;
         s.synchronize().map_err(e("restoring the learned state"))?;
         self.burst = st.burst;
         Ok(())
