@@ -70,11 +70,11 @@ pub(super) struct Multi {
 }
 
 /// The connectome and the areas on the device (read by the kernels through `Net`).
-struct Resources {
+pub(super) struct Resources {
     _row_ptr: CudaSlice<u8>,
     _targets: CudaSlice<u32>,
     /// The synapses' codes (learning rewrites them).
-    codes: CudaSlice<u8>,
+    pub(super) codes: CudaSlice<u8>,
     _table: CudaSlice<i32>,
     _areas: CudaSlice<u8>,
     _area_end: CudaSlice<u32>,
@@ -99,7 +99,7 @@ pub struct CudaBackend {
     pub(super) fired: [CudaSlice<u32>; 2],
     pub(super) offs: [CudaSlice<u64>; 2],
     pub(super) misc: CudaSlice<u64>,
-    _res: Resources,
+    pub(super) _res: Resources,
     /// Rows of the row pointer (neurons of the whole brain + 1).
     pub(super) rows: usize,
     /// Some: one GPU of several, connected.
@@ -534,29 +534,6 @@ impl CudaBackend {
     /// Neurons of the whole brain.
     pub(super) fn n_total(&self) -> u32 {
         (self.rows - 1) as u32
-    }
-
-    /// What this GPU's part learned (the device is idle); empty when the brain does not learn.
-    pub(super) fn learned(&mut self) -> Result<crate::model::plasticity::Learned, BackendError> {
-        // the learning from the last burst ran with the propagation launched after it
-        let ran_ahead = self.pre_pending;
-        match &mut self.learning {
-            Some(l) => {
-                let ahead = ran_ahead || l.skip_pending;
-                let mut learned = l.snapshot(&self.stream, &self._res.codes)?;
-                learned.ahead = ahead;
-                Ok(learned)
-            }
-            None => Ok(Default::default()),
-        }
-    }
-
-    /// Take the whole brain's learned state (the device is idle).
-    pub(super) fn restore_learned(&mut self, learned: &crate::model::plasticity::Learned, burst: u64) -> Result<(), BackendError> {
-        match &mut self.learning {
-            Some(l) => l.restore(&self.stream, &mut self._res.codes, learned, burst),
-            None => Ok(()),
-        }
     }
 }
 
