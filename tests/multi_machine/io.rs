@@ -30,10 +30,12 @@ with Reader(sys.argv[1]) as r:
         print(c.topic, t, bytes(raw).hex())
 "#;
 
-#[test]
-pub fn a_bag_replayed_through_three_hosts_records_what_one_process_records() {
-    let mut c = Cluster::with(hosts("g"), "g", Some(&diffdrive("config.yaml")), "");
-    let (genome, bag) = (diffdrive("genome.yaml"), diffdrive("input.mcap"));
+/// Replay `example`'s bag through three hosts (the io shard records) and in one process; check
+/// that both record the same messages, byte for byte. Returns the cluster's output and its bursts.
+fn replay_through_three_hosts(tag: &str, example: &str) -> (Cluster, PathBuf, usize) {
+    let ex = |f: &str| common::root().join("examples").join(example).join(f);
+    let mut c = Cluster::with(hosts(tag), tag, Some(&ex("config.yaml")), "");
+    let (genome, bag) = (ex("genome.yaml"), ex("input.mcap"));
     let (out, text) = (c.dir.path().join("cluster.mcap"), c.record(0));
     for k in 0..SHARDS {
         // The same command on every host; --record only means something on the io shard.
@@ -51,8 +53,10 @@ pub fn a_bag_replayed_through_three_hosts_records_what_one_process_records() {
     assert!(c.proc(1).log().contains("the io shard's input ends at burst"), "{}", c.logs());
 
     // The same bag, genome and configuration in one process.
-    let one = c.dir.path().join("one.mcap");
-    common::ok(common::replay(&bag, &one, &[]));
+    let (one, config) = (c.dir.path().join("one.mcap"), ex("config.yaml"));
+    let files = [&bag, &genome, &config, &one].map(|p| p.to_str().unwrap());
+    let args = ["replay", "--bag", files[0], "--genome", files[1], "--config", files[2], "--out", files[3], "--set", "log.progress=false"];
+    common::ok(common::neuroburst(&args));
 
     let (ours, theirs) = (contents(&out), contents(&one));
     assert_eq!(ours.0, theirs.0, "topics");
@@ -63,13 +67,25 @@ pub fn a_bag_replayed_through_three_hosts_records_what_one_process_records() {
     let count = |topic: &str| ours.1.iter().filter(|m| m.0 == topic).count();
     let bursts = read_record(&text).len();
     println!(
-        "{bursts} bursts: {} /cmd_vel and {} activity messages, equal to one process's",
+        "{example}: {bursts} bursts: {} /cmd_vel and {} activity messages, equal to one process's",
         count("/cmd_vel"),
         count("/neuroburst/activity")
     );
     assert!(bursts > 100 && count("/neuroburst/activity") == bursts && count("/cmd_vel") > 10, "{bursts} bursts");
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&one).unwrap(), "the two output files are byte for byte the same");
+    (c, out, bursts)
+}
 
+#[test]
+pub fn a_learning_brain_over_three_hosts_learns_what_one_process_learns() {
+    // the conditioning example: a plastic synapse in one shard, its source's spikes from another
+    replay_through_three_hosts("l", "conditioning");
+}
+
+#[test]
+pub fn a_bag_replayed_through_three_hosts_records_what_one_process_records() {
+    let (_c, out, bursts) = replay_through_three_hosts("g", "diffdrive");
+    let one = _c.dir.path().join("one.mcap");
     // rosbags, the real peer, reads the same messages from both.
     let a = common::python::run(ROSBAGS_RAW, &[out.to_str().unwrap()]);
     let b = common::python::run(ROSBAGS_RAW, &[one.to_str().unwrap()]);
