@@ -48,6 +48,9 @@ struct Learn {
     u32 n_maps;
 };
 
+// Entries of a target's column a lane of `learn_cols` takes at once.
+#define COLS_ITEMS 4
+
 __device__ __forceinline__ u32 window_mask(u32 w) { return w >= 32 ? 0xFFFFFFFFu : (1u << w) - 1; }
 
 __device__ __forceinline__ bool pair_exists(const Learn& L, const PlasMap& m, u32 s, u32 d) {
@@ -70,7 +73,9 @@ __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift,
 
 __device__ void learn_shift_impl(const Learn& L, Blk b) {
     if (skipped(L)) return;
-    const u32 lane = threadIdx.x & 31;
+    __shared__ u32 warp_n[32];
+    __shared__ u32 block_at;
+    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
     for (u32 w0 = b.id * blockDim.x; w0 < L.n_total; w0 += b.n * blockDim.x) {
         const u32 n = w0 + threadIdx.x;
         // a warp's 32 neurons share one word of `now` (w0 is a multiple of 32)
@@ -82,12 +87,23 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
         }
         __syncwarp();
         if (lane == 0 && n < L.n_total && word) L.now[n >> 5] = 0;
+        // the active neurons listed with one atomic per block (a counter every warp hit was slow)
         const bool act = n < L.n_total && (h & L.longest) != 0;
         const u32 ballot = __ballot_sync(0xFFFFFFFFu, act);
-        u32 at = 0;
-        if (lane == 0 && ballot) at = atomicAdd(L.n_active, __popc(ballot));
-        at = __shfl_sync(0xFFFFFFFFu, at, 0);
-        if (act) L.active[at + __popc(ballot & ((1u << lane) - 1))] = n;
+        if (lane == 0) warp_n[wid] = __popc(ballot);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u32 total = 0;
+            for (u32 k = 0; k < (blockDim.x >> 5); k++) {
+                const u32 c = warp_n[k];
+                warp_n[k] = total;
+                total += c;
+            }
+            block_at = total ? atomicAdd(L.n_active, total) : 0;
+        }
+        __syncthreads();
+        if (act) L.active[block_at + warp_n[wid] + __popc(ballot & ((1u << lane) - 1))] = n;
+        __syncthreads();
     }
 }
 
@@ -148,20 +164,33 @@ __device__ void learn_cols_impl(const Learn& L, const Net& net, Blk b) {
         if (d < net.base || d >= net.base + net.n) continue;
         const u32 hd = L.hist[d];
         const u64 lo = L.col_ptr[d - net.base], hi = L.col_ptr[d - net.base + 1];
-        for (u64 j = lo + lane; j < hi; j += 32) {
-            const u32 i = L.col_syn[j];
-            const u32 bit = 1u << (i & 31);
-            if (L.marks[i >> 5] & bit) {
-                atomicAnd(L.marks + (i >> 5), ~bit);
-                continue;
+        // COLS_ITEMS entries a lane, their loads issued together (the reads are random)
+        for (u64 j0 = lo; j0 < hi; j0 += 32 * COLS_ITEMS) {
+            u32 i[COLS_ITEMS], mk[COLS_ITEMS], cd[COLS_ITEMS];
+#pragma unroll
+            for (int k = 0; k < COLS_ITEMS; k++) {
+                const u64 j = j0 + lane + 32 * k;
+                i[k] = j < hi ? L.col_syn[j] : ~0u;
             }
-            u32 group, w;
-            if (!decode<CODE>(L, (u32)codes[i], group, w)) continue;
-            const PlasMap& m = L.maps[L.group_map[group]];
-            const u32 mask = window_mask(m.window);
-            if (t < m.window || (hd & mask) == 0 || w == 0) continue;
-            const u32 nw = w > m.ltd ? w - m.ltd : 0;
-            codes[i] = (CODE)(L.code_base + (group << 8) + nw);
+#pragma unroll
+            for (int k = 0; k < COLS_ITEMS; k++) mk[k] = i[k] != ~0u ? L.marks[i[k] >> 5] & (1u << (i[k] & 31)) : 1;
+#pragma unroll
+            for (int k = 0; k < COLS_ITEMS; k++) cd[k] = mk[k] == 0 ? (u32)codes[i[k]] : 0;
+#pragma unroll
+            for (int k = 0; k < COLS_ITEMS; k++) {
+                if (i[k] == ~0u) continue;
+                if (mk[k]) {
+                    atomicAnd(L.marks + (i[k] >> 5), ~mk[k]);
+                    continue;
+                }
+                u32 group, w;
+                if (!decode<CODE>(L, cd[k], group, w)) continue;
+                const PlasMap& m = L.maps[L.group_map[group]];
+                const u32 mask = window_mask(m.window);
+                if (t < m.window || (hd & mask) == 0 || w == 0) continue;
+                const u32 nw = w > m.ltd ? w - m.ltd : 0;
+                codes[i[k]] = (CODE)(L.code_base + (group << 8) + nw);
+            }
         }
     }
 }
