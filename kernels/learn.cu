@@ -48,8 +48,8 @@ struct Learn {
     u32 n_maps;
 };
 
-// Entries of a target's column a lane of `learn_cols` takes at once.
-#define COLS_ITEMS 4
+// Entries of a row (`learn_rows`) or a column (`learn_cols`) a lane takes at once.
+#define LEARN_ITEMS 4
 
 __device__ __forceinline__ u32 window_mask(u32 w) { return w >= 32 ? 0xFFFFFFFFu : (1u << w) - 1; }
 
@@ -128,24 +128,36 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
         const u32 s = L.active[a];
         const u32 hs = L.hist[s];
         const u64 lo = row_start<RP>(net, s), hi = row_start<RP>(net, s + 1);
-        for (u64 i = lo + lane; i < hi; i += 32) {
-            u32 group, w;
-            if (!decode<CODE>(L, (u32)codes[i], group, w)) continue;
-            const PlasMap& m = L.maps[L.group_map[group]];
-            const u32 mask = window_mask(m.window);
-            if ((hs & mask) == 0) continue;
-            const u32 d = net.targets[i] + net.base;
-            const u32 hd = L.hist[d];
-            if (hd & L.longest) atomicOr(L.marks + (i >> 5), 1u << (i & 31));
-            if (t < m.window) continue;
-            u32 nw;
-            if ((hs & mask) == mask && (hd & mask) == mask) {
-                if (!pair_exists(L, m, s, d)) continue;
-                nw = min(255u, w + m.ltp);
-            } else {
-                nw = w > m.ltd ? w - m.ltd : 0;
+        // ITEMS entries a lane, their loads issued together (a target's history is a random read)
+        for (u64 i0 = lo; i0 < hi; i0 += 32 * LEARN_ITEMS) {
+            u32 cd[LEARN_ITEMS], d[LEARN_ITEMS], hd[LEARN_ITEMS];
+#pragma unroll
+            for (int k = 0; k < LEARN_ITEMS; k++) {
+                const u64 i = i0 + lane + 32 * k;
+                cd[k] = i < hi ? (u32)codes[i] : 0;
+                d[k] = i < hi && cd[k] >= L.code_base ? net.targets[i] + net.base : ~0u;
             }
-            if (nw != w) codes[i] = (CODE)(L.code_base + (group << 8) + nw);
+#pragma unroll
+            for (int k = 0; k < LEARN_ITEMS; k++) hd[k] = d[k] != ~0u ? L.hist[d[k]] : 0;
+#pragma unroll
+            for (int k = 0; k < LEARN_ITEMS; k++) {
+                const u64 i = i0 + lane + 32 * k;
+                u32 group, w;
+                if (d[k] == ~0u || !decode<CODE>(L, cd[k], group, w)) continue;
+                const PlasMap& m = L.maps[L.group_map[group]];
+                const u32 mask = window_mask(m.window);
+                if ((hs & mask) == 0) continue;
+                if (hd[k] & L.longest) atomicOr(L.marks + (i >> 5), 1u << (i & 31));
+                if (t < m.window) continue;
+                u32 nw;
+                if ((hs & mask) == mask && (hd[k] & mask) == mask) {
+                    if (!pair_exists(L, m, s, d[k])) continue;
+                    nw = min(255u, w + m.ltp);
+                } else {
+                    nw = w > m.ltd ? w - m.ltd : 0;
+                }
+                if (nw != w) codes[i] = (CODE)(L.code_base + (group << 8) + nw);
+            }
         }
     }
 }
@@ -164,20 +176,20 @@ __device__ void learn_cols_impl(const Learn& L, const Net& net, Blk b) {
         if (d < net.base || d >= net.base + net.n) continue;
         const u32 hd = L.hist[d];
         const u64 lo = L.col_ptr[d - net.base], hi = L.col_ptr[d - net.base + 1];
-        // COLS_ITEMS entries a lane, their loads issued together (the reads are random)
-        for (u64 j0 = lo; j0 < hi; j0 += 32 * COLS_ITEMS) {
-            u32 i[COLS_ITEMS], mk[COLS_ITEMS], cd[COLS_ITEMS];
+        // LEARN_ITEMS entries a lane, their loads issued together (the reads are random)
+        for (u64 j0 = lo; j0 < hi; j0 += 32 * LEARN_ITEMS) {
+            u32 i[LEARN_ITEMS], mk[LEARN_ITEMS], cd[LEARN_ITEMS];
 #pragma unroll
-            for (int k = 0; k < COLS_ITEMS; k++) {
+            for (int k = 0; k < LEARN_ITEMS; k++) {
                 const u64 j = j0 + lane + 32 * k;
                 i[k] = j < hi ? L.col_syn[j] : ~0u;
             }
 #pragma unroll
-            for (int k = 0; k < COLS_ITEMS; k++) mk[k] = i[k] != ~0u ? L.marks[i[k] >> 5] & (1u << (i[k] & 31)) : 1;
+            for (int k = 0; k < LEARN_ITEMS; k++) mk[k] = i[k] != ~0u ? L.marks[i[k] >> 5] & (1u << (i[k] & 31)) : 1;
 #pragma unroll
-            for (int k = 0; k < COLS_ITEMS; k++) cd[k] = mk[k] == 0 ? (u32)codes[i[k]] : 0;
+            for (int k = 0; k < LEARN_ITEMS; k++) cd[k] = mk[k] == 0 ? (u32)codes[i[k]] : 0;
 #pragma unroll
-            for (int k = 0; k < COLS_ITEMS; k++) {
+            for (int k = 0; k < LEARN_ITEMS; k++) {
                 if (i[k] == ~0u) continue;
                 if (mk[k]) {
                     atomicAnd(L.marks + (i[k] >> 5), ~mk[k]);
