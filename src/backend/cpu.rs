@@ -336,8 +336,10 @@ impl CpuEngine {
         } else {
             self.pieces.par_iter_mut().for_each(|p| l.update(t - 1, &mut p.conn, &mut p.marks));
         }
-        let mut parts: Vec<&mut Part> = self.pieces.iter_mut().map(|p| &mut p.conn).collect();
-        learner.grow(t - 1, &mut parts);
+        learner.grow(t - 1);
+        for p in &mut self.pieces {
+            learner.apply_growth(&mut p.conn);
+        }
     }
 
     /// The learner's counts per plastic mapping: synapses grown and pairs refused.

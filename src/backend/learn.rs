@@ -35,6 +35,8 @@ pub struct Learner {
     /// Scratch: the neurons of a growth pass.
     all_a: Vec<u32>,
     all_b: Vec<u32>,
+    /// The pairs the last growth created: (plastic mapping, source, target).
+    created: Vec<(u32, u32, u32)>,
 }
 
 /// A part's rows, columns and range, borrowed beside its codes.
@@ -132,11 +134,8 @@ impl Learner {
             refused: vec![0; n],
             all_a: Vec::new(),
             all_b: Vec::new(),
+            created: Vec::new(),
         }
-    }
-
-    pub fn plastic(&self) -> &Plastic {
-        &self.plastic
     }
 
     /// The state a device keeps of its own (the GPU backend): histories, pair tables (u64 words
@@ -250,48 +249,55 @@ impl Learner {
 
     /// Burst `t`'s growth, after [`Learner::update`]: every associative pair whose two neurons
     /// fired in every burst of the window and that does not exist yet is created with weight
-    /// `Δ+`, in ascending (source, target) order up to the mapping's `max_synapses`. `parts` are
-    /// this engine's (ascending); pairs onto other neurons are only recorded as existing.
-    pub fn grow(&mut self, t: u64, parts: &mut [&mut Part]) {
-        for pm in 0..self.plastic.mappings.len() {
-            let m = &self.plastic.mappings[pm];
+    /// `Δ+`, in ascending (source, target) order up to the mapping's `max_synapses`. Every shard
+    /// records every pair as existing; [`Learner::apply_growth`] then gives the pairs onto a part's
+    /// neurons their weight.
+    pub fn grow(&mut self, t: u64) {
+        let Learner { plastic, history, exists, grown, refused, all_a, all_b, created, .. } = self;
+        created.clear();
+        for (pm, m) in plastic.mappings.iter().enumerate() {
             let Some(a) = &m.associative else { continue };
-            let rule = m.rule;
-            if rule.ltp == 0 || t < rule.window as u64 {
+            if m.rule.ltp == 0 || t < m.rule.window as u64 {
                 continue;
             }
-            let full = rule.mask();
-            let all = |r: &Range<u32>, out: &mut Vec<u32>, history: &[History]| {
+            let full = m.rule.mask();
+            let all = |r: &Range<u32>, out: &mut Vec<u32>| {
                 out.clear();
                 out.extend(r.clone().filter(|&n| history[n as usize] & full == full));
             };
-            all(&a.sources, &mut self.all_a, &self.history);
-            all(&a.targets, &mut self.all_b, &self.history);
-            let (cap, a) = (a.max_synapses, a.clone());
-            for &s in &self.all_a {
-                for &d in &self.all_b {
+            all(&a.sources, all_a);
+            all(&a.targets, all_b);
+            for &s in all_a.iter() {
+                for &d in all_b.iter() {
                     let i = a.pair(s, d);
-                    if s == d || self.exists[pm][i / 64] >> (i % 64) & 1 != 0 {
+                    if s == d || exists[pm][i / 64] >> (i % 64) & 1 != 0 {
                         continue;
                     }
-                    if self.grown[pm] >= cap {
-                        if self.refused[pm] == 0 {
+                    if grown[pm] >= a.max_synapses {
+                        if refused[pm] == 0 {
                             tracing::warn!(
-                                "mapping #{}: associative memory is full ({cap} synapses, its max_synapses); pairs beyond are \
+                                "mapping #{}: associative memory is full ({} synapses, its max_synapses); pairs beyond are \
                                  not created (counted in `inspect`)",
-                                self.plastic.mappings[pm].index
+                                m.index,
+                                a.max_synapses
                             );
                         }
-                        self.refused[pm] += 1;
+                        refused[pm] += 1;
                         continue;
                     }
-                    self.exists[pm][i / 64] |= 1 << (i % 64);
-                    self.grown[pm] += 1;
-                    if let Some(part) = parts.iter_mut().find(|p| p.targets_range.contains(&d)) {
-                        set_pair(&self.plastic, part, pm, s, d, rule.ltp);
-                    }
+                    exists[pm][i / 64] |= 1 << (i % 64);
+                    grown[pm] += 1;
+                    created.push((pm as u32, s, d));
                 }
             }
+        }
+    }
+
+    /// Give the pairs the last [`Learner::grow`] created onto `part`'s neurons their weight `Δ+`.
+    pub fn apply_growth(&self, part: &mut Part) {
+        let own = part.targets_range.clone();
+        for &(pm, s, d) in self.created.iter().filter(|c| own.contains(&c.2)) {
+            set_pair(&self.plastic, part, pm as usize, s, d, self.plastic.mappings[pm as usize].rule.ltp);
         }
     }
 

@@ -80,12 +80,6 @@ impl Plastic {
         self.base + (group << 8) + weight as u32
     }
 
-    /// The plastic mapping of a group.
-    #[inline(always)]
-    pub fn mapping_of(&self, group: u32) -> &PlasticMapping {
-        &self.mappings[self.group_mapping[group as usize] as usize]
-    }
-
     /// The longest window of any rule.
     pub fn max_window(&self) -> u32 {
         self.mappings.iter().map(|m| m.rule.window).max().unwrap_or(1)
