@@ -186,22 +186,11 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
             mapper: "projector".into(),
         }),
     );
-    let names = [
-        "vec",
-        "vec2",
-        "pat",
-        "rnd_p",
-        "rnd_k",
-        "tile",
-        "projector",
-        "block_to_block",
-        "all_to_all",
-        "expander_x",
-        "reducer_x",
-        "randomizer",
-        "lateral_pairs_x",
-        "last_to_first",
-    ];
+    // the genome's own morphologies, then every built-in one (associative_memory needs a rule: below)
+    let names: Vec<&str> = ["vec", "vec2", "pat", "rnd_p", "rnd_k", "tile"]
+        .into_iter()
+        .chain(Morphology::BUILTIN_NAMES.into_iter().filter(|&n| n != "associative_memory"))
+        .collect();
     // half the brains learn: some mappings plastic, maybe one associative
     let learns = rng.chance(0.5);
     let n_map = (areas.len() as f64 * rng.uniform(1.0, 2.5)) as usize + 1;
