@@ -238,21 +238,8 @@ fn backing(out: &std::path::Path) -> Vec<(f64, f64)> {
 }
 
 fn replay_conditioning(out: &std::path::Path, backend: &str) -> String {
-    let ex = common::root().join("examples/conditioning");
-    let o = common::neuroburst(&[
-        "replay",
-        "--bag",
-        ex.join("input.mcap").to_str().unwrap(),
-        "--genome",
-        ex.join("genome.yaml").to_str().unwrap(),
-        "--config",
-        ex.join("config.yaml").to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--backend",
-        backend,
-    ]);
-    common::ok(o)
+    let bag = common::root().join("examples/conditioning/input.mcap");
+    common::ok(common::replay_example("conditioning", &bag, out, &["--backend", backend]))
 }
 
 #[test]
@@ -309,13 +296,7 @@ fn export_and_inspect_show_what_the_conditioning_brain_learned_and_the_learned_g
     let ex = common::root().join("examples/conditioning");
     let (ckpt, learned, out) = (dir.path().join("c.ckpt"), dir.path().join("learned.yaml"), dir.path().join("o.mcap"));
     let arg = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let replay = |genome: &str, out: &std::path::Path, extra: &[&str]| {
-        let mut args = vec!["replay", "--bag", &*arg(&ex.join("input.mcap")).leak(), "--genome", genome];
-        args.extend(["--config", arg(&ex.join("config.yaml")).leak(), "--out", arg(out).leak()]);
-        args.extend(extra);
-        common::ok(common::neuroburst(&args))
-    };
-    replay(arg(&ex.join("genome.yaml")).leak(), &out, &["--checkpoint", arg(&ckpt).leak()]);
+    common::ok(common::replay_example("conditioning", &ex.join("input.mcap"), &out, &["--checkpoint", &arg(&ckpt)]));
     let o = common::ok(common::neuroburst(&[
         "export",
         "--checkpoint",
@@ -331,7 +312,8 @@ fn export_and_inspect_show_what_the_conditioning_brain_learned_and_the_learned_g
     assert_eq!(v["plastic"][0]["mean"], 34.0, "{i}");
     assert_eq!(v["learned_at_burst"], 301);
     // the learned genome backs on the cue alone from its first trial (1 s)
-    replay(&arg(&learned), &out, &[]);
+    let (bag, config) = (arg(&ex.join("input.mcap")), arg(&ex.join("config.yaml")));
+    common::ok(common::neuroburst(&["replay", "--bag", &bag, "--genome", &arg(&learned), "--config", &config, "--out", &arg(&out)]));
     let v = backing(&out);
     assert!(v.iter().filter(|(t, _)| (1.0..2.5).contains(t)).any(|p| p.1 < -0.4), "{v:?}");
 }

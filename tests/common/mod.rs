@@ -54,7 +54,14 @@ pub fn neuroburst(args: &[&str]) -> Output {
 
 /// `neuroburst replay` of `bag` through the diffdrive example into `out`, with `--set` overrides.
 pub fn replay(bag: &Path, out: &Path, sets: &[&str]) -> Output {
-    let ex = root().join("examples/diffdrive");
+    let sets: Vec<String> = sets.iter().flat_map(|s| ["--set".to_string(), s.to_string()]).collect();
+    replay_example("diffdrive", bag, out, &sets.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// `neuroburst replay` of `bag` through `examples/<example>`'s genome and configuration into
+/// `out`, with more arguments (`--set k=v`, `--backend cuda`, `--checkpoint FILE`, ...).
+pub fn replay_example(example: &str, bag: &Path, out: &Path, extra: &[&str]) -> Output {
+    let ex = root().join("examples").join(example);
     let (g, c) = (ex.join("genome.yaml"), ex.join("config.yaml"));
     let mut args = vec![
         "replay",
@@ -69,10 +76,7 @@ pub fn replay(bag: &Path, out: &Path, sets: &[&str]) -> Output {
         "--set",
         "log.progress=false",
     ];
-    for s in sets {
-        args.push("--set");
-        args.push(s);
-    }
+    args.extend_from_slice(extra);
     neuroburst(&args)
 }
 

@@ -53,10 +53,8 @@ fn replay_through_three_hosts(tag: &str, example: &str) -> (Cluster, PathBuf, us
     assert!(c.proc(1).log().contains("the io shard's input ends at burst"), "{}", c.logs());
 
     // The same bag, genome and configuration in one process.
-    let (one, config) = (c.dir.path().join("one.mcap"), ex("config.yaml"));
-    let files = [&bag, &genome, &config, &one].map(|p| p.to_str().unwrap());
-    let args = ["replay", "--bag", files[0], "--genome", files[1], "--config", files[2], "--out", files[3], "--set", "log.progress=false"];
-    common::ok(common::neuroburst(&args));
+    let one = c.dir.path().join("one.mcap");
+    common::ok(common::replay_example(example, &bag, &one, &[]));
 
     let (ours, theirs) = (contents(&out), contents(&one));
     assert_eq!(ours.0, theirs.0, "topics");
