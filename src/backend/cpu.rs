@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::learn::{marks_for, Learner, Marks};
+use super::learn::{Deferred, Learner};
 use super::shard::{ShardEngine, Sharded};
 use super::{BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
@@ -68,8 +68,8 @@ struct Segment {
 /// One thread's neurons, and the synapses onto them.
 struct Shard {
     conn: Part,
-    /// Learning's marks (a brain with plasticity only).
-    marks: Marks,
+    /// Learning's deferred depressions (a brain with plasticity only).
+    deferred: Deferred,
     input: Input,
     /// Scratch: synapse ranges of the spiking rows.
     rows: Vec<(usize, usize)>,
@@ -89,8 +89,9 @@ struct State {
 }
 
 impl Shard {
-    /// `bounds`: the largest magnitude each code can take (see [`Plastic::bounds`]).
-    fn new(conn: Part, params: &[AreaParams], bounds: &[i32]) -> Shard {
+    /// `bounds`: the largest magnitude each code can take (see [`Plastic::bounds`]); `learns`: the
+    /// brain has plasticity.
+    fn new(conn: Part, params: &[AreaParams], bounds: &[i32], learns: bool) -> Shard {
         let n = conn.targets_range.len();
         let segments = params
             .iter()
@@ -103,7 +104,7 @@ impl Shard {
             .collect();
         let input =
             if max_input(&conn, bounds) <= i32::MAX as u64 { Input::Narrow(memory::zeroed(n)) } else { Input::Wide(memory::zeroed(n)) };
-        let marks = if conn.columns.is_some() { marks_for(&conn) } else { Vec::new() };
+        let deferred = if learns { Deferred::of(&conn) } else { Deferred::default() };
         let state = State {
             base: conn.targets_range.start,
             segments,
@@ -113,7 +114,7 @@ impl Shard {
             fired: Vec::new(),
             fired_v: Vec::new(),
         };
-        Shard { conn, marks, input, rows: Vec::new(), state }
+        Shard { conn, deferred, input, rows: Vec::new(), state }
     }
 
     /// Propagate the last burst's spikes, then step every neuron; `injection` is sorted and within
@@ -311,10 +312,11 @@ impl CpuEngine {
     pub fn new(parts: Vec<Part>, params: Vec<AreaParams>, contributions: Vec<i32>, plastic: Option<Plastic>, neurons: u32) -> CpuEngine {
         let range = parts.first().map_or(0, |p| p.targets_range.start)..parts.last().map_or(0, |p| p.targets_range.end);
         let synapses: u64 = parts.iter().map(|p| p.synapses()).sum();
-        let bytes: u64 = parts.iter().map(|p| p.bytes()).sum::<u64>() + contributions.len() as u64 * 4;
-        let bytes_per_synapse = if synapses == 0 { 0.0 } else { bytes as f64 / synapses as f64 };
+        let learns = plastic.is_some();
         let bounds = plastic.as_ref().map_or_else(|| contributions.clone(), |p| p.bounds(&contributions));
-        let pieces = parts.into_par_iter().map(|p| Shard::new(p, &params, &bounds)).collect();
+        let pieces: Vec<Shard> = parts.into_par_iter().map(|p| Shard::new(p, &params, &bounds, learns)).collect();
+        let bytes: u64 = pieces.iter().map(|p| p.conn.bytes() + p.deferred.bytes()).sum::<u64>() + contributions.len() as u64 * 4;
+        let bytes_per_synapse = if synapses == 0 { 0.0 } else { bytes as f64 / synapses as f64 };
         let learner = plastic.map(|p| Learner::new(p, neurons));
         CpuEngine { params, range, pieces, contributions, learner, ahead: false, bytes_per_synapse, fired: Vec::new(), fired_v: Vec::new() }
     }
@@ -325,20 +327,20 @@ impl CpuEngine {
         if std::mem::take(&mut self.ahead) {
             return;
         }
-        learner.record(spikes);
+        learner.record(t.saturating_sub(1), spikes);
         if t < 2 {
             return;
         }
         let l = &*learner;
         if self.pieces.len() == 1 {
             let p = &mut self.pieces[0];
-            l.update(t - 1, &mut p.conn, &mut p.marks);
+            l.update(t - 1, &mut p.conn, &mut p.deferred);
         } else {
-            self.pieces.par_iter_mut().for_each(|p| l.update(t - 1, &mut p.conn, &mut p.marks));
+            self.pieces.par_iter_mut().for_each(|p| l.update(t - 1, &mut p.conn, &mut p.deferred));
         }
         learner.grow(t - 1);
         for p in &mut self.pieces {
-            learner.apply_growth(&mut p.conn);
+            learner.apply_growth(&mut p.conn, &mut p.deferred);
         }
     }
 
@@ -357,7 +359,7 @@ impl ShardEngine for CpuEngine {
         let bytes: u64 = self
             .pieces
             .iter()
-            .map(|s| s.conn.bytes() + s.state.potential.len() as u64 * crate::model::neuron::STATE_BYTES_PER_NEURON)
+            .map(|s| s.conn.bytes() + s.deferred.bytes() + s.state.potential.len() as u64 * crate::model::neuron::STATE_BYTES_PER_NEURON)
             .sum();
         BackendInfo {
             backend: "cpu".into(),
@@ -407,7 +409,7 @@ impl ShardEngine for CpuEngine {
             st.consecutive.extend_from_slice(&s.state.consecutive);
         }
         if let Some(l) = &self.learner {
-            st.learned = l.snapshot(&self.pieces.iter().map(|p| &p.conn).collect::<Vec<_>>());
+            st.learned = l.snapshot(&self.pieces.iter().map(|p| (&p.conn, &p.deferred)).collect::<Vec<_>>());
             st.learned.ahead = self.ahead;
         }
         Ok(st)
@@ -424,7 +426,7 @@ impl ShardEngine for CpuEngine {
             s.state.classify(&self.params);
         }
         if let Some(l) = &mut self.learner {
-            let mut parts: Vec<&mut Part> = self.pieces.iter_mut().map(|p| &mut p.conn).collect();
+            let mut parts: Vec<_> = self.pieces.iter_mut().map(|p| (&mut p.conn, &mut p.deferred)).collect();
             l.restore(&st.learned, &mut parts).map_err(|e| BackendError::Device(format!("cannot restore what the brain learned: {e}")))?;
             self.ahead = st.learned.ahead;
         }

@@ -2,16 +2,21 @@
 //! weights of plastic synapses change by FEAGI's window-coincidence rule and associative mappings
 //! grow synapses between neurons that fired together; both take effect from burst `t + 1`.
 //!
-//! A synapse changes only when its source or its target fired within its rule's window, so the
-//! update visits only those: first the rows of the recently fired sources (the full rule, marking
-//! the synapses whose target also fired recently), then the plastic synapses onto the recently
-//! fired targets that the first pass did not mark (their source was silent: depression only).
+//! A synapse changes only when its source or its target fired within its rule's window. The rows
+//! of the recently fired sources get the whole rule at once. A synapse whose source was silent can
+//! only be depressed, once per burst in which its target was active: that is counted at the target
+//! (a u16 per neuron and window) and paid when the synapse is next visited (each synapse keeps the
+//! count it was last brought up to date at), so no pass reads synapses at random by target. A
+//! source's row is always up to date when it propagates (it fired, so it was just visited), and a
+//! sweep brings every synapse up to date within [`SWEEP_BURSTS`] bursts, which bounds the counts.
 //! Weights live in the synapses' codes ([`crate::connectome::plastic`]), so propagation needs no
 //! change. Associative pairs are a bit table per mapping, the same in every shard: growth is a
 //! function of the whole brain's firing and of the pairs already grown, so every shard grows the
 //! same pairs and keeps the weights of those onto its own neurons.
 
 use std::ops::Range;
+
+use rayon::prelude::*;
 
 use super::cpu::prefetch;
 use crate::connectome::plastic::Decoded;
@@ -32,6 +37,11 @@ pub struct Learner {
     /// Per plastic mapping: synapses grown, and pairs refused at `max_synapses`.
     pub grown: Vec<u64>,
     pub refused: Vec<u64>,
+    /// Deferred depression: the distinct (mask, window) of the rules, and per one, per neuron:
+    /// the bursts in which it was active within that window (from the window on; a u16 count in
+    /// the high half), whether it was active in the last window ([`ANY`]), in all of it ([`ALL`]).
+    slots: Vec<(History, u64)>,
+    status: Vec<Vec<u32>>,
     /// Scratch: the neurons of a growth pass.
     all_a: Vec<u32>,
     all_b: Vec<u32>,
@@ -39,13 +49,18 @@ pub struct Learner {
     created: Vec<(u32, u32, u32)>,
 }
 
-/// A part's rows, columns and range, borrowed beside its codes.
+/// A part's rows and range, borrowed beside its codes.
 struct Rows<'a> {
     base: u32,
-    end: u32,
     row_ptr: &'a [u64],
     targets: &'a [u32],
-    columns: Option<&'a crate::connectome::Columns>,
+}
+
+/// A source's row being updated: the source, its history, its part's first neuron.
+struct Row {
+    s: u32,
+    hs: History,
+    base: u32,
 }
 
 /// A code's storage width.
@@ -86,17 +101,58 @@ struct GroupRule {
     associative: bool,
     /// Its plastic mapping.
     mapping: u32,
+    /// Its deferred-depression counts (index into `Learner::slots`).
+    slot: usize,
 }
 
-/// Rows (pass 1) and columns (pass 2) prefetched this many ahead.
+/// Neurons per task when recording a burst.
+const RECORD_CHUNK: usize = 1 << 16;
+
+/// Rows prefetched this many ahead, their pointers this many.
 const PREFETCH_AHEAD: usize = 4;
-const PREFETCH_COLUMNS: usize = 2;
+const PREFETCH_POINTERS: usize = 16;
 
-/// Marks of one part's synapses (see the module's comment).
-pub type Marks = Vec<u64>;
+/// Every synapse is brought up to date at least once in this many bursts (well below 2^16).
+pub const SWEEP_BURSTS: usize = 1 << 15;
 
-pub fn marks_for(part: &Part) -> Marks {
-    vec![0; part.targets.len().div_ceil(64)]
+/// A target's status bits (see `Learner::status`).
+const ANY: u32 = 1;
+const ALL: u32 = 2;
+
+/// The count in a status word.
+#[inline(always)]
+fn count(status: u32) -> u16 {
+    (status >> 16) as u16
+}
+
+/// A depression of `ltd` owed `n` times.
+#[inline(always)]
+fn debt(n: u16, ltd: u8) -> u8 {
+    (n as u32 * ltd as u32).min(255) as u8
+}
+
+/// One part's deferred depressions (see the module's comment): per synapse, the target's count
+/// when it was last brought up to date.
+#[derive(Default)]
+pub struct Deferred {
+    stamps: Vec<u16>,
+    /// Scratch: a row's targets' status.
+    scratch: Vec<u32>,
+}
+
+impl Deferred {
+    pub fn of(part: &Part) -> Deferred {
+        Deferred { stamps: vec![0; part.targets.len()], scratch: Vec::new() }
+    }
+
+    /// Up to date everywhere (after a restore, which resets the counts).
+    pub fn reset(&mut self) {
+        self.stamps.fill(0);
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.stamps.len() as u64 * 2
+    }
 }
 
 impl Learner {
@@ -104,13 +160,19 @@ impl Learner {
         let exists =
             plastic.mappings.iter().map(|m| m.associative.as_ref().map_or(Vec::new(), |a| vec![0; a.pairs().div_ceil(64)])).collect();
         let n = plastic.mappings.len();
+        let mut slots = Vec::new();
         let groups = plastic
             .group_mapping
             .iter()
             .map(|&pm| {
                 let m = &plastic.mappings[pm as usize];
                 let (rule, associative) = (m.rule, m.associative.is_some());
-                GroupRule { mask: rule.mask(), window: rule.window as u64, ltp: rule.ltp, ltd: rule.ltd, associative, mapping: pm }
+                let (mask, window) = (rule.mask(), rule.window as u64);
+                let slot = slots.iter().position(|&w| w == (mask, window)).unwrap_or_else(|| {
+                    slots.push((mask, window));
+                    slots.len() - 1
+                });
+                GroupRule { mask, window, ltp: rule.ltp, ltd: rule.ltd, associative, mapping: pm, slot }
             })
             .collect();
         let mut grown = vec![0; n];
@@ -132,6 +194,8 @@ impl Learner {
             exists,
             grown,
             refused: vec![0; n],
+            status: vec![vec![0; neurons as usize]; slots.len()],
+            slots,
             all_a: Vec::new(),
             all_b: Vec::new(),
             created: Vec::new(),
@@ -145,18 +209,36 @@ impl Learner {
         (&mut self.history, &mut self.exists, &mut self.grown, &mut self.refused)
     }
 
-    /// Shift one burst's firing (`spikes`: every neuron of the brain that fired, any order) into
-    /// the histories and list the neurons active within the longest window.
-    pub fn record(&mut self, spikes: &[u32]) {
-        for h in &mut self.history {
-            *h = record(*h, false);
-        }
+    /// Shift burst `t`'s firing (`spikes`: every neuron of the brain that fired, any order) into
+    /// the histories, count it into the deferred depressions (a neuron active within a window
+    /// depresses the synapses onto it whose source was silent in that window), and list the
+    /// neurons active within the longest window.
+    pub fn record(&mut self, t: u64, spikes: &[u32]) {
+        self.history.par_chunks_mut(RECORD_CHUNK).for_each(|c| c.iter_mut().for_each(|h| *h = record(*h, false)));
         for &s in spikes {
             self.history[s as usize] |= 1;
         }
-        self.active.clear();
+        let history = &self.history;
+        for (&(mask, window), status) in self.slots.iter().zip(&mut self.status) {
+            let counting = t >= window;
+            status.par_chunks_mut(RECORD_CHUNK).zip(history.par_chunks(RECORD_CHUNK)).for_each(|(status, history)| {
+                for (st, &h) in status.iter_mut().zip(history) {
+                    let (any, all) = (h & mask != 0, h & mask == mask);
+                    *st = (*st & !0xffff).wrapping_add(((any & counting) as u32) << 16) | (all as u32) << 1 | any as u32;
+                }
+            });
+        }
         let longest = self.longest;
-        self.active.extend(self.history.iter().enumerate().filter(|(_, &h)| h & longest != 0).map(|(n, _)| n as u32));
+        let chunks: Vec<Vec<u32>> = history
+            .par_chunks(RECORD_CHUNK)
+            .enumerate()
+            .map(|(c, h)| {
+                let first = (c * RECORD_CHUNK) as u32;
+                h.iter().enumerate().filter(|(_, &h)| h & longest != 0).map(|(n, _)| first + n as u32).collect()
+            })
+            .collect();
+        self.active.clear();
+        chunks.iter().for_each(|c| self.active.extend_from_slice(c));
     }
 
     #[inline(always)]
@@ -170,80 +252,114 @@ impl Learner {
         }
     }
 
-    /// Burst `t`'s update of the synapses of `part` (histories recorded up to burst `t`).
-    pub fn update(&self, t: u64, part: &mut Part, marks: &mut Marks) {
-        let Part { targets_range, row_ptr, targets, codes, columns } = part;
-        let view = Rows { base: targets_range.start, end: targets_range.end, row_ptr, targets, columns: columns.as_ref() };
+    /// Burst `t`'s update of the synapses of `part` (recorded up to burst `t`), then a share of
+    /// the sweep that keeps every deferral short.
+    pub fn update(&self, t: u64, part: &mut Part, deferred: &mut Deferred) {
+        let Part { targets_range, row_ptr, targets, codes } = part;
+        let view = Rows { base: targets_range.start, row_ptr, targets };
         match codes {
-            Codes::U16(c) => self.update_codes(t, &view, c, marks),
-            Codes::U32(c) => self.update_codes(t, &view, c, marks),
+            Codes::U16(c) => self.update_codes(t, &view, c, deferred),
+            Codes::U32(c) => self.update_codes(t, &view, c, deferred),
         }
     }
 
-    fn update_codes<C: Code>(&self, t: u64, part: &Rows<'_>, codes: &mut [C], marks: &mut Marks) {
-        let (code_base, base, groups) = (self.plastic.base, part.base, &self.groups[..]);
+    fn update_codes<C: Code>(&self, t: u64, part: &Rows<'_>, codes: &mut [C], deferred: &mut Deferred) {
+        let (code_base, base, groups, status) = (self.plastic.base, part.base, &self.groups[..], &self.status[..]);
+        let stamps = &mut deferred.stamps;
         let row = |s: u32| part.row_ptr[s as usize] as usize..part.row_ptr[s as usize + 1] as usize;
-        // 1. rows of the sources that fired recently: the whole rule
         for (k, &s) in self.active.iter().enumerate() {
-            if let Some(&next) = self.active.get(k + PREFETCH_AHEAD) {
+            if let Some(&far) = self.active.get(k + PREFETCH_POINTERS) {
+                prefetch(part.row_ptr.as_ptr().wrapping_add(far as usize), 16);
+            }
+            if let Some(&next) = self.active.get(k + 2 * PREFETCH_AHEAD) {
                 let r = row(next);
                 prefetch(part.targets.as_ptr().wrapping_add(r.start), r.len() * 4);
                 prefetch(codes.as_ptr().wrapping_add(r.start), r.len() * std::mem::size_of::<C>());
+                prefetch(stamps.as_ptr().wrapping_add(r.start), r.len() * 2);
             }
-            let hs = self.history[s as usize];
-            for i in row(s) {
-                let Some(c) = codes[i].get().checked_sub(code_base) else { continue };
-                let (group, weight) = (c >> 8, c as u8);
-                let g = &groups[group as usize];
-                if hs & g.mask == 0 {
-                    continue;
+            if let Some(&next) = self.active.get(k + PREFETCH_AHEAD) {
+                // the targets' status, read at random below (the first window's: most brains have one)
+                for &d in &part.targets[row(next)] {
+                    prefetch(status[0].as_ptr().wrapping_add((d + base) as usize), 1);
                 }
-                let d = part.targets[i] + base;
-                let hd = self.history[d as usize];
-                if hd & self.longest != 0 {
-                    marks[i / 64] |= 1 << (i % 64);
-                }
-                if t < g.window {
-                    continue;
-                }
-                let w = if hs & g.mask == g.mask && hd & g.mask == g.mask {
-                    // an associative pair that does not exist grows instead (see `grow`)
-                    if g.associative && !self.exists(g.mapping as usize, s, d) {
-                        continue;
-                    }
-                    weight.saturating_add(g.ltp)
-                } else {
-                    weight.saturating_sub(g.ltd)
-                };
-                codes[i] = C::make(code_base + (group << 8) + w as u32);
+            }
+            let r = row(s);
+            let row = Row { s, hs: self.history[s as usize], base };
+            self.update_row(t, &row, &mut codes[r.clone()], &part.targets[r.clone()], &mut stamps[r], &mut deferred.scratch);
+        }
+        // the sweep: every synapse is brought up to date at least once in SWEEP_BURSTS bursts, so
+        // that no deferral outgrows its u16 count
+        let n = codes.len();
+        let chunk = n.div_ceil(SWEEP_BURSTS);
+        let from = (t as usize % SWEEP_BURSTS * chunk).min(n);
+        let to = (from + chunk).min(n);
+        for i in from..to {
+            let Some(c) = codes[i].get().checked_sub(code_base) else { continue };
+            let g = &groups[(c >> 8) as usize];
+            let now = count(status[g.slot][(part.targets[i] + base) as usize]);
+            let owed = now.wrapping_sub(stamps[i]);
+            if owed != 0 {
+                stamps[i] = now;
+                codes[i] = C::make(code_base + (c & !0xff) + (c as u8).saturating_sub(debt(owed, g.ltd)) as u32);
             }
         }
-        // 2. plastic synapses onto the targets that fired recently, not visited by pass 1: their
-        // source was silent in the window, so they are depressed (or unchanged before t = W)
-        let Some(columns) = part.columns else { return };
-        let own = self.active.partition_point(|&n| n < base)..self.active.partition_point(|&n| n < part.end);
-        let mine = &self.active[own];
-        for (k, &d) in mine.iter().enumerate() {
-            if let Some(&next) = mine.get(k + PREFETCH_COLUMNS) {
-                for &i in columns.of_target(next - base) {
-                    prefetch(codes.as_ptr().wrapping_add(i as usize), 1);
-                    prefetch(marks.as_ptr().wrapping_add(i as usize / 64), 1);
-                }
+    }
+
+    /// The rule on the synapses of one row (a source active within the longest window).
+    #[inline(always)]
+    fn update_row<C: Code>(&self, t: u64, row: &Row, codes: &mut [C], targets: &[u32], stamps: &mut [u16], scratch: &mut Vec<u32>) {
+        let (code_base, base, hs) = (self.plastic.base, row.base, row.hs);
+        // most rows hold one mapping's synapses: then the rule is the same for all, and the loop
+        // runs without branches on the targets' status, gathered first
+        let first = codes.first().map_or(u32::MAX, |c| c.get().wrapping_sub(code_base) >> 8);
+        let one = self
+            .groups
+            .get(first as usize)
+            .filter(|g| !g.associative && codes.iter().all(|c| c.get().wrapping_sub(code_base) >> 8 == first));
+        if let Some(g) = one {
+            let sm = hs & g.mask;
+            if sm == 0 || t < g.window {
+                return;
             }
-            let hd = self.history[d as usize];
-            for &i in columns.of_target(d - base) {
-                let i = i as usize;
-                if marks[i / 64] >> (i % 64) & 1 != 0 {
-                    marks[i / 64] &= !(1 << (i % 64));
+            let (all, ltp, ltd, head) = ((sm == g.mask) as u32, g.ltp, g.ltd, code_base + (first << 8));
+            let status = &self.status[g.slot];
+            scratch.clear();
+            scratch.extend(targets.iter().map(|&d| status[(d + base) as usize]));
+            for ((code, stamp), &st) in codes.iter_mut().zip(stamps.iter_mut()).zip(scratch.iter()) {
+                let owed = count(st).wrapping_sub(*stamp).wrapping_sub((st & ANY) as u16);
+                let weight = (code.get() - head) as u8;
+                let weight = weight.saturating_sub(debt(owed, ltd));
+                let w = if all & st >> 1 != 0 { weight.saturating_add(ltp) } else { weight.saturating_sub(ltd) };
+                *code = C::make(head + w as u32);
+                *stamp = count(st);
+            }
+            return;
+        }
+        for ((code, &target), stamp) in codes.iter_mut().zip(targets).zip(stamps.iter_mut()) {
+            let Some(c) = code.get().checked_sub(code_base) else { continue };
+            let (group, weight) = (c >> 8, c as u8);
+            let g = &self.groups[group as usize];
+            // a silent source's synapses wait (their depressions are counted at the target)
+            let sm = hs & g.mask;
+            if sm == 0 || t < g.window {
+                continue;
+            }
+            let d = target + base;
+            let st = self.status[g.slot][d as usize];
+            // the bursts before this one in which the target alone was active
+            let owed = count(st).wrapping_sub(*stamp).wrapping_sub((st & ANY) as u16);
+            *stamp = count(st);
+            let weight = weight.saturating_sub(debt(owed, g.ltd));
+            let w = if sm == g.mask && st & ALL != 0 {
+                // an associative pair that does not exist grows instead (see `grow`)
+                if g.associative && !self.exists(g.mapping as usize, row.s, d) {
                     continue;
                 }
-                let Some(c) = codes[i].get().checked_sub(code_base) else { continue };
-                let (group, weight) = (c >> 8, c as u8);
-                let g = &groups[group as usize];
-                if t >= g.window && hd & g.mask != 0 && weight > 0 {
-                    codes[i] = C::make(code_base + (group << 8) + weight.saturating_sub(g.ltd) as u32);
-                }
-            }
+                weight.saturating_add(g.ltp)
+            } else {
+                weight.saturating_sub(g.ltd)
+            };
+            *code = C::make(code_base + (group << 8) + w as u32);
         }
     }
 
@@ -294,24 +410,37 @@ impl Learner {
     }
 
     /// Give the pairs the last [`Learner::grow`] created onto `part`'s neurons their weight `Δ+`.
-    pub fn apply_growth(&self, part: &mut Part) {
+    /// The pairs are up to date from this burst on (the burst's depression is not theirs).
+    pub fn apply_growth(&self, part: &mut Part, deferred: &mut Deferred) {
         let own = part.targets_range.clone();
         for &(pm, s, d) in self.created.iter().filter(|c| own.contains(&c.2)) {
-            set_pair(&self.plastic, part, pm as usize, s, d, self.plastic.mappings[pm as usize].rule.ltp);
+            if let Some((i, group)) = set_pair(&self.plastic, part, pm as usize, s, d, self.plastic.mappings[pm as usize].rule.ltp) {
+                deferred.stamps[i] = count(self.status[self.groups[group as usize].slot][d as usize]);
+            }
         }
     }
 
-    /// The learned state of `parts` (this engine's, ascending): histories and existing synapses.
-    pub fn snapshot(&self, parts: &[&Part]) -> Learned {
+    /// The weight of synapse `i` of a part onto `d`, `weight` in its code, with what it owes.
+    #[inline(always)]
+    fn current(&self, group: u32, weight: u8, d: u32, deferred: &Deferred, i: usize) -> u8 {
+        let Some(&stamp) = deferred.stamps.get(i) else { return weight };
+        let g = &self.groups[group as usize];
+        weight.saturating_sub(debt(count(self.status[g.slot][d as usize]).wrapping_sub(stamp), g.ltd))
+    }
+
+    /// The learned state of `parts` (this engine's, ascending, each with its deferred depressions,
+    /// empty where there are none): histories and existing synapses.
+    pub fn snapshot(&self, parts: &[(&Part, &Deferred)]) -> Learned {
         let p = &self.plastic;
         let mut synapses = Vec::new();
         for s in 0..self.history.len() as u32 {
-            for part in parts {
+            for &(part, deferred) in parts {
                 for i in part.row(s) {
                     let Some(Decoded { group, weight }) = p.decode(part.codes.get(i)) else { continue };
                     let pm = p.group_mapping[group as usize] as usize;
                     let d = part.targets[i] + part.targets_range.start;
                     if self.exists(pm, s, d) {
+                        let weight = self.current(group, weight, d, deferred, i);
                         synapses.push(LearnedSynapse { source: s, target: d, mapping: p.mappings[pm].index as u32, weight });
                     }
                 }
@@ -338,8 +467,9 @@ impl Learner {
     }
 
     /// Take `learned` (the whole brain's, as [`Learner::snapshot`] gives it merged over shards);
-    /// an empty one leaves the state as it is. Errors when it does not fit this brain.
-    pub fn restore(&mut self, learned: &Learned, parts: &mut [&mut Part]) -> Result<(), String> {
+    /// an empty one leaves the state as it is. Errors when it does not fit this brain. Every
+    /// synapse is then up to date (the counts and `parts`' deferrals start again).
+    pub fn restore(&mut self, learned: &Learned, parts: &mut [(&mut Part, &mut Deferred)]) -> Result<(), String> {
         if learned.is_empty() {
             return Ok(());
         }
@@ -353,6 +483,12 @@ impl Learner {
         }
         self.grown.fill(0);
         self.refused.fill(0);
+        for st in &mut self.status {
+            st.fill(0);
+        }
+        for (_, deferred) in parts.iter_mut() {
+            deferred.reset();
+        }
         for g in &learned.grown {
             let pm = index_of(g.mapping).ok_or_else(|| format!("grown pair of mapping #{}, which is not plastic", g.mapping))?;
             let Some(a) = &self.plastic.mappings[pm].associative else {
@@ -366,12 +502,12 @@ impl Learner {
             self.grown[pm] += 1;
         }
         // this engine's synapses, in the snapshot's order, against the learned ones onto its neurons
-        let lo = parts.first().map_or(0, |p| p.targets_range.start);
-        let hi = parts.last().map_or(0, |p| p.targets_range.end);
+        let lo = parts.first().map_or(0, |p| p.0.targets_range.start);
+        let hi = parts.last().map_or(0, |p| p.0.targets_range.end);
         let mut mine = learned.synapses.iter().filter(|s| (lo..hi).contains(&s.target));
         let p = self.plastic.clone();
         for s in 0..self.history.len() as u32 {
-            for part in parts.iter_mut() {
+            for (part, _) in parts.iter_mut() {
                 for i in part.row(s) {
                     let Some(Decoded { group, .. }) = p.decode(part.codes.get(i)) else { continue };
                     let pm = p.group_mapping[group as usize] as usize;
@@ -400,7 +536,7 @@ impl Learner {
 }
 
 /// Give the (absent) pair `s -> d` of plastic mapping `pm` in `part` its first weight.
-fn set_pair(p: &Plastic, part: &mut Part, pm: usize, s: u32, d: u32, w: u8) {
+fn set_pair(p: &Plastic, part: &mut Part, pm: usize, s: u32, d: u32, w: u8) -> Option<(usize, u32)> {
     let rel = d - part.targets_range.start;
     let row = part.row(s);
     let from = row.start + part.targets[row.clone()].partition_point(|&t| t < rel);
@@ -411,8 +547,9 @@ fn set_pair(p: &Plastic, part: &mut Part, pm: usize, s: u32, d: u32, w: u8) {
         if let Some(Decoded { group, .. }) = p.decode(part.codes.get(i)) {
             if p.group_mapping[group as usize] as usize == pm {
                 part.codes.set(i, p.encode(group, w));
-                return;
+                return Some((i, group));
             }
         }
     }
+    None
 }

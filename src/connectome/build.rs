@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::draw::{self, Stream};
 use std::collections::HashMap;
 
-use super::plastic::{group_contributions, Associative, Columns, Plastic, PlasticMapping};
+use super::plastic::{group_contributions, Associative, Plastic, PlasticMapping};
 use super::{Codes, Connectome, MappingStats, Part};
 use crate::genome::morphology::{destination_voxels, tile_destination_voxels, TileSpec, VoxelContext};
 use crate::genome::{Genome, Morphology, Sign};
@@ -138,10 +138,7 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
         }
     }
 
-    let (mut parts, contributions, plastic) = assemble(n, &opts.parts, outs, plastic);
-    if let Some(p) = &plastic {
-        parts.par_iter_mut().for_each(|part| part.columns = Some(Columns::of(part, p.base)));
-    }
+    let (parts, contributions, plastic) = assemble(n, &opts.parts, outs, plastic);
     Connectome { neurons: n, parts, contributions, mappings, plastic, build_seconds: start.elapsed().as_secs_f64() }
 }
 
@@ -491,7 +488,7 @@ fn assemble(
             Codes::U16(codes)
         };
         drop(chunk_parts);
-        parts.push(Part { targets_range: range.clone(), row_ptr, targets, codes, columns: None });
+        parts.push(Part { targets_range: range.clone(), row_ptr, targets, codes });
     }
     (parts, table, plastic)
 }

@@ -65,8 +65,6 @@ pub struct Part {
     pub row_ptr: Vec<u64>,
     pub targets: Vec<u32>,
     pub codes: Codes,
-    /// The plastic synapses by target (a brain with plasticity only).
-    pub columns: Option<Columns>,
 }
 
 impl Part {
@@ -81,9 +79,7 @@ impl Part {
     }
 
     pub fn bytes(&self) -> u64 {
-        self.row_ptr.len() as u64 * 8
-            + self.targets.len() as u64 * (4 + self.codes.bytes_per_code())
-            + self.columns.as_ref().map_or(0, Columns::bytes)
+        self.row_ptr.len() as u64 * 8 + self.targets.len() as u64 * (4 + self.codes.bytes_per_code())
     }
 }
 
@@ -179,11 +175,7 @@ impl Connectome {
                     row_ptr.push(targets.len() as u64);
                 }
                 let codes = if wide { Codes::U32(c32) } else { Codes::U16(c16) };
-                let mut part = Part { targets_range: r.clone(), row_ptr, targets, codes, columns: None };
-                if let Some(p) = &self.plastic {
-                    part.columns = Some(Columns::of(&part, p.base));
-                }
-                part
+                Part { targets_range: r.clone(), row_ptr, targets, codes }
             })
             .collect();
     }

@@ -140,6 +140,12 @@ impl Columns {
     pub fn bytes(&self) -> u64 {
         self.ptr.len() as u64 * 8 + self.synapse.len() as u64 * 4
     }
+
+    /// [`Columns::bytes`] of the index of `part`, without building it.
+    pub fn bytes_of(part: &Part, base: u32) -> u64 {
+        let plastic = (0..part.targets.len()).filter(|&i| part.codes.get(i) >= base).count() as u64;
+        (part.targets_range.len() as u64 + 1) * 8 + plastic * 4
+    }
 }
 
 impl Codes {

@@ -12,9 +12,9 @@ use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::layout::{as_bytes, dev_err, dptr, Learn, Net, PlasMap, Side, BLOCK};
 use super::module::Kernels;
-use crate::backend::learn::Learner;
+use crate::backend::learn::{Deferred, Learner};
 use crate::backend::BackendError;
-use crate::connectome::{Codes, Part, Plastic};
+use crate::connectome::{Codes, Columns, Part, Plastic};
 use crate::model::plasticity::{window_mask, Learned};
 
 /// The learning state of one GPU.
@@ -55,14 +55,14 @@ impl Learning {
 pub(super) fn device_bytes(part: &Part, plastic: &Plastic, neurons_total: u32) -> u64 {
     let n = neurons_total as u64;
     let pairs: u64 = plastic.mappings.iter().filter_map(|m| m.associative.as_ref()).map(|a| (a.pairs() as u64).div_ceil(64) * 8).sum();
-    n * 4 + n.div_ceil(32) * 4 + n * 4 + part.targets.len().div_ceil(32) as u64 * 4 + part.columns.as_ref().map_or(0, |c| c.bytes()) + pairs
+    n * 4 + n.div_ceil(32) * 4 + n * 4 + part.targets.len().div_ceil(32) as u64 * 4 + Columns::bytes_of(part, plastic.base) + pairs
 }
 
 impl Learning {
     pub(super) fn new(s: &Arc<CudaStream>, part: &Part, plastic: &Plastic, neurons_total: u32) -> Result<Learning, BackendError> {
         let e = |w: &'static str| dev_err(w);
         let n = neurons_total as usize;
-        let columns = part.columns.clone().unwrap_or_else(|| crate::connectome::Columns::of(part, plastic.base));
+        let columns = Columns::of(part, plastic.base);
         let mut words = Vec::new();
         let mut maps = Vec::new();
         let mut at = 0u64;
@@ -117,7 +117,7 @@ impl Learning {
             longest: window_mask(plastic.max_window()),
             n_maps: maps.len() as u32,
         };
-        let host_part = Part { columns: None, ..part.clone() };
+        let host_part = part.clone();
         Ok(Learning {
             params,
             _now,
@@ -187,7 +187,7 @@ impl Learning {
     /// The learned state of this GPU's part.
     pub(super) fn snapshot(&mut self, s: &Arc<CudaStream>, codes: &CudaSlice<u8>) -> Result<Learned, BackendError> {
         self.download(s, codes)?;
-        Ok(self.learner.snapshot(&[&self.part]))
+        Ok(self.learner.snapshot(&[(&self.part, &Deferred::default())]))
     }
 
     /// Take `learned` (the whole brain's) onto the device; an empty one changes nothing.
@@ -204,7 +204,7 @@ impl Learning {
         }
         self.download(s, codes)?;
         self.learner
-            .restore(learned, &mut [&mut self.part])
+            .restore(learned, &mut [(&mut self.part, &mut Deferred::default())])
             .map_err(|e| BackendError::Device(format!("cannot restore what the brain learned: {e}")))?;
         let e = |w: &'static str| dev_err(w);
         match &self.part.codes {
