@@ -4,12 +4,14 @@
 // A plastic synapse's code is `code_base + group * 256 + weight`: learning rewrites codes, and
 // the propagation reads them as it reads static ones. The phases, each over the whole grid:
 //   learn_mark:  the fired list -> one bit per neuron (`now`); the active count reset;
-//   learn_shift: every neuron's history shifted, the new bit in; the neurons that fired within
-//                the longest window listed (`active`, any order);
-//   learn_rows:  a warp per active source: its row's plastic synapses by the whole rule, marking
-//                those whose target is active too;
-//   learn_cols:  a warp per active own target: its unmarked plastic synapses (their source was
-//                silent) depressed; the marks cleared;
+//   learn_shift: every neuron's history shifted, the new bit in, its status per window (active
+//                within it, in all of it, and the count of bursts it was active: the deferred
+//                depressions of the synapses onto it whose source was silent); the neurons that
+//                fired within the longest window listed (`active`, any order);
+//   learn_rows:  a warp per active source: its row's plastic synapses by the whole rule, after
+//                what they owe (the target's count since the synapse's stamp); then the sweep's
+//                rows of the burst brought up to date (synapses whose source is silent only: the
+//                two never touch the same synapse);
 //   learn_grow:  one block: the associative pairs grown, in (source, target) order up to the cap.
 // Every synapse is written by one thread per phase, so the result does not depend on the order.
 
@@ -23,6 +25,8 @@ struct PlasMap {
     u32 src_hi;
     u32 dst_lo;
     u32 dst_hi;
+    u32 slot;     // its window's status (index into `Learn::status`)
+    u32 pad;
     u64 cap;      // max_synapses
     u64 bits;     // first u32 word of its pair table in `exists`
 };
@@ -33,9 +37,9 @@ struct Learn {
     u32* now;             // one bit per neuron of the brain: in the list being recorded
     u32* active;          // neurons of the brain active within the longest window
     u32* n_active;
-    u32* marks;           // one bit per synapse of this GPU's part
-    const u64* col_ptr;   // own targets + 1
-    const u32* col_syn;
+    u32* status;          // per window (slot), every neuron of the brain: count << 16 | all << 1 | any
+    u16* stamps;          // one per synapse of this GPU's part: its target's count when brought up to date
+    const u32* windows;   // per slot: its window in bursts
     const u32* group_map; // plastic mapping of each group
     const PlasMap* maps;
     u32* exists;          // the associative pair tables
@@ -46,9 +50,22 @@ struct Learn {
     u32 n_total;
     u32 longest;          // history bits of the longest window
     u32 n_maps;
+    u32 n_slots;
+    u32 sweep_rows;       // rows the sweep brings up to date a burst (all of them in SWEEP_BURSTS bursts)
 };
 
-// Entries of a row (`learn_rows`) or a column (`learn_cols`) a lane takes at once.
+// Mirror of `SWEEP_BURSTS` in src/backend/learn.rs.
+#define SWEEP_BURSTS 32768u
+#define ST_ANY 1u
+#define ST_ALL 2u
+
+// What a synapse of weight w owes: ltd, `owed` times, from 0.
+__device__ __forceinline__ u32 after_debt(u32 w, u32 owed, u32 ltd) {
+    const u32 debt = min(255u, owed * ltd);
+    return w > debt ? w - debt : 0;
+}
+
+// Entries of a row a lane of `learn_rows` takes at once.
 #define LEARN_ITEMS 4
 
 __device__ __forceinline__ u32 window_mask(u32 w) { return w >= 32 ? 0xFFFFFFFFu : (1u << w) - 1; }
@@ -73,6 +90,7 @@ __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift,
 
 __device__ void learn_shift_impl(const Learn& L, Blk b) {
     if (skipped(L)) return;
+    const u64 t = *(volatile const u64*)L.burst;
     __shared__ u32 warp_n[32];
     __shared__ u32 block_at;
     const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -82,8 +100,18 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
         const u32 word = n < L.n_total ? *(volatile u32*)(L.now + (n >> 5)) : 0;
         u32 h = 0;
         if (n < L.n_total) {
-            h = (L.hist[n] << 1) | ((word >> lane) & 1);
+            const u32 old = L.hist[n];
+            h = (old << 1) | ((word >> lane) & 1);
             L.hist[n] = h;
+            // the status of a neuron silent in every window stays as it is
+            if ((old | h) & L.longest) {
+                for (u32 k = 0; k < L.n_slots; k++) {
+                    const u32 w = L.windows[k], mask = window_mask(w);
+                    const u32 any = (h & mask) != 0, all = (h & mask) == mask;
+                    u32* st = L.status + (u64)k * L.n_total + n;
+                    *st = ((*st & 0xFFFF0000u) + ((any && t >= w) ? 0x10000u : 0)) | all << 1 | any;
+                }
+            }
         }
         __syncwarp();
         if (lane == 0 && n < L.n_total && word) L.now[n >> 5] = 0;
@@ -128,81 +156,67 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
         const u32 s = L.active[a];
         const u32 hs = L.hist[s];
         const u64 lo = row_start<RP>(net, s), hi = row_start<RP>(net, s + 1);
-        // ITEMS entries a lane, their loads issued together (a target's history is a random read)
+        // ITEMS entries a lane, their loads issued together (a target's status is a random read)
         for (u64 i0 = lo; i0 < hi; i0 += 32 * LEARN_ITEMS) {
-            u32 cd[LEARN_ITEMS], d[LEARN_ITEMS], hd[LEARN_ITEMS];
+            u32 cd[LEARN_ITEMS], d[LEARN_ITEMS], st[LEARN_ITEMS], sp[LEARN_ITEMS], slot[LEARN_ITEMS];
 #pragma unroll
             for (int k = 0; k < LEARN_ITEMS; k++) {
                 const u64 i = i0 + lane + 32 * k;
                 cd[k] = i < hi ? (u32)codes[i] : 0;
-                d[k] = i < hi && cd[k] >= L.code_base ? net.targets[i] + net.base : ~0u;
+                d[k] = ~0u;
+                u32 group, w;
+                if (i < hi && decode<CODE>(L, cd[k], group, w)) {
+                    const PlasMap& m = L.maps[L.group_map[group]];
+                    // a silent source's synapses wait (their depressions are counted at the target)
+                    if ((hs & window_mask(m.window)) != 0 && t >= m.window) {
+                        d[k] = net.targets[i] + net.base;
+                        slot[k] = m.slot;
+                        sp[k] = L.stamps[i];
+                    }
+                }
             }
 #pragma unroll
-            for (int k = 0; k < LEARN_ITEMS; k++) hd[k] = d[k] != ~0u ? L.hist[d[k]] : 0;
+            for (int k = 0; k < LEARN_ITEMS; k++) st[k] = d[k] != ~0u ? L.status[(u64)slot[k] * L.n_total + d[k]] : 0;
 #pragma unroll
             for (int k = 0; k < LEARN_ITEMS; k++) {
+                if (d[k] == ~0u) continue;
                 const u64 i = i0 + lane + 32 * k;
                 u32 group, w;
-                if (d[k] == ~0u || !decode<CODE>(L, cd[k], group, w)) continue;
+                decode<CODE>(L, cd[k], group, w);
                 const PlasMap& m = L.maps[L.group_map[group]];
-                const u32 mask = window_mask(m.window);
-                if ((hs & mask) == 0) continue;
-                if (hd[k] & L.longest) atomicOr(L.marks + (i >> 5), 1u << (i & 31));
-                if (t < m.window) continue;
+                const u32 mask = window_mask(m.window), now = st[k] >> 16;
+                // the bursts before this one in which the target alone was active
+                const u32 owed = (now - sp[k] - (st[k] & ST_ANY)) & 0xFFFF;
+                if (now != sp[k]) L.stamps[i] = (u16)now;
+                const u32 w0 = after_debt(w, owed, m.ltd);
                 u32 nw;
-                if ((hs & mask) == mask && (hd[k] & mask) == mask) {
+                if ((hs & mask) == mask && (st[k] & ST_ALL)) {
+                    // an associative pair that does not exist grows instead (learn_grow)
                     if (!pair_exists(L, m, s, d[k])) continue;
-                    nw = min(255u, w + m.ltp);
+                    nw = min(255u, w0 + m.ltp);
                 } else {
-                    nw = w > m.ltd ? w - m.ltd : 0;
+                    nw = w0 > m.ltd ? w0 - m.ltd : 0;
                 }
                 if (nw != w) codes[i] = (CODE)(L.code_base + (group << 8) + nw);
             }
         }
     }
-}
-
-template <typename CODE>
-__device__ void learn_cols_impl(const Learn& L, const Net& net, Blk b) {
-    if (skipped(L)) return;
-    const u64 t = *(volatile const u64*)net.burst;
-    const u32 count = *(volatile const u32*)L.n_active;
-    const u32 lane = threadIdx.x & 31;
-    const u32 warp = (b.id * blockDim.x + threadIdx.x) >> 5;
-    const u32 warps = (b.n * blockDim.x) >> 5;
-    CODE* codes = (CODE*)net.codes;
-    for (u32 a = warp; a < count; a += warps) {
-        const u32 d = L.active[a];
-        if (d < net.base || d >= net.base + net.n) continue;
-        const u32 hd = L.hist[d];
-        const u64 lo = L.col_ptr[d - net.base], hi = L.col_ptr[d - net.base + 1];
-        // LEARN_ITEMS entries a lane, their loads issued together (the reads are random)
-        for (u64 j0 = lo; j0 < hi; j0 += 32 * LEARN_ITEMS) {
-            u32 i[LEARN_ITEMS], mk[LEARN_ITEMS], cd[LEARN_ITEMS];
-#pragma unroll
-            for (int k = 0; k < LEARN_ITEMS; k++) {
-                const u64 j = j0 + lane + 32 * k;
-                i[k] = j < hi ? L.col_syn[j] : ~0u;
-            }
-#pragma unroll
-            for (int k = 0; k < LEARN_ITEMS; k++) mk[k] = i[k] != ~0u ? L.marks[i[k] >> 5] & (1u << (i[k] & 31)) : 1;
-#pragma unroll
-            for (int k = 0; k < LEARN_ITEMS; k++) cd[k] = mk[k] == 0 ? (u32)codes[i[k]] : 0;
-#pragma unroll
-            for (int k = 0; k < LEARN_ITEMS; k++) {
-                if (i[k] == ~0u) continue;
-                if (mk[k]) {
-                    atomicAnd(L.marks + (i[k] >> 5), ~mk[k]);
-                    continue;
-                }
-                u32 group, w;
-                if (!decode<CODE>(L, cd[k], group, w)) continue;
-                const PlasMap& m = L.maps[L.group_map[group]];
-                const u32 mask = window_mask(m.window);
-                if (t < m.window || (hd & mask) == 0 || w == 0) continue;
-                const u32 nw = w > m.ltd ? w - m.ltd : 0;
-                codes[i[k]] = (CODE)(L.code_base + (group << 8) + nw);
-            }
+    // the sweep: this burst's rows (every row once in SWEEP_BURSTS bursts, so no count outgrows
+    // its u16), their synapses whose source is silent in the window brought up to date
+    const u64 r0 = (u64)(t % SWEEP_BURSTS) * L.sweep_rows;
+    for (u64 r = r0 + warp; r < r0 + L.sweep_rows && r < L.n_total; r += warps) {
+        const u32 s = (u32)r, hs = L.hist[s];
+        const u64 lo = row_start<RP>(net, s), hi = row_start<RP>(net, s + 1);
+        for (u64 i = lo + lane; i < hi; i += 32) {
+            u32 group, w;
+            if (!decode<CODE>(L, (u32)codes[i], group, w)) continue;
+            const PlasMap& m = L.maps[L.group_map[group]];
+            if ((hs & window_mask(m.window)) != 0 && t >= m.window) continue;
+            const u32 now = L.status[(u64)m.slot * L.n_total + net.targets[i] + net.base] >> 16;
+            const u32 owed = (now - L.stamps[i]) & 0xFFFF;
+            if (owed == 0) continue;
+            L.stamps[i] = (u16)now;
+            codes[i] = (CODE)(L.code_base + (group << 8) + after_debt(w, owed, m.ltd));
         }
     }
 }
@@ -268,6 +282,8 @@ __device__ void learn_grow_impl(const Learn& L, const Net& net, Blk b) {
                         u32 group, w;
                         decode<CODE>(L, (u32)codes[j], group, w);
                         codes[j] = (CODE)(L.code_base + (group << 8) + m.ltp);
+                        // up to date from this burst on (its depression is not the new synapse's)
+                        L.stamps[j] = (u16)(L.status[(u64)m.slot * L.n_total + d] >> 16);
                     }
                 }
                 __syncthreads();
@@ -292,6 +308,5 @@ extern "C" __global__ void __launch_bounds__(256) learn_mark(Learn L, Side rd, u
 extern "C" __global__ void __launch_bounds__(256) learn_shift(Learn L) { learn_shift_impl(L, hw_blk()); }
 #define LEARN(SUFFIX, ACC, RP, CODE) \
     extern "C" __global__ void __launch_bounds__(256) learn_rows_##SUFFIX(Learn L, Net net) { learn_rows_impl<RP, CODE>(L, net, hw_blk()); } \
-    extern "C" __global__ void __launch_bounds__(256) learn_cols_##SUFFIX(Learn L, Net net) { learn_cols_impl<CODE>(L, net, hw_blk()); } \
     extern "C" __global__ void __launch_bounds__(256) learn_grow_##SUFFIX(Learn L, Net net) { learn_grow_impl<RP, CODE>(L, net, hw_blk()); }
 EACH_VARIANT(LEARN)

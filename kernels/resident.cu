@@ -193,8 +193,6 @@ __device__ void resident_impl(const ResParams& p) {
             grid_sync(p.dev, arrived);
             each_blk(p.prop_blocks, [&](Blk b) { learn_rows_impl<RP, CODE>(p.learn, next, b); });
             grid_sync(p.dev, arrived);
-            each_blk(p.prop_blocks, [&](Blk b) { learn_cols_impl<CODE>(p.learn, next, b); });
-            grid_sync(p.dev, arrived);
             if (p.learning & 2) {
                 if (blockIdx.x == 0) learn_grow_impl<RP, CODE>(p.learn, next, Blk{0, 1});
                 grid_sync(p.dev, arrived);

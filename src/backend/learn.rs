@@ -49,6 +49,18 @@ pub struct Learner {
     created: Vec<(u32, u32, u32)>,
 }
 
+/// A learner's state, as a device keeps it (see [`Learner::state_mut`]).
+pub struct State<'a> {
+    pub history: &'a mut [History],
+    /// Per window: every neuron's status (see `Learner::status`).
+    pub status: &'a mut [Vec<u32>],
+    /// Per plastic mapping: its pair table (u64 words; empty for a mapping not associative).
+    pub tables: &'a mut [Vec<u64>],
+    /// Per plastic mapping: synapses grown, pairs refused.
+    pub grown: &'a mut [u64],
+    pub refused: &'a mut [u64],
+}
+
 /// A part's rows and range, borrowed beside its codes.
 struct Rows<'a> {
     base: u32,
@@ -142,7 +154,12 @@ pub struct Deferred {
 
 impl Deferred {
     pub fn of(part: &Part) -> Deferred {
-        Deferred { stamps: vec![0; part.targets.len()], scratch: Vec::new() }
+        Deferred::from_stamps(vec![0; part.targets.len()])
+    }
+
+    /// The stamps a device kept (one per synapse of the part).
+    pub fn from_stamps(stamps: Vec<u16>) -> Deferred {
+        Deferred { stamps, scratch: Vec::new() }
     }
 
     /// Up to date everywhere (after a restore, which resets the counts).
@@ -202,11 +219,25 @@ impl Learner {
         }
     }
 
-    /// The state a device keeps of its own (the GPU backend): histories, pair tables (u64 words
-    /// per plastic mapping, empty for the others), synapses grown and pairs refused.
-    #[allow(clippy::type_complexity)]
-    pub fn state_mut(&mut self) -> (&mut [History], &mut [Vec<u64>], &mut [u64], &mut [u64]) {
-        (&mut self.history, &mut self.exists, &mut self.grown, &mut self.refused)
+    /// The state a device keeps of its own (the GPU backend).
+    pub fn state_mut(&mut self) -> State<'_> {
+        State {
+            history: &mut self.history,
+            status: &mut self.status,
+            tables: &mut self.exists,
+            grown: &mut self.grown,
+            refused: &mut self.refused,
+        }
+    }
+
+    /// The window of each status slot, and the slot of each plastic mapping.
+    pub fn slots(&self) -> (Vec<u32>, Vec<u32>) {
+        let windows = self.slots.iter().map(|&(_, w)| w as u32).collect();
+        let mut of_mapping = vec![0; self.plastic.mappings.len()];
+        for g in &self.groups {
+            of_mapping[g.mapping as usize] = g.slot as u32;
+        }
+        (windows, of_mapping)
     }
 
     /// Shift burst `t`'s firing (`spikes`: every neuron of the brain that fired, any order) into

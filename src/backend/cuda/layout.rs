@@ -131,6 +131,8 @@ pub(super) struct PlasMap {
     pub src_hi: u32,
     pub dst_lo: u32,
     pub dst_hi: u32,
+    pub slot: u32,
+    pub pad: u32,
     pub cap: u64,
     pub bits: u64,
 }
@@ -143,9 +145,9 @@ pub(super) struct Learn {
     pub now: u64,
     pub active: u64,
     pub n_active: u64,
-    pub marks: u64,
-    pub col_ptr: u64,
-    pub col_syn: u64,
+    pub status: u64,
+    pub stamps: u64,
+    pub windows: u64,
     pub group_map: u64,
     pub maps: u64,
     pub exists: u64,
@@ -156,6 +158,8 @@ pub(super) struct Learn {
     pub n_total: u32,
     pub longest: u32,
     pub n_maps: u32,
+    pub n_slots: u32,
+    pub sweep_rows: u32,
 }
 // SAFETY: plain old data with the layout of the kernel's `Learn`.
 unsafe impl DeviceRepr for Learn {}
@@ -257,10 +261,10 @@ mod tests {
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");
         let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, prop_blocks, step_blocks, learning, learn);
         assert_eq!(c_layout(&src, "ResParams", &sizes), res, "ResParams");
-        let learn = rust_layout!(Learn: hist, now, active, n_active, marks, col_ptr, col_syn, group_map, maps, exists, grown, burst, skip,
-            code_base, n_total, longest, n_maps);
+        let learn = rust_layout!(Learn: hist, now, active, n_active, status, stamps, windows, group_map, maps, exists, grown, burst, skip,
+            code_base, n_total, longest, n_maps, n_slots, sweep_rows);
         assert_eq!(c_layout(&src, "Learn", &sizes), learn, "Learn");
-        let map = rust_layout!(PlasMap: ltp, ltd, window, assoc, src_lo, src_hi, dst_lo, dst_hi, cap, bits);
+        let map = rust_layout!(PlasMap: ltp, ltd, window, assoc, src_lo, src_hi, dst_lo, dst_hi, slot, pad, cap, bits);
         assert_eq!(c_layout(&src, "PlasMap", &sizes), map, "PlasMap");
     }
 }

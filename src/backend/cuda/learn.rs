@@ -12,9 +12,9 @@ use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::layout::{as_bytes, dev_err, dptr, Learn, Net, PlasMap, Side, BLOCK};
 use super::module::Kernels;
-use crate::backend::learn::{Deferred, Learner};
+use crate::backend::learn::{Deferred, Learner, SWEEP_BURSTS};
 use crate::backend::BackendError;
-use crate::connectome::{Codes, Columns, Part, Plastic};
+use crate::connectome::{Codes, Part, Plastic};
 use crate::model::plasticity::{window_mask, Learned};
 
 /// The learning state of one GPU.
@@ -23,9 +23,9 @@ pub(super) struct Learning {
     _now: CudaSlice<u32>,
     _active: CudaSlice<u32>,
     _n_active: CudaSlice<u32>,
-    _marks: CudaSlice<u32>,
-    _col_ptr: CudaSlice<u64>,
-    _col_syn: CudaSlice<u32>,
+    status: CudaSlice<u32>,
+    stamps: CudaSlice<u16>,
+    _windows: CudaSlice<u32>,
     _group_map: CudaSlice<u32>,
     _maps: CudaSlice<u8>,
     exists: CudaSlice<u64>,
@@ -36,8 +36,10 @@ pub(super) struct Learning {
     /// The next learning is skipped (a restored state holds it already): set by a restore,
     /// cleared when a propagation is launched (the learning before it consumes it).
     pub skip_pending: bool,
-    /// This GPU's part (its codes as of the last snapshot or restore), and the reference learner.
+    /// This GPU's part (its codes and stamps as of the last snapshot or restore), and the
+    /// reference learner.
     part: Part,
+    deferred: Deferred,
     learner: Learner,
     /// Words of each associative mapping's pair table (u64), in order.
     words: Vec<usize>,
@@ -51,23 +53,27 @@ impl Learning {
 }
 
 /// Bytes learning takes on the device for a part: histories (and their bits, the active list)
-/// for every neuron, marks, the target index, the pair tables.
+/// and a status per window for every neuron, a stamp per synapse, the pair tables.
 pub(super) fn device_bytes(part: &Part, plastic: &Plastic, neurons_total: u32) -> u64 {
     let n = neurons_total as u64;
     let pairs: u64 = plastic.mappings.iter().filter_map(|m| m.associative.as_ref()).map(|a| (a.pairs() as u64).div_ceil(64) * 8).sum();
-    n * 4 + n.div_ceil(32) * 4 + n * 4 + part.targets.len().div_ceil(32) as u64 * 4 + Columns::bytes_of(part, plastic.base) + pairs
+    let mut windows: Vec<u32> = plastic.mappings.iter().map(|m| m.rule.window).collect();
+    windows.sort_unstable();
+    windows.dedup();
+    n * 4 + n.div_ceil(32) * 4 + n * 4 + windows.len() as u64 * n * 4 + part.targets.len() as u64 * 2 + pairs
 }
 
 impl Learning {
     pub(super) fn new(s: &Arc<CudaStream>, part: &Part, plastic: &Plastic, neurons_total: u32) -> Result<Learning, BackendError> {
         let e = |w: &'static str| dev_err(w);
         let n = neurons_total as usize;
-        let columns = Columns::of(part, plastic.base);
+        let mut learner = Learner::new(plastic.clone(), neurons_total);
+        let (windows, slot_of) = learner.slots();
         let mut words = Vec::new();
         let mut maps = Vec::new();
         let mut at = 0u64;
-        for m in &plastic.mappings {
-            let mut map = PlasMap { ltp: m.rule.ltp as u32, ltd: m.rule.ltd as u32, window: m.rule.window, ..Default::default() };
+        for (m, &slot) in plastic.mappings.iter().zip(&slot_of) {
+            let mut map = PlasMap { ltp: m.rule.ltp as u32, ltd: m.rule.ltd as u32, window: m.rule.window, slot, ..Default::default() };
             if let Some(a) = &m.associative {
                 let w = a.pairs().div_ceil(64);
                 (map.assoc, map.src_lo, map.src_hi, map.dst_lo, map.dst_hi) =
@@ -83,18 +89,17 @@ impl Learning {
         let _now = s.alloc_zeros::<u32>(n.div_ceil(32) + 1).map_err(e("alloc fired bits"))?;
         let _active = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the active list"))?;
         let _n_active = s.alloc_zeros::<u32>(1).map_err(e("alloc the active count"))?;
-        let _marks = s.alloc_zeros::<u32>(part.targets.len().div_ceil(32) + 1).map_err(e("alloc marks"))?;
-        let _col_ptr = s.clone_htod(&columns.ptr).map_err(e("uploading the target index"))?;
-        let _col_syn = nonempty_u32(&columns.synapse, "uploading the target index")?;
+        let status = s.alloc_zeros::<u32>((windows.len() * n).max(1)).map_err(e("alloc statuses"))?;
+        let stamps = s.alloc_zeros::<u16>(part.targets.len().max(1)).map_err(e("alloc stamps"))?;
+        let _windows = nonempty_u32(&windows, "uploading the windows")?;
         let _group_map = nonempty_u32(&plastic.group_mapping, "uploading the plastic groups")?;
         let _maps = s.clone_htod(as_bytes(&maps)).map_err(e("uploading the plastic mappings"))?;
         // the pairs a learned genome grew already (the reference learner starts from them)
-        let mut learner = Learner::new(plastic.clone(), neurons_total);
-        let (_, tables, g, r) = learner.state_mut();
-        let mut table_words: Vec<u64> = tables.iter().flatten().copied().collect();
+        let st = learner.state_mut();
+        let mut table_words: Vec<u64> = st.tables.iter().flatten().copied().collect();
         table_words.resize((at as usize).max(1), 0);
         let exists = s.clone_htod(&table_words).map_err(e("uploading pair tables"))?;
-        let mut counts: Vec<u64> = g.iter().zip(r.iter()).flat_map(|(&g, &r)| [g, r]).collect();
+        let mut counts: Vec<u64> = st.grown.iter().zip(st.refused.iter()).flat_map(|(&g, &r)| [g, r]).collect();
         counts.resize(2 * maps.len().max(1), 0);
         let grown = s.clone_htod(&counts).map_err(e("uploading growth counts"))?;
         let skip = s.clone_htod(&[u64::MAX]).map_err(e("alloc the skip word"))?;
@@ -103,9 +108,9 @@ impl Learning {
             now: dptr(&_now, s),
             active: dptr(&_active, s),
             n_active: dptr(&_n_active, s),
-            marks: dptr(&_marks, s),
-            col_ptr: dptr(&_col_ptr, s),
-            col_syn: dptr(&_col_syn, s),
+            status: dptr(&status, s),
+            stamps: dptr(&stamps, s),
+            windows: dptr(&_windows, s),
             group_map: dptr(&_group_map, s),
             maps: dptr(&_maps, s),
             exists: dptr(&exists, s),
@@ -116,6 +121,8 @@ impl Learning {
             n_total: neurons_total,
             longest: window_mask(plastic.max_window()),
             n_maps: maps.len() as u32,
+            n_slots: windows.len() as u32,
+            sweep_rows: neurons_total.div_ceil(SWEEP_BURSTS as u32),
         };
         let host_part = part.clone();
         Ok(Learning {
@@ -123,9 +130,9 @@ impl Learning {
             _now,
             _active,
             _n_active,
-            _marks,
-            _col_ptr,
-            _col_syn,
+            status,
+            stamps,
+            _windows,
             _group_map,
             _maps,
             exists,
@@ -133,6 +140,7 @@ impl Learning {
             hist,
             skip,
             skip_pending: false,
+            deferred: Deferred::of(&host_part),
             part: host_part,
             learner,
             words,
@@ -146,21 +154,21 @@ impl Learning {
         let cfg = |blocks: u32| LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         let l = &self.params;
         let all = self.params.n_total.div_ceil(BLOCK);
-        // SAFETY (all five): every pointer in `l` and `net` points into buffers owned by the
+        // SAFETY (all four): every pointer in `l` and `net` points into buffers owned by the
         // backend that outlive its graphs; the kernels index them within the sizes allocated in
         // `new` and `build` (neurons of the brain, synapses and targets of this part, the pair
         // tables and the mappings uploaded there).
         unsafe { s.launch_builder(&k.learn_mark).arg(l).arg(rd).arg(&net.count_shift).launch(cfg(sm * 4)) }.map_err(e("learn_mark"))?;
         unsafe { s.launch_builder(&k.learn_shift).arg(l).launch(cfg(all)) }.map_err(e("learn_shift"))?;
         unsafe { s.launch_builder(&k.learn_rows).arg(l).arg(net).launch(cfg(sm * 8)) }.map_err(e("learn_rows"))?;
-        unsafe { s.launch_builder(&k.learn_cols).arg(l).arg(net).launch(cfg(sm * 8)) }.map_err(e("learn_cols"))?;
         if !self.words.is_empty() {
             unsafe { s.launch_builder(&k.learn_grow).arg(l).arg(net).launch(cfg(1)) }.map_err(e("learn_grow"))?;
         }
         Ok(())
     }
 
-    /// The device's codes, histories and pair tables into the host copies (the device is idle).
+    /// The device's codes, stamps, histories, statuses and pair tables into the host copies (the
+    /// device is idle).
     fn download(&mut self, s: &Arc<CudaStream>, codes: &CudaSlice<u8>) -> Result<(), BackendError> {
         let e = |w: &'static str| dev_err(w);
         let bytes = s.clone_dtoh(codes).map_err(e("reading codes"))?;
@@ -168,17 +176,25 @@ impl Learning {
             Codes::U16(c) => c.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(c, b)| *c = u16::from_le_bytes([b[0], b[1]])),
             Codes::U32(c) => c.iter_mut().zip(bytes.chunks_exact(4)).for_each(|(c, b)| *c = u32::from_le_bytes(b.try_into().unwrap())),
         }
+        let mut stamps = s.clone_dtoh(&self.stamps).map_err(e("reading stamps"))?;
+        stamps.truncate(self.part.targets.len());
+        self.deferred = Deferred::from_stamps(stamps);
         let hist = s.clone_dtoh(&self.hist).map_err(e("reading histories"))?;
+        let status = s.clone_dtoh(&self.status).map_err(e("reading statuses"))?;
         let exists = s.clone_dtoh(&self.exists).map_err(e("reading pair tables"))?;
         let grown = s.clone_dtoh(&self.grown).map_err(e("reading growth counts"))?;
-        let (h, tables, g, r) = self.learner.state_mut();
-        h.copy_from_slice(&hist[..h.len()]);
+        let st = self.learner.state_mut();
+        st.history.copy_from_slice(&hist[..st.history.len()]);
+        let n = st.history.len();
+        for (v, from) in st.status.iter_mut().zip(status.chunks_exact(n)) {
+            v.copy_from_slice(from);
+        }
         let mut at = 0;
-        for (t, &w) in tables.iter_mut().filter(|t| !t.is_empty()).zip(&self.words) {
+        for (t, &w) in st.tables.iter_mut().filter(|t| !t.is_empty()).zip(&self.words) {
             t.copy_from_slice(&exists[at..at + w]);
             at += w;
         }
-        for (i, (g, r)) in g.iter_mut().zip(r.iter_mut()).enumerate() {
+        for (i, (g, r)) in st.grown.iter_mut().zip(st.refused.iter_mut()).enumerate() {
             (*g, *r) = (grown[2 * i], grown[2 * i + 1]);
         }
         Ok(())
@@ -187,7 +203,7 @@ impl Learning {
     /// The learned state of this GPU's part.
     pub(super) fn snapshot(&mut self, s: &Arc<CudaStream>, codes: &CudaSlice<u8>) -> Result<Learned, BackendError> {
         self.download(s, codes)?;
-        Ok(self.learner.snapshot(&[(&self.part, &Deferred::default())]))
+        Ok(self.learner.snapshot(&[(&self.part, &self.deferred)]))
     }
 
     /// Take `learned` (the whole brain's) onto the device; an empty one changes nothing.
@@ -204,7 +220,7 @@ impl Learning {
         }
         self.download(s, codes)?;
         self.learner
-            .restore(learned, &mut [(&mut self.part, &mut Deferred::default())])
+            .restore(learned, &mut [(&mut self.part, &mut self.deferred)])
             .map_err(|e| BackendError::Device(format!("cannot restore what the brain learned: {e}")))?;
         let e = |w: &'static str| dev_err(w);
         match &self.part.codes {
@@ -213,13 +229,23 @@ impl Learning {
             _ => Ok(()),
         }
         .map_err(e("writing codes"))?;
-        let (h, tables, g, r) = self.learner.state_mut();
-        s.memcpy_htod(&h[..], &mut self.hist).map_err(e("writing histories"))?;
-        let words: Vec<u64> = tables.iter().flatten().copied().collect();
+        // every synapse up to date: stamps and counts start again from 0
+        // SAFETY: zeroes the stamps (one u16 per synapse of the part, allocated in `new`) on our
+        // stream.
+        unsafe { cudarc::driver::sys::cuMemsetD16Async(dptr(&self.stamps, s), 0, self.part.targets.len(), s.cu_stream()) }
+            .result()
+            .map_err(e("clearing stamps"))?;
+        let st = self.learner.state_mut();
+        let status = st.status.concat();
+        if !status.is_empty() {
+            s.memcpy_htod(&status, &mut self.status).map_err(e("writing statuses"))?;
+        }
+        s.memcpy_htod(&st.history[..], &mut self.hist).map_err(e("writing histories"))?;
+        let words: Vec<u64> = st.tables.iter().flatten().copied().collect();
         if !words.is_empty() {
             s.memcpy_htod(&words, &mut self.exists).map_err(e("writing pair tables"))?;
         }
-        let counts: Vec<u64> = g.iter().zip(r.iter()).flat_map(|(&g, &r)| [g, r]).collect();
+        let counts: Vec<u64> = st.grown.iter().zip(st.refused.iter()).flat_map(|(&g, &r)| [g, r]).collect();
         if !counts.is_empty() {
             s.memcpy_htod(&counts, &mut self.grown).map_err(e("writing growth counts"))?;
         }

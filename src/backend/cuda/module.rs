@@ -109,7 +109,6 @@ pub struct Kernels {
     pub learn_mark: CudaFunction,
     pub learn_shift: CudaFunction,
     pub learn_rows: CudaFunction,
-    pub learn_cols: CudaFunction,
     pub learn_grow: CudaFunction,
 }
 
@@ -144,7 +143,6 @@ impl Kernels {
             learn_mark: f("learn_mark".into())?,
             learn_shift: f("learn_shift".into())?,
             learn_rows: f(format!("learn_rows_{n}_{r}_{c}"))?,
-            learn_cols: f(format!("learn_cols_{n}_{r}_{c}"))?,
             learn_grow: f(format!("learn_grow_{n}_{r}_{c}"))?,
             module,
         })
