@@ -13,7 +13,7 @@ pub mod plastic;
 use std::ops::Range;
 
 pub use build::{build, count, synapse_bound, BuildOptions};
-pub use plastic::{Associative, Columns, Plastic, PlasticMapping};
+pub use plastic::{Associative, Plastic, PlasticMapping};
 
 /// Contribution codes of a part's synapses: an index into [`Connectome::contributions`]. A brain
 /// has few distinct contributions (one per mapping and out-degree), so 16 bits suffice almost

@@ -6,14 +6,13 @@
 //! group (`±w × psp / divisor` for every weight `w`). Propagation is therefore the same for static
 //! and plastic synapses on every backend; learning rewrites codes.
 //!
-//! Each part also indexes its plastic synapses by target ([`Columns`]), for the half of the rule
-//! that starts from a target that fired. An associative mapping holds every possible pair
+//! An associative mapping holds every possible pair
 //! `s -> d` (`s != d`) from the start; whether a pair exists is the learner's state, and a pair
 //! that does not exist keeps weight 0 (it contributes nothing).
 
 use std::ops::Range;
 
-use super::{Codes, Part};
+use super::Codes;
 use crate::model::plasticity::Rule;
 
 /// The plastic mappings of a brain and where their codes start.
@@ -94,57 +93,6 @@ impl Plastic {
             group.fill(top);
         }
         out
-    }
-}
-
-/// The plastic synapses of a part, by target: `synapse[ptr[t]..ptr[t + 1]]` are the indexes (into
-/// the part's rows) of the plastic synapses onto target `t` (relative to the part's range).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Columns {
-    pub ptr: Vec<u64>,
-    pub synapse: Vec<u32>,
-}
-
-impl Columns {
-    /// Index the synapses of `part` whose code is at least `base`.
-    pub fn of(part: &Part, base: u32) -> Columns {
-        assert!(part.targets.len() <= u32::MAX as usize, "a part holds at most 2^32 synapses");
-        let n = part.targets_range.len();
-        let plastic = |i: usize| part.codes.get(i) >= base;
-        let mut ptr = vec![0u64; n + 1];
-        for (i, &t) in part.targets.iter().enumerate() {
-            if plastic(i) {
-                ptr[t as usize + 1] += 1;
-            }
-        }
-        for t in 0..n {
-            ptr[t + 1] += ptr[t];
-        }
-        let mut next = ptr.clone();
-        let mut synapse = vec![0u32; ptr[n] as usize];
-        for (i, &t) in part.targets.iter().enumerate() {
-            if plastic(i) {
-                let slot = &mut next[t as usize];
-                synapse[*slot as usize] = i as u32;
-                *slot += 1;
-            }
-        }
-        Columns { ptr, synapse }
-    }
-
-    #[inline(always)]
-    pub fn of_target(&self, t: u32) -> &[u32] {
-        &self.synapse[self.ptr[t as usize] as usize..self.ptr[t as usize + 1] as usize]
-    }
-
-    pub fn bytes(&self) -> u64 {
-        self.ptr.len() as u64 * 8 + self.synapse.len() as u64 * 4
-    }
-
-    /// [`Columns::bytes`] of the index of `part`, without building it.
-    pub fn bytes_of(part: &Part, base: u32) -> u64 {
-        let plastic = (0..part.targets.len()).filter(|&i| part.codes.get(i) >= base).count() as u64;
-        (part.targets_range.len() as u64 + 1) * 8 + plastic * 4
     }
 }
 
