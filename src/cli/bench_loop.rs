@@ -12,7 +12,7 @@ use crate::genome::Genome;
 use crate::live::trace::Percentiles;
 use crate::live::Mode;
 use crate::loopbench::{self, robot::Rates, BrainSpec, LoopReport, Options};
-use crate::workload::Workload;
+use crate::workload::{Learning, Workload};
 
 #[derive(Args, Debug)]
 pub struct BenchLoopArgs {
@@ -28,6 +28,9 @@ pub struct BenchLoopArgs {
     /// A genome instead of W (its areas beside the bench's).
     #[arg(long, value_name = "FILE", conflicts_with = "neurons")]
     pub genome: Option<PathBuf>,
+    /// Every synapse of W plastic, with this window in bursts (FEAGI's rule, Δ+ = Δ- = 1).
+    #[arg(long, value_name = "W", conflicts_with = "genome")]
+    pub plastic: Option<u32>,
     /// Bursts per second (overrides node.rate_hz; default 1000).
     #[arg(long)]
     pub rate: Option<f64>,
@@ -106,7 +109,10 @@ pub fn main(a: BenchLoopArgs) -> anyhow::Result<()> {
     }
     let brain = match &a.genome {
         Some(path) => BrainSpec::Genome(Genome::load(path)?),
-        None => BrainSpec::Workload(Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rho, seed: 1 }),
+        None => BrainSpec::Workload(
+            Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rho, seed: 1 },
+            Learning { window: a.plastic, associative: 0 },
+        ),
     };
     let opts = Options {
         brain,

@@ -24,7 +24,7 @@ use crate::live::trace::{Percentiles, PhaseSummary};
 use crate::live::{self, Control};
 use crate::model::{Injections, Potential};
 use crate::transport::zenoh::{ZenohConfig, ZenohTransport};
-use crate::workload::Workload;
+use crate::workload::{Learning, Workload};
 
 /// Bursts of W drive generated ahead and cycled through.
 pub const DRIVE_POOL: usize = 256;
@@ -48,7 +48,8 @@ decoders:
 
 /// The brain beside the sensory areas.
 pub enum BrainSpec {
-    Workload(Workload),
+    /// W, learning as the benchmarks' `--plastic` says.
+    Workload(Workload, Learning),
     Genome(Genome),
 }
 
@@ -92,7 +93,7 @@ pub struct LoopReport {
 pub fn genome(brain: &BrainSpec) -> anyhow::Result<Genome> {
     let sensors = Genome::from_yaml_str(SENSORS).context("bench-loop's sensors.yaml")?;
     let mut g = match brain {
-        BrainSpec::Workload(w) => w.genome(),
+        BrainSpec::Workload(w, learning) => w.learning_genome(learning),
         BrainSpec::Genome(g) => g.clone(),
     };
     if let Some(a) = g.areas.iter().find(|a| sensors.area(&a.id).is_some()) {
@@ -132,7 +133,7 @@ pub fn run(mut config: Config, opts: Options) -> anyhow::Result<LoopReport> {
     config.zenoh = ZenohConfig { listen: vec![endpoint.clone()], connect: vec![], ..ZenohConfig::default() };
     let rate = if config.node.rate_hz > 0.0 { config.node.rate_hz } else { genome.burst_rate_hz };
     let (drive, drive_note) = match &opts.brain {
-        BrainSpec::Workload(w) => {
+        BrainSpec::Workload(w, _) => {
             (Some(drive(w)), format!("W's injections of bursts 1..={DRIVE_POOL} generated before the start, copied in cyclically"))
         }
         BrainSpec::Genome(_) => (None, "none (the genome's own `_power` areas only)".into()),
