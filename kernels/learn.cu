@@ -88,18 +88,30 @@ __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift,
     }
 }
 
+// Entries of the active list a block gathers in shared memory before it claims room for them.
+#define SHIFT_LIST 1024
+
 __device__ void learn_shift_impl(const Learn& L, Blk b) {
     if (skipped(L)) return;
     const u64 t = *(volatile const u64*)L.burst;
     __shared__ u32 warp_n[32];
-    __shared__ u32 block_at;
+    __shared__ u32 list[SHIFT_LIST];
+    __shared__ u32 listed, block_at;
     const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    for (u32 w0 = b.id * blockDim.x; w0 < L.n_total; w0 += b.n * blockDim.x) {
+    // each block a contiguous range of whole warps of neurons: its active ones are gathered in
+    // shared memory and listed with one atomic per SHIFT_LIST (one counter hit by every block of a
+    // grid over all neurons was most of this phase)
+    const u32 per = (((L.n_total + 31) / 32 + b.n - 1) / b.n) * 32;
+    const u32 lo = min(b.id * per, L.n_total), hi = min(lo + per, L.n_total);
+    if (threadIdx.x == 0) listed = 0;
+    __syncthreads();
+    for (u32 w0 = lo; w0 < hi; w0 += blockDim.x) {
         const u32 n = w0 + threadIdx.x;
+        const bool in = n < hi;
         // a warp's 32 neurons share one word of `now` (w0 is a multiple of 32)
-        const u32 word = n < L.n_total ? *(volatile u32*)(L.now + (n >> 5)) : 0;
+        const u32 word = in ? *(volatile u32*)(L.now + (n >> 5)) : 0;
         u32 h = 0;
-        if (n < L.n_total) {
+        if (in) {
             const u32 old = L.hist[n];
             h = (old << 1) | ((word >> lane) & 1);
             L.hist[n] = h;
@@ -114,24 +126,33 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
             }
         }
         __syncwarp();
-        if (lane == 0 && n < L.n_total && word) L.now[n >> 5] = 0;
-        // the active neurons listed with one atomic per block (a counter every warp hit was slow)
-        const bool act = n < L.n_total && (h & L.longest) != 0;
+        if (lane == 0 && in && word) L.now[n >> 5] = 0;
+        const bool act = in && (h & L.longest) != 0;
         const u32 ballot = __ballot_sync(0xFFFFFFFFu, act);
         if (lane == 0) warp_n[wid] = __popc(ballot);
         __syncthreads();
         if (threadIdx.x == 0) {
-            u32 total = 0;
+            u32 total = listed;
             for (u32 k = 0; k < (blockDim.x >> 5); k++) {
                 const u32 c = warp_n[k];
                 warp_n[k] = total;
                 total += c;
             }
-            block_at = total ? atomicAdd(L.n_active, total) : 0;
+            listed = total;
         }
         __syncthreads();
-        if (act) L.active[block_at + warp_n[wid] + __popc(ballot & ((1u << lane) - 1))] = n;
+        if (act) list[warp_n[wid] + __popc(ballot & ((1u << lane) - 1))] = n;
         __syncthreads();
+        // room for the gathered entries once the next round might not fit, and at the end
+        const u32 count = listed;
+        if (count + blockDim.x > SHIFT_LIST || w0 + blockDim.x >= hi) {
+            if (threadIdx.x == 0) block_at = count ? atomicAdd(L.n_active, count) : 0;
+            __syncthreads();
+            for (u32 i = threadIdx.x; i < count; i += blockDim.x) L.active[block_at + i] = list[i];
+            __syncthreads();
+            if (threadIdx.x == 0) listed = 0;
+            __syncthreads();
+        }
     }
 }
 

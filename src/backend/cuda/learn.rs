@@ -153,13 +153,12 @@ impl Learning {
         let e = |w: &'static str| dev_err(w);
         let cfg = |blocks: u32| LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         let l = &self.params;
-        let all = self.params.n_total.div_ceil(BLOCK);
         // SAFETY (all four): every pointer in `l` and `net` points into buffers owned by the
         // backend that outlive its graphs; the kernels index them within the sizes allocated in
         // `new` and `build` (neurons of the brain, synapses and targets of this part, the pair
         // tables and the mappings uploaded there).
         unsafe { s.launch_builder(&k.learn_mark).arg(l).arg(rd).arg(&net.count_shift).launch(cfg(sm * 4)) }.map_err(e("learn_mark"))?;
-        unsafe { s.launch_builder(&k.learn_shift).arg(l).launch(cfg(all)) }.map_err(e("learn_shift"))?;
+        unsafe { s.launch_builder(&k.learn_shift).arg(l).launch(cfg(sm * 4)) }.map_err(e("learn_shift"))?;
         unsafe { s.launch_builder(&k.learn_rows).arg(l).arg(net).launch(cfg(sm * 8)) }.map_err(e("learn_rows"))?;
         if !self.words.is_empty() {
             unsafe { s.launch_builder(&k.learn_grow).arg(l).arg(net).launch(cfg(1)) }.map_err(e("learn_grow"))?;
