@@ -31,6 +31,8 @@ pub struct Learner {
     history: Vec<History>,
     /// Neurons that fired within the longest window, ascending.
     active: Vec<u32>,
+    /// Scratch: the active neurons of each chunk of a record.
+    listed: Vec<Vec<u32>>,
     longest: History,
     /// Per plastic mapping: which pairs exist (associative mappings; empty otherwise).
     exists: Vec<Vec<u64>>,
@@ -212,6 +214,7 @@ impl Learner {
             grown,
             refused: vec![0; n],
             status: vec![vec![0; neurons as usize]; slots.len()],
+            listed: Vec::new(),
             slots,
             all_a: Vec::new(),
             all_b: Vec::new(),
@@ -259,17 +262,16 @@ impl Learner {
                 }
             });
         }
+        // the active neurons of each chunk into a list kept from burst to burst, then in order
         let longest = self.longest;
-        let chunks: Vec<Vec<u32>> = history
-            .par_chunks(RECORD_CHUNK)
-            .enumerate()
-            .map(|(c, h)| {
-                let first = (c * RECORD_CHUNK) as u32;
-                h.iter().enumerate().filter(|(_, &h)| h & longest != 0).map(|(n, _)| first + n as u32).collect()
-            })
-            .collect();
+        self.listed.resize_with(history.len().div_ceil(RECORD_CHUNK), Vec::new);
+        self.listed.par_iter_mut().zip(history.par_chunks(RECORD_CHUNK)).enumerate().for_each(|(c, (list, h))| {
+            let first = (c * RECORD_CHUNK) as u32;
+            list.clear();
+            list.extend(h.iter().enumerate().filter(|(_, &h)| h & longest != 0).map(|(n, _)| first + n as u32));
+        });
         self.active.clear();
-        chunks.iter().for_each(|c| self.active.extend_from_slice(c));
+        self.listed.iter().for_each(|c| self.active.extend_from_slice(c));
     }
 
     #[inline(always)]
@@ -308,10 +310,10 @@ impl Learner {
                 prefetch(codes.as_ptr().wrapping_add(r.start), r.len() * std::mem::size_of::<C>());
                 prefetch(stamps.as_ptr().wrapping_add(r.start), r.len() * 2);
             }
-            if let Some(&next) = self.active.get(k + PREFETCH_AHEAD) {
+            if let (Some(&next), Some(first)) = (self.active.get(k + PREFETCH_AHEAD), status.first()) {
                 // the targets' status, read at random below (the first window's: most brains have one)
                 for &d in &part.targets[row(next)] {
-                    prefetch(status[0].as_ptr().wrapping_add((d + base) as usize), 1);
+                    prefetch(first.as_ptr().wrapping_add((d + base) as usize), 1);
                 }
             }
             let r = row(s);
