@@ -105,16 +105,21 @@ fn where_is(layout: &Layout, n: u32) -> String {
     format!("neuron {n} (area '{}', [x, y, z, k] = {:?})", layout.meta[c.area].id, c.xyzk)
 }
 
+/// Where two sequences first differ (a length difference counts), if they do.
+fn first_difference<T: PartialEq>(a: &[T], b: &[T]) -> Option<usize> {
+    (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))
+}
+
 /// The first difference between two learned states, in words.
 fn compare_learned(seed: u64, when: &str, a: &Learned, b: &Learned) -> Result<(), String> {
     let at = format!("brain seed {seed}, {when}");
     if a.ahead != b.ahead {
         return Err(format!("{at}: the last burst's learning is in on the CPU: {}, on the candidate: {}", a.ahead, b.ahead));
     }
-    if let Some(i) = (0..a.history.len().max(b.history.len())).find(|&i| a.history.get(i) != b.history.get(i)) {
+    if let Some(i) = first_difference(&a.history, &b.history) {
         return Err(format!("{at}: firing history of neuron {i}: CPU {:?} vs candidate {:?}", a.history.get(i), b.history.get(i)));
     }
-    if let Some(i) = (0..a.synapses.len().max(b.synapses.len())).find(|&i| a.synapses.get(i) != b.synapses.get(i)) {
+    if let Some(i) = first_difference(&a.synapses, &b.synapses) {
         return Err(format!(
             "{at}: plastic synapse #{i}: CPU {:?} vs candidate {:?} ({} vs {} synapses)",
             a.synapses.get(i),
@@ -133,18 +138,16 @@ fn compare_states(seed: u64, when: &str, layout: &Layout, a: &NeuronState, b: &N
     if a.burst != b.burst {
         return Err(format!("brain seed {seed}, {when}: burst number CPU {} vs candidate {}", a.burst, b.burst));
     }
-    for (what, x, y) in [("potential", &a.potential, &b.potential)] {
-        if let Some(i) = (0..x.len().max(y.len())).find(|&i| x.get(i) != y.get(i)) {
-            return Err(format!(
-                "brain seed {seed}, {when}: {what} of {}: CPU {:?} vs candidate {:?}",
-                where_is(layout, i as u32),
-                x.get(i),
-                y.get(i)
-            ));
-        }
+    if let Some(i) = first_difference(&a.potential, &b.potential) {
+        return Err(format!(
+            "brain seed {seed}, {when}: potential of {}: CPU {:?} vs candidate {:?}",
+            where_is(layout, i as u32),
+            a.potential.get(i),
+            b.potential.get(i)
+        ));
     }
     for (what, x, y) in [("refractory", &a.refractory, &b.refractory), ("consecutive", &a.consecutive, &b.consecutive)] {
-        if let Some(i) = (0..x.len().max(y.len())).find(|&i| x.get(i) != y.get(i)) {
+        if let Some(i) = first_difference(x, y) {
             return Err(format!(
                 "brain seed {seed}, {when}: {what} count of {}: CPU {:?} vs candidate {:?}",
                 where_is(layout, i as u32),
@@ -154,8 +157,7 @@ fn compare_states(seed: u64, when: &str, layout: &Layout, a: &NeuronState, b: &N
         }
     }
     compare_learned(seed, when, &a.learned, &b.learned)?;
-    if a.fired != b.fired {
-        let i = (0..a.fired.len().max(b.fired.len())).find(|&i| a.fired.get(i) != b.fired.get(i)).unwrap_or(0);
+    if let Some(i) = first_difference(&a.fired, &b.fired) {
         return Err(format!(
             "brain seed {seed}, {when}: fired list differs at position {i}: CPU {:?} vs candidate {:?} ({} vs {} neurons)",
             a.fired.get(i),
