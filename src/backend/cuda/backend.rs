@@ -99,7 +99,7 @@ pub struct CudaBackend {
     pub(super) fired: [CudaSlice<u32>; 2],
     pub(super) offs: [CudaSlice<u64>; 2],
     pub(super) misc: CudaSlice<u64>,
-    pub(super) _res: Resources,
+    pub(super) res: Resources,
     /// Rows of the row pointer (neurons of the whole brain + 1).
     pub(super) rows: usize,
     /// Some: one GPU of several, connected.
@@ -457,7 +457,7 @@ impl CudaBackend {
             fired,
             offs,
             misc,
-            _res: res,
+            res,
             rows,
             multi: None,
             early,

@@ -263,7 +263,7 @@ impl super::backend::CudaBackend {
         match &mut self.learning {
             Some(l) => {
                 let ahead = ran_ahead || l.skip_pending;
-                let mut learned = l.snapshot(&self.stream, &self._res.codes)?;
+                let mut learned = l.snapshot(&self.stream, &self.res.codes)?;
                 learned.ahead = ahead;
                 Ok(learned)
             }
@@ -274,7 +274,7 @@ impl super::backend::CudaBackend {
     /// Take the whole brain's learned state (the device is idle).
     pub(super) fn restore_learned(&mut self, learned: &crate::model::plasticity::Learned, burst: u64) -> Result<(), BackendError> {
         match &mut self.learning {
-            Some(l) => l.restore(&self.stream, &mut self._res.codes, learned, burst),
+            Some(l) => l.restore(&self.stream, &mut self.res.codes, learned, burst),
             None => Ok(()),
         }
     }
