@@ -59,6 +59,19 @@ struct AreaParams {
     u32 flags;
 };
 
+// Mirror of src/connectome/procedural.rs `ClosedForm` as layout.rs `ProcMap`: a procedural
+// mapping whose synapses are drawn one by one (a fanout): synapse j of source s goes to
+// dst_first + hi64(x * dst_count), x = mix64(mix64(key ^ s * D) + (j + 1) * G).
+struct ProcMap {
+    u64 key;
+    u32 src_first;
+    u32 src_count;
+    u32 dst_first;
+    u32 dst_count;
+    u32 fanout;
+    int contribution;
+};
+
 // Mirror of src/backend/cuda/backend.rs `Net` (#[repr(C)]): everything a burst touches.
 struct Net {
     i64* v;              // potentials
@@ -100,6 +113,9 @@ struct Net {
     u32 multi;           // 1: one GPU of several (the fired list is gathered from every GPU)
     u32 acc_keep;        // 1: step leaves `acc` as it is (cleared before the next propagation into it)
     u32 early;           // 1: the early step (prestep ahead, then inject + fix per burst)
+    const ProcMap* proc; // the procedural mappings, drawn again when their sources fire
+    u32 n_proc;
+    u32 proc_pad;
 };
 
 // Injection header word 0: count | fused << 61 | fmt << 62.
@@ -142,6 +158,13 @@ __device__ __forceinline__ i64 sat_mul_u32(i64 a, u32 x) {
     if (a > 0 && a > MAXV / (i64)x) return MAXV;
     if (a < 0 && a < MINV / (i64)x) return MINV;
     return a * (i64)x;
+}
+
+// SplitMix64's finaliser (src/connectome/draw.rs `mix64`).
+__device__ __forceinline__ u64 mix64(u64 z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
 }
 
 __device__ __forceinline__ u32 pcg_hash(u32 n, u64 t) {

@@ -2,6 +2,24 @@
 // gather of every GPU's list (several GPUs), the relist of a restored list, and the input bound
 // that picks the accumulator width (after common.cuh, inject.cu and step.cu; see common.cuh).
 
+// The procedural synapses of the fired sources: a warp per (fired slot, procedural mapping), its
+// lanes over the mapping's fanout; targets outside this GPU's neurons are left to their own GPU.
+template <typename ACC>
+__device__ void proc_impl(const Net& net, const u32* fired, u32 count, u64 warp, u64 warps, u32 lane) {
+    const u64 items = (u64)count * net.n_proc;
+    for (u64 it = warp; it < items; it += warps) {
+        const u32 s = fired[it / net.n_proc];
+        const ProcMap m = net.proc[it % net.n_proc];
+        if (s == DEAD || s - m.src_first >= m.src_count) continue;
+        const u64 key = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL));
+        for (u32 j = lane; j < m.fanout; j += 32) {
+            const u64 x = mix64(key + (u64)(j + 1) * 0x9e3779b97f4a7c15ULL);
+            const u32 t = m.dst_first + (u32)__umul64hi(x, (u64)m.dst_count) - net.base;
+            if (t < net.n) acc_add<ACC>(net.acc, t, m.contribution);
+        }
+    }
+}
+
 template <typename ACC, typename RP, typename CODE>
 __device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
     const u64 packed = *rd.counter;
@@ -54,6 +72,7 @@ __device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
             if (cv != 0) acc_add<ACC>(net.acc, tg[i], cv);
         }
     }
+    if (net.n_proc) proc_impl<ACC>(net, fired, count, warp, warps, lane);
 }
 
 // One GPU of several: where another GPU's fired list of the last burst lies (peer memory over

@@ -17,7 +17,7 @@ impl Brain {
     pub fn build(genome: &Genome, parts: usize, progress: bool) -> Brain {
         let layout = Layout::from_genome(genome);
         let ranges = connectome::even_ranges(layout.neurons, parts);
-        let connectome = connectome::build(genome, &layout, &BuildOptions { parts: ranges, progress });
+        let connectome = connectome::build(genome, &layout, &opts(genome, ranges, progress));
         Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome }
     }
 
@@ -36,7 +36,7 @@ impl Brain {
         let (connectome, plan) = match strategy {
             Strategy::RoundRobin => {
                 let plan0 = ShardPlan::new(&layout, &[], shards, strategy)?;
-                let c = connectome::build(genome, &layout, &BuildOptions { parts: pieces(&plan0.ranges, parts_per_shard), progress });
+                let c = connectome::build(genome, &layout, &opts(genome, pieces(&plan0.ranges, parts_per_shard), progress));
                 let plan = ShardPlan::new(&layout, &incoming_per_area(&layout, &c.mappings), shards, strategy)?;
                 (c, plan)
             }
@@ -44,7 +44,7 @@ impl Brain {
                 // a plan needs the areas' synapse counts: check the area count first, then build
                 ShardPlan::new(&layout, &[], shards, strategy)?;
                 let ranges = connectome::even_ranges(layout.neurons, rayon::current_num_threads());
-                let mut c = connectome::build(genome, &layout, &BuildOptions { parts: ranges, progress });
+                let mut c = connectome::build(genome, &layout, &opts(genome, ranges, progress));
                 let plan = ShardPlan::new(&layout, &incoming_per_area(&layout, &c.mappings), shards, strategy)?;
                 c.repartition(&pieces(&plan.ranges, parts_per_shard));
                 (c, plan)
@@ -72,17 +72,22 @@ impl Brain {
         let ranges = match strategy {
             Strategy::RoundRobin => plan0.ranges,
             Strategy::ByCorticalArea => {
-                let counted = connectome::build(genome, &layout, &BuildOptions { parts: vec![], progress });
+                let counted = connectome::build(genome, &layout, &opts(genome, vec![], progress));
                 ShardPlan::new(&layout, &incoming_per_area(&layout, &counted.mappings), shards, strategy)?.ranges
             }
         };
         assert!(k < ranges.len(), "shard {k} of {} (callers check the index)", ranges.len());
-        let c = connectome::build(genome, &layout, &BuildOptions { parts: pieces(&ranges[k..=k], parts_per_shard), progress });
+        let c = connectome::build(genome, &layout, &opts(genome, pieces(&ranges[k..=k], parts_per_shard), progress));
         let plan = ShardPlan::new(&layout, &incoming_per_area(&layout, &c.mappings), shards, strategy)?;
         debug_assert_eq!(plan.ranges, ranges);
         let brain = Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome: c };
         Ok((brain, plan))
     }
+}
+
+/// Build options for these parts, the genome's procedural mappings drawn again instead of stored.
+fn opts(genome: &Genome, parts: Vec<std::ops::Range<u32>>, progress: bool) -> BuildOptions {
+    BuildOptions { parts, progress, procedural: connectome::procedural_mask(genome) }
 }
 
 /// `ranges`, each cut into `per` (nearly) equal pieces, ascending.

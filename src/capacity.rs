@@ -43,6 +43,23 @@ pub fn host_available() -> Available {
     a
 }
 
+/// How many synapses may be stored: what the host's build can hold at its peak, and on a GPU
+/// (`gpu`: its free bytes and bytes per stored synapse), what the device can hold beside the state
+/// of `neurons` neurons (`state_per_neuron` bytes each) and its reserve.
+pub fn synapse_budget(neurons: u64, host: &Available, gpu: Option<(u64, f64, u64)>) -> crate::connectome::storage::Budget {
+    let per_synapse = if gpu.is_some() { PEAK_PER_SYNAPSE_GPU } else { PEAK_PER_SYNAPSE_CPU };
+    let fixed = PEAK_FIXED + (neurons as f64 * PEAK_PER_NEURON) as u64;
+    let on_host = (host.bytes.saturating_sub(fixed) as f64 / per_synapse) as u64;
+    let mut budget = crate::connectome::storage::Budget { synapses: on_host, from: format!("{} (the build's peak)", host.from) };
+    if let Some((free, bytes_per_synapse, state)) = gpu {
+        let on_gpu = (free.saturating_sub(state) as f64 / bytes_per_synapse) as u64;
+        if on_gpu < on_host {
+            budget = crate::connectome::storage::Budget { synapses: on_gpu, from: "the GPU's free memory".into() };
+        }
+    }
+    budget
+}
+
 /// Host bytes a build of `synapses` and `neurons` takes at its peak.
 pub fn build_peak(synapses: u64, neurons: u64, gpu: bool) -> u64 {
     let per_synapse = if gpu { PEAK_PER_SYNAPSE_GPU } else { PEAK_PER_SYNAPSE_CPU };

@@ -88,6 +88,9 @@ pub struct BackendConfig {
     /// that fits one GPU on one: measured on H200s (2026-11-24), one GPU (with its early step)
     /// bursts W(N, 100, 1%) faster than two up to N = 80M.
     pub shard_min_neurons: u64,
+    /// auto | stored | procedural: where the synapses live (docs/capacity.md). `auto` stores what
+    /// fits the memory and draws the largest mappings again when their sources fire.
+    pub connectome: crate::connectome::storage::Storage,
 }
 
 impl Default for BackendConfig {
@@ -101,6 +104,7 @@ impl Default for BackendConfig {
             gpus: Vec::new(),
             strategy: crate::shard::Strategy::RoundRobin,
             shard_min_neurons: 100_000_000,
+            connectome: crate::connectome::storage::Storage::Auto,
         }
     }
 }

@@ -33,3 +33,11 @@ pub fn advise(ptr: *mut u8, len: usize) {
     #[cfg(not(target_os = "linux"))]
     let _ = ptr;
 }
+
+/// The process's peak resident memory in bytes (Linux: `VmHWM` of /proc/self/status), if known.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

@@ -68,6 +68,7 @@ impl Workload {
                 plasticity: None,
                 max_synapses: None,
                 synapses: None,
+                procedural: false,
             }],
         }
     }
@@ -128,6 +129,7 @@ impl Workload {
                 plasticity: Some(rule(1)),
                 max_synapses: None,
                 synapses: None,
+                procedural: false,
             });
         }
         g

@@ -69,6 +69,7 @@ prop_compose! {
             plasticity: None,
             max_synapses: None,
             synapses: None,
+            procedural: false,
         }).collect();
         let mut morphologies = std::collections::BTreeMap::new();
         morphologies.insert("fan".to_string(), Morphology::Random(RandomSpec { probability: None, fanout: Some(3) }));
@@ -156,6 +157,7 @@ fn heavy_genome(seed: u64) -> Genome {
         plasticity: None,
         max_synapses: None,
         synapses: None,
+        procedural: false,
     };
     Genome {
         name: "heavy".into(),

@@ -8,6 +8,7 @@
 //! exact integers, so the result is the same.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -15,7 +16,7 @@ use super::learn::{Deferred, Learner};
 use super::shard::{ShardEngine, Sharded};
 use super::{BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
-use crate::connectome::{Codes, Part, Plastic};
+use crate::connectome::{Codes, Drawer, Part, Plastic, Procedural};
 use crate::memory;
 use crate::model::neuron::excited;
 use crate::model::{
@@ -90,8 +91,9 @@ struct State {
 
 impl Shard {
     /// `bounds`: the largest magnitude each code can take (see [`Plastic::bounds`]); `learns`: the
-    /// brain has plasticity.
-    fn new(conn: Part, params: &[AreaParams], bounds: &[i32], learns: bool) -> Shard {
+    /// brain has plasticity; `procedural`: it has procedural synapses (whose input has no bound
+    /// worked out: the input is wide).
+    fn new(conn: Part, params: &[AreaParams], bounds: &[i32], learns: bool, procedural: bool) -> Shard {
         let n = conn.targets_range.len();
         let segments = params
             .iter()
@@ -102,8 +104,11 @@ impl Shard {
                 (lo < hi).then_some(Segment { area: a, range: lo..hi, simple: is_simple(p) })
             })
             .collect();
-        let input =
-            if max_input(&conn, bounds) <= i32::MAX as u64 { Input::Narrow(memory::zeroed(n)) } else { Input::Wide(memory::zeroed(n)) };
+        let input = if !procedural && max_input(&conn, bounds) <= i32::MAX as u64 {
+            Input::Narrow(memory::zeroed(n))
+        } else {
+            Input::Wide(memory::zeroed(n))
+        };
         let deferred = if learns { Deferred::of(&conn) } else { Deferred::default() };
         let state = State {
             base: conn.targets_range.start,
@@ -117,9 +122,19 @@ impl Shard {
         Shard { conn, deferred, input, rows: Vec::new(), state }
     }
 
-    /// Propagate the last burst's spikes, then step every neuron; `injection` is sorted and within
-    /// this shard's range.
-    fn burst(&mut self, spikes: &[u32], table: &[i32], injection: InjectionSlice<'_>, params: &[AreaParams], t: u64) {
+    /// Propagate the last burst's spikes (the stored synapses, then piece `me`'s procedural ones
+    /// from `regen`), then step every neuron; `injection` is sorted and within this shard's range.
+    #[allow(clippy::too_many_arguments)]
+    fn burst(
+        &mut self,
+        spikes: &[u32],
+        table: &[i32],
+        injection: InjectionSlice<'_>,
+        params: &[AreaParams],
+        t: u64,
+        regen: &Regen,
+        me: usize,
+    ) {
         match &mut self.input {
             Input::Narrow(input) => {
                 propagate(input, &self.conn, table, spikes, &mut self.rows);
@@ -127,6 +142,7 @@ impl Shard {
             }
             Input::Wide(input) => {
                 propagate(input, &self.conn, table, spikes, &mut self.rows);
+                regen.add(me, input);
                 self.state.step_all(input, params, t, injection);
             }
         }
@@ -291,6 +307,56 @@ fn accumulate<A: Acc, C: Copy + Into<u32>>(
     }
 }
 
+/// The procedural synapses of the last burst's spikes (see [`Procedural`]), drawn again over both
+/// cores in chunks of spikes and sorted by the piece their target is in.
+#[derive(Default)]
+struct Regen {
+    rules: Option<Arc<Procedural>>,
+    /// Per chunk of spikes: its drawer and, per piece, `(target - piece start, contribution)`.
+    chunks: Vec<(Drawer, Vec<Drawn>)>,
+    /// Chunks filled by the last [`Regen::draw`].
+    used: usize,
+}
+
+/// Procedural synapses onto one piece: `(target - piece start, contribution)`.
+type Drawn = Vec<(u32, i32)>;
+
+/// Spikes per chunk of [`Regen`].
+const REGEN_CHUNK: usize = 256;
+
+impl Regen {
+    /// Draw the procedural rows of `spikes`, keeping the synapses onto `range`, cut at the
+    /// pieces' `starts` (ascending, the first is `range.start`).
+    fn draw(&mut self, spikes: &[u32], starts: &[u32], range: Range<u32>) {
+        let Some(rules) = &self.rules else { return };
+        let n = spikes.len().div_ceil(REGEN_CHUNK);
+        if self.chunks.len() < n {
+            self.chunks.resize_with(n, || (Drawer::default(), vec![Vec::new(); starts.len()]));
+        }
+        self.used = n;
+        self.chunks[..n].par_iter_mut().zip(spikes.par_chunks(REGEN_CHUNK)).for_each(|((drawer, out), sources)| {
+            out.iter_mut().for_each(Vec::clear);
+            for &s in sources.iter().filter(|&&s| rules.has_row(s)) {
+                rules.each(drawer, s, |t, c| {
+                    if range.contains(&t) {
+                        let p = starts.partition_point(|&a| a <= t) - 1;
+                        out[p].push((t - starts[p], c));
+                    }
+                });
+            }
+        });
+    }
+
+    /// Add piece `me`'s procedural input.
+    fn add(&self, me: usize, input: &mut [i64]) {
+        for (_, out) in &self.chunks[..self.used] {
+            for &(t, c) in &out[me] {
+                input[t as usize] = input[t as usize].wrapping_add(c as i64);
+            }
+        }
+    }
+}
+
 /// One shard of the reference backend: its neurons cut into pieces, one per thread.
 pub struct CpuEngine {
     params: Vec<AreaParams>,
@@ -298,6 +364,7 @@ pub struct CpuEngine {
     pieces: Vec<Shard>,
     contributions: Vec<i32>,
     learner: Option<Learner>,
+    regen: Regen,
     /// The learning from the last burst is done (see [`ShardEngine::learn_ahead`]).
     ahead: bool,
     bytes_per_synapse: f64,
@@ -308,17 +375,37 @@ pub struct CpuEngine {
 
 impl CpuEngine {
     /// An engine over `parts` (contiguous target ranges, ascending) of a connectome of `neurons`
-    /// neurons, learning when `plastic` is given.
-    pub fn new(parts: Vec<Part>, params: Vec<AreaParams>, contributions: Vec<i32>, plastic: Option<Plastic>, neurons: u32) -> CpuEngine {
+    /// neurons, learning when `plastic` is given, drawing `procedural` synapses again.
+    pub fn new(
+        parts: Vec<Part>,
+        params: Vec<AreaParams>,
+        contributions: Vec<i32>,
+        plastic: Option<Plastic>,
+        procedural: Option<Arc<Procedural>>,
+        neurons: u32,
+    ) -> CpuEngine {
         let range = parts.first().map_or(0, |p| p.targets_range.start)..parts.last().map_or(0, |p| p.targets_range.end);
         let synapses: u64 = parts.iter().map(|p| p.synapses()).sum();
         let learns = plastic.is_some();
         let bounds = plastic.as_ref().map_or_else(|| contributions.clone(), |p| p.bounds(&contributions));
-        let pieces: Vec<Shard> = parts.into_par_iter().map(|p| Shard::new(p, &params, &bounds, learns)).collect();
+        let regen = Regen { rules: procedural, ..Default::default() };
+        let drawn = regen.rules.is_some();
+        let pieces: Vec<Shard> = parts.into_par_iter().map(|p| Shard::new(p, &params, &bounds, learns, drawn)).collect();
         let bytes: u64 = pieces.iter().map(|p| p.conn.bytes() + p.deferred.bytes()).sum::<u64>() + contributions.len() as u64 * 4;
         let bytes_per_synapse = if synapses == 0 { 0.0 } else { bytes as f64 / synapses as f64 };
         let learner = plastic.map(|p| Learner::new(p, neurons));
-        CpuEngine { params, range, pieces, contributions, learner, ahead: false, bytes_per_synapse, fired: Vec::new(), fired_v: Vec::new() }
+        CpuEngine {
+            params,
+            range,
+            pieces,
+            contributions,
+            learner,
+            regen,
+            ahead: false,
+            bytes_per_synapse,
+            fired: Vec::new(),
+            fired_v: Vec::new(),
+        }
     }
 
     /// Learning after burst `t - 1`, whose firing is `spikes` (docs/plasticity.md).
@@ -371,15 +458,19 @@ impl ShardEngine for CpuEngine {
 
     fn burst(&mut self, t: u64, spikes: &[u32], input: InjectionSlice<'_>) -> Result<(), BackendError> {
         self.learn(t, spikes);
-        let (table, params) = (&self.contributions, &self.params);
-        let run = |shard: &mut Shard| {
+        if self.regen.rules.is_some() {
+            let starts: Vec<u32> = self.pieces.iter().map(|p| p.conn.targets_range.start).collect();
+            self.regen.draw(spikes, &starts, self.range.clone());
+        }
+        let (table, params, regen) = (&self.contributions, &self.params, &self.regen);
+        let run = |(me, shard): (usize, &mut Shard)| {
             let share = input.within(shard.conn.targets_range.clone());
-            shard.burst(spikes, table, share, params, t);
+            shard.burst(spikes, table, share, params, t, regen, me);
         };
         if self.pieces.len() == 1 {
-            run(&mut self.pieces[0]);
+            run((0, &mut self.pieces[0]));
         } else {
-            self.pieces.par_iter_mut().for_each(run);
+            self.pieces.par_iter_mut().enumerate().for_each(run);
         }
         self.fired.clear();
         self.fired_v.clear();
@@ -444,7 +535,7 @@ impl Sharded<CpuEngine> {
     pub fn new(brain: Brain, readback: Readback) -> CpuBackend {
         let n = brain.layout.neurons;
         let c = brain.connectome;
-        let engine = CpuEngine::new(c.parts, brain.layout.params, c.contributions, c.plastic, n);
+        let engine = CpuEngine::new(c.parts, brain.layout.params, c.contributions, c.plastic, c.procedural, n);
         Sharded::from_engines(vec![engine], n, readback, "cpu")
     }
 
@@ -452,10 +543,10 @@ impl Sharded<CpuEngine> {
     pub fn with_plan(brain: Brain, plan: &ShardPlan, readback: Readback) -> CpuBackend {
         let n = brain.layout.neurons;
         let params = brain.layout.params;
-        let (table, plastic) = (brain.connectome.contributions, brain.connectome.plastic);
-        let engines = parts_by_shard(brain.connectome.parts, plan)
+        let c = brain.connectome;
+        let engines = parts_by_shard(c.parts, plan)
             .into_iter()
-            .map(|mine| CpuEngine::new(mine, params.clone(), table.clone(), plastic.clone(), n))
+            .map(|mine| CpuEngine::new(mine, params.clone(), c.contributions.clone(), c.plastic.clone(), c.procedural.clone(), n))
             .collect();
         Sharded::from_engines(engines, n, readback, format!("cpu, {}", plan.strategy))
     }
@@ -467,7 +558,7 @@ impl CpuEngine {
     pub fn for_shard(brain: Brain, plan: &ShardPlan, k: usize) -> CpuEngine {
         let c = brain.connectome;
         let mine = parts_by_shard(c.parts, plan).swap_remove(k);
-        CpuEngine::new(mine, brain.layout.params, c.contributions, c.plastic, brain.layout.neurons)
+        CpuEngine::new(mine, brain.layout.params, c.contributions, c.plastic, c.procedural, brain.layout.neurons)
     }
 }
 

@@ -14,7 +14,10 @@ use crate::shard::{ShardCount, ShardPlan};
 pub struct Opened {
     pub backend: Box<dyn Backend>,
     pub choice: Choice,
+    /// Synapses stored.
     pub synapses: u64,
+    /// Synapses of the procedural mappings (drawn again, not stored).
+    pub drawn: u64,
     pub build_seconds: f64,
     /// The shard plan, when sharded.
     pub plan: Option<ShardPlan>,
@@ -34,12 +37,9 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     };
     let choice = choose(cfg.kind, &probe, neurons, cfg.gpu_min_neurons)?;
     tracing::info!("{}", choice.reason);
-    crate::capacity::check_build(
-        genome,
-        &Layout::from_genome(genome),
-        choice.kind == BackendKind::Cuda,
-        &crate::capacity::host_available(),
-    )?;
+    let gpu = choice.kind == BackendKind::Cuda;
+    let genome = &placed(genome, cfg, gpu);
+    crate::capacity::check_build(genome, &Layout::from_genome(genome), gpu, &crate::capacity::host_available())?;
     if choice.kind == BackendKind::Cuda {
         let (devices, why) = gpu_devices(cfg, neurons, super::gpu_count())?;
         if let Some(why) = why {
@@ -48,10 +48,10 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
         if devices.len() > 1 {
             let (brain, plan) = Brain::build_sharded(genome, devices.len(), cfg.strategy, 1, progress).map_err(|e| e.to_string())?;
             log_plan(&plan);
-            let synapses = brain.connectome.synapses();
+            let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
             let build_seconds = brain.connectome.build_seconds;
             match super::open_multi_cuda(brain, &plan, readback.clone(), &devices) {
-                Ok(backend) => return Ok(Opened { backend, choice, synapses, build_seconds, plan: Some(plan) }),
+                Ok(backend) => return Ok(Opened { backend, choice, synapses, drawn, build_seconds, plan: Some(plan) }),
                 Err(e) if cfg.kind == BackendKind::Auto => {
                     tracing::warn!("auto: one GPU instead of {}: {e}", devices.len());
                 }
@@ -59,10 +59,10 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
             }
         }
         let brain = Brain::build(genome, 1, progress);
-        let synapses = brain.connectome.synapses();
+        let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
         let build_seconds = brain.connectome.build_seconds;
         let backend = super::open_cuda(brain, readback, devices[0]).map_err(|e| e.to_string())?;
-        return Ok(Opened { backend, choice, synapses, build_seconds, plan: None });
+        return Ok(Opened { backend, choice, synapses, drawn, build_seconds, plan: None });
     }
     let shards = match cfg.shards {
         ShardCount::Count(n) => n,
@@ -73,15 +73,32 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
         let (brain, plan) =
             Brain::build_sharded(genome, shards, cfg.strategy, threads.div_ceil(shards).max(1), progress).map_err(|e| e.to_string())?;
         log_plan(&plan);
-        let synapses = brain.connectome.synapses();
+        let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
         let build_seconds = brain.connectome.build_seconds;
         let backend = Box::new(CpuBackend::with_plan(brain, &plan, readback));
-        return Ok(Opened { backend, choice, synapses, build_seconds, plan: Some(plan) });
+        return Ok(Opened { backend, choice, synapses, drawn, build_seconds, plan: Some(plan) });
     }
     let brain = Brain::build(genome, rayon::current_num_threads(), progress);
-    let synapses = brain.connectome.synapses();
+    let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
     let build_seconds = brain.connectome.build_seconds;
-    Ok(Opened { backend: Box::new(CpuBackend::new(brain, readback)), choice, synapses, build_seconds, plan: None })
+    Ok(Opened { backend: Box::new(CpuBackend::new(brain, readback)), choice, synapses, drawn, build_seconds, plan: None })
+}
+
+/// `genome` with the mappings that `backend.connectome` draws again marked procedural (logged).
+fn placed(genome: &Genome, cfg: &BackendConfig, gpu: bool) -> Genome {
+    let layout = Layout::from_genome(genome);
+    let neurons = layout.neurons as u64;
+    let on_gpu = gpu.then(|| {
+        let free = super::cuda::free_memory(cfg.device).unwrap_or(0);
+        let state = neurons * (super::cuda::memory::STATE_BYTES_PER_NEURON + 16) + super::cuda::memory::RESERVE_BYTES;
+        (free, 6.0, state)
+    });
+    let budget = crate::capacity::synapse_budget(neurons, &crate::capacity::host_available(), on_gpu);
+    let (placed, notes) = crate::connectome::storage::apply(genome, &layout, cfg.connectome, gpu, &budget);
+    for n in notes {
+        tracing::info!("{n}");
+    }
+    placed
 }
 
 fn log_plan(plan: &ShardPlan) {

@@ -55,6 +55,9 @@ pub struct BenchArgs {
     /// the workload: reports the synapses grown per second.
     #[arg(long, value_name = "NEURONS", default_value_t = 0)]
     pub associative: u32,
+    /// Store no synapse: draw each fired neuron's again (`backend.connectome: procedural`).
+    #[arg(long)]
+    pub procedural: bool,
     /// Also write every measured burst's latency (us, in burst order, one per line) to this file.
     #[arg(long, value_name = "FILE")]
     pub latencies: Option<std::path::PathBuf>,
@@ -143,6 +146,9 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     if a.json {
         config.log.progress = false;
     }
+    if a.procedural {
+        config.backend.connectome = crate::connectome::storage::Storage::Procedural;
+    }
     super::init(&config);
     let w = Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rate, seed: a.seed };
     let learning = Learning { window: a.plastic, associative: a.associative };
@@ -174,6 +180,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let p50 = percentile(&lat_us, 0.5);
     let p99 = percentile(&lat_us, 0.99);
     let bursts = a.bursts as f64;
+    let host_peak = crate::memory::peak_rss();
     // every neuron has exactly K synapses, so each spike is K synaptic events
     let events_per_s = fired as f64 * a.fanout as f64 / total_s;
     // what the brain learned: plastic synapses, and the associative pairs grown while measured
@@ -187,6 +194,9 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         "fanout": a.fanout,
         "rate": a.rate,
         "synapses": opened.synapses,
+        "procedural_synapses": opened.drawn,
+        "host_peak_bytes": host_peak,
+        "bytes_per_neuron": info.memory_bytes as f64 / a.neurons as f64,
         "bursts": a.bursts,
         "warmup": a.warmup,
         "hz": a.hz,
@@ -226,10 +236,13 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         vec!["burst latency mean".into(), format!("{:.1} us", total_s * 1e6 / bursts)],
         vec!["fired per burst".into(), format!("{:.1}", fired as f64 / bursts)],
         vec!["synaptic events/s".into(), format!("{events_per_s:.3e}")],
-        vec!["synapses".into(), opened.synapses.to_string()],
-        vec!["bytes per synapse".into(), format!("{:.2}", info.bytes_per_synapse)],
+        vec!["synapses stored".into(), opened.synapses.to_string()],
+        vec!["synapses drawn again".into(), opened.drawn.to_string()],
+        vec!["bytes per stored synapse".into(), format!("{:.2}", info.bytes_per_synapse)],
+        vec!["bytes per neuron".into(), format!("{:.1}", info.memory_bytes as f64 / a.neurons as f64)],
         vec!["memory".into(), table::bytes(info.memory_bytes)],
         vec!["connectome build".into(), format!("{:.2} s", opened.build_seconds)],
+        vec!["host peak memory".into(), host_peak.map_or("unknown".into(), table::bytes)],
     ];
     if let Some(l) = &learned {
         rows.push(vec!["plastic synapses".into(), l.synapses.len().to_string()]);

@@ -6,16 +6,15 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::draw::{self, Stream};
 use std::collections::HashMap;
 
-use super::plastic::{group_contributions, Associative, Plastic, PlasticMapping};
+use super::plastic::{group_contributions, Plastic, PlasticMapping};
+use super::procedural::Procedural;
+use super::rows::{compile, Compiled, Drawer, RowRules, Rule};
 use super::{Codes, Connectome, MappingStats, Part};
-use crate::genome::morphology::{destination_voxels, tile_destination_voxels, TileSpec, VoxelContext};
-use crate::genome::{Genome, Morphology, Sign};
+use crate::genome::Genome;
 use crate::model::fixed::contribution_from_f64;
-use crate::model::plasticity::{self, DEFAULT_MAX_SYNAPSES};
-use crate::model::{AreaParams, Layout};
+use crate::model::Layout;
 
 /// How to build.
 #[derive(Clone, Debug)]
@@ -26,53 +25,16 @@ pub struct BuildOptions {
     pub parts: Vec<Range<u32>>,
     /// Show a progress bar on stderr once the build has taken more than a second.
     pub progress: bool,
+    /// Per mapping (genome order): its synapses are not stored but drawn again when their source
+    /// fires (see [`Procedural`]). Empty: every mapping is stored.
+    pub procedural: Vec<bool>,
 }
 
-enum Rule {
-    Voxel(Morphology),
-    /// A tile with its mapper resolved (built-in or defined in the genome).
-    Tile(TileSpec, Morphology),
-    Fanout(u32),
-    Probability {
-        log1mp: f64,
-        always: bool,
-        never: bool,
-    },
-    /// Every destination neuron but the source itself (an associative mapping's possible pairs).
-    Associative,
-    /// The synapses a learned genome lists.
-    Listed,
-}
-
-/// A mapping's listed synapses (`Mapping::synapses`): per source neuron (local), its
-/// destinations (local) and weights, by destination.
-type Listed = HashMap<u32, Vec<(u32, u8)>>;
-
-fn listed(entries: &[[u32; 3]]) -> Listed {
-    let mut l: Listed = HashMap::new();
-    for &[s, d, w] in entries {
-        l.entry(s).or_default().push((d, w.min(255) as u8));
+impl BuildOptions {
+    /// Every mapping stored, in these parts.
+    pub fn stored(parts: Vec<Range<u32>>, progress: bool) -> BuildOptions {
+        BuildOptions { parts, progress, procedural: Vec::new() }
     }
-    for v in l.values_mut() {
-        v.sort_by_key(|e| e.0);
-    }
-    l
-}
-
-struct Compiled {
-    index: usize,
-    /// Neurons of the source area.
-    src_count: u32,
-    dst: AreaParams,
-    ctx: VoxelContext,
-    rule: Rule,
-    attract: Option<u64>,
-    /// `±weight × psp`
-    value: f64,
-    /// Index among the plastic mappings, and the initial weight of its synapses.
-    plastic: Option<(u32, u8)>,
-    /// A learned genome's synapses of this mapping, with their weights.
-    listed: Option<Listed>,
 }
 
 /// Marks a chunk's code as plastic: `PLASTIC | local group << 8 | weight`.
@@ -101,8 +63,13 @@ struct ChunkOut {
 pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectome {
     let start = Instant::now();
     let n = layout.neurons;
-    let (by_area, plastic) = compile(genome, layout);
+    let (mut by_area, plastic) = compile(genome, layout);
+    for c in by_area.iter_mut().flatten() {
+        c.procedural = opts.procedural.get(c.index).copied().unwrap_or(false);
+    }
     let area_uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
+    let skip: Vec<Option<Vec<(u64, u64)>>> = (0..by_area.len()).map(|a| counted_without_drawing(&by_area[a], area_uniform[a])).collect();
+    let rules = RowRules { seed: genome.seed, layout: layout.clone(), by_area, area_uniform };
 
     let chunk = ((n as usize) / (rayon::current_num_threads() * 16)).clamp(1024, 65_536) as u32;
     let chunks: Vec<Range<u32>> = (0..n.div_ceil(chunk)).map(|c| c * chunk..((c + 1) * chunk).min(n)).collect();
@@ -111,7 +78,8 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
     let outs: Vec<ChunkOut> = chunks
         .par_iter()
         .map(|range| {
-            let out = build_chunk(genome.seed, layout, &by_area, &area_uniform, genome.mappings.len(), &opts.parts, range.clone());
+            let rows = Rows { rules: &rules, skip: &skip };
+            let out = build_chunk(&rows, genome.mappings.len(), &opts.parts, range.clone());
             progress.inc(1);
             out
         })
@@ -129,6 +97,7 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
             morphology: m.morphology.clone(),
             synapses: 0,
             dead: 0,
+            procedural: false,
         })
         .collect();
     for o in &outs {
@@ -139,109 +108,80 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
     }
 
     let (parts, contributions, plastic) = assemble(n, &opts.parts, outs, plastic);
-    Connectome { neurons: n, parts, contributions, mappings, plastic, build_seconds: start.elapsed().as_secs_f64() }
+    let procedural = Procedural::new(rules);
+    for st in &mut mappings {
+        st.procedural = procedural.as_ref().is_some_and(|p| p.mappings[st.index]);
+    }
+    Connectome { neurons: n, parts, contributions, mappings, plastic, procedural, build_seconds: start.elapsed().as_secs_f64() }
 }
 
-/// At most how many synapses [`build`] draws, without drawing them, and whether that is the exact
-/// count: a fanout of k draws k per source neuron (at most the destination's neurons); a
-/// probability, a voxel or a tile rule at most one per (source, destination) pair.
+/// At most how many synapses [`build`] stores, without drawing them, and whether that is the
+/// exact count (see [`mapping_bounds`]); procedural mappings store none.
 pub fn synapse_bound(genome: &Genome, layout: &Layout) -> (u64, bool) {
-    let (mut bound, mut exact) = (0u64, true);
-    for rules in compile(genome, layout).0 {
-        for c in rules {
-            let dst = c.dst.count as u64;
-            let per_source = match c.rule {
-                Rule::Fanout(k) => {
-                    exact &= k as u64 <= dst;
-                    (k as u64).min(dst)
-                }
-                Rule::Probability { never: true, .. } => 0,
-                Rule::Associative => 0,
-                _ => {
-                    exact = false;
-                    dst
-                }
-            };
-            bound = bound.saturating_add(per_source.saturating_mul(c.src_count as u64));
-        }
+    let procedural = super::procedural_mask(genome);
+    mapping_bounds(genome, layout)
+        .into_iter()
+        .zip(procedural)
+        .filter(|(_, p)| !p)
+        .fold((0u64, true), |(b, e), ((mb, me), _)| (b.saturating_add(mb), e && me))
+}
+
+/// Per mapping (genome order): at most how many synapses it has, without drawing them, and whether
+/// that is the exact count: a fanout of k draws k per source neuron; a probability, a voxel or a
+/// tile rule at most one per (source, destination) pair; an associative mapping none at first.
+pub fn mapping_bounds(genome: &Genome, layout: &Layout) -> Vec<(u64, bool)> {
+    let mut out = vec![(0u64, true); genome.mappings.len()];
+    for c in compile(genome, layout).0.into_iter().flatten() {
+        let dst = c.dst.count as u64;
+        let (per_source, exact) = match c.rule {
+            // k draws with replacement, each kept by attractivity
+            Rule::Fanout(k) => (k as u64, c.attract.is_none()),
+            Rule::Probability { never: true, .. } => (0, true),
+            Rule::Associative => (0, true),
+            _ => (dst, false),
+        };
+        out[c.index] = (per_source.saturating_mul(c.src_count as u64), exact);
     }
-    (bound, exact)
+    out
 }
 
 /// The synapses [`build`] would make, counted by drawing them without keeping any (the memory of
 /// the counts only).
 pub fn count(genome: &Genome, layout: &Layout) -> u64 {
-    build(genome, layout, &BuildOptions { parts: vec![], progress: false }).mappings.iter().map(|m| m.synapses).sum()
+    build(genome, layout, &BuildOptions::stored(vec![], false)).mappings.iter().map(|m| m.synapses).sum()
 }
 
-/// The mappings by source area, and the plastic ones with their `±psp`.
-fn compile(genome: &Genome, layout: &Layout) -> (Vec<Vec<Compiled>>, Vec<(PlasticMapping, f64)>) {
-    let mut by_area: Vec<Vec<Compiled>> = (0..layout.params.len()).map(|_| Vec::new()).collect();
-    let mut plastic = Vec::new();
-    for (index, m) in genome.mappings.iter().enumerate() {
-        let (Some(si), Some(di)) = (layout.area_index(&m.source), layout.area_index(&m.destination)) else { continue };
-        let Some(morph) = genome.resolve_morphology(&m.morphology) else { continue };
-        let src = &layout.params[si];
-        let dst = layout.params[di];
-        let psp = m.psp.unwrap_or(genome.areas[si].psp);
-        let sign = if m.sign == Sign::Inhibitory { -1.0 } else { 1.0 };
-        let rule_kind = match &morph {
-            Morphology::Random(r) => match (r.fanout, r.probability) {
-                (Some(k), _) => Rule::Fanout(k),
-                (None, Some(p)) => Rule::Probability { log1mp: libm::log(1.0 - p), always: p >= 1.0, never: p <= 0.0 },
-                (None, None) => Rule::Fanout(0),
-            },
-            Morphology::Tile(t) => {
-                // validated: the mapper resolves to a voxel morphology
-                let mapper = genome.resolve_morphology(&t.mapper).unwrap_or(Morphology::Projector);
-                Rule::Tile(t.clone(), mapper)
-            }
-            Morphology::AssociativeMemory => Rule::Associative,
-            _ if m.synapses.is_some() => Rule::Listed,
-            _ => Rule::Voxel(morph.clone()),
-        };
-        // validated: a plastic mapping's rule compiles
-        let rule_of = |p| plasticity::Rule::compile(p).ok();
-        let learns = m.plasticity.as_ref().and_then(rule_of).map(|rule| {
-            let associative = matches!(rule_kind, Rule::Associative).then(|| {
-                let (sources, targets) = (src.first..src.first + src.count, dst.first..dst.first + dst.count);
-                let pairs = src.count as u64 * dst.count as u64;
-                let max_synapses = m.max_synapses.unwrap_or(pairs.min(DEFAULT_MAX_SYNAPSES));
-                let grown = m.synapses.iter().flatten().map(|&[s, d, _]| (src.first + s, dst.first + d)).collect();
-                Associative { sources, targets, max_synapses, grown }
-            });
-            let weight = m.weight.round().clamp(0.0, 255.0) as u8;
-            plastic.push((PlasticMapping { index, rule, weight, associative }, sign * psp));
-            ((plastic.len() - 1) as u32, if matches!(rule_kind, Rule::Associative) { 0 } else { weight })
-        });
-        by_area[si].push(Compiled {
-            index,
-            src_count: src.count,
-            dst,
-            ctx: VoxelContext { src_dims: src.dims, dst_dims: dst.dims, scalar: m.scalar },
-            rule: rule_kind,
-            attract: draw::chance_threshold(m.attractivity / 100.0),
-            value: sign * m.weight * psp,
-            plastic: learns,
-            listed: m.synapses.as_deref().map(listed),
-        });
-    }
-    (by_area, plastic)
+/// What a chunk's rows are drawn from.
+struct Rows<'a> {
+    rules: &'a RowRules,
+    /// Per area: the counts per mapping slot (synapses, dead) of each source's row, when the area
+    /// stores nothing and its counts need no drawing.
+    skip: &'a [Option<Vec<(u64, u64)>>],
 }
 
-/// The last source voxel of a mapping and its destination voxels (neurons of one voxel share them).
-type VoxelCache = (Option<[u32; 3]>, Vec<[u32; 3]>);
+/// An area none of whose synapses is stored, and whose rows' sizes are known without drawing them
+/// (fanouts with no attractivity): the counts of each of its rows per mapping slot, synapses and
+/// dead ones. Its rows need not be drawn at build time.
+fn counted_without_drawing(mappings: &[Compiled], uniform: bool) -> Option<Vec<(u64, u64)>> {
+    let ks: Vec<u32> = mappings
+        .iter()
+        .map(|m| match m.rule {
+            Rule::Fanout(k) if m.procedural && m.attract.is_none() => Some(k),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let divisor = if uniform { 1.0 } else { ks.iter().map(|&k| k as u64).sum::<u64>().max(1) as f64 };
+    Some(
+        mappings
+            .iter()
+            .zip(&ks)
+            .map(|(m, &k)| (k as u64, if contribution_from_f64(m.value / divisor) == 0 { k as u64 } else { 0 }))
+            .collect(),
+    )
+}
 
-#[allow(clippy::too_many_arguments)]
-fn build_chunk(
-    seed: u64,
-    layout: &Layout,
-    by_area: &[Vec<Compiled>],
-    area_uniform: &[bool],
-    n_mappings: usize,
-    parts: &[Range<u32>],
-    range: Range<u32>,
-) -> ChunkOut {
+fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32>], range: Range<u32>) -> ChunkOut {
+    let (layout, by_area) = (&rows.rules.layout, &rows.rules.by_area);
     let mut out = ChunkOut {
         parts: parts.iter().map(|_| ChunkPart { lens: Vec::with_capacity(range.len()), ..Default::default() }).collect(),
         locals: Vec::new(),
@@ -251,96 +191,33 @@ fn build_chunk(
     let mut dict: HashMap<i32, u32> = HashMap::new();
     let mut group_dict: HashMap<(u32, u64), u32> = HashMap::new();
     let mut slot_code: Vec<u32> = Vec::new();
-    // (target, mapping slot) pairs of one row; voxel destinations cached per mapping slot
-    let mut row: Vec<u64> = Vec::new();
-    let mut cache: Vec<VoxelCache> = Vec::new();
+    let mut drawer = Drawer::default();
     let mut area = layout.area_of(range.start);
-    let mut cache_area = usize::MAX;
     for s in range {
         while s >= layout.params[area].first + layout.params[area].count {
             area += 1;
         }
         let mappings = &by_area[area];
-        if cache_area != area {
-            cache = mappings.iter().map(|_| (None, Vec::new())).collect();
-            cache_area = area;
-        }
-        let sp = &layout.params[area];
-        let local = s - sp.first;
-        row.clear();
-        for (slot, m) in mappings.iter().enumerate() {
-            let mut stream = Stream::new(seed, m.index as u64, s as u64);
-            let keep = |stream: &mut Stream| m.attract.is_none_or(|th| stream.chance(th));
-            let slot_bits = slot as u64;
-            match &m.rule {
-                Rule::Voxel(_) | Rule::Tile(..) => {
-                    let voxel = sp.voxel_of(local);
-                    let (cached, dsts) = &mut cache[slot];
-                    if *cached != Some(voxel) {
-                        let vid = ((voxel[0] as u64 * sp.dims[1] as u64) + voxel[1] as u64) * sp.dims[2] as u64 + voxel[2] as u64;
-                        let mut vstream = Stream::new(seed, m.index as u64 | 1 << 63, vid);
-                        let mut pick = |k| vstream.below(k);
-                        match &m.rule {
-                            Rule::Tile(tile, mapper) => tile_destination_voxels(tile, mapper, &m.ctx, voxel, &mut pick, dsts),
-                            Rule::Voxel(morph) => destination_voxels(morph, &m.ctx, voxel, &mut pick, dsts),
-                            _ => unreachable!("only voxel rules reach here"),
-                        }
-                        *cached = Some(voxel);
-                    }
-                    let d = &m.dst;
-                    for v in dsts.iter() {
-                        let base = d.first + ((v[0] * d.dims[1] + v[1]) * d.dims[2] + v[2]) * d.neurons_per_voxel;
-                        for k in 0..d.neurons_per_voxel {
-                            if keep(&mut stream) {
-                                row.push(((base + k) as u64) << 32 | slot_bits);
-                            }
-                        }
-                    }
-                }
-                Rule::Fanout(k) => {
-                    for _ in 0..*k {
-                        let t = m.dst.first + stream.below(m.dst.count as u64) as u32;
-                        if keep(&mut stream) {
-                            row.push((t as u64) << 32 | slot_bits);
-                        }
-                    }
-                }
-                Rule::Listed => {
-                    for &(d, _) in m.listed.as_ref().and_then(|l| l.get(&local)).into_iter().flatten() {
-                        row.push(((m.dst.first + d) as u64) << 32 | slot_bits);
-                    }
-                }
-                Rule::Associative => {
-                    for t in m.dst.first..m.dst.first + m.dst.count {
-                        if t != s {
-                            row.push((t as u64) << 32 | slot_bits);
-                        }
-                    }
-                }
-                Rule::Probability { log1mp, always, never } => {
-                    if *never {
-                        continue;
-                    }
-                    let count = m.dst.count as u64;
-                    let mut i: u64 = if *always { 0 } else { draw::geometric_skip(&mut stream, *log1mp) };
-                    while i < count {
-                        if keep(&mut stream) {
-                            row.push(((m.dst.first as u64 + i) << 32) | slot_bits);
-                        }
-                        i = i.saturating_add(1).saturating_add(if *always { 0 } else { draw::geometric_skip(&mut stream, *log1mp) });
-                    }
-                }
+        if let Some(counts) = &rows.skip[area] {
+            for (m, &(n, dead)) in mappings.iter().zip(counts) {
+                out.counts[m.index].0 += n;
+                out.counts[m.index].1 += dead;
             }
+            out.parts.iter_mut().for_each(|cp| cp.lens.push(0));
+            continue;
         }
+        let local = s - layout.params[area].first;
+        let divisor = drawer.draw(rows.rules, s, area);
+        let row = &mut drawer.row;
         row.sort_unstable();
         // One contribution per mapping slot of this row: `value / out-degree` unless uniform; the
         // out-degree leaves out an associative mapping's possible pairs (none exists yet).
         let grown = |key: &u64| matches!(mappings[(key & 0xffff_ffff) as usize].rule, Rule::Associative);
-        let degree = row.len() - row.iter().filter(|k| grown(k)).count();
-        let divisor = if area_uniform[area] { 1.0 } else { degree.max(1) as f64 };
         slot_code.clear();
         for m in mappings {
             let code = match m.plastic {
+                // not stored: its contribution is worked out when it is drawn again
+                None if m.procedural => u32::MAX,
                 Some((pm, weight)) => {
                     let next = out.groups.len() as u32;
                     let group = *group_dict.entry((pm, divisor.to_bits())).or_insert_with(|| {
@@ -368,6 +245,7 @@ fn build_chunk(
             counts.0 += 1;
             let dead = match m.plastic {
                 Some(_) => m.value == 0.0,
+                None if m.procedural => contribution_from_f64(m.value / divisor) == 0,
                 None => out.locals[slot_code[slot] as usize] == 0,
             };
             counts.1 += dead as u64;
@@ -380,8 +258,12 @@ fn build_chunk(
             let before = cp.targets.len();
             while p < row.len() && ((row[p] >> 32) as u32) < prange.end {
                 let key = row[p];
-                cp.targets.push((key >> 32) as u32 - prange.start);
                 let slot = (key & 0xffff_ffff) as usize;
+                p += 1;
+                if mappings[slot].procedural {
+                    continue;
+                }
+                cp.targets.push((key >> 32) as u32 - prange.start);
                 let code = match &mappings[slot].listed {
                     // a learned synapse's own weight (an associative pair not listed: none yet)
                     Some(l) => {
@@ -393,7 +275,6 @@ fn build_chunk(
                     None => slot_code[slot],
                 };
                 cp.codes.push(code);
-                p += 1;
             }
             cp.lens.push((cp.targets.len() - before) as u32);
         }

@@ -9,11 +9,16 @@
 mod build;
 pub mod draw;
 pub mod plastic;
+pub mod procedural;
+mod rows;
+pub mod storage;
 
 use std::ops::Range;
 
-pub use build::{build, count, synapse_bound, BuildOptions};
+pub use build::{build, count, mapping_bounds, synapse_bound, BuildOptions};
 pub use plastic::{Associative, Plastic, PlasticMapping};
+pub use procedural::{closed_form_mask, procedural_mask, ClosedForm, Procedural};
+pub use rows::Drawer;
 
 /// Contribution codes of a part's synapses: an index into [`Connectome::contributions`]. A brain
 /// has few distinct contributions (one per mapping and out-degree), so 16 bits suffice almost
@@ -93,6 +98,8 @@ pub struct MappingStats {
     pub synapses: u64,
     /// Synapses whose contribution rounded to 0 (weight or psp 0, or a huge out-degree).
     pub dead: u64,
+    /// Not stored: drawn again when their source fires.
+    pub procedural: bool,
 }
 
 /// All synapses of a brain.
@@ -106,13 +113,21 @@ pub struct Connectome {
     pub mappings: Vec<MappingStats>,
     /// The plastic mappings, when the brain has any.
     pub plastic: Option<Plastic>,
+    /// The rules of the procedural mappings, when the brain has any.
+    pub procedural: Option<std::sync::Arc<Procedural>>,
     /// Wall-clock seconds the build took.
     pub build_seconds: f64,
 }
 
 impl Connectome {
+    /// Synapses stored in the parts.
     pub fn synapses(&self) -> u64 {
         self.parts.iter().map(Part::synapses).sum()
+    }
+
+    /// Synapses of the procedural mappings (not stored), from the build's counts.
+    pub fn procedural_synapses(&self) -> u64 {
+        self.mappings.iter().filter(|m| m.procedural).map(|m| m.synapses).sum()
     }
 
     /// Bytes of the synapse arrays, row pointers and the contribution table.

@@ -213,6 +213,14 @@ pub struct Mapping {
     /// with these weights (its morphology draws none); an associative one has grown these pairs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synapses: Option<Vec<[u32; 3]>>,
+    /// Store no synapses: draw a source's again whenever it fires (docs/capacity.md). A plastic
+    /// mapping, or one that lists its synapses, stays stored.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub procedural: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn unit_scalar() -> [i32; 3] {

@@ -14,7 +14,7 @@ mod random;
 use crate::model::plasticity::Learned;
 use crate::model::{Injections, Layout, NeuronState};
 use random::SHAPES;
-pub use random::{random_genome, random_injections, Rng};
+pub use random::{random_fanout_genome, random_genome, random_injections, Rng};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -175,11 +175,16 @@ pub type Candidate<'a> = dyn Fn(&Genome, Brain, Readback) -> Result<Box<dyn Back
 
 /// Run the parity check. Returns the first difference, precisely, as the error.
 pub fn parity(cfg: &ParityConfig, candidate: &Candidate<'_>) -> Result<ParityReport, String> {
+    parity_with(cfg, &random_genome, candidate)
+}
+
+/// [`parity`] on the brains `genomes(seed, max_neurons)` makes.
+pub fn parity_with(cfg: &ParityConfig, genomes: &dyn Fn(u64, u32) -> Genome, candidate: &Candidate<'_>) -> Result<ParityReport, String> {
     let mut report = ParityReport { candidate: String::new(), brains: Vec::new() };
     let mut inj = Injections::new();
     for i in 0..cfg.brains {
         let seed = cfg.seed.wrapping_add(i as u64);
-        let genome = random_genome(seed, cfg.max_neurons);
+        let genome = genomes(seed, cfg.max_neurons);
         genome.validate().map_err(|e| format!("brain seed {seed}: the random genome is invalid: {e}"))?;
         let brain = Brain::build(&genome, 1, false);
         let layout = brain.layout.clone();
@@ -291,6 +296,29 @@ pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Res
             _ => crate::backend::cuda::CudaBackend::new_graphs(brain, readback, device)?,
         };
         Ok(Box::new(b) as Box<dyn Backend>)
+    }
+}
+
+/// `genome` with every mapping procedural (those that must stay stored, stay).
+pub fn all_procedural(genome: &Genome) -> Genome {
+    let mut g = genome.clone();
+    g.mappings.iter_mut().for_each(|m| m.procedural = true);
+    g
+}
+
+/// `inner` run on the brain with every mapping procedural that can be (`closed_form_only`: those
+/// a GPU draws again), built with as many parts as the brain it is handed: the same fired sets as
+/// the stored brain, bit for bit.
+pub fn procedural_candidate<'a>(
+    inner: &'a Candidate<'a>,
+    closed_form_only: bool,
+) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> + 'a {
+    use crate::connectome::storage::{apply, Budget, Storage};
+    move |genome, brain, readback| {
+        let budget = Budget { synapses: u64::MAX, from: "no limit".into() };
+        let (g, _) = apply(genome, &brain.layout, Storage::Procedural, closed_form_only, &budget);
+        let b = Brain::build(&g, brain.connectome.parts.len(), false);
+        inner(&g, b, readback)
     }
 }
 

@@ -223,6 +223,7 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
             plasticity: (learns && rng.chance(0.5)).then(|| random_rule(&mut rng)),
             max_synapses: None,
             synapses: None,
+            procedural: false,
         });
     }
     if learns {
@@ -243,6 +244,7 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
                 plasticity: Some(random_rule(&mut rng)),
                 max_synapses: rng.chance(0.5).then(|| rng.range(1, pairs.max(1))),
                 synapses: None,
+                procedural: false,
             });
         }
     }
@@ -255,6 +257,21 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
         morphologies,
         mappings,
     }
+}
+
+/// [`random_genome`] with every mapping but the associative one a random fanout (1 to 60
+/// synapses per neuron): brains whose mappings mostly have a closed form (see
+/// [`crate::connectome::ClosedForm`]; those with an attractivity below 100, or from an area whose
+/// out-degree varies, have none).
+pub fn random_fanout_genome(seed: u64, max_neurons: u32) -> Genome {
+    let mut g = random_genome(seed, max_neurons);
+    let mut rng = Rng::new(seed ^ 0xFA_0070);
+    for m in g.mappings.iter_mut().filter(|m| m.morphology != "associative_memory") {
+        let k = rng.range(1, 60) as u32;
+        g.morphologies.insert(format!("fan{k}"), Morphology::Random(RandomSpec { probability: None, fanout: Some(k) }));
+        m.morphology = format!("fan{k}");
+    }
+    g
 }
 
 /// Random injections for one burst: a few neurons (repeats allowed, or ascending ids each once),

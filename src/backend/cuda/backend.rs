@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaGraph, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::layout::{as_bytes, dev_err, dptr, Net, BLOCK, M_BOUND, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER, PAIRS_PER_CHUNK};
+use super::layout::{
+    as_bytes, dev_err, dptr, Net, ProcMap, BLOCK, M_BOUND, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER, PAIRS_PER_CHUNK,
+};
 use super::learn::Learning;
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
@@ -31,6 +33,16 @@ pub struct GpuShard {
     pub neurons: u32,
     /// The brain's plastic mappings, when it learns.
     pub plastic: Option<Plastic>,
+    /// The brain's procedural mappings (every one in closed form), drawn again on the GPU.
+    pub(super) procedural: Vec<ProcMap>,
+}
+
+/// The procedural mappings of `c` for the GPU, which draws them one synapse per thread: an error
+/// names a mapping whose rows have no closed form (the opener keeps those stored).
+pub(super) fn gpu_procedural(c: &crate::connectome::Connectome) -> Result<Vec<ProcMap>, BackendError> {
+    let Some(p) = &c.procedural else { return Ok(Vec::new()) };
+    let forms = p.closed_forms().map_err(|e| BackendError::Device(format!("the GPU cannot draw it again: {e}")))?;
+    Ok(forms.iter().map(ProcMap::from).collect())
 }
 
 /// How the bursts run.
@@ -80,6 +92,7 @@ pub(super) struct Resources {
     _area_end: CudaSlice<u32>,
     _rb: CudaSlice<u32>,
     _chunk_first: CudaSlice<u32>,
+    _proc: CudaSlice<u8>,
 }
 
 /// The CUDA backend.
@@ -184,12 +197,13 @@ fn readback_ranges(rb: &Readback, neurons: u32) -> Option<Vec<(u32, u32)>> {
 }
 
 /// The whole brain as GPU 0's part.
-fn whole(brain: Brain) -> GpuShard {
+fn whole(brain: Brain) -> Result<GpuShard, BackendError> {
     let n = brain.layout.neurons;
+    let procedural = gpu_procedural(&brain.connectome)?;
     let mut conn = brain.connectome;
     conn.repartition(std::slice::from_ref(&(0..n)));
     let part = conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() });
-    GpuShard { part, params: brain.layout.params, contributions: conn.contributions, neurons: n, plastic: conn.plastic }
+    Ok(GpuShard { part, params: brain.layout.params, contributions: conn.contributions, neurons: n, plastic: conn.plastic, procedural })
 }
 
 /// Upload this GPU's part of the connectome and the areas; the read-back ranges of this GPU.
@@ -221,6 +235,8 @@ fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: bool) -> Res
         _area_end: s.clone_htod(&ends).map_err(e("uploading areas"))?,
         _rb: s.clone_htod(rb).map_err(e("uploading readback ranges"))?,
         _chunk_first: s.alloc_zeros(part.synapses() as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?,
+        _proc: if shard.procedural.is_empty() { s.alloc_zeros(8) } else { s.clone_htod(as_bytes::<ProcMap>(&shard.procedural)) }
+            .map_err(e("uploading the procedural mappings"))?,
     })
 }
 
@@ -279,7 +295,7 @@ impl CudaBackend {
             tracing::info!("CUDA: the device has no cooperative launch: the bursts run as graphs");
             Path::Graphs
         });
-        Self::build(ctx, whole(brain), readback, device, path)
+        Self::build(ctx, whole(brain)?, readback, device, path)
     }
 
     /// One GPU of several (see `multi.rs`): bursts only after [`CudaBackend::connect`].
@@ -409,10 +425,15 @@ impl CudaBackend {
             multi: sharded as u32,
             acc_keep: 1,
             early: early.is_some() as u32,
+            proc_: dptr(&res._proc, s),
+            n_proc: shard.procedural.len() as u32,
+            proc_pad: 0,
         };
         // accumulator width: the largest possible synaptic input of one burst must fit in i32
         let wide_kernels = Kernels::load(&ctx, Variant { wide_acc: true, row64, code32 }).map_err(BackendError::Device)?;
         let wide_acc = match &shard.plastic {
+            // procedural input has no bound worked out
+            _ if !shard.procedural.is_empty() => true,
             // a plastic synapse can reach weight 255: the bound of its group (on the host)
             Some(p) => crate::backend::cpu::max_input(part, &p.bounds(&shard.contributions)) > i32::MAX as u64,
             None => needs_wide(&ctx, s, &wide_kernels, &net, &misc, synapses)?,

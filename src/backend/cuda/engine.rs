@@ -52,6 +52,7 @@ impl CudaShardEngine {
     /// parts per shard).
     pub fn new(brain: Brain, range: Range<u32>, devices: &[usize]) -> Result<CudaShardEngine, BackendError> {
         let neurons = brain.layout.neurons;
+        let procedural = super::backend::gpu_procedural(&brain.connectome)?;
         let mut parts: Vec<_> = brain
             .connectome
             .parts
@@ -78,6 +79,7 @@ impl CudaShardEngine {
                 contributions: brain.connectome.contributions.clone(),
                 neurons,
                 plastic: brain.connectome.plastic.clone(),
+                procedural: procedural.clone(),
             };
             let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device)?;
             let (spikes, count) = backend.connect_host()?;

@@ -73,6 +73,38 @@ pub(super) struct Net {
     pub acc_keep: u32,
     /// 1: the early step (the resident kernel).
     pub early: u32,
+    /// The procedural mappings ([`ProcMap`]), and how many.
+    pub proc_: u64,
+    pub n_proc: u32,
+    pub proc_pad: u32,
+}
+
+/// Mirror of `struct ProcMap` in common.cuh: a procedural mapping in closed form
+/// ([`crate::connectome::ClosedForm`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct ProcMap {
+    pub key: u64,
+    pub src_first: u32,
+    pub src_count: u32,
+    pub dst_first: u32,
+    pub dst_count: u32,
+    pub fanout: u32,
+    pub contribution: i32,
+}
+
+impl From<&crate::connectome::ClosedForm> for ProcMap {
+    fn from(c: &crate::connectome::ClosedForm) -> ProcMap {
+        ProcMap {
+            key: c.key,
+            src_first: c.src_first,
+            src_count: c.src_count,
+            dst_first: c.dst_first,
+            dst_count: c.dst_count,
+            fanout: c.fanout,
+            contribution: c.contribution,
+        }
+    }
 }
 // SAFETY: plain old data with the layout of the kernel's `Net`.
 unsafe impl DeviceRepr for Net {}
@@ -255,7 +287,7 @@ mod tests {
         let sizes = [("Net", size_of::<Net>()), ("Side", size_of::<Side>()), ("Ctl", 64), ("ResDev", 32), ("Learn", size_of::<Learn>())];
         let net = rust_layout!(Net: v, rcc, acc, inj, inj_mask, row_ptr, targets, codes, table, areas, area_end, rb_lo, rb_hi,
             burst, rb_counter, ticket, chunk_first, host_in, host_map, host_out, v_out, rcc_out, spec, where_, dead, corr,
-            acc_other, out_cap, in_cap, n, n_areas, n_rb, count_shift, base, multi, acc_keep, early);
+            acc_other, out_cap, in_cap, n, n_areas, n_rb, count_shift, base, multi, acc_keep, early, proc_, n_proc, proc_pad);
         assert_eq!(c_layout(&src, "Net", &sizes), net, "Net");
         assert_eq!(c_layout(&src, "Side", &sizes), rust_layout!(Side: fired, offs, counter), "Side");
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");
@@ -264,6 +296,8 @@ mod tests {
         let learn = rust_layout!(Learn: hist, now, active, n_active, status, stamps, windows, group_map, maps, exists, grown, burst, skip,
             code_base, n_total, longest, n_maps, n_slots, sweep_rows);
         assert_eq!(c_layout(&src, "Learn", &sizes), learn, "Learn");
+        let pm = rust_layout!(ProcMap: key, src_first, src_count, dst_first, dst_count, fanout, contribution);
+        assert_eq!(c_layout(&src, "ProcMap", &sizes), pm, "ProcMap");
         let map = rust_layout!(PlasMap: ltp, ltd, window, assoc, src_lo, src_hi, dst_lo, dst_hi, slot, pad, cap, bits);
         assert_eq!(c_layout(&src, "PlasMap", &sizes), map, "PlasMap");
     }

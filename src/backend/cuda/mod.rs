@@ -42,4 +42,4 @@ pub use backend::CudaBackend;
 pub use engine::CudaShardEngine;
 pub use memory::{device_bytes_needed, MemoryPlan};
 pub use multi::MultiGpu;
-pub use probe::{device_count, probe};
+pub use probe::{device_count, free_memory, probe};

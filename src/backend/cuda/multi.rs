@@ -120,10 +120,18 @@ impl MultiGpu {
         assert_eq!(brain.connectome.parts.len(), plan.len(), "one part per shard");
         let neurons = brain.layout.neurons;
         let params = brain.layout.params;
+        let procedural = super::backend::gpu_procedural(&brain.connectome)?;
         let (table, plastic) = (brain.connectome.contributions, brain.connectome.plastic);
         let mut gpus = Vec::with_capacity(devices.len());
         for (part, &device) in brain.connectome.parts.into_iter().zip(devices) {
-            let shard = GpuShard { part, params: params.clone(), contributions: table.clone(), neurons, plastic: plastic.clone() };
+            let shard = GpuShard {
+                part,
+                params: params.clone(),
+                contributions: table.clone(),
+                neurons,
+                plastic: plastic.clone(),
+                procedural: procedural.clone(),
+            };
             gpus.push(CudaBackend::new_shard(shard, readback.clone(), device)?);
         }
         for a in &gpus {

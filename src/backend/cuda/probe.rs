@@ -40,6 +40,20 @@ pub fn device_count() -> usize {
     .unwrap_or(0)
 }
 
+/// Free memory of GPU `device` in bytes (None without a usable GPU); never panics.
+pub fn free_memory(device: usize) -> Option<u64> {
+    std::panic::catch_unwind(|| {
+        // SAFETY: only tries to dlopen the library.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return None;
+        }
+        let ctx = cudarc::driver::CudaContext::new(device).ok()?;
+        ctx.mem_get_info().ok().map(|(free, _)| free as u64)
+    })
+    .ok()
+    .flatten()
+}
+
 fn probe_inner(device: usize) -> Result<String, String> {
     use cudarc::driver::{result, sys, CudaContext};
     // SAFETY: only tries to dlopen the library.

@@ -121,6 +121,7 @@ pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings
                     plasticity,
                     max_synapses: None,
                     synapses: None,
+                    procedural: false,
                 });
             }
         }

@@ -1,0 +1,162 @@
+//! Procedural connectivity: mappings whose synapses are not stored. When a source fires, its row
+//! is drawn again from the same rules and random streams as the build's ([`super::rows`]), and the
+//! procedural mappings' synapses contribute what a stored copy would: the same targets, and the
+//! contribution worked out from the same out-degree. A brain's fired sets are the same, bit for
+//! bit, whichever of its mappings are stored.
+//!
+//! Plastic mappings are always stored (their weights are state); so are a learned genome's listed
+//! synapses.
+
+use super::draw::mix64;
+use super::rows::{compile, Compiled, Drawer, RowRules, Rule};
+use crate::genome::Genome;
+use crate::model::fixed::contribution_from_f64;
+use crate::model::Layout;
+
+/// Per mapping of `genome`: procedural (asked for, and neither plastic nor listing its synapses).
+pub fn procedural_mask(genome: &Genome) -> Vec<bool> {
+    genome.mappings.iter().map(|m| m.procedural && m.plasticity.is_none() && m.synapses.is_none()).collect()
+}
+
+/// A procedural mapping whose every synapse is drawn on its own from its index in the row, with a
+/// contribution known without drawing the row: a fanout with no attractivity, from an area whose
+/// out-degree is the same for every source (its psp is uniform, or every mapping from it that
+/// counts in the out-degree is such a fanout). A GPU draws these rows one synapse per thread.
+///
+/// Synapse `j` (0-based) of source `s` goes to `dst_first + ((x × dst_count) >> 64)`, where
+/// `x = mix64(key_s + (j + 1) × 0x9e3779b97f4a7c15)` and `key_s = mix64(key ^ s × 0xd1b54a32d192ed03)`
+/// (the build's [`super::draw::Stream`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClosedForm {
+    /// Index of the mapping in the genome.
+    pub index: usize,
+    pub src_first: u32,
+    pub src_count: u32,
+    pub dst_first: u32,
+    pub dst_count: u32,
+    pub fanout: u32,
+    pub key: u64,
+    pub contribution: i32,
+}
+
+impl ClosedForm {
+    /// Target of synapse `j` of source `s`.
+    #[inline]
+    pub fn target(&self, s: u32, j: u32) -> u32 {
+        let key = mix64(self.key ^ (s as u64).wrapping_mul(0xd1b5_4a32_d192_ed03));
+        let x = mix64(key.wrapping_add((j as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+        self.dst_first + ((x as u128 * self.dst_count as u128) >> 64) as u32
+    }
+}
+
+/// Per mapping of `genome`: its rows have a closed form (see [`ClosedForm`]).
+pub fn closed_form_mask(genome: &Genome, layout: &Layout) -> Vec<bool> {
+    let mut mask = vec![false; genome.mappings.len()];
+    let uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
+    for (area, ms) in compile(genome, layout).0.iter().enumerate() {
+        for m in ms {
+            mask[m.index] = closed_form(m, ms, uniform[area], genome.seed).is_some();
+        }
+    }
+    mask
+}
+
+/// Mapping `m` of an area with mappings `all` in closed form, if it has one.
+fn closed_form(m: &Compiled, all: &[Compiled], uniform: bool, seed: u64) -> Option<ClosedForm> {
+    let plain_fanout = |c: &Compiled| match c.rule {
+        Rule::Fanout(k) if c.attract.is_none() => Some(k),
+        _ => None,
+    };
+    let fanout = plain_fanout(m)?;
+    if m.plastic.is_some() {
+        return None;
+    }
+    let divisor = if uniform {
+        1.0
+    } else {
+        let counted = all.iter().filter(|c| !matches!(c.rule, Rule::Associative));
+        counted.map(|c| plain_fanout(c).map(|k| k as u64)).sum::<Option<u64>>()?.max(1) as f64
+    };
+    let key = mix64(seed ^ 0x6e65_7572_6f62_7572) ^ mix64((m.index as u64).wrapping_add(0x9e37_79b9_7f4a_7c15));
+    Some(ClosedForm {
+        index: m.index,
+        src_first: m.src_first,
+        src_count: m.src_count,
+        dst_first: m.dst.first,
+        dst_count: m.dst.count,
+        fanout,
+        key,
+        contribution: contribution_from_f64(m.value / divisor),
+    })
+}
+
+/// The rules of a brain with procedural mappings.
+pub struct Procedural {
+    rules: RowRules,
+    /// Per area: some mapping from it is procedural.
+    sources: Vec<bool>,
+    /// Per mapping (genome order): procedural.
+    pub mappings: Vec<bool>,
+}
+
+impl std::fmt::Debug for Procedural {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Procedural").field("mappings", &self.mappings).finish_non_exhaustive()
+    }
+}
+
+impl Procedural {
+    /// The rules of a build, when some mapping is procedural.
+    pub(super) fn new(rules: RowRules) -> Option<std::sync::Arc<Procedural>> {
+        let sources: Vec<bool> = rules.by_area.iter().map(|ms| ms.iter().any(|m| m.procedural)).collect();
+        if !sources.contains(&true) {
+            return None;
+        }
+        let n = rules.by_area.iter().flatten().map(|m| m.index + 1).max().unwrap_or(0);
+        let mut mappings = vec![false; n];
+        for m in rules.by_area.iter().flatten() {
+            mappings[m.index] = m.procedural;
+        }
+        Some(std::sync::Arc::new(Procedural { rules, sources, mappings }))
+    }
+
+    /// The procedural mappings in closed form; an error names the first that has none.
+    pub fn closed_forms(&self) -> Result<Vec<ClosedForm>, String> {
+        let mut out = Vec::new();
+        for (area, ms) in self.rules.by_area.iter().enumerate() {
+            for m in ms.iter().filter(|m| m.procedural) {
+                let c = closed_form(m, ms, self.rules.area_uniform[area], self.rules.seed).ok_or_else(|| {
+                    format!("mapping {} is procedural, but its rows have no closed form (a fanout with no attractivity from an area of fixed out-degree)", m.index)
+                })?;
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether source neuron `s` has procedural synapses.
+    #[inline]
+    pub fn has_row(&self, s: u32) -> bool {
+        self.sources[self.rules.layout.area_of(s)]
+    }
+
+    /// Call `f(target, contribution)` for every procedural synapse of source `s`, in drawing order
+    /// (sums of contributions are exact integers, so any order gives the same input). Contributions
+    /// of 0 are left out.
+    pub fn each(&self, drawer: &mut Drawer, s: u32, mut f: impl FnMut(u32, i32)) {
+        let area = self.rules.layout.area_of(s);
+        if !self.sources[area] {
+            return;
+        }
+        let mappings = &self.rules.by_area[area];
+        let divisor = drawer.draw(&self.rules, s, area);
+        drawer.slot_c.clear();
+        drawer.slot_c.extend(mappings.iter().map(|m| if m.procedural { contribution_from_f64(m.value / divisor) } else { 0 }));
+        for &key in &drawer.row {
+            let c = drawer.slot_c[(key & 0xffff_ffff) as usize];
+            if c != 0 {
+                f((key >> 32) as u32, c);
+            }
+        }
+    }
+}

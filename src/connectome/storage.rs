@@ -1,0 +1,130 @@
+//! Which mappings are stored and which are drawn again when their sources fire
+//! (`backend.connectome`, docs/capacity.md): the genome's own `procedural` marks, then `stored`
+//! (nothing more), `procedural` (every mapping that can be), or `auto` (store what fits, draw the
+//! largest of the rest again). Decided before the build, from bounds on the synapse counts.
+
+use serde::{Deserialize, Serialize};
+
+use super::{closed_form_mask, mapping_bounds};
+use crate::genome::Genome;
+use crate::model::Layout;
+
+/// `backend.connectome`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Storage {
+    /// Store what fits the memory; draw the largest of the other mappings again.
+    #[default]
+    Auto,
+    /// Store every mapping but those the genome marks `procedural`.
+    Stored,
+    /// Draw every mapping that can be drawn again.
+    Procedural,
+}
+
+/// What the brain's synapses may take: `synapses` stored synapses at most.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    pub synapses: u64,
+    /// Where the figure comes from, for the messages (e.g. "the GPU's free memory").
+    pub from: String,
+}
+
+/// `genome` with `procedural` set on the mappings `storage` draws again, and what was decided, in
+/// words (for the log). `closed_form_only`: the backend draws again only mappings in closed form
+/// (the GPU; see [`super::ClosedForm`]).
+pub fn apply(genome: &Genome, layout: &Layout, storage: Storage, closed_form_only: bool, budget: &Budget) -> (Genome, Vec<String>) {
+    let mut g = genome.clone();
+    let mut notes = Vec::new();
+    let closed = if closed_form_only { closed_form_mask(genome, layout) } else { vec![true; genome.mappings.len()] };
+    let why_stored = |i: usize| {
+        let m = &genome.mappings[i];
+        if m.plasticity.is_some() {
+            Some("it is plastic, and plasticity needs stored weights")
+        } else if m.synapses.is_some() {
+            Some("it lists its synapses")
+        } else if !closed[i] {
+            Some("the GPU draws again only fanouts with no attractivity from areas whose out-degree is fixed")
+        } else {
+            None
+        }
+    };
+    let name = |i: usize| {
+        format!("mapping {i} ({} -> {}, {})", genome.mappings[i].source, genome.mappings[i].destination, genome.mappings[i].morphology)
+    };
+    for (i, m) in g.mappings.iter_mut().enumerate() {
+        if let (true, Some(why)) = (m.procedural, why_stored(i)) {
+            notes.push(format!("{} is marked procedural but stays stored: {why}", name(i)));
+            m.procedural = false;
+        }
+    }
+    let eligible: Vec<usize> = (0..g.mappings.len()).filter(|&i| why_stored(i).is_none() && !g.mappings[i].procedural).collect();
+    match storage {
+        Storage::Stored => {}
+        Storage::Procedural => {
+            for &i in &eligible {
+                g.mappings[i].procedural = true;
+            }
+            if !eligible.is_empty() {
+                notes.push(format!("connectome: procedural: {} mapping(s) drawn again, none of their synapses stored", eligible.len()));
+            }
+        }
+        Storage::Auto => {
+            let bounds = mapping_bounds(&g, layout);
+            let stored = |g: &Genome| (0..g.mappings.len()).filter(|&i| !g.mappings[i].procedural).map(|i| bounds[i].0).sum::<u64>();
+            let need = stored(&g);
+            if need > budget.synapses {
+                let mut by_size = eligible.clone();
+                by_size.sort_by_key(|&i| std::cmp::Reverse(bounds[i].0));
+                let mut drawn = Vec::new();
+                for i in by_size {
+                    if stored(&g) <= budget.synapses {
+                        break;
+                    }
+                    g.mappings[i].procedural = true;
+                    drawn.push(name(i));
+                }
+                let left = stored(&g);
+                notes.push(format!(
+                    "connectome: auto: the stored brain would hold up to {need} synapses, {} allows {}: {} drawn again when their sources fire \
+                     ({left} synapses stored{})",
+                    budget.from,
+                    budget.synapses,
+                    if drawn.is_empty() { "nothing can be".to_string() } else { drawn.join(", ") },
+                    if left > budget.synapses { ", still more than fits" } else { "" }
+                ));
+            }
+        }
+    }
+    (g, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Workload;
+
+    #[test]
+    fn auto_stores_what_fits_and_draws_the_rest_again() {
+        let mut g = Workload { neurons: 10_000, fanout: 50, rate: 0.01, seed: 1 }.genome();
+        let mut second = g.mappings[0].clone();
+        second.morphology = "projector".into();
+        g.mappings.push(second);
+        let layout = Layout::from_genome(&g);
+        let plenty = Budget { synapses: 10_000_000, from: "a test".into() };
+        let (same, notes) = apply(&g, &layout, Storage::Auto, false, &plenty);
+        assert!(same.mappings.iter().all(|m| !m.procedural) && notes.is_empty(), "{notes:?}");
+        // the fanout (500,000 synapses) goes; the projector (10,000) stays
+        let tight = Budget { synapses: 100_000, from: "a test".into() };
+        let (g2, notes) = apply(&g, &layout, Storage::Auto, false, &tight);
+        assert_eq!(g2.mappings.iter().map(|m| m.procedural).collect::<Vec<_>>(), vec![true, false]);
+        assert!(notes[0].contains("mapping 0 (w -> w, random_k)") && notes[0].contains("10000 synapses stored"), "{notes:?}");
+        // the GPU draws only closed forms again: the projector stays stored even when asked
+        let (g3, notes) = apply(&g, &layout, Storage::Procedural, true, &plenty);
+        assert_eq!(g3.mappings.iter().map(|m| m.procedural).collect::<Vec<_>>(), vec![true, false]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        g.mappings[1].procedural = true;
+        let (_, notes) = apply(&g, &layout, Storage::Stored, true, &plenty);
+        assert!(notes[0].contains("mapping 1") && notes[0].contains("stays stored") && notes[0].contains("fanouts"), "{notes:?}");
+    }
+}

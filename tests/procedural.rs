@@ -1,0 +1,139 @@
+//! Procedural connectivity: a brain whose mappings are drawn again when their sources fire gives
+//! the same fired sets and state, bit for bit, as the same brain stored (docs/capacity.md).
+
+use neuroburst::backend::Readback;
+use neuroburst::brain::Brain;
+use neuroburst::connectome::storage::{apply, Budget, Storage};
+use neuroburst::selftest::{
+    all_procedural, cpu_candidate, cuda_candidate, parity, parity_with, procedural_candidate, random_fanout_genome, random_genome,
+    sharded_candidate, ParityConfig,
+};
+use neuroburst::shard::Strategy;
+use neuroburst::workload::Workload;
+
+#[test]
+fn procedural_brains_fire_as_stored_ones_on_random_brains_of_every_morphology_kind() {
+    let cfg = ParityConfig { brains: 12, bursts: 300, seed: 900, max_neurons: 3000, candidate_parts: 3 };
+    let report = parity(&cfg, &procedural_candidate(&cpu_candidate, false)).unwrap();
+    println!("{report}");
+    assert!(report.fired() > 10_000, "the brains fired too little to tell: {report}");
+}
+
+#[test]
+fn procedural_shards_fire_as_a_stored_brain() {
+    let cfg = ParityConfig { brains: 4, bursts: 200, seed: 70, max_neurons: 2500, candidate_parts: 1 };
+    let sharded = sharded_candidate(3, Strategy::RoundRobin, vec![]);
+    let report = parity(&cfg, &procedural_candidate(&sharded, false)).unwrap();
+    println!("{report}");
+}
+
+#[test]
+fn a_procedural_mapping_stores_nothing_and_counts_what_it_would_have_stored() {
+    let w = Workload { neurons: 20_000, fanout: 30, rate: 0.01, seed: 3 };
+    let stored = Brain::build(&w.genome(), 2, false);
+    let procedural = Brain::build(&all_procedural(&w.genome()), 2, false);
+    assert_eq!(stored.connectome.synapses(), 600_000);
+    assert_eq!(procedural.connectome.synapses(), 0);
+    assert_eq!(procedural.connectome.procedural_synapses(), 600_000);
+    assert!(procedural.connectome.mappings[0].procedural);
+    let _ = Readback::All;
+}
+
+#[test]
+fn every_random_genome_draws_the_same_synapses_again() {
+    // the rows drawn again are the rows stored: targets and contributions, for every source
+    for seed in 0..16 {
+        let g = random_genome(seed, 2000);
+        let stored = Brain::build(&g, 1, false);
+        let p = Brain::build(&all_procedural(&g), 1, false);
+        let (c, part) = (&stored.connectome, &stored.connectome.parts[0]);
+        let plastic_base = c.plastic.as_ref().map_or(u32::MAX, |pl| pl.base);
+        let rules = p.connectome.procedural.clone();
+        let mut drawer = neuroburst::connectome::Drawer::default();
+        for s in 0..c.neurons {
+            let mut want: Vec<(u32, i32)> = part
+                .row(s)
+                .filter(|&i| part.codes.get(i) < plastic_base)
+                .map(|i| (part.targets[i], c.contributions[part.codes.get(i) as usize]))
+                .filter(|e| e.1 != 0)
+                .collect();
+            let mut got = Vec::new();
+            if let Some(r) = &rules {
+                r.each(&mut drawer, s, |t, v| got.push((t, v)));
+            }
+            // what stays stored in the procedural brain (plastic, listed) is not drawn again
+            let kept = &p.connectome.parts[0];
+            want.retain(|&(t, v)| {
+                !kept.row(s).any(|i| kept.targets[i] == t && p.connectome.contributions[kept.codes.get(i) as usize] == v)
+            });
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "genome seed {seed}, source {s}");
+        }
+    }
+}
+
+#[test]
+fn fanout_brains_drawn_as_a_gpu_draws_them_fire_as_stored_ones() {
+    // the closed forms only (the GPU's), on the CPU: the rule the GPU follows, checked in CI
+    let cfg = ParityConfig { brains: 8, bursts: 300, seed: 40, max_neurons: 3000, candidate_parts: 2 };
+    let report = parity_with(&cfg, &random_fanout_genome, &procedural_candidate(&cpu_candidate, true)).unwrap();
+    println!("{report}");
+    let drawn: usize =
+        (40..48).map(|seed| gpu_placed(&random_fanout_genome(seed, 3000)).mappings.iter().filter(|m| m.procedural).count()).sum();
+    assert!(drawn >= 16, "only {drawn} closed-form mappings in the brains checked");
+}
+
+/// `g` with every mapping the GPU can draw again procedural.
+fn gpu_placed(g: &neuroburst::genome::Genome) -> neuroburst::genome::Genome {
+    let layout = neuroburst::model::Layout::from_genome(g);
+    let budget = Budget { synapses: u64::MAX, from: "no limit".into() };
+    apply(g, &layout, Storage::Procedural, true, &budget).0
+}
+
+#[test]
+fn a_closed_form_gives_the_rows_the_build_draws() {
+    let mut checked = 0;
+    for seed in 0..12 {
+        let g = gpu_placed(&random_fanout_genome(seed, 2000));
+        let stored = Brain::build(&random_fanout_genome(seed, 2000), 1, false);
+        let p = Brain::build(&g, 1, false);
+        let Some(rules) = &p.connectome.procedural else { continue };
+        let part = &stored.connectome.parts[0];
+        let forms = rules.closed_forms().unwrap();
+        checked += forms.len();
+        for f in forms {
+            for s in f.src_first..f.src_first + f.src_count {
+                let mut got: Vec<u32> = (0..f.fanout).map(|j| f.target(s, j)).collect();
+                got.sort_unstable();
+                let mut want: Vec<u32> =
+                    part.row(s).map(|i| part.targets[i]).filter(|t| (f.dst_first..f.dst_first + f.dst_count).contains(t)).collect();
+                want.sort_unstable();
+                // the row holds other mappings' synapses too: the closed form's are among them
+                let mut rest = want.clone();
+                for t in &got {
+                    let i =
+                        rest.binary_search(t).unwrap_or_else(|_| panic!("seed {seed} mapping {}: source {s} -> {t} not stored", f.index));
+                    rest.remove(i);
+                }
+            }
+        }
+    }
+    assert!(checked >= 12, "only {checked} closed forms checked");
+}
+
+/// On a GPU: procedural brains (closed forms drawn by the kernels) fire as the stored brain on the
+/// CPU, on both paths (resident kernel and graphs). Skips, saying why, without a GPU.
+#[test]
+fn gpu_procedural_brains_fire_as_stored_ones_on_the_cpu() {
+    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
+        println!("skipped: no GPU ({why})");
+        return;
+    }
+    let gpu = cuda_candidate(0);
+    let cfg = ParityConfig { brains: 8, bursts: 300, seed: 500, max_neurons: 4000, candidate_parts: 1 };
+    let report = parity_with(&cfg, &random_fanout_genome, &procedural_candidate(&gpu, true)).unwrap();
+    println!("{report}");
+    let report = parity_with(&ParityConfig { brains: 4, ..cfg }, &random_genome, &procedural_candidate(&gpu, true)).unwrap();
+    println!("{report}");
+}
