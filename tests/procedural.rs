@@ -36,7 +36,6 @@ fn a_procedural_mapping_stores_nothing_and_counts_what_it_would_have_stored() {
     assert_eq!(procedural.connectome.synapses(), 0);
     assert_eq!(procedural.connectome.procedural_synapses(), 600_000);
     assert!(procedural.connectome.mappings[0].procedural);
-    let _ = Readback::All;
 }
 
 #[test]
@@ -136,4 +135,50 @@ fn gpu_procedural_brains_fire_as_stored_ones_on_the_cpu() {
     println!("{report}");
     let report = parity_with(&ParityConfig { brains: 4, ..cfg }, &random_genome, &procedural_candidate(&gpu, true)).unwrap();
     println!("{report}");
+}
+
+/// A random fanout brain whose every mapping has a closed form: all attractivities 100, nothing
+/// plastic or associative.
+fn closed_form_genome(seed: u64, max_neurons: u32) -> neuroburst::genome::Genome {
+    let mut g = random_fanout_genome(seed, max_neurons);
+    g.mappings.retain(|m| m.morphology != "associative_memory");
+    for m in &mut g.mappings {
+        m.attractivity = 100.0;
+        m.plasticity = None;
+    }
+    g
+}
+
+/// On a GPU: a brain of closed forms built on the GPU holds the host build's rows, in the same
+/// order, with the same codes, and fires as the CPU does.
+#[test]
+fn the_gpu_builds_the_rows_the_host_builds() {
+    use neuroburst::backend::cuda::CudaBackend;
+    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
+        println!("skipped: no GPU ({why})");
+        return;
+    }
+    let mut genomes: Vec<_> = (0..10).map(|seed| closed_form_genome(seed, 4000)).collect();
+    genomes.push(Workload { neurons: 300_000, fanout: 100, rate: 0.01, seed: 9 }.genome());
+    let mut synapses = 0;
+    for g in &genomes {
+        let layout = neuroburst::model::Layout::from_genome(g);
+        assert!(neuroburst::connectome::storage::gpu_buildable(g, &layout, 2048), "{}", g.name);
+        let host = Brain::build(g, 1, false);
+        let marked = Brain::build(&all_procedural(g), 1, false);
+        let gpu = CudaBackend::built_on_gpu(marked, Readback::All, 0).unwrap();
+        let (row_ptr, targets, codes) = gpu.stored_rows().unwrap();
+        let p = &host.connectome.parts[0];
+        assert_eq!(row_ptr, p.row_ptr, "{}: row pointers", g.name);
+        assert_eq!(targets, p.targets, "{}: targets", g.name);
+        assert_eq!(codes, (0..p.codes.len()).map(|i| p.codes.get(i)).collect::<Vec<_>>(), "{}: codes", g.name);
+        synapses += targets.len();
+    }
+    println!("{} brains built on the GPU, {synapses} synapses compared", genomes.len());
+    let cand = |g: &neuroburst::genome::Genome, _: Brain, r: Readback| {
+        let marked = Brain::build(&all_procedural(g), 1, false);
+        Ok(Box::new(CudaBackend::built_on_gpu(marked, r, 0)?) as Box<dyn neuroburst::backend::Backend>)
+    };
+    let cfg = ParityConfig { brains: 6, bursts: 300, seed: 600, max_neurons: 4000, candidate_parts: 1 };
+    println!("{}", parity_with(&cfg, &closed_form_genome, &cand).unwrap());
 }

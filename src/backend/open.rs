@@ -6,6 +6,7 @@ use super::select::{choose, BackendKind, Choice, GpuProbe};
 use super::{Backend, Readback};
 use crate::brain::Brain;
 use crate::config::BackendConfig;
+use crate::connectome::storage;
 use crate::genome::Genome;
 use crate::model::Layout;
 use crate::shard::{ShardCount, ShardPlan};
@@ -39,9 +40,14 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     tracing::info!("{}", choice.reason);
     let gpu = choice.kind == BackendKind::Cuda;
     let genome = &placed(genome, cfg, gpu);
-    crate::capacity::check_build(genome, &Layout::from_genome(genome), gpu, &crate::capacity::host_available())?;
-    if choice.kind == BackendKind::Cuda {
-        let (devices, why) = gpu_devices(cfg, neurons, super::gpu_count())?;
+    let layout = Layout::from_genome(genome);
+    let devices = if gpu { Some(gpu_devices(cfg, neurons, super::gpu_count())?) } else { None };
+    // one GPU and every mapping in closed form: the GPU builds the synapses, the host holds none
+    let on_gpu = matches!(&devices, Some((d, _)) if d.len() == 1)
+        && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
+    let host_built = if on_gpu { storage::all_marked(genome) } else { genome.clone() };
+    crate::capacity::check_build(&host_built, &layout, gpu, &crate::capacity::host_available())?;
+    if let Some((devices, why)) = devices {
         if let Some(why) = why {
             tracing::info!("{why}");
         }
@@ -58,10 +64,19 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
                 Err(e) => return Err(e.to_string()),
             }
         }
-        let brain = Brain::build(genome, 1, progress);
-        let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
-        let build_seconds = brain.connectome.build_seconds;
-        let backend = super::open_cuda(brain, readback, devices[0]).map_err(|e| e.to_string())?;
+        let start = std::time::Instant::now();
+        let brain = Brain::build(&host_built, 1, progress);
+        let (mut synapses, mut drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
+        let backend = if on_gpu {
+            tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
+            (synapses, drawn) = (drawn, 0);
+            super::cuda::CudaBackend::built_on_gpu(brain, readback, devices[0]).map(|b| Box::new(b) as Box<dyn super::Backend>)
+        } else {
+            super::open_cuda(brain, readback, devices[0])
+        }
+        .map_err(|e| e.to_string())?;
+        // the build on the host, and on the GPU (with the backend's start) when it builds there
+        let build_seconds = start.elapsed().as_secs_f64();
         return Ok(Opened { backend, choice, synapses, drawn, build_seconds, plan: None });
     }
     let shards = match cfg.shards {
@@ -93,7 +108,11 @@ fn placed(genome: &Genome, cfg: &BackendConfig, gpu: bool) -> Genome {
         let state = neurons * (super::cuda::memory::STATE_BYTES_PER_NEURON + 16) + super::cuda::memory::RESERVE_BYTES;
         (free, 6.0, state)
     });
-    let budget = crate::capacity::synapse_budget(neurons, &crate::capacity::host_available(), on_gpu);
+    // a brain the GPU builds itself takes no host memory for its synapses
+    let host = crate::capacity::host_available();
+    let gpu_builds = gpu && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
+    let host = if gpu_builds { crate::capacity::Available { bytes: u64::MAX, from: host.from } } else { host };
+    let budget = crate::capacity::synapse_budget(neurons, &host, on_gpu);
     let (placed, notes) = crate::connectome::storage::apply(genome, &layout, cfg.connectome, gpu, &budget);
     for n in notes {
         tracing::info!("{n}");

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::table;
 use crate::brain::Brain;
+use crate::connectome::storage::Storage;
 use crate::genome::Genome;
 use crate::model::neuron::STATE_BYTES_PER_NEURON;
 
@@ -28,12 +29,38 @@ pub struct InspectArgs {
     /// pairs, weights) instead of what the genome builds.
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
+    /// Where the synapses live: `stored` (as the genome marks them), `procedural` (every mapping
+    /// that can be is drawn again), `auto` (what fits this host is stored).
+    #[arg(long, value_enum, default_value_t = Placement::Stored)]
+    pub connectome: Placement,
 }
+
+/// `--connectome`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Placement {
+    Auto,
+    Stored,
+    Procedural,
+}
+
+/// Bytes a stored synapse takes (target and a 16-bit code), the measure of what a procedural
+/// mapping saves.
+const STORED_SYNAPSE_BYTES: u64 = 6;
 
 pub fn main(a: InspectArgs) -> anyhow::Result<()> {
     super::init(&Default::default());
     let genome = Genome::load(&a.genome)?;
     let layout = crate::model::Layout::from_genome(&genome);
+    let storage = match a.connectome {
+        Placement::Auto => Storage::Auto,
+        Placement::Stored => Storage::Stored,
+        Placement::Procedural => Storage::Procedural,
+    };
+    let budget = crate::capacity::synapse_budget(layout.neurons as u64, &crate::capacity::host_available(), None);
+    let (genome, notes) = crate::connectome::storage::apply(&genome, &layout, storage, false, &budget);
+    for n in notes {
+        eprintln!("{n}");
+    }
     crate::capacity::check_build(&genome, &layout, false, &crate::capacity::host_available()).map_err(anyhow::Error::msg)?;
     let checkpoint = a.checkpoint.as_ref().map(|p| crate::checkpoint::Checkpoint::load(p, &genome)).transpose()?;
     let plastic = super::learned::stats(&genome, checkpoint.as_ref().map(|c| &c.state.learned));
@@ -70,6 +97,8 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
             "mappings": c.mappings,
             "neurons": neurons,
             "synapses": c.synapses(),
+            "procedural_synapses": c.procedural_synapses(),
+            "procedural_bytes_saved": c.procedural_synapses() * STORED_SYNAPSE_BYTES,
             "distinct_contributions": c.contributions.len(),
             "connectome_bytes": c.bytes(),
             "state_bytes": state_bytes,
@@ -100,7 +129,8 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
     }
     print!("{}", table::render(&rows));
     println!();
-    let mut rows = vec![vec!["#".into(), "source".into(), "destination".into(), "morphology".into(), "synapses".into(), "dead".into()]];
+    let head = ["#", "source", "destination", "morphology", "synapses", "dead", "kept", "memory saved"];
+    let mut rows = vec![head.map(String::from).to_vec()];
     for m in &c.mappings {
         rows.push(vec![
             m.index.to_string(),
@@ -109,6 +139,8 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
             m.morphology.clone(),
             m.synapses.to_string(),
             m.dead.to_string(),
+            if m.procedural { "procedural" } else { "stored" }.into(),
+            if m.procedural { table::bytes(m.synapses * STORED_SYNAPSE_BYTES) } else { "-".into() },
         ]);
     }
     print!("{}", table::render(&rows));
@@ -122,7 +154,15 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
         println!();
     }
     println!("neurons            {neurons}");
-    println!("synapses           {} ({} distinct contributions)", c.synapses(), c.contributions.len());
+    println!("synapses           {} stored ({} distinct contributions)", c.synapses(), c.contributions.len());
+    if c.procedural_synapses() > 0 {
+        let saved = c.procedural_synapses() * STORED_SYNAPSE_BYTES;
+        println!(
+            "procedural         {} synapses drawn again when their sources fire ({} not stored)",
+            c.procedural_synapses(),
+            table::bytes(saved)
+        );
+    }
     println!("connectome         {} ({:.2} bytes per synapse, row pointers included)", table::bytes(c.bytes()), c.bytes_per_synapse());
     println!("neuron state       {} ({STATE_BYTES_PER_NEURON} bytes per neuron)", table::bytes(state_bytes));
     println!("memory (CPU)       {}", table::bytes(total));

@@ -99,6 +99,30 @@ pub fn apply(genome: &Genome, layout: &Layout, storage: Storage, closed_form_onl
     (g, notes)
 }
 
+/// Whether a GPU can build every synapse of `genome` itself: every mapping is stored, static and
+/// in closed form (see [`super::ClosedForm`]). The host then builds it as procedural
+/// ([`all_marked`]) and the GPU stores what it would have drawn again.
+/// `longest`: the longest row it can build.
+pub fn gpu_buildable(genome: &Genome, layout: &Layout, longest: u64) -> bool {
+    let closed = closed_form_mask(genome, layout);
+    let mut row = vec![0u64; layout.params.len()];
+    for (m, (b, _)) in genome.mappings.iter().zip(mapping_bounds(genome, layout)) {
+        if let Some(a) = layout.area_index(&m.source) {
+            row[a] += b / (layout.params[a].count as u64).max(1);
+        }
+    }
+    !genome.mappings.is_empty()
+        && row.iter().all(|&r| r <= longest)
+        && genome.mappings.iter().zip(closed).all(|(m, c)| c && !m.procedural && m.plasticity.is_none() && m.synapses.is_none())
+}
+
+/// `genome` with every mapping marked procedural.
+pub fn all_marked(genome: &Genome) -> Genome {
+    let mut g = genome.clone();
+    g.mappings.iter_mut().for_each(|m| m.procedural = true);
+    g
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

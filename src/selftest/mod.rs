@@ -301,9 +301,7 @@ pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Res
 
 /// `genome` with every mapping procedural (those that must stay stored, stay).
 pub fn all_procedural(genome: &Genome) -> Genome {
-    let mut g = genome.clone();
-    g.mappings.iter_mut().for_each(|m| m.procedural = true);
-    g
+    crate::connectome::storage::all_marked(genome)
 }
 
 /// `inner` run on the brain with every mapping procedural that can be (`closed_form_only`: those

@@ -35,6 +35,8 @@ pub struct GpuShard {
     pub plastic: Option<Plastic>,
     /// The brain's procedural mappings (every one in closed form), drawn again on the GPU.
     pub(super) procedural: Vec<ProcMap>,
+    /// Some: the synapses are built on the GPU from this (`part` holds none).
+    pub(super) recipe: Option<super::build::Recipe>,
 }
 
 /// The procedural mappings of `c` for the GPU, which draws them one synapse per thread: an error
@@ -83,8 +85,8 @@ pub(super) struct Multi {
 
 /// The connectome and the areas on the device (read by the kernels through `Net`).
 pub(super) struct Resources {
-    _row_ptr: CudaSlice<u8>,
-    _targets: CudaSlice<u32>,
+    pub(super) row_ptr: CudaSlice<u8>,
+    pub(super) targets: CudaSlice<u32>,
     /// The synapses' codes (learning rewrites them).
     pub(super) codes: CudaSlice<u8>,
     _table: CudaSlice<i32>,
@@ -196,45 +198,66 @@ fn readback_ranges(rb: &Readback, neurons: u32) -> Option<Vec<(u32, u32)>> {
     }
 }
 
-/// The whole brain as GPU 0's part.
-fn whole(brain: Brain) -> Result<GpuShard, BackendError> {
+/// The whole brain as GPU 0's part. `on_gpu`: a brain built with every mapping procedural, every
+/// one in closed form, is stored by building its rows on the GPU (see `build.rs`).
+fn whole(brain: Brain, on_gpu: bool) -> Result<GpuShard, BackendError> {
     let n = brain.layout.neurons;
-    let procedural = gpu_procedural(&brain.connectome)?;
+    let mut procedural = gpu_procedural(&brain.connectome)?;
+    let c = &brain.connectome;
+    let recipe = if on_gpu && c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() {
+        super::build::Recipe::new(procedural.clone())
+    } else {
+        None
+    };
+    if recipe.is_some() {
+        procedural.clear();
+    }
     let mut conn = brain.connectome;
     conn.repartition(std::slice::from_ref(&(0..n)));
     let part = conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() });
-    Ok(GpuShard { part, params: brain.layout.params, contributions: conn.contributions, neurons: n, plastic: conn.plastic, procedural })
+    let contributions = recipe.as_ref().map_or(conn.contributions, |r| r.table.clone());
+    Ok(GpuShard { part, params: brain.layout.params, contributions, neurons: n, plastic: conn.plastic, procedural, recipe })
 }
 
 /// Upload this GPU's part of the connectome and the areas; the read-back ranges of this GPU.
 fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: bool) -> Result<Resources, BackendError> {
     let part = &shard.part;
     let e = |w: &'static str| dev_err(w);
-    let _row_ptr = if row64 {
-        s.clone_htod(as_bytes(&part.row_ptr)).map_err(e("uploading row pointers"))?
-    } else {
-        let r32: Vec<u32> = part.row_ptr.iter().map(|&x| x as u32).collect();
-        s.clone_htod(as_bytes(&r32)).map_err(e("uploading row pointers"))?
+    let (_row_ptr, _targets, _codes) = match &shard.recipe {
+        Some(r) => {
+            let b = super::build::materialize(s, r, shard.neurons, row64)?;
+            (b.row_ptr, b.targets, b.codes)
+        }
+        None => {
+            let row_ptr = if row64 {
+                s.clone_htod(as_bytes(&part.row_ptr)).map_err(e("uploading row pointers"))?
+            } else {
+                let r32: Vec<u32> = part.row_ptr.iter().map(|&x| x as u32).collect();
+                s.clone_htod(as_bytes(&r32)).map_err(e("uploading row pointers"))?
+            };
+            let targets = if part.targets.is_empty() { s.alloc_zeros(1) } else { s.clone_htod(&part.targets[..]) }
+                .map_err(e("uploading synapse targets"))?;
+            let codes = match &part.codes {
+                Codes::U32(c) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])),
+                Codes::U16(c) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])),
+                _ => s.alloc_zeros(4),
+            }
+            .map_err(e("uploading codes"))?;
+            (row_ptr, targets, codes)
+        }
     };
-    let _targets =
-        if part.targets.is_empty() { s.alloc_zeros(1) } else { s.clone_htod(&part.targets[..]) }.map_err(e("uploading synapse targets"))?;
-    let _codes = match &part.codes {
-        Codes::U32(c) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])),
-        Codes::U16(c) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])),
-        _ => s.alloc_zeros(4),
-    }
-    .map_err(e("uploading codes"))?;
+    let synapses = shard.recipe.as_ref().map_or(part.synapses(), |r| r.synapses);
     let table: Vec<i32> = if shard.contributions.is_empty() { vec![0] } else { shard.contributions.clone() };
     let ends: Vec<u32> = shard.params.iter().map(|p| p.first + p.count).collect();
     Ok(Resources {
-        _row_ptr,
-        _targets,
+        row_ptr: _row_ptr,
+        targets: _targets,
         codes: _codes,
         _table: s.clone_htod(&table).map_err(e("uploading contributions"))?,
         _areas: s.clone_htod(as_bytes::<AreaParams>(&shard.params)).map_err(e("uploading areas"))?,
         _area_end: s.clone_htod(&ends).map_err(e("uploading areas"))?,
         _rb: s.clone_htod(rb).map_err(e("uploading readback ranges"))?,
-        _chunk_first: s.alloc_zeros(part.synapses() as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?,
+        _chunk_first: s.alloc_zeros(synapses as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?,
         _proc: if shard.procedural.is_empty() { s.alloc_zeros(8) } else { s.clone_htod(as_bytes::<ProcMap>(&shard.procedural)) }
             .map_err(e("uploading the procedural mappings"))?,
     })
@@ -273,16 +296,23 @@ impl CudaBackend {
     /// Put `brain` on GPU `device`: the resident kernel, or graphs where the device has no
     /// cooperative launch. Refuses (nothing allocated) when the GPU lacks the memory.
     pub fn new(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None)
+        Self::on_path(brain, readback, device, None, false)
+    }
+
+    /// As [`CudaBackend::new`] for a brain built with every mapping procedural, all of them in
+    /// closed form: its synapses are stored, built on the GPU (`build.rs`) instead of drawn again
+    /// every burst. Any other brain is taken as [`CudaBackend::new`] takes it.
+    pub fn built_on_gpu(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
+        Self::on_path(brain, readback, device, None, true)
     }
 
     /// As [`CudaBackend::new`], on graphs whatever the device (to check that path where the
     /// resident kernel could run: `selftest`).
     pub(crate) fn new_graphs(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, Some(Path::Graphs))
+        Self::on_path(brain, readback, device, Some(Path::Graphs), false)
     }
 
-    fn on_path(brain: Brain, readback: Readback, device: usize, path: Option<Path>) -> Result<CudaBackend, BackendError> {
+    fn on_path(brain: Brain, readback: Readback, device: usize, path: Option<Path>, on_gpu: bool) -> Result<CudaBackend, BackendError> {
         match super::probe::probe(device) {
             crate::backend::GpuProbe::Available(_) => {}
             crate::backend::GpuProbe::Unavailable(why) => return Err(BackendError::Device(why)),
@@ -295,7 +325,7 @@ impl CudaBackend {
             tracing::info!("CUDA: the device has no cooperative launch: the bursts run as graphs");
             Path::Graphs
         });
-        Self::build(ctx, whole(brain)?, readback, device, path)
+        Self::build(ctx, whole(brain, on_gpu)?, readback, device, path)
     }
 
     /// One GPU of several (see `multi.rs`): bursts only after [`CudaBackend::connect`].
@@ -313,7 +343,10 @@ impl CudaBackend {
         let sharded = path == Path::Shard;
         let part = &shard.part;
         let (base, n, n_total) = (part.targets_range.start, part.targets_range.len() as u32, shard.neurons);
-        let mut plan = MemoryPlan::of_part(part, n_total, shard.contributions.len(), shard.params.len(), sharded);
+        let mut plan = match &shard.recipe {
+            Some(r) => MemoryPlan::of_counts(n as u64, n_total as u64, r.synapses, 2, r.table.len(), shard.params.len(), sharded),
+            None => MemoryPlan::of_part(part, n_total, shard.contributions.len(), shard.params.len(), sharded),
+        };
         if let Some(p) = &shard.plastic {
             let learning = super::learn::device_bytes(part, p, n_total);
             (plan.connectome_bytes, plan.total_bytes) = (plan.connectome_bytes + learning, plan.total_bytes + learning);
@@ -336,7 +369,7 @@ impl CudaBackend {
                 gib(free as u64)
             )));
         }
-        let synapses = part.synapses();
+        let synapses = plan.synapses;
         let count_shift = (n_total as u64).leading_zeros();
         if count_shift < 63 && synapses >= 1u64 << count_shift {
             return Err(BackendError::Device(format!("{synapses} synapses over {n} neurons overflow the packed fired counter")));
@@ -393,8 +426,8 @@ impl CudaBackend {
             acc: dptr(&acc[0], s),
             inj: dptr(&inj, s),
             inj_mask: dptr(&inj_mask, s),
-            row_ptr: dptr(&res._row_ptr, s),
-            targets: dptr(&res._targets, s),
+            row_ptr: dptr(&res.row_ptr, s),
+            targets: dptr(&res.targets, s),
             codes: dptr(&res.codes, s),
             table: dptr(&res._table, s),
             areas: dptr(&res._areas, s),
@@ -464,7 +497,7 @@ impl CudaBackend {
             memory_bytes: plan.total_bytes,
             bytes_per_synapse: plan.bytes_per_synapse(),
         };
-        let rows = part.row_ptr.len();
+        let rows = n_total as usize + 1;
         let mut b = CudaBackend {
             ctx,
             stream,

@@ -80,6 +80,7 @@ impl CudaShardEngine {
                 neurons,
                 plastic: brain.connectome.plastic.clone(),
                 procedural: procedural.clone(),
+                recipe: None,
             };
             let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device)?;
             let (spikes, count) = backend.connect_host()?;

@@ -58,6 +58,12 @@ impl MemoryPlan {
         Self::new(n, total, s, 2, 1024, 64, sharded)
     }
 
+    /// `n` of `total` neurons with `s` synapses onto them, codes of `code_bytes`, a table of
+    /// `table_len` contributions and `areas` areas.
+    pub fn of_counts(n: u64, total: u64, s: u64, code_bytes: u64, table_len: usize, areas: usize, sharded: bool) -> MemoryPlan {
+        Self::new(n, total, s, code_bytes, table_len, areas, sharded)
+    }
+
     fn new(n: u64, total: u64, s: u64, code_bytes: u64, table_len: usize, areas: usize, sharded: bool) -> MemoryPlan {
         let row_ptr_bytes = if s < u32::MAX as u64 { 4 } else { 8 };
         let connectome_bytes = (total + 1) * row_ptr_bytes + s * (4 + code_bytes) + table_len as u64 * 4;

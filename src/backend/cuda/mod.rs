@@ -25,6 +25,7 @@
 //! (docs/cuda.md).
 
 mod backend;
+mod build;
 mod engine;
 mod graphs;
 mod layout;
@@ -39,6 +40,7 @@ mod staging;
 mod state;
 
 pub use backend::CudaBackend;
+pub use build::LONGEST as GPU_BUILD_LONGEST_ROW;
 pub use engine::CudaShardEngine;
 pub use memory::{device_bytes_needed, MemoryPlan};
 pub use multi::MultiGpu;

@@ -16,6 +16,7 @@ pub const BURST_CU: &str = concat!(
     include_str!("../../../kernels/propagate.cu"),
     include_str!("../../../kernels/learn.cu"),
     include_str!("../../../kernels/resident.cu"),
+    include_str!("../../../kernels/build.cu"),
 );
 
 /// FNV-1a, 64 bits: a stable hash for the cache key.
@@ -110,6 +111,9 @@ pub struct Kernels {
     pub learn_shift: CudaFunction,
     pub learn_rows: CudaFunction,
     pub learn_grow: CudaFunction,
+    /// Building the connectome on the GPU (`kernels/build.cu`): row pointers, then rows.
+    pub materialize_rows: CudaFunction,
+    pub materialize: CudaFunction,
 }
 
 /// Which kernel variant a brain needs.
@@ -144,6 +148,8 @@ impl Kernels {
             learn_shift: f("learn_shift".into())?,
             learn_rows: f(format!("learn_rows_{n}_{r}_{c}"))?,
             learn_grow: f(format!("learn_grow_{n}_{r}_{c}"))?,
+            materialize_rows: f("materialize_rows".into())?,
+            materialize: f("materialize".into())?,
             module,
         })
     }

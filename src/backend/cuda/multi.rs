@@ -131,6 +131,7 @@ impl MultiGpu {
                 neurons,
                 plastic: plastic.clone(),
                 procedural: procedural.clone(),
+                recipe: None,
             };
             gpus.push(CudaBackend::new_shard(shard, readback.clone(), device)?);
         }

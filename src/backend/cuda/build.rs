@@ -1,0 +1,168 @@
+//! The connectome built where it lives: a brain whose every mapping has a closed form
+//! ([`crate::connectome::ClosedForm`]) is built on the GPU (`kernels/build.cu`), never on the host:
+//! the host holds the genome and the layout, and uploads a few hundred bytes of rules. The rows
+//! are the host build's, in the same order and with the same codes (a test compares them).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use super::layout::{as_bytes, dev_err, ProcMap};
+use super::module::{Kernels, Variant};
+use crate::backend::BackendError;
+
+/// Mirror of `struct MatArea` in build.cu: one source area's rows.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct MatArea {
+    pub off: u64,
+    pub first: u32,
+    pub count: u32,
+    pub len: u32,
+    pub f0: u32,
+    pub f1: u32,
+    pub pad: u32,
+}
+// SAFETY: plain old data with the layout of the kernel's `MatArea`.
+unsafe impl DeviceRepr for MatArea {}
+
+/// What the GPU needs to build the rows.
+#[derive(Clone, Debug)]
+pub struct Recipe {
+    maps: Vec<ProcMap>,
+    areas: Vec<MatArea>,
+    /// Code of each map's synapses: its contribution's index in `table`.
+    map_code: Vec<u16>,
+    /// The contribution table, as the host build makes it (sorted, distinct).
+    pub table: Vec<i32>,
+    pub synapses: u64,
+    /// The longest row.
+    longest: u32,
+}
+
+/// The longest row the GPU builds (a warp sorts it in shared memory).
+pub const LONGEST: u32 = 2048;
+
+impl Recipe {
+    /// The recipe of a brain stored as closed forms `maps` (in the order of
+    /// [`crate::connectome::Procedural::closed_forms`]: by source area, then mapping); None when a
+    /// row is too long for the GPU's sort.
+    pub(super) fn new(maps: Vec<ProcMap>) -> Option<Recipe> {
+        let mut areas: Vec<MatArea> = Vec::new();
+        for (f, m) in maps.iter().enumerate() {
+            match areas.last_mut() {
+                Some(a) if a.first == m.src_first => {
+                    a.len += m.fanout;
+                    a.f1 = f as u32 + 1;
+                }
+                _ => areas.push(MatArea {
+                    first: m.src_first,
+                    count: m.src_count,
+                    len: m.fanout,
+                    f0: f as u32,
+                    f1: f as u32 + 1,
+                    ..Default::default()
+                }),
+            }
+        }
+        let mut off = 0u64;
+        for a in &mut areas {
+            a.off = off;
+            off += a.count as u64 * a.len as u64;
+        }
+        let longest = areas.iter().map(|a| a.len).max().unwrap_or(0);
+        if longest > LONGEST {
+            return None;
+        }
+        // the host build's table: the distinct contributions of the rows there are
+        let mut table: Vec<i32> = maps.iter().filter(|m| m.src_count > 0 && m.fanout > 0).map(|m| m.contribution).collect();
+        table.sort_unstable();
+        table.dedup();
+        if table.len() > u16::MAX as usize + 1 {
+            return None;
+        }
+        let map_code = maps.iter().map(|m| table.binary_search(&m.contribution).unwrap_or(0) as u16).collect();
+        Some(Recipe { maps, areas, map_code, table, synapses: off, longest })
+    }
+}
+
+/// The device's connectome arrays: row pointers (u32 or u64 as bytes), targets, u16 codes.
+pub(super) struct Built {
+    pub row_ptr: CudaSlice<u8>,
+    pub targets: CudaSlice<u32>,
+    pub codes: CudaSlice<u8>,
+}
+
+/// Build `r`'s rows for `n` neurons on the GPU of stream `s`.
+pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool) -> Result<Built, BackendError> {
+    let e = |w: &'static str| dev_err(w);
+    let ctx = s.context();
+    let k = Kernels::load(ctx, Variant { wide_acc: false, row64, code32: false }).map_err(BackendError::Device)?;
+    let maps = s.clone_htod(as_bytes::<ProcMap>(&r.maps)).map_err(e("uploading the rules"))?;
+    let areas = s.clone_htod(&r.areas).map_err(e("uploading the rules"))?;
+    let map_code = s.clone_htod(&r.map_code).map_err(e("uploading the rules"))?;
+    let row_bytes = if row64 { 8 } else { 4 };
+    let row_ptr: CudaSlice<u8> = s.alloc_zeros((n as usize + 1) * row_bytes).map_err(e("alloc row pointers"))?;
+    let targets: CudaSlice<u32> = s.alloc_zeros(r.synapses.max(1) as usize).map_err(e("alloc synapse targets"))?;
+    let codes: CudaSlice<u8> = s.alloc_zeros(r.synapses.max(2) as usize * 2).map_err(e("alloc codes"))?;
+    let sm =
+        ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
+    let n_areas = r.areas.len() as u32;
+    let (total, row64_u) = (r.synapses, row64 as u32);
+    let cfg = LaunchConfig { grid_dim: (sm * 8, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: writes n + 1 row pointers of the width allocated; reads the areas uploaded.
+    unsafe { s.launch_builder(&k.materialize_rows).arg(&areas).arg(&n_areas).arg(&n).arg(&total).arg(&row_ptr).arg(&row64_u).launch(cfg) }
+        .map_err(e("launching materialize_rows"))?;
+    if r.synapses > 0 {
+        let pow2 = r.longest.next_power_of_two();
+        let shared = 4 * pow2 * 8;
+        if shared > 48 << 10 {
+            k.materialize
+                .set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+                .map_err(e("shared memory for materialize"))?;
+        }
+        let cfg = LaunchConfig { grid_dim: (sm * 16, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: shared };
+        // SAFETY: each row is written at its own offset within `targets`/`codes` (sized to the
+        // recipe's synapse count); the maps, codes and areas are the recipe's, uploaded above.
+        unsafe {
+            s.launch_builder(&k.materialize)
+                .arg(&maps)
+                .arg(&map_code)
+                .arg(&areas)
+                .arg(&n_areas)
+                .arg(&n)
+                .arg(&pow2)
+                .arg(&targets)
+                .arg(&codes)
+                .launch(cfg)
+        }
+        .map_err(e("launching materialize"))?;
+    }
+    s.synchronize().map_err(e("building the connectome on the GPU"))?;
+    Ok(Built { row_ptr, targets, codes })
+}
+
+impl super::CudaBackend {
+    /// The stored synapses as they lie on the GPU: row pointers, targets and codes (for checks
+    /// against the host's build).
+    pub fn stored_rows(&self) -> Result<(Vec<u64>, Vec<u32>, Vec<u32>), BackendError> {
+        let s = &self.stream;
+        let e = |w: &'static str| dev_err(w);
+        let raw = s.clone_dtoh(&self.res.row_ptr).map_err(e("reading row pointers"))?;
+        let row_ptr: Vec<u64> = if self.plan().row_ptr_bytes == 8 {
+            raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+        } else {
+            raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as u64).collect()
+        };
+        let synapses = row_ptr.last().copied().unwrap_or(0) as usize;
+        let mut targets = s.clone_dtoh(&self.res.targets).map_err(e("reading targets"))?;
+        targets.truncate(synapses);
+        let raw = s.clone_dtoh(&self.res.codes).map_err(e("reading codes"))?;
+        let codes: Vec<u32> = if self.plan().code_bytes == 4 {
+            raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+        } else {
+            raw.chunks_exact(2).map(|c| u16::from_le_bytes(c.try_into().unwrap()) as u32).collect()
+        };
+        Ok((row_ptr, targets, codes.into_iter().take(synapses).collect()))
+    }
+}
