@@ -142,10 +142,13 @@ pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool) 
     Ok(Built { row_ptr, targets, codes })
 }
 
+/// Stored synapses as read back: row pointers, targets, codes.
+pub type Rows = (Vec<u64>, Vec<u32>, Vec<u32>);
+
 impl super::CudaBackend {
     /// The stored synapses as they lie on the GPU: row pointers, targets and codes (for checks
     /// against the host's build).
-    pub fn stored_rows(&self) -> Result<(Vec<u64>, Vec<u32>, Vec<u32>), BackendError> {
+    pub fn stored_rows(&self) -> Result<Rows, BackendError> {
         let s = &self.stream;
         let e = |w: &'static str| dev_err(w);
         let raw = s.clone_dtoh(&self.res.row_ptr).map_err(e("reading row pointers"))?;
