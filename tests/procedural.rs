@@ -133,7 +133,12 @@ fn gpu_procedural_brains_fire_as_stored_ones_on_the_cpu() {
     let cfg = ParityConfig { brains: 8, bursts: 300, seed: 500, max_neurons: 4000, candidate_parts: 1 };
     let report = parity_with(&cfg, &random_fanout_genome, &procedural_candidate(&gpu, true)).unwrap();
     println!("{report}");
-    let report = parity_with(&ParityConfig { brains: 4, ..cfg }, &random_genome, &procedural_candidate(&gpu, true)).unwrap();
+    let report = parity_with(&ParityConfig { brains: 4, ..cfg.clone() }, &random_genome, &procedural_candidate(&gpu, true)).unwrap();
+    println!("{report}");
+    // two shards on one GPU: each draws the synapses onto its own neurons
+    let shards = sharded_candidate(2, Strategy::RoundRobin, vec![0, 0]);
+    let report =
+        parity_with(&ParityConfig { brains: 4, seed: 520, ..cfg }, &random_fanout_genome, &procedural_candidate(&shards, true)).unwrap();
     println!("{report}");
 }
 
@@ -181,4 +186,40 @@ fn the_gpu_builds_the_rows_the_host_builds() {
     };
     let cfg = ParityConfig { brains: 6, bursts: 300, seed: 600, max_neurons: 4000, candidate_parts: 1 };
     println!("{}", parity_with(&cfg, &closed_form_genome, &cand).unwrap());
+}
+
+fn neuroburst(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neuroburst")).args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "neuroburst {args:?} failed: {text}");
+    text
+}
+
+#[test]
+fn the_command_line_checks_inspects_and_measures_procedural_brains() {
+    let out = neuroburst(&["selftest", "--backend", "cpu", "--procedural", "--brains", "3", "--bursts", "80", "--max-neurons", "1500"]);
+    assert!(out.contains("parity OK"), "{out}");
+    let rover = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/genomes/rover.yaml");
+    let out = neuroburst(&["inspect", "--genome", rover, "--connectome", "procedural", "--json"]);
+    let v: serde_json::Value = serde_json::Deserializer::from_str(&out[out.find('{').unwrap()..]).into_iter().next().unwrap().unwrap();
+    assert_eq!(v["synapses"], 0, "{out}");
+    assert_eq!(v["procedural_synapses"], 24, "{out}");
+    assert_eq!(v["procedural_bytes_saved"], 144, "{out}");
+    assert!(v["mappings"].as_array().unwrap().iter().all(|m| m["procedural"] == true), "{out}");
+    let table = neuroburst(&["inspect", "--genome", rover, "--connectome", "procedural"]);
+    assert!(table.contains("procedural") && table.contains("memory saved"), "{table}");
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = neuroburst(args);
+        serde_json::from_str(out.lines().rev().find(|l| l.starts_with('{')).unwrap()).unwrap()
+    };
+    let common = ["bench", "--backend", "cpu", "--neurons", "20000", "--fanout", "50", "--bursts", "30", "--warmup", "3", "--json"];
+    let stored = json(&common);
+    let drawn = json(&[&common[..], &["--procedural"]].concat());
+    let by_config = json(&[&common[..], &["--set", "backend.connectome=procedural"]].concat());
+    assert_eq!((stored["synapses"].as_u64(), stored["procedural_synapses"].as_u64()), (Some(1_000_000), Some(0)));
+    assert_eq!((drawn["synapses"].as_u64(), drawn["procedural_synapses"].as_u64()), (Some(0), Some(1_000_000)));
+    assert_eq!(by_config["procedural_synapses"], drawn["procedural_synapses"]);
+    // the same bursts: the same firing
+    assert_eq!(stored["fired_per_burst"], drawn["fired_per_burst"]);
+    assert!(drawn["host_peak_bytes"].as_u64().unwrap() > 0);
 }

@@ -5,7 +5,7 @@
 use clap::Args;
 
 use crate::backend::{cuda, BackendKind, GpuProbe};
-use crate::selftest::{cpu_candidate, cuda_candidate, parity, sharded_candidate, ParityConfig};
+use crate::selftest::{cpu_candidate, cuda_candidate, parity, procedural_candidate, sharded_candidate, Candidate, ParityConfig};
 
 #[derive(Args, Debug)]
 pub struct SelftestArgs {
@@ -41,6 +41,10 @@ pub struct SelftestArgs {
     /// Sharding strategy of the candidate.
     #[arg(long, value_enum, default_value_t = crate::shard::Strategy::RoundRobin)]
     pub strategy: crate::shard::Strategy,
+    /// The candidate runs the brains procedural (docs/capacity.md): every mapping that it can
+    /// draw again (on a GPU: the closed forms) is drawn again, the reference stores them.
+    #[arg(long)]
+    pub procedural: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -69,9 +73,16 @@ pub fn main(a: SelftestArgs) -> anyhow::Result<()> {
         max_neurons: a.max_neurons,
         candidate_parts: if gpu { 1 } else { a.parts.max(2) },
     };
+    let check = |c: &Candidate<'_>| {
+        if a.procedural {
+            parity(&cfg, &procedural_candidate(c, gpu))
+        } else {
+            parity(&cfg, c)
+        }
+    };
     let result = match (gpu, a.shards) {
-        (true, 1) => parity(&cfg, &cuda_candidate(a.device)),
-        (false, 1) => parity(&cfg, &cpu_candidate),
+        (true, 1) => check(&cuda_candidate(a.device)),
+        (false, 1) => check(&cpu_candidate),
         (true, k) => {
             let available = crate::backend::gpu_count();
             let gpus: Vec<usize> = if a.gpus.is_empty() { (a.device..a.device + k).collect() } else { a.gpus.clone() };
@@ -81,9 +92,9 @@ pub fn main(a: SelftestArgs) -> anyhow::Result<()> {
             if let Some(bad) = gpus.iter().find(|&&g| g >= available) {
                 anyhow::bail!("selftest --shards {k}: GPU {bad} was asked for, the machine has {available}");
             }
-            parity(&cfg, &sharded_candidate(k, a.strategy, gpus))
+            check(&sharded_candidate(k, a.strategy, gpus))
         }
-        (false, k) => parity(&cfg, &sharded_candidate(k, a.strategy, vec![])),
+        (false, k) => check(&sharded_candidate(k, a.strategy, vec![])),
     };
     let report = result.map_err(|diff| anyhow::anyhow!("parity FAILED: {diff}"))?;
     if a.json {
