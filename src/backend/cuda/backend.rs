@@ -5,47 +5,22 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaContext, CudaGraph, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaContext, CudaGraph, CudaSlice, CudaStream};
 
-use super::layout::{
-    as_bytes, dev_err, dptr, Net, ProcMap, BLOCK, M_BOUND, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER, PAIRS_PER_CHUNK,
-};
+use super::device_connectome::{needs_wide, upload, whole, GpuShard, Resources};
+use super::layout::{dev_err, dptr, Net, BLOCK, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER};
 use super::learn::Learning;
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
 use super::resident::Resident;
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
-use crate::connectome::{Codes, Part, Plastic};
-use crate::model::{AreaParams, InjectionSlice, Injections, NeuronState};
+use crate::connectome::Codes;
+use crate::model::{InjectionSlice, Injections, NeuronState};
 
 /// Ids `prepare_input` makes room for (and locks), at least: 256 KB, so the column has pages of
 /// its own, and a sixteenth of the neurons.
 const LEND_IDS_MIN: usize = 1 << 16;
-
-/// What one GPU of several gets: its part of the connectome (the synapses onto its neurons, rows
-/// for every source of the brain) and the brain's areas.
-pub struct GpuShard {
-    pub part: Part,
-    pub params: Vec<AreaParams>,
-    pub contributions: Vec<i32>,
-    /// Neurons of the whole brain.
-    pub neurons: u32,
-    /// The brain's plastic mappings, when it learns.
-    pub plastic: Option<Plastic>,
-    /// The brain's procedural mappings (every one in closed form), drawn again on the GPU.
-    pub(super) procedural: Vec<ProcMap>,
-    /// Some: the synapses are built on the GPU from this (`part` holds none).
-    pub(super) recipe: Option<super::build::Recipe>,
-}
-
-/// The procedural mappings of `c` for the GPU, which draws them one synapse per thread: an error
-/// names a mapping whose rows have no closed form (the opener keeps those stored).
-pub(super) fn gpu_procedural(c: &crate::connectome::Connectome) -> Result<Vec<ProcMap>, BackendError> {
-    let Some(p) = &c.procedural else { return Ok(Vec::new()) };
-    let forms = p.closed_forms().map_err(|e| BackendError::Device(format!("the GPU cannot draw it again: {e}")))?;
-    Ok(forms.iter().map(ProcMap::from).collect())
-}
 
 /// How the bursts run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,20 +56,6 @@ pub(super) struct Multi {
     /// `Peer` tables, one per side (the side every GPU's last burst wrote).
     pub peers: [CudaSlice<u8>; 2],
     pub n_peers: u32,
-}
-
-/// The connectome and the areas on the device (read by the kernels through `Net`).
-pub(super) struct Resources {
-    pub(super) row_ptr: CudaSlice<u8>,
-    pub(super) targets: CudaSlice<u32>,
-    /// The synapses' codes (learning rewrites them).
-    pub(super) codes: CudaSlice<u8>,
-    _table: CudaSlice<i32>,
-    _areas: CudaSlice<u8>,
-    _area_end: CudaSlice<u32>,
-    _rb: CudaSlice<u32>,
-    _chunk_first: CudaSlice<u32>,
-    _proc: CudaSlice<u8>,
 }
 
 /// The CUDA backend.
@@ -196,100 +157,6 @@ fn readback_ranges(rb: &Readback, neurons: u32) -> Option<Vec<(u32, u32)>> {
             Some(out)
         }
     }
-}
-
-/// The whole brain as GPU 0's part. `on_gpu`: a brain built with every mapping procedural, every
-/// one in closed form, is stored by building its rows on the GPU (see `build.rs`).
-fn whole(brain: Brain, on_gpu: bool) -> Result<GpuShard, BackendError> {
-    let n = brain.layout.neurons;
-    let mut procedural = gpu_procedural(&brain.connectome)?;
-    let c = &brain.connectome;
-    let recipe = if on_gpu && c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() {
-        super::build::Recipe::new(procedural.clone())
-    } else {
-        None
-    };
-    if recipe.is_some() {
-        procedural.clear();
-    }
-    let mut conn = brain.connectome;
-    conn.repartition(std::slice::from_ref(&(0..n)));
-    let part = conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() });
-    let contributions = recipe.as_ref().map_or(conn.contributions, |r| r.table.clone());
-    Ok(GpuShard { part, params: brain.layout.params, contributions, neurons: n, plastic: conn.plastic, procedural, recipe })
-}
-
-/// Upload this GPU's part of the connectome and the areas; the read-back ranges of this GPU.
-fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: bool) -> Result<Resources, BackendError> {
-    let part = &shard.part;
-    let e = |w: &'static str| dev_err(w);
-    let (_row_ptr, _targets, _codes) = match &shard.recipe {
-        Some(r) => {
-            let b = super::build::materialize(s, r, shard.neurons, row64)?;
-            (b.row_ptr, b.targets, b.codes)
-        }
-        None => {
-            let row_ptr = if row64 {
-                s.clone_htod(as_bytes(&part.row_ptr)).map_err(e("uploading row pointers"))?
-            } else {
-                let r32: Vec<u32> = part.row_ptr.iter().map(|&x| x as u32).collect();
-                s.clone_htod(as_bytes(&r32)).map_err(e("uploading row pointers"))?
-            };
-            let targets = if part.targets.is_empty() { s.alloc_zeros(1) } else { s.clone_htod(&part.targets[..]) }
-                .map_err(e("uploading synapse targets"))?;
-            let codes = match &part.codes {
-                Codes::U32(c) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])),
-                Codes::U16(c) if !c.is_empty() => s.clone_htod(as_bytes(&c[..])),
-                _ => s.alloc_zeros(4),
-            }
-            .map_err(e("uploading codes"))?;
-            (row_ptr, targets, codes)
-        }
-    };
-    let synapses = shard.recipe.as_ref().map_or(part.synapses(), |r| r.synapses);
-    let table: Vec<i32> = if shard.contributions.is_empty() { vec![0] } else { shard.contributions.clone() };
-    let ends: Vec<u32> = shard.params.iter().map(|p| p.first + p.count).collect();
-    Ok(Resources {
-        row_ptr: _row_ptr,
-        targets: _targets,
-        codes: _codes,
-        _table: s.clone_htod(&table).map_err(e("uploading contributions"))?,
-        _areas: s.clone_htod(as_bytes::<AreaParams>(&shard.params)).map_err(e("uploading areas"))?,
-        _area_end: s.clone_htod(&ends).map_err(e("uploading areas"))?,
-        _rb: s.clone_htod(rb).map_err(e("uploading readback ranges"))?,
-        _chunk_first: s.alloc_zeros(synapses as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?,
-        _proc: if shard.procedural.is_empty() { s.alloc_zeros(8) } else { s.clone_htod(as_bytes::<ProcMap>(&shard.procedural)) }
-            .map_err(e("uploading the procedural mappings"))?,
-    })
-}
-
-/// Whether the brain needs 64-bit accumulators: the largest synaptic input one burst can give a
-/// neuron, summed on the device (`in_bound`, into `scratch`: N zeroed u64), exceeds i32.
-fn needs_wide(
-    ctx: &Arc<CudaContext>,
-    s: &Arc<CudaStream>,
-    k: &Kernels,
-    net: &Net,
-    misc: &CudaSlice<u64>,
-    synapses: u64,
-) -> Result<bool, BackendError> {
-    if synapses == 0 {
-        return Ok(false);
-    }
-    let e = |w: &'static str| dev_err(w);
-    let sm = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
-    let cfg = LaunchConfig { grid_dim: (sm * 8, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-    let scratch = net.inj;
-    // SAFETY: `in_bound` reads `synapses` targets/codes (allocated with that length) and adds into
-    // `scratch` (the injection array, N u64, zeroed), indexed by valid targets.
-    unsafe { s.launch_builder(&k.in_bound).arg(net).arg(&scratch).arg(&synapses).launch(cfg) }.map_err(e("launching in_bound"))?;
-    let bound_p = dptr(misc, s) + 8 * M_BOUND as u64;
-    let cfg = LaunchConfig { grid_dim: (sm * 4, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-    // SAFETY: `max_reduce` reads N u64 of `scratch` and writes one u64 in `misc`.
-    unsafe { s.launch_builder(&k.max_reduce).arg(&scratch).arg(&net.n).arg(&bound_p).launch(cfg) }.map_err(e("launching max_reduce"))?;
-    let m = s.clone_dtoh(misc).map_err(e("reading the input bound"))?;
-    tracing::debug!(input_bound = m[M_BOUND], "CUDA: the brain's largest input of one burst");
-    Ok(m[M_BOUND] > i32::MAX as u64)
 }
 
 impl CudaBackend {

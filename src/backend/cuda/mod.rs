@@ -26,6 +26,7 @@
 
 mod backend;
 mod build;
+mod device_connectome;
 mod engine;
 mod graphs;
 mod layout;

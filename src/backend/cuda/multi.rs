@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::backend::{CudaBackend, GpuShard};
+use super::backend::CudaBackend;
+use super::device_connectome::GpuShard;
 use crate::backend::shard::{check_state, state_slice};
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
@@ -120,7 +121,7 @@ impl MultiGpu {
         assert_eq!(brain.connectome.parts.len(), plan.len(), "one part per shard");
         let neurons = brain.layout.neurons;
         let params = brain.layout.params;
-        let procedural = super::backend::gpu_procedural(&brain.connectome)?;
+        let procedural = super::device_connectome::gpu_procedural(&brain.connectome)?;
         let (table, plastic) = (brain.connectome.contributions, brain.connectome.plastic);
         let mut gpus = Vec::with_capacity(devices.len());
         for (part, &device) in brain.connectome.parts.into_iter().zip(devices) {
