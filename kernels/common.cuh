@@ -115,7 +115,7 @@ struct Net {
     u32 early;           // 1: the early step (prestep ahead, then inject + fix per burst)
     const ProcMap* proc; // the procedural mappings, drawn again when their sources fire
     u32 n_proc;
-    u32 proc_pad;
+    u32 proc_binned;     // 1: `propagate` leaves them to proc_bin and proc_add (procbin.cu)
 };
 
 // Injection header word 0: count | fused << 61 | fmt << 62.

@@ -72,7 +72,7 @@ __device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
             if (cv != 0) acc_add<ACC>(net.acc, tg[i], cv);
         }
     }
-    if (net.n_proc) proc_impl<ACC>(net, fired, count, warp, warps, lane);
+    if (net.n_proc && !net.proc_binned) proc_impl<ACC>(net, fired, count, warp, warps, lane);
 }
 
 // One GPU of several: where another GPU's fired list of the last burst lies (peer memory over

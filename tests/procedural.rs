@@ -223,3 +223,43 @@ fn the_command_line_checks_inspects_and_measures_procedural_brains() {
     assert_eq!(stored["fired_per_burst"], drawn["fired_per_burst"]);
     assert!(drawn["host_peak_bytes"].as_u64().unwrap() > 0);
 }
+
+/// On a GPU: a brain of more than one 2M-neuron tile with a fanout of 256 or more bins its
+/// procedural synapses by target tile (`procbin.cu`); it fires as the stored brain on the CPU,
+/// burst by burst. Skips without a GPU.
+#[test]
+fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() {
+    use neuroburst::backend::cpu::CpuBackend;
+    use neuroburst::backend::cuda::CudaBackend;
+    use neuroburst::backend::Backend;
+    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
+        println!("skipped: no GPU ({why})");
+        return;
+    }
+    let w = Workload { neurons: 5_000_000, fanout: 260, rate: 0.01, seed: 21 };
+    let mut g = w.genome();
+    // a second, inhibitory fanout: two maps in the bins
+    let mut second = g.mappings[0].clone();
+    g.morphologies.insert(
+        "random_5".into(),
+        neuroburst::genome::Morphology::Random(neuroburst::genome::RandomSpec { probability: None, fanout: Some(5) }),
+    );
+    second.morphology = "random_5".into();
+    second.sign = neuroburst::genome::Sign::Inhibitory;
+    second.weight = 0.5;
+    g.mappings.push(second);
+    let mut cpu = CpuBackend::new(Brain::build(&g, rayon::current_num_threads(), false), Readback::All);
+    let mut gpu = CudaBackend::new(Brain::build(&all_procedural(&g), 1, false), Readback::All, 0).unwrap();
+    let mut inj = neuroburst::model::Injections::new();
+    let mut fired = 0;
+    for t in 1..=30 {
+        w.injection(t, &mut inj);
+        let a = cpu.burst(inj.as_slice()).unwrap();
+        let (af, av) = (a.fired.to_vec(), a.potentials.to_vec());
+        let b = gpu.burst(inj.as_slice()).unwrap();
+        assert!(af == b.fired && av == b.potentials, "burst {t}: {} fired on the CPU, {} on the GPU", af.len(), b.fired.len());
+        fired += af.len();
+    }
+    println!("binned procedural brain of 5M neurons: {fired} fired in 30 bursts, as the CPU");
+    assert!(fired > 1_000_000);
+}

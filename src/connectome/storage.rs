@@ -131,14 +131,18 @@ mod tests {
     #[test]
     fn auto_stores_what_fits_and_draws_the_rest_again() {
         let mut g = Workload { neurons: 10_000, fanout: 50, rate: 0.01, seed: 1 }.genome();
+        // a fanout of 1 kept with attractivity 50: no closed form (a keep draw per synapse)
         let mut second = g.mappings[0].clone();
-        second.morphology = "projector".into();
+        g.morphologies
+            .insert("one".into(), crate::genome::Morphology::Random(crate::genome::RandomSpec { probability: None, fanout: Some(1) }));
+        second.morphology = "one".into();
+        second.attractivity = 50.0;
         g.mappings.push(second);
         let layout = Layout::from_genome(&g);
         let plenty = Budget { synapses: 10_000_000, from: "a test".into() };
         let (same, notes) = apply(&g, &layout, Storage::Auto, false, &plenty);
         assert!(same.mappings.iter().all(|m| !m.procedural) && notes.is_empty(), "{notes:?}");
-        // the fanout (500,000 synapses) goes; the projector (10,000) stays
+        // the fanout (500,000 synapses) goes; the other (10,000 at most) stays
         let tight = Budget { synapses: 100_000, from: "a test".into() };
         let (g2, notes) = apply(&g, &layout, Storage::Auto, false, &tight);
         assert_eq!(g2.mappings.iter().map(|m| m.procedural).collect::<Vec<_>>(), vec![true, false]);

@@ -12,6 +12,7 @@ use super::layout::{dev_err, dptr, Net, BLOCK, M_BURST, M_CORR, M_DEAD, M_RB, M_
 use super::learn::Learning;
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
+use super::procbin::ProcBins;
 use super::resident::Resident;
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
@@ -119,6 +120,8 @@ pub struct CudaBackend {
     pub(super) resident: Option<Resident>,
     /// Some: the brain learns (`learn.rs`).
     pub(super) learning: Option<Learning>,
+    /// Some: a large brain's procedural synapses are binned (`procbin.rs`).
+    pub(super) proc_bins: Option<ProcBins>,
     /// Multiprocessors of the device.
     pub(super) sm: u32,
 }
@@ -192,7 +195,11 @@ impl CudaBackend {
             tracing::info!("CUDA: the device has no cooperative launch: the bursts run as graphs");
             Path::Graphs
         });
-        Self::build(ctx, whole(brain, on_gpu)?, readback, device, path)
+        let shard = whole(brain, on_gpu)?;
+        // binned procedural synapses run as graphs (their passes need the whole grid between them)
+        let binned = ProcBins::wanted(shard.neurons, &shard.procedural);
+        let path = if binned && path == Path::Resident { Path::Graphs } else { path };
+        Self::build(ctx, shard, readback, device, path)
     }
 
     /// One GPU of several (see `multi.rs`): bursts only after [`CudaBackend::connect`].
@@ -327,7 +334,7 @@ impl CudaBackend {
             early: early.is_some() as u32,
             proc_: dptr(&res._proc, s),
             n_proc: shard.procedural.len() as u32,
-            proc_pad: 0,
+            proc_binned: 0,
         };
         // accumulator width: the largest possible synaptic input of one burst must fit in i32
         let wide_kernels = Kernels::load(&ctx, Variant { wide_acc: true, row64, code32 }).map_err(BackendError::Device)?;
@@ -338,6 +345,15 @@ impl CudaBackend {
             Some(p) => crate::backend::cpu::max_input(part, &p.bounds(&shard.contributions)) > i32::MAX as u64,
             None => needs_wide(&ctx, s, &wide_kernels, &net, &misc, synapses)?,
         };
+        // the bins take half of what is left, past the reserve
+        let proc_bins = if path != Path::Resident && ProcBins::wanted(n, &shard.procedural) {
+            let (free, _) = ctx.mem_get_info().map_err(dev_err("free memory"))?;
+            Some(ProcBins::new(s, n, &shard.procedural, (free as u64).saturating_sub(2 * RESERVE_BYTES) / 2)?)
+        } else {
+            None
+        };
+        let mut net = net;
+        net.proc_binned = proc_bins.is_some() as u32;
         let learning = match &shard.plastic {
             Some(p) => {
                 let mut l = Learning::new(s, part, p, n_total)?;
@@ -408,6 +424,7 @@ impl CudaBackend {
             trace,
             resident,
             learning,
+            proc_bins,
             sm,
         };
         if path == Path::Graphs {

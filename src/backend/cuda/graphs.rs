@@ -96,6 +96,9 @@ impl CudaBackend {
         // sizes allocated in `build` (N fired slots, the chunk index, the synapse count).
         unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).launch(self.prop_cfg()) }
             .map_err(dev_err("capturing propagate"))?;
+        if let Some(b) = &self.proc_bins {
+            b.launch(s, &self.kernels, &net, &rd, self.sm)?;
+        }
         if self.early.is_some() {
             let wr = self.side(1 - r);
             // SAFETY: as above; `prestep` reads N neurons' state from buffer r and writes it into

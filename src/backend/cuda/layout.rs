@@ -76,7 +76,8 @@ pub(super) struct Net {
     /// The procedural mappings ([`ProcMap`]), and how many.
     pub proc_: u64,
     pub n_proc: u32,
-    pub proc_pad: u32,
+    /// 1: the procedural synapses are binned (`procbin.cu`), not added by `propagate`.
+    pub proc_binned: u32,
 }
 
 /// Mirror of `struct ProcMap` in common.cuh: a procedural mapping in closed form
@@ -287,7 +288,7 @@ mod tests {
         let sizes = [("Net", size_of::<Net>()), ("Side", size_of::<Side>()), ("Ctl", 64), ("ResDev", 32), ("Learn", size_of::<Learn>())];
         let net = rust_layout!(Net: v, rcc, acc, inj, inj_mask, row_ptr, targets, codes, table, areas, area_end, rb_lo, rb_hi,
             burst, rb_counter, ticket, chunk_first, host_in, host_map, host_out, v_out, rcc_out, spec, where_, dead, corr,
-            acc_other, out_cap, in_cap, n, n_areas, n_rb, count_shift, base, multi, acc_keep, early, proc_, n_proc, proc_pad);
+            acc_other, out_cap, in_cap, n, n_areas, n_rb, count_shift, base, multi, acc_keep, early, proc_, n_proc, proc_binned);
         assert_eq!(c_layout(&src, "Net", &sizes), net, "Net");
         assert_eq!(c_layout(&src, "Side", &sizes), rust_layout!(Side: fired, offs, counter), "Side");
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");

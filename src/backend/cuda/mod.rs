@@ -36,6 +36,7 @@ pub mod module;
 mod multi;
 mod peers;
 mod probe;
+mod procbin;
 mod resident;
 mod staging;
 mod state;

@@ -14,6 +14,7 @@ pub const BURST_CU: &str = concat!(
     include_str!("../../../kernels/inject.cu"),
     include_str!("../../../kernels/step.cu"),
     include_str!("../../../kernels/propagate.cu"),
+    include_str!("../../../kernels/procbin.cu"),
     include_str!("../../../kernels/learn.cu"),
     include_str!("../../../kernels/resident.cu"),
     include_str!("../../../kernels/build.cu"),
@@ -114,6 +115,10 @@ pub struct Kernels {
     /// Building the connectome on the GPU (`kernels/build.cu`): row pointers, then rows.
     pub materialize_rows: CudaFunction,
     pub materialize: CudaFunction,
+    /// A large brain's procedural synapses, binned by target tile (`kernels/procbin.cu`).
+    pub proc_clear: CudaFunction,
+    pub proc_bin: CudaFunction,
+    pub proc_add: CudaFunction,
 }
 
 /// Which kernel variant a brain needs.
@@ -150,6 +155,9 @@ impl Kernels {
             learn_grow: f(format!("learn_grow_{n}_{r}_{c}"))?,
             materialize_rows: f("materialize_rows".into())?,
             materialize: f("materialize".into())?,
+            proc_clear: f("proc_clear".into())?,
+            proc_bin: f("proc_bin_n64".into())?,
+            proc_add: f("proc_add_n64".into())?,
             module,
         })
     }

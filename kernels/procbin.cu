@@ -1,0 +1,103 @@
+// procbin.cu: the procedural synapses of a large brain, binned (after propagate.cu; see
+// docs/capacity.md). Drawn synapses land at random in an accumulator far larger than L2, and a
+// random atomic there costs a read and a write of DRAM each. So they are drawn in two passes:
+// `proc_bin` draws every synapse of the fired sources once and appends it to the bin of its
+// target's tile (2^PROC_TILE_BITS neurons: one tile's 16 MB accumulator fits in L2), staged per block in
+// shared memory and written out in runs; `proc_add` then adds the bins tile after tile, each
+// tile's accumulator held in L2. A bin that would overflow its room adds directly (exact, slower).
+// The sums are exact integers: the same input as the direct path, bit for bit.
+
+#define PROC_TILE_BITS 21
+#define PROC_STAGE 512
+
+// Entry: target within its tile (low PROC_TILE_BITS bits) | map index << PROC_TILE_BITS.
+template <typename ACC>
+__device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 kmax) {
+    if (kmax == 0) return;
+    extern __shared__ u32 stage[]; // n_tiles x PROC_STAGE entries, then n_tiles fill counters
+    u32* fill = stage + n_tiles * PROC_STAGE;
+    for (u32 i = threadIdx.x; i < n_tiles; i += blockDim.x) fill[i] = 0;
+    __syncthreads();
+    const u32 count = (u32)(*rd.counter >> net.count_shift);
+    const u64 events = (u64)count * net.n_proc * kmax;
+    const u64 tmask = (1u << PROC_TILE_BITS) - 1;
+    // write out the staged entries of tile p (the calling warp); returns nothing, fills fill[p] = 0
+    auto flush = [&](u32 p, u32 lane) {
+        const u32 f = fill[p];
+        u64 base = 0;
+        if (lane == 0) base = atomicAdd(counts + p, (u64)f);
+        base = __shfl_sync(0xffffffffu, base, 0);
+        for (u32 i = lane; i < f; i += 32) {
+            const u32 e = stage[p * PROC_STAGE + i];
+            if (base + i < room) {
+                bins[p * room + base + i] = e;
+            } else {
+                const u32 t = (p << PROC_TILE_BITS) | (e & tmask);
+                acc_add<ACC>(net.acc, t, net.proc[e >> PROC_TILE_BITS].contribution);
+            }
+        }
+        __syncwarp();
+        if (lane == 0) fill[p] = 0;
+    };
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    // rounds of blockDim.x synapses per block; the grid strides over the whole range together
+    for (u64 r0 = (u64)blockIdx.x * blockDim.x; r0 < events; r0 += step) {
+        const u64 e = r0 + threadIdx.x;
+        if (e < events) {
+            // (32-bit division where the range allows: several times cheaper)
+            const u64 it = events <= 0xffffffffull ? (u64)((u32)e / kmax) : e / kmax;
+            const u32 j = (u32)(e - it * kmax);
+            const u32 s = rd.fired[it / net.n_proc];
+            const u32 mi = (u32)(it % net.n_proc);
+            const ProcMap m = net.proc[mi];
+            if (s != DEAD && s - m.src_first < m.src_count && j < m.fanout) {
+                const u64 key = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL));
+                const u64 x = mix64(key + (u64)(j + 1) * 0x9e3779b97f4a7c15ULL);
+                const u32 t = m.dst_first + (u32)__umul64hi(x, (u64)m.dst_count) - net.base;
+                if (t < net.n) {
+                    const u32 p = t >> PROC_TILE_BITS;
+                    const u32 at = atomicAdd(fill + p, 1u);
+                    stage[p * PROC_STAGE + at] = (t & tmask) | (mi << PROC_TILE_BITS);
+                }
+            }
+        }
+        __syncthreads();
+        // a tile that might not take the next round is written out (at most blockDim.x more)
+        for (u32 p = warp; p < n_tiles; p += warps) {
+            if (fill[p] > PROC_STAGE - blockDim.x) flush(p, lane);
+        }
+        __syncthreads();
+    }
+    for (u32 p = warp; p < n_tiles; p += warps) {
+        if (fill[p]) flush(p, lane);
+    }
+}
+
+// The bins, tile after tile (the grid walks them in order, so one tile's accumulator is in L2 at
+// a time); then the counts are left for `proc_clear`.
+template <typename ACC>
+__device__ void proc_add_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles) {
+    const u64 tmask = (1u << PROC_TILE_BITS) - 1;
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    for (u32 p = 0; p < n_tiles; p++) {
+        const u64 c = min(counts[p], room);
+        const u32* b = bins + p * room;
+        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < c; i += step) {
+            // streamed past L2 (evict first): L2 keeps the tile's accumulator
+            const u32 e = __ldcs(b + i);
+            acc_add<ACC>(net.acc, (p << PROC_TILE_BITS) | (u32)(e & tmask), net.proc[e >> PROC_TILE_BITS].contribution);
+        }
+    }
+}
+
+extern "C" __global__ void proc_clear(u64* counts, u32 n_tiles) {
+    if (threadIdx.x < n_tiles) counts[threadIdx.x] = 0;
+}
+
+extern "C" __global__ void __launch_bounds__(256) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 kmax) {
+    proc_bin_impl<i64>(net, rd, bins, counts, room, n_tiles, kmax);
+}
+extern "C" __global__ void __launch_bounds__(256) proc_add_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles) {
+    proc_add_impl<i64>(net, bins, counts, room, n_tiles);
+}
