@@ -377,7 +377,7 @@ impl CudaBackend {
         let info = BackendInfo {
             backend: "cuda".into(),
             device: format!("{name}, {} MiB, device {device}", total_mem >> 20),
-            memory_bytes: plan.total_bytes,
+            memory_bytes: plan.total_bytes + proc_bins.as_ref().map_or(0, ProcBins::bytes),
             bytes_per_synapse: plan.bytes_per_synapse(),
         };
         let rows = n_total as usize + 1;

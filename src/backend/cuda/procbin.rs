@@ -49,12 +49,18 @@ impl ProcBins {
         let kmax = maps.iter().map(|m| m.fanout).max().unwrap_or(0);
         // no more than every neuron firing could draw
         let most: u64 = maps.iter().map(|m| m.src_count as u64 * m.fanout as u64).sum();
-        let entries = (bytes / 4).min(most).min(1 << 33).max(tiles as u64);
+        // 16 GB at most: four times what W(100M, 1000, 1%) draws in a burst
+        let entries = (bytes / 4).min(most).min(1 << 32).max(tiles as u64);
         let room = entries / tiles as u64;
         let bins = s.alloc_zeros::<u32>((room * tiles as u64) as usize).map_err(e("alloc procedural bins"))?;
         let counts = s.alloc_zeros::<u64>(tiles as usize).map_err(e("alloc procedural bins"))?;
         tracing::info!("CUDA: procedural synapses binned in {tiles} tiles of {} neurons, {room} entries each", 1u32 << TILE_BITS);
         Ok(ProcBins { bins, counts, room, tiles, kmax })
+    }
+
+    /// Device bytes of the bins.
+    pub(super) fn bytes(&self) -> u64 {
+        self.room * self.tiles as u64 * 4 + self.tiles as u64 * 8
     }
 
     /// Launch (or record) the clear, the binning of side `rd`'s fired sources and the adds.
