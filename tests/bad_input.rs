@@ -157,10 +157,12 @@ fn the_binary_reports_errors_without_panicking() {
 
 #[test]
 fn a_brain_too_big_for_the_host_is_refused_before_the_build() {
-    // W(100M, 100): 1e10 synapses on a 24 GB machine, and W(100k) under an artificially low limit
+    // W(100M, 100): 1e10 synapses on a 24 GB machine, and W(100k) under an artificially low limit,
+    // every synapse to be stored (`auto` would draw them again: below)
     for (limit, neurons, synapses) in [("24000000000", "100000000", "10000000000"), ("50000000", "100000", "10000000")] {
         let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
             .args(["bench", "--backend", "cpu", "--neurons", neurons, "--fanout", "100", "--rate", "0.01", "--bursts", "1"])
+            .args(["--set", "backend.connectome=stored"])
             .env("NEUROBURST_HOST_MEM_LIMIT", limit)
             .output()
             .unwrap();
@@ -170,6 +172,17 @@ fn a_brain_too_big_for_the_host_is_refused_before_the_build() {
             assert!(err.contains(part), "expected {part:?} in: {err}");
         }
     }
+    // `auto` (the default) stores what fits, draws the rest again, and says so
+    let out = Command::new(env!("CARGO_BIN_EXE_neuroburst"))
+        .args(["bench", "--backend", "cpu", "--neurons", "100000", "--fanout", "100", "--bursts", "5", "--warmup", "1", "--json"])
+        .env("NEUROBURST_HOST_MEM_LIMIT", "180000000")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("connectome: auto") && err.contains("NEUROBURST_HOST_MEM_LIMIT") && err.contains("drawn again"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\"synapses\":0") && stdout.contains("\"procedural_synapses\":10000000"), "{stdout}");
     // one shard of two keeps half of W(10M): refused under a 1 GB limit, before its build
     let dir = tempfile::tempdir().unwrap();
     let cfg = write(dir.path(), "c.yaml", "cluster:\n  endpoints: [tcp/127.0.0.1:7991, tcp/127.0.0.1:7992]\n");
