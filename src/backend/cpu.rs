@@ -142,6 +142,7 @@ impl Shard {
             }
             Input::Wide(input) => {
                 propagate(input, &self.conn, table, spikes, &mut self.rows);
+                // (a brain with procedural synapses always has wide input: see `Shard::new`)
                 regen.add(me, input);
                 self.state.step_all(input, params, t, injection);
             }
@@ -312,6 +313,9 @@ fn accumulate<A: Acc, C: Copy + Into<u32>>(
 #[derive(Default)]
 struct Regen {
     rules: Option<Arc<Procedural>>,
+    /// The engine's neurons, and where each piece starts (ascending, the first is `range.start`).
+    range: Range<u32>,
+    starts: Vec<u32>,
     /// Per chunk of spikes: its drawer and, per piece, `(target - piece start, contribution)`.
     chunks: Vec<(Drawer, Vec<Drawn>)>,
     /// Chunks filled by the last [`Regen::draw`].
@@ -325,10 +329,11 @@ type Drawn = Vec<(u32, i32)>;
 const REGEN_CHUNK: usize = 256;
 
 impl Regen {
-    /// Draw the procedural rows of `spikes`, keeping the synapses onto `range`, cut at the
-    /// pieces' `starts` (ascending, the first is `range.start`).
-    fn draw(&mut self, spikes: &[u32], starts: &[u32], range: Range<u32>) {
+    /// Draw the procedural rows of `spikes`, keeping the synapses onto the engine's neurons, cut
+    /// at the pieces' starts.
+    fn draw(&mut self, spikes: &[u32]) {
         let Some(rules) = &self.rules else { return };
+        let (starts, range) = (&self.starts[..], &self.range);
         let n = spikes.len().div_ceil(REGEN_CHUNK);
         if self.chunks.len() < n {
             self.chunks.resize_with(n, || (Drawer::default(), vec![Vec::new(); starts.len()]));
@@ -336,7 +341,7 @@ impl Regen {
         self.used = n;
         self.chunks[..n].par_iter_mut().zip(spikes.par_chunks(REGEN_CHUNK)).for_each(|((drawer, out), sources)| {
             out.iter_mut().for_each(Vec::clear);
-            for &s in sources.iter().filter(|&&s| rules.has_row(s)) {
+            for &s in sources {
                 rules.each(drawer, s, |t, c| {
                     if range.contains(&t) {
                         let p = starts.partition_point(|&a| a <= t) - 1;
@@ -388,9 +393,10 @@ impl CpuEngine {
         let synapses: u64 = parts.iter().map(|p| p.synapses()).sum();
         let learns = plastic.is_some();
         let bounds = plastic.as_ref().map_or_else(|| contributions.clone(), |p| p.bounds(&contributions));
-        let regen = Regen { rules: procedural, ..Default::default() };
-        let drawn = regen.rules.is_some();
+        let drawn = procedural.is_some();
         let pieces: Vec<Shard> = parts.into_par_iter().map(|p| Shard::new(p, &params, &bounds, learns, drawn)).collect();
+        let starts = pieces.iter().map(|p| p.conn.targets_range.start).collect();
+        let regen = Regen { rules: procedural, range: range.clone(), starts, ..Default::default() };
         let bytes: u64 = pieces.iter().map(|p| p.conn.bytes() + p.deferred.bytes()).sum::<u64>() + contributions.len() as u64 * 4;
         let bytes_per_synapse = if synapses == 0 { 0.0 } else { bytes as f64 / synapses as f64 };
         let learner = plastic.map(|p| Learner::new(p, neurons));
@@ -458,10 +464,7 @@ impl ShardEngine for CpuEngine {
 
     fn burst(&mut self, t: u64, spikes: &[u32], input: InjectionSlice<'_>) -> Result<(), BackendError> {
         self.learn(t, spikes);
-        if self.regen.rules.is_some() {
-            let starts: Vec<u32> = self.pieces.iter().map(|p| p.conn.targets_range.start).collect();
-            self.regen.draw(spikes, &starts, self.range.clone());
-        }
+        self.regen.draw(spikes);
         let (table, params, regen) = (&self.contributions, &self.params, &self.regen);
         let run = |(me, shard): (usize, &mut Shard)| {
             let share = input.within(shard.conn.targets_range.clone());

@@ -105,7 +105,7 @@ fn placed(genome: &Genome, cfg: &BackendConfig, gpu: bool) -> Genome {
     let neurons = layout.neurons as u64;
     let on_gpu = gpu.then(|| {
         let free = super::cuda::free_memory(cfg.device).unwrap_or(0);
-        let state = neurons * (super::cuda::memory::STATE_BYTES_PER_NEURON + 16) + super::cuda::memory::RESERVE_BYTES;
+        let state = super::cuda::MemoryPlan::estimate(neurons, neurons, 0, false).total_bytes + super::cuda::memory::RESERVE_BYTES;
         (free, 6.0, state)
     });
     // a brain the GPU builds itself takes no host memory for its synapses

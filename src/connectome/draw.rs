@@ -18,12 +18,23 @@ pub struct Stream {
 
 impl Stream {
     pub fn new(seed: u64, mapping: u64, source: u64) -> Stream {
-        let key = mix64(
-            mix64(seed ^ 0x6e65_7572_6f62_7572)
-                ^ mix64(mapping.wrapping_add(0x9e37_79b9_7f4a_7c15))
-                ^ source.wrapping_mul(0xd1b5_4a32_d192_ed03),
-        );
-        Stream { key, counter: 0 }
+        Stream::for_source(Stream::mapping_key(seed, mapping), source)
+    }
+
+    /// The part of a stream's key that (seed, mapping) gives (a GPU computes it once per mapping:
+    /// [`super::ClosedForm`]).
+    pub fn mapping_key(seed: u64, mapping: u64) -> u64 {
+        mix64(seed ^ 0x6e65_7572_6f62_7572) ^ mix64(mapping.wrapping_add(0x9e37_79b9_7f4a_7c15))
+    }
+
+    /// The stream of `source` under a [`Stream::mapping_key`].
+    pub fn for_source(mapping_key: u64, source: u64) -> Stream {
+        Stream { key: mix64(mapping_key ^ source.wrapping_mul(0xd1b5_4a32_d192_ed03)), counter: 0 }
+    }
+
+    /// Skip `n` draws.
+    pub fn skip(&mut self, n: u64) {
+        self.counter += n;
     }
 
     #[inline(always)]

@@ -7,7 +7,7 @@
 //! Plastic mappings are always stored (their weights are state); so are a learned genome's listed
 //! synapses.
 
-use super::draw::mix64;
+use super::draw::Stream;
 use super::rows::{compile, Compiled, Drawer, RowRules, Rule};
 use crate::genome::Genome;
 use crate::model::fixed::contribution_from_f64;
@@ -43,9 +43,9 @@ impl ClosedForm {
     /// Target of synapse `j` of source `s`.
     #[inline]
     pub fn target(&self, s: u32, j: u32) -> u32 {
-        let key = mix64(self.key ^ (s as u64).wrapping_mul(0xd1b5_4a32_d192_ed03));
-        let x = mix64(key.wrapping_add((j as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)));
-        self.dst_first + ((x as u128 * self.dst_count as u128) >> 64) as u32
+        let mut stream = Stream::for_source(self.key, s as u64);
+        stream.skip(j as u64);
+        self.dst_first + stream.below(self.dst_count as u64) as u32
     }
 }
 
@@ -77,7 +77,7 @@ fn closed_form(m: &Compiled, all: &[Compiled], uniform: bool, seed: u64) -> Opti
         let counted = all.iter().filter(|c| !matches!(c.rule, Rule::Associative));
         counted.map(|c| plain_fanout(c).map(|k| k as u64)).sum::<Option<u64>>()?.max(1) as f64
     };
-    let key = mix64(seed ^ 0x6e65_7572_6f62_7572) ^ mix64((m.index as u64).wrapping_add(0x9e37_79b9_7f4a_7c15));
+    let key = Stream::mapping_key(seed, m.index as u64);
     Some(ClosedForm {
         index: m.index,
         src_first: m.src_first,
@@ -132,12 +132,6 @@ impl Procedural {
             }
         }
         Ok(out)
-    }
-
-    /// Whether source neuron `s` has procedural synapses.
-    #[inline]
-    pub fn has_row(&self, s: u32) -> bool {
-        self.sources[self.rules.layout.area_of(s)]
     }
 
     /// Call `f(target, contribution)` for every procedural synapse of source `s`, in drawing order

@@ -299,10 +299,8 @@ pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Res
     }
 }
 
-/// `genome` with every mapping procedural (those that must stay stored, stay).
-pub fn all_procedural(genome: &Genome) -> Genome {
-    crate::connectome::storage::all_marked(genome)
-}
+/// `genome` with every mapping marked procedural (those that must stay stored, stay).
+pub use crate::connectome::storage::all_marked as all_procedural;
 
 /// `inner` run on the brain with every mapping procedural that can be (`closed_form_only`: those
 /// a GPU draws again), built with as many parts as the brain it is handed: the same fired sets as
