@@ -46,16 +46,16 @@ extern "C" __global__ void materialize_rows(const MatArea* areas, u32 n_areas, u
     }
 }
 
-// Rows: a warp per source neuron, its keys (target << 32 | slot) drawn into shared memory
-// (`pow2` per warp: the longest row rounded up to a power of two), sorted (bitonic), written out.
+// Rows of sources lo..hi: a warp per source neuron, its keys (target << 32 | slot) drawn into shared
+// memory (`pow2` per warp: the longest row rounded up to a power of two), sorted (bitonic), written.
 extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* maps, const u16* map_code, const MatArea* areas, u32 n_areas,
-                                                              u32 n, u32 pow2, u32* targets, u16* codes) {
+                                                              u32 lo, u32 hi, u32 pow2, u32* targets, u16* codes) {
     extern __shared__ u64 keys_all[];
     const u32 lane = threadIdx.x & 31;
     u64* keys = keys_all + (threadIdx.x >> 5) * pow2;
     const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
-    for (u64 s64 = warp; s64 < n; s64 += warps) {
+    for (u64 s64 = lo + warp; s64 < hi; s64 += warps) {
         const u32 s = (u32)s64;
         const int ai = mat_area(areas, n_areas, s);
         if (ai < 0) continue;

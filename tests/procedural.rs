@@ -171,7 +171,7 @@ fn the_gpu_builds_the_rows_the_host_builds() {
         assert!(neuroburst::connectome::storage::gpu_buildable(g, &layout, 2048), "{}", g.name);
         let host = Brain::build(g, 1, false);
         let marked = Brain::build(&all_procedural(g), 1, false);
-        let gpu = CudaBackend::built_on_gpu(marked, Readback::All, 0).unwrap();
+        let gpu = CudaBackend::built_on_gpu(marked, Readback::All, 0, false).unwrap();
         let (row_ptr, targets, codes) = gpu.stored_rows().unwrap();
         let p = &host.connectome.parts[0];
         assert_eq!(row_ptr, p.row_ptr, "{}: row pointers", g.name);
@@ -182,7 +182,7 @@ fn the_gpu_builds_the_rows_the_host_builds() {
     println!("{} brains built on the GPU, {synapses} synapses compared", genomes.len());
     let cand = |g: &neuroburst::genome::Genome, _: Brain, r: Readback| {
         let marked = Brain::build(&all_procedural(g), 1, false);
-        Ok(Box::new(CudaBackend::built_on_gpu(marked, r, 0)?) as Box<dyn neuroburst::backend::Backend>)
+        Ok(Box::new(CudaBackend::built_on_gpu(marked, r, 0, false)?) as Box<dyn neuroburst::backend::Backend>)
     };
     let cfg = ParityConfig { brains: 6, bursts: 300, seed: 600, max_neurons: 4000, candidate_parts: 1 };
     println!("{}", parity_with(&cfg, &closed_form_genome, &cand).unwrap());

@@ -156,7 +156,9 @@ pub struct Deferred {
 
 impl Deferred {
     pub fn of(part: &Part) -> Deferred {
-        Deferred::from_stamps(vec![0; part.targets.len()])
+        // on huge pages, and written now: a page of zeros read first and written later costs a
+        // copy-on-write fault (and a TLB flush on every core) inside a burst
+        Deferred::from_stamps(crate::memory::zeroed(part.targets.len()))
     }
 
     /// The stamps a device kept (one per synapse of the part).

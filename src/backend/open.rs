@@ -39,9 +39,9 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     let choice = choose(cfg.kind, &probe, neurons, cfg.gpu_min_neurons)?;
     tracing::info!("{}", choice.reason);
     let gpu = choice.kind == BackendKind::Cuda;
-    let genome = &placed(genome, cfg, gpu);
-    let layout = Layout::from_genome(genome);
     let devices = if gpu { Some(gpu_devices(cfg, neurons, super::gpu_count())?) } else { None };
+    let genome = &placed(genome, cfg, devices.as_ref().map(|(d, _)| &d[..]));
+    let layout = Layout::from_genome(genome);
     // one GPU and every mapping in closed form: the GPU builds the synapses, the host holds none
     let on_gpu = matches!(&devices, Some((d, _)) if d.len() == 1)
         && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
@@ -70,7 +70,7 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
         let backend = if on_gpu {
             tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
             (synapses, drawn) = (drawn, 0);
-            super::cuda::CudaBackend::built_on_gpu(brain, readback, devices[0]).map(|b| Box::new(b) as Box<dyn super::Backend>)
+            super::cuda::CudaBackend::built_on_gpu(brain, readback, devices[0], progress).map(|b| Box::new(b) as Box<dyn super::Backend>)
         } else {
             super::open_cuda(brain, readback, devices[0])
         }
@@ -99,13 +99,22 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     Ok(Opened { backend: Box::new(CpuBackend::new(brain, readback)), choice, synapses, drawn, build_seconds, plan: None })
 }
 
-/// `genome` with the mappings that `backend.connectome` draws again marked procedural (logged).
-fn placed(genome: &Genome, cfg: &BackendConfig, gpu: bool) -> Genome {
+/// `genome` with the mappings that `backend.connectome` draws again marked procedural (logged);
+/// `gpus`: the GPUs that will hold it (their free memory together is `auto`'s budget).
+fn placed(genome: &Genome, cfg: &BackendConfig, gpus: Option<&[usize]>) -> Genome {
     let layout = Layout::from_genome(genome);
     let neurons = layout.neurons as u64;
-    let on_gpu = gpu.then(|| {
-        let free = super::cuda::free_memory(cfg.device).unwrap_or(0);
-        let state = super::cuda::MemoryPlan::estimate(neurons, neurons, 0, false).total_bytes + super::cuda::memory::RESERVE_BYTES;
+    let gpu = gpus.is_some();
+    let on_gpu = gpus.map(|devices| {
+        // each GPU holds the state of its share of the neurons (and, when several, the row
+        // pointers of every source and the gathered fired lists)
+        let (k, sharded) = (devices.len().max(1) as u64, devices.len() > 1);
+        let share = neurons.div_ceil(k);
+        let mut distinct = devices.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let free: u64 = distinct.iter().map(|&d| super::cuda::free_memory(d).unwrap_or(0)).sum();
+        let state = k * (super::cuda::MemoryPlan::estimate(share, neurons, 0, sharded).total_bytes + super::cuda::memory::RESERVE_BYTES);
         (free, 6.0, state)
     });
     // a brain the GPU builds itself takes no host memory for its synapses

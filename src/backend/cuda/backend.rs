@@ -166,23 +166,24 @@ impl CudaBackend {
     /// Put `brain` on GPU `device`: the resident kernel, or graphs where the device has no
     /// cooperative launch. Refuses (nothing allocated) when the GPU lacks the memory.
     pub fn new(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, false)
+        Self::on_path(brain, readback, device, None, None)
     }
 
     /// As [`CudaBackend::new`] for a brain built with every mapping procedural, all of them in
     /// closed form: its synapses are stored, built on the GPU (`build.rs`) instead of drawn again
-    /// every burst. Any other brain is taken as [`CudaBackend::new`] takes it.
-    pub fn built_on_gpu(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, true)
+    /// every burst, with a progress bar (or lines) when `progress` and the build takes over a
+    /// second. Any other brain is taken as [`CudaBackend::new`] takes it.
+    pub fn built_on_gpu(brain: Brain, readback: Readback, device: usize, progress: bool) -> Result<CudaBackend, BackendError> {
+        Self::on_path(brain, readback, device, None, Some(progress))
     }
 
     /// As [`CudaBackend::new`], on graphs whatever the device (to check that path where the
     /// resident kernel could run: `selftest`).
     pub(crate) fn new_graphs(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, Some(Path::Graphs), false)
+        Self::on_path(brain, readback, device, Some(Path::Graphs), None)
     }
 
-    fn on_path(brain: Brain, readback: Readback, device: usize, path: Option<Path>, on_gpu: bool) -> Result<CudaBackend, BackendError> {
+    fn on_path(brain: Brain, readback: Readback, device: usize, path: Option<Path>, on_gpu: Option<bool>) -> Result<CudaBackend, BackendError> {
         match super::probe::probe(device) {
             crate::backend::GpuProbe::Available(_) => {}
             crate::backend::GpuProbe::Unavailable(why) => return Err(BackendError::Device(why)),

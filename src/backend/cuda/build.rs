@@ -38,6 +38,8 @@ pub struct Recipe {
     pub synapses: u64,
     /// The longest row.
     longest: u32,
+    /// Show the build's progress.
+    pub progress: bool,
 }
 
 /// The longest row the GPU builds (a warp sorts it in shared memory).
@@ -46,8 +48,8 @@ pub const LONGEST: u32 = 2048;
 impl Recipe {
     /// The recipe of a brain stored as closed forms `maps` (in the order of
     /// [`crate::connectome::Procedural::closed_forms`]: by source area, then mapping); None when a
-    /// row is too long for the GPU's sort.
-    pub(super) fn new(maps: Vec<ProcMap>) -> Option<Recipe> {
+    /// row is too long for the GPU's sort. `progress`: show the build's progress.
+    pub(super) fn new(maps: Vec<ProcMap>, progress: bool) -> Option<Recipe> {
         let mut areas: Vec<MatArea> = Vec::new();
         for (f, m) in maps.iter().enumerate() {
             match areas.last_mut() {
@@ -82,7 +84,7 @@ impl Recipe {
             return None;
         }
         let map_code = maps.iter().map(|m| table.binary_search(&m.contribution).unwrap_or(0) as u16).collect();
-        Some(Recipe { maps, areas, map_code, table, synapses: off, longest })
+        Some(Recipe { maps, areas, map_code, table, synapses: off, longest, progress })
     }
 }
 
@@ -93,8 +95,12 @@ pub(super) struct Built {
     pub codes: CudaSlice<u8>,
 }
 
-/// Build `r`'s rows for `n` neurons on the GPU of stream `s`.
-pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool) -> Result<Built, BackendError> {
+/// Launches of the row kernel per build (each over a slice of the sources), for progress.
+const SLICES: u32 = 64;
+
+/// Build `r`'s rows for `n` neurons on the GPU of stream `s`, with a progress bar (or lines) when
+/// `progress` and the build takes over a second.
+pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool, progress: bool) -> Result<Built, BackendError> {
     let e = |w: &'static str| dev_err(w);
     let ctx = s.context();
     let k = Kernels::load(ctx, Variant { wide_acc: false, row64, code32: false }).map_err(BackendError::Device)?;
@@ -122,21 +128,30 @@ pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool) 
                 .map_err(e("shared memory for materialize"))?;
         }
         let cfg = LaunchConfig { grid_dim: (sm * 16, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: shared };
-        // SAFETY: each row is written at its own offset within `targets`/`codes` (sized to the
-        // recipe's synapse count); the maps, codes and areas are the recipe's, uploaded above.
-        unsafe {
-            s.launch_builder(&k.materialize)
-                .arg(&maps)
-                .arg(&map_code)
-                .arg(&areas)
-                .arg(&n_areas)
-                .arg(&n)
-                .arg(&pow2)
-                .arg(&targets)
-                .arg(&codes)
-                .launch(cfg)
+        let bar = crate::progress::Progress::new("building the connectome on the GPU", "slices", SLICES as u64, progress);
+        let slice = n.div_ceil(SLICES);
+        for lo in (0..n).step_by(slice.max(1) as usize) {
+            let hi = (lo + slice).min(n);
+            // SAFETY: each row is written at its own offset within `targets`/`codes` (sized to the
+            // recipe's synapse count); the maps, codes and areas are the recipe's, uploaded above.
+            unsafe {
+                s.launch_builder(&k.materialize)
+                    .arg(&maps)
+                    .arg(&map_code)
+                    .arg(&areas)
+                    .arg(&n_areas)
+                    .arg(&lo)
+                    .arg(&hi)
+                    .arg(&pow2)
+                    .arg(&targets)
+                    .arg(&codes)
+                    .launch(cfg)
+            }
+            .map_err(e("launching materialize"))?;
+            s.synchronize().map_err(e("building the connectome on the GPU"))?;
+            bar.inc(1);
         }
-        .map_err(e("launching materialize"))?;
+        bar.finish();
     }
     s.synchronize().map_err(e("building the connectome on the GPU"))?;
     Ok(Built { row_ptr, targets, codes })

@@ -51,13 +51,14 @@ pub(super) struct Resources {
 }
 
 /// The whole brain as GPU 0's part. `on_gpu`: a brain built with every mapping procedural, every
-/// one in closed form, is stored by building its rows on the GPU (see `build.rs`).
-pub(super) fn whole(brain: Brain, on_gpu: bool) -> Result<GpuShard, BackendError> {
+/// one in closed form, is stored by building its rows on the GPU (see `build.rs`), showing its
+/// progress when `Some(true)`.
+pub(super) fn whole(brain: Brain, on_gpu: Option<bool>) -> Result<GpuShard, BackendError> {
     let n = brain.layout.neurons;
     let mut procedural = gpu_procedural(&brain.connectome)?;
     let c = &brain.connectome;
-    let recipe = if on_gpu && c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() {
-        super::build::Recipe::new(procedural.clone())
+    let recipe = if on_gpu.is_some() && c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() {
+        super::build::Recipe::new(procedural.clone(), on_gpu == Some(true))
     } else {
         None
     };
@@ -77,7 +78,7 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: b
     let e = |w: &'static str| dev_err(w);
     let (_row_ptr, _targets, _codes) = match &shard.recipe {
         Some(r) => {
-            let b = super::build::materialize(s, r, shard.neurons, row64)?;
+            let b = super::build::materialize(s, r, shard.neurons, row64, r.progress)?;
             (b.row_ptr, b.targets, b.codes)
         }
         None => {
