@@ -21,6 +21,16 @@ impl Brain {
         Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome }
     }
 
+    /// The first pass of a streamed build ([`connectome::stream::plan`]) in one part: the brain's
+    /// connectome holds the row pointers, the synapses are drawn when copied where they live. None
+    /// for a brain that learns.
+    pub fn planned(genome: &Genome, progress: bool) -> Option<(Brain, connectome::stream::Streamed)> {
+        let layout = Layout::from_genome(genome);
+        let ranges = connectome::even_ranges(layout.neurons, 1);
+        let (connectome, streamed) = connectome::stream::plan(genome, &layout, &opts(genome, ranges, progress))?;
+        Some((Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome }, streamed))
+    }
+
     /// Build for `shards` shards planned by `strategy`: the connectome's parts are each shard's
     /// range cut into `parts_per_shard` equal pieces (shard `k` owns parts
     /// `k * parts_per_shard..(k + 1) * parts_per_shard`). `by_cortical_area` balances synapses

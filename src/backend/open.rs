@@ -42,11 +42,15 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     let devices = if gpu { Some(gpu_devices(cfg, neurons, super::gpu_count())?) } else { None };
     let genome = &placed(genome, cfg, devices.as_ref().map(|(d, _)| &d[..]));
     let layout = Layout::from_genome(genome);
-    // one GPU and every mapping in closed form: the GPU builds the synapses, the host holds none
-    let on_gpu = matches!(&devices, Some((d, _)) if d.len() == 1)
-        && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
+    // one GPU and every mapping in closed form: the GPU builds the synapses, the host holds none;
+    // one GPU and no learning: the host draws the synapses a few chunks at a time as it copies them
+    let one_gpu = matches!(&devices, Some((d, _)) if d.len() == 1);
+    let on_gpu = one_gpu && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
+    let streams = one_gpu && !on_gpu && !crate::connectome::learns(genome, &layout);
     let host_built = if on_gpu { storage::all_marked(genome) } else { genome.clone() };
-    crate::capacity::check_build(&host_built, &layout, gpu, &crate::capacity::host_available())?;
+    if !streams {
+        crate::capacity::check_build(&host_built, &layout, gpu, &crate::capacity::host_available())?;
+    }
     if let Some((devices, why)) = devices {
         if let Some(why) = why {
             tracing::info!("{why}");
@@ -65,16 +69,24 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
             }
         }
         let start = std::time::Instant::now();
-        let brain = Brain::build(&host_built, 1, progress);
-        let (mut synapses, mut drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
-        let backend = if on_gpu {
-            tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
-            (synapses, drawn) = (drawn, 0);
-            super::cuda::CudaBackend::built_on_gpu(brain, readback, devices[0], progress).map(|b| Box::new(b) as Box<dyn super::Backend>)
+        let planned = if streams { Brain::planned(genome, progress) } else { None };
+        let backend = if let Some((brain, streamed)) = planned {
+            let (synapses, drawn) = (streamed.synapses(0), brain.connectome.procedural_synapses());
+            tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPU as drawn");
+            let backend = super::cuda::CudaBackend::streamed(brain, streamed, readback, devices[0]).map_err(|e| e.to_string())?;
+            (Box::new(backend) as Box<dyn super::Backend>, synapses, drawn)
         } else {
-            super::open_cuda(brain, readback, devices[0])
-        }
-        .map_err(|e| e.to_string())?;
+            let brain = Brain::build(&host_built, 1, progress);
+            let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
+            if on_gpu {
+                tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
+                let b = super::cuda::CudaBackend::built_on_gpu(brain, readback, devices[0], progress).map_err(|e| e.to_string())?;
+                (Box::new(b) as Box<dyn super::Backend>, drawn, 0)
+            } else {
+                (super::open_cuda(brain, readback, devices[0]).map_err(|e| e.to_string())?, synapses, drawn)
+            }
+        };
+        let (backend, synapses, drawn) = backend;
         // the build on the host, and on the GPU (with the backend's start) when it builds there
         let build_seconds = start.elapsed().as_secs_f64();
         return Ok(Opened { backend, choice, synapses, drawn, build_seconds, plan: None });
@@ -117,10 +129,13 @@ fn placed(genome: &Genome, cfg: &BackendConfig, gpus: Option<&[usize]>) -> Genom
         let state = k * (super::cuda::MemoryPlan::estimate(share, neurons, 0, sharded).total_bytes + super::cuda::memory::RESERVE_BYTES);
         (free, 6.0, state)
     });
-    // a brain the GPU builds itself takes no host memory for its synapses
+    // a brain the GPU builds itself, or one streamed to one GPU, takes no host memory for its
+    // synapses
     let host = crate::capacity::host_available();
+    let one_gpu = gpus.is_some_and(|d| d.len() == 1);
     let gpu_builds = gpu && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
-    let host = if gpu_builds { crate::capacity::Available { bytes: u64::MAX, from: host.from } } else { host };
+    let streams = one_gpu && !crate::connectome::learns(genome, &layout);
+    let host = if gpu_builds || streams { crate::capacity::Available { bytes: u64::MAX, from: host.from } } else { host };
     let budget = crate::capacity::synapse_budget(neurons, &host, on_gpu);
     let (placed, notes) = crate::connectome::storage::apply(genome, &layout, cfg.connectome, gpu, &budget);
     for n in notes {

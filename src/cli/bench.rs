@@ -58,6 +58,10 @@ pub struct BenchArgs {
     /// Store no synapse: draw each fired neuron's again (`backend.connectome: procedural`).
     #[arg(long)]
     pub procedural: bool,
+    /// Keep each of the K draws with this chance, in percent (the mapping's attractivity): the
+    /// rows are then no closed form, so a GPU's are drawn on the host and streamed to it
+    #[arg(long, value_name = "PERCENT", default_value_t = 100.0, value_parser = percent)]
+    pub attractivity: f64,
     /// Also write every measured burst's latency (us, in burst order, one per line) to this file.
     #[arg(long, value_name = "FILE")]
     pub latencies: Option<std::path::PathBuf>,
@@ -159,7 +163,8 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     super::init(&config);
     let w = Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rate, seed: a.seed };
     let learning = Learning { window: a.plastic, associative: a.associative };
-    let genome: Genome = w.learning_genome(&learning);
+    let mut genome: Genome = w.learning_genome(&learning);
+    genome.mappings.iter_mut().for_each(|m| m.attractivity = a.attractivity);
     let mut opened = open(&genome, &config.backend, Readback::Ranges(vec![w.motor()]), config.log.progress).map_err(anyhow::Error::msg)?;
     let backend = opened.backend.as_mut();
 
@@ -191,8 +196,8 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let p99 = percentile(&lat_us, 0.99);
     let bursts = a.bursts as f64;
     let host_peak = crate::memory::peak_rss();
-    // every neuron has exactly K synapses, so each spike is K synaptic events
-    let events_per_s = fired as f64 * a.fanout as f64 / total_s;
+    // every neuron has K synapses (K x attractivity on average), so each spike is that many events
+    let events_per_s = fired as f64 * a.fanout as f64 * a.attractivity / 100.0 / total_s;
     // what the brain learned: plastic synapses, and the associative pairs grown while measured
     let learned = if a.plastic.is_some() || a.associative > 0 { Some(backend.snapshot()?.learned) } else { None };
     let grown = learned.as_ref().map_or(0, |l| l.grown.len());
@@ -263,4 +268,13 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     print!("{}", table::render(&rows));
     println!("{obj}");
     Ok(())
+}
+
+/// A percentage in 0..=100.
+fn percent(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        Ok(p) => Err(format!("{p} is not within 0..=100")),
+        Err(e) => Err(format!("{s:?} is not a number: {e}")),
+    }
 }

@@ -42,16 +42,16 @@ const PLASTIC: u32 = 1 << 31;
 
 /// The synapses of one chunk of source neurons, per part.
 #[derive(Default)]
-struct ChunkPart {
+pub(super) struct ChunkPart {
     /// Row length of each source of the chunk.
-    lens: Vec<u32>,
-    targets: Vec<u32>,
+    pub lens: Vec<u32>,
+    pub targets: Vec<u32>,
     /// Index into the chunk's `locals`, or a plastic code (see [`PLASTIC`]).
-    codes: Vec<u32>,
+    pub codes: Vec<u32>,
 }
 
-struct ChunkOut {
-    parts: Vec<ChunkPart>,
+pub(super) struct ChunkOut {
+    pub parts: Vec<ChunkPart>,
     /// The chunk's distinct contributions.
     locals: Vec<i32>,
     /// The chunk's plastic groups: (plastic mapping, out-degree divisor as f64 bits).
@@ -63,16 +63,7 @@ struct ChunkOut {
 pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectome {
     let start = Instant::now();
     let n = layout.neurons;
-    let (mut by_area, plastic) = compile(genome, layout);
-    for c in by_area.iter_mut().flatten() {
-        c.procedural = opts.procedural.get(c.index).copied().unwrap_or(false);
-    }
-    let area_uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
-    let skip: Vec<Option<Vec<(u64, u64)>>> = (0..by_area.len()).map(|a| counted_without_drawing(&by_area[a], area_uniform[a])).collect();
-    let rules = RowRules { seed: genome.seed, layout: layout.clone(), by_area, area_uniform };
-
-    let chunk = ((n as usize) / (rayon::current_num_threads() * 16)).clamp(1024, 65_536) as u32;
-    let chunks: Vec<Range<u32>> = (0..n.div_ceil(chunk)).map(|c| c * chunk..((c + 1) * chunk).min(n)).collect();
+    let Prepared { rules, skip, chunks, plastic } = prepare(genome, layout, opts);
     let progress = crate::progress::Progress::new("building the connectome", "chunks", chunks.len() as u64, opts.progress);
 
     let outs: Vec<ChunkOut> = chunks
@@ -86,6 +77,45 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
         .collect();
     progress.finish();
 
+    let mut mappings = stats(genome, &outs);
+    let (parts, contributions, plastic) = assemble(n, &opts.parts, outs, plastic);
+    let procedural = Procedural::new(rules);
+    for st in &mut mappings {
+        st.procedural = procedural.as_ref().is_some_and(|p| p.mappings[st.index]);
+    }
+    Connectome { neurons: n, parts, contributions, mappings, plastic, procedural, build_seconds: start.elapsed().as_secs_f64() }
+}
+
+/// Whether the genome has a plastic (or associative) mapping.
+pub fn learns(genome: &Genome, layout: &Layout) -> bool {
+    !compile(genome, layout).1.is_empty()
+}
+
+/// What a build draws from: the rules, the areas whose counts need no drawing, the chunks of
+/// sources, the plastic mappings.
+pub(super) struct Prepared {
+    pub rules: RowRules,
+    pub skip: Vec<Option<Vec<(u64, u64)>>>,
+    pub chunks: Vec<Range<u32>>,
+    pub plastic: Vec<(PlasticMapping, f64)>,
+}
+
+pub(super) fn prepare(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Prepared {
+    let n = layout.neurons;
+    let (mut by_area, plastic) = compile(genome, layout);
+    for c in by_area.iter_mut().flatten() {
+        c.procedural = opts.procedural.get(c.index).copied().unwrap_or(false);
+    }
+    let area_uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
+    let skip: Vec<Option<Vec<(u64, u64)>>> = (0..by_area.len()).map(|a| counted_without_drawing(&by_area[a], area_uniform[a])).collect();
+    let rules = RowRules { seed: genome.seed, layout: layout.clone(), by_area, area_uniform };
+    let chunk = ((n as usize) / (rayon::current_num_threads() * 16)).clamp(1024, 65_536) as u32;
+    let chunks: Vec<Range<u32>> = (0..n.div_ceil(chunk)).map(|c| c * chunk..((c + 1) * chunk).min(n)).collect();
+    Prepared { rules, skip, chunks, plastic }
+}
+
+/// Every mapping's counts (synapses, dead ones) from the chunks.
+pub(super) fn stats(genome: &Genome, outs: &[ChunkOut]) -> Vec<MappingStats> {
     let mut mappings: Vec<MappingStats> = genome
         .mappings
         .iter()
@@ -100,19 +130,13 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
             procedural: false,
         })
         .collect();
-    for o in &outs {
+    for o in outs {
         for (st, &(s, d)) in mappings.iter_mut().zip(&o.counts) {
             st.synapses += s;
             st.dead += d;
         }
     }
-
-    let (parts, contributions, plastic) = assemble(n, &opts.parts, outs, plastic);
-    let procedural = Procedural::new(rules);
-    for st in &mut mappings {
-        st.procedural = procedural.as_ref().is_some_and(|p| p.mappings[st.index]);
-    }
-    Connectome { neurons: n, parts, contributions, mappings, plastic, procedural, build_seconds: start.elapsed().as_secs_f64() }
+    mappings
 }
 
 /// At most how many synapses [`build`] stores, without drawing them, and whether that is the
@@ -152,11 +176,11 @@ pub fn count(genome: &Genome, layout: &Layout) -> u64 {
 }
 
 /// What a chunk's rows are drawn from.
-struct Rows<'a> {
-    rules: &'a RowRules,
+pub(super) struct Rows<'a> {
+    pub rules: &'a RowRules,
     /// Per area: the counts per mapping slot (synapses, dead) of each source's row, when the area
     /// stores nothing and its counts need no drawing.
-    skip: &'a [Option<Vec<(u64, u64)>>],
+    pub skip: &'a [Option<Vec<(u64, u64)>>],
 }
 
 /// An area none of whose synapses is stored, and whose rows' sizes are known without drawing them
@@ -180,7 +204,7 @@ fn counted_without_drawing(mappings: &[Compiled], uniform: bool) -> Option<Vec<(
     )
 }
 
-fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32>], range: Range<u32>) -> ChunkOut {
+pub(super) fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32>], range: Range<u32>) -> ChunkOut {
     let (layout, by_area) = (&rows.rules.layout, &rows.rules.by_area);
     let mut out = ChunkOut {
         parts: parts.iter().map(|_| ChunkPart { lens: Vec::with_capacity(range.len()), ..Default::default() }).collect(),
@@ -283,7 +307,7 @@ fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32>], range: 
 }
 
 /// A chunk's codes in the global table: its static codes, then its plastic groups.
-struct Remap {
+pub(super) struct Remap {
     codes: Vec<u32>,
     groups: Vec<u32>,
     base: u32,
@@ -291,7 +315,7 @@ struct Remap {
 
 impl Remap {
     #[inline(always)]
-    fn code(&self, c: u32) -> u32 {
+    pub(super) fn code(&self, c: u32) -> u32 {
         if c & PLASTIC != 0 {
             self.base + (self.groups[((c & !PLASTIC) >> 8) as usize] << 8) + (c & 0xff)
         } else {
@@ -300,15 +324,17 @@ impl Remap {
     }
 }
 
-/// Join the chunks in source order: row pointers by prefix sum, codes renumbered into the global
-/// contribution table: the static contributions (sorted), then 256 entries per plastic group
-/// (sorted by mapping and divisor).
-fn assemble(
-    n: u32,
-    ranges: &[Range<u32>],
-    mut outs: Vec<ChunkOut>,
-    plastic: Vec<(PlasticMapping, f64)>,
-) -> (Vec<Part>, Vec<i32>, Option<Plastic>) {
+/// The global contribution table of the chunks: the static contributions (sorted), then 256
+/// entries per plastic group (sorted by mapping and divisor); each chunk's codes in it, and
+/// whether codes need 32 bits.
+pub(super) struct Table {
+    pub table: Vec<i32>,
+    pub remaps: Vec<Remap>,
+    pub wide: bool,
+    pub plastic: Option<Plastic>,
+}
+
+pub(super) fn table(outs: &[ChunkOut], plastic: Vec<(PlasticMapping, f64)>) -> Table {
     let mut table: Vec<i32> = outs.iter().flat_map(|o| o.locals.iter().copied()).collect();
     table.sort_unstable();
     table.dedup();
@@ -333,21 +359,38 @@ fn assemble(
         group_mapping: groups.iter().map(|g| g.0).collect(),
         mappings: plastic.into_iter().map(|(m, _)| m).collect(),
     });
+    Table { table, remaps, wide, plastic }
+}
 
+/// Part `pi`'s row pointers: the prefix sums of the chunks' row lengths, in source order.
+pub(super) fn row_ptr(n: u32, outs: &[ChunkOut], pi: usize) -> Vec<u64> {
+    let mut row_ptr = Vec::with_capacity(n as usize + 1);
+    crate::memory::advise(row_ptr.as_mut_ptr() as *mut u8, (n as usize + 1) * 8);
+    row_ptr.push(0u64);
+    for o in outs {
+        let mut acc = *row_ptr.last().unwrap();
+        for &l in &o.parts[pi].lens {
+            acc += l as u64;
+            row_ptr.push(acc);
+        }
+    }
+    row_ptr
+}
+
+/// Join the chunks in source order: row pointers by prefix sum, codes renumbered into the global
+/// contribution table (see [`table`]).
+fn assemble(
+    n: u32,
+    ranges: &[Range<u32>],
+    mut outs: Vec<ChunkOut>,
+    plastic: Vec<(PlasticMapping, f64)>,
+) -> (Vec<Part>, Vec<i32>, Option<Plastic>) {
+    let Table { table, remaps, wide, plastic } = table(&outs, plastic);
     let mut parts = Vec::with_capacity(ranges.len());
     for (pi, range) in ranges.iter().enumerate() {
         let sizes: Vec<usize> = outs.iter().map(|o| o.parts[pi].targets.len()).collect();
         let total: usize = sizes.iter().sum();
-        let mut row_ptr = Vec::with_capacity(n as usize + 1);
-        crate::memory::advise(row_ptr.as_mut_ptr() as *mut u8, (n as usize + 1) * 8);
-        row_ptr.push(0u64);
-        for o in &outs {
-            let mut acc = *row_ptr.last().unwrap();
-            for &l in &o.parts[pi].lens {
-                acc += l as u64;
-                row_ptr.push(acc);
-            }
-        }
+        let row_ptr = row_ptr(n, &outs, pi);
         let chunk_parts: Vec<ChunkPart> = outs.iter_mut().map(|o| std::mem::take(&mut o.parts[pi])).collect();
         let mut targets = crate::memory::zeroed::<u32>(total);
         split_by(&mut targets, &sizes).into_par_iter().zip(&chunk_parts).for_each(|(dst, cp)| dst.copy_from_slice(&cp.targets));

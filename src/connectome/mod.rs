@@ -12,10 +12,11 @@ pub mod plastic;
 pub mod procedural;
 mod rows;
 pub mod storage;
+pub mod stream;
 
 use std::ops::Range;
 
-pub use build::{build, count, mapping_bounds, synapse_bound, BuildOptions};
+pub use build::{build, count, learns, mapping_bounds, synapse_bound, BuildOptions};
 pub use plastic::{Associative, Plastic, PlasticMapping};
 pub use procedural::{closed_form_mask, procedural_mask, ClosedForm, Procedural};
 pub use rows::Drawer;

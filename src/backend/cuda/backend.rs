@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaGraph, CudaSlice, CudaStream};
 
-use super::device_connectome::{needs_wide, upload, whole, GpuShard, Resources};
+use super::device_connectome::{needs_wide, upload, whole, GpuShard, Placement, Resources};
 use super::layout::{dev_err, dptr, Net, BLOCK, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER};
 use super::learn::Learning;
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
@@ -16,7 +16,7 @@ use super::procbin::ProcBins;
 use super::resident::Resident;
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
-use crate::connectome::Codes;
+use crate::connectome::stream::Streamed;
 use crate::model::{InjectionSlice, Injections, NeuronState};
 
 /// Ids `prepare_input` makes room for (and locks), at least: 256 KB, so the column has pages of
@@ -166,7 +166,7 @@ impl CudaBackend {
     /// Put `brain` on GPU `device`: the resident kernel, or graphs where the device has no
     /// cooperative launch. Refuses (nothing allocated) when the GPU lacks the memory.
     pub fn new(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, None)
+        Self::on_path(brain, readback, device, None, Placement::Host)
     }
 
     /// As [`CudaBackend::new`] for a brain built with every mapping procedural, all of them in
@@ -174,16 +174,29 @@ impl CudaBackend {
     /// every burst, with a progress bar (or lines) when `progress` and the build takes over a
     /// second. Any other brain is taken as [`CudaBackend::new`] takes it.
     pub fn built_on_gpu(brain: Brain, readback: Readback, device: usize, progress: bool) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, Some(progress))
+        Self::on_path(brain, readback, device, None, Placement::OnGpu { progress })
+    }
+
+    /// As [`CudaBackend::new`] for a brain planned by [`crate::connectome::stream::plan`] (its
+    /// part holds row pointers only): the synapses are drawn on the host a few chunks at a time
+    /// and copied to the GPU.
+    pub fn streamed(brain: Brain, streamed: Streamed, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
+        Self::on_path(brain, readback, device, None, Placement::Streamed(Arc::new(streamed)))
     }
 
     /// As [`CudaBackend::new`], on graphs whatever the device (to check that path where the
     /// resident kernel could run: `selftest`).
     pub(crate) fn new_graphs(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, Some(Path::Graphs), None)
+        Self::on_path(brain, readback, device, Some(Path::Graphs), Placement::Host)
     }
 
-    fn on_path(brain: Brain, readback: Readback, device: usize, path: Option<Path>, on_gpu: Option<bool>) -> Result<CudaBackend, BackendError> {
+    fn on_path(
+        brain: Brain,
+        readback: Readback,
+        device: usize,
+        path: Option<Path>,
+        placement: Placement,
+    ) -> Result<CudaBackend, BackendError> {
         match super::probe::probe(device) {
             crate::backend::GpuProbe::Available(_) => {}
             crate::backend::GpuProbe::Unavailable(why) => return Err(BackendError::Device(why)),
@@ -196,7 +209,7 @@ impl CudaBackend {
             tracing::info!("CUDA: the device has no cooperative launch: the bursts run as graphs");
             Path::Graphs
         });
-        let shard = whole(brain, on_gpu)?;
+        let shard = whole(brain, placement)?;
         // binned procedural synapses run as graphs (their passes need the whole grid between them)
         let binned = ProcBins::wanted(shard.neurons, &shard.procedural);
         let path = if binned && path == Path::Resident { Path::Graphs } else { path };
@@ -218,10 +231,8 @@ impl CudaBackend {
         let sharded = path == Path::Shard;
         let part = &shard.part;
         let (base, n, n_total) = (part.targets_range.start, part.targets_range.len() as u32, shard.neurons);
-        let mut plan = match &shard.recipe {
-            Some(r) => MemoryPlan::of_counts(n as u64, n_total as u64, r.synapses, 2, r.table.len(), shard.params.len(), sharded),
-            None => MemoryPlan::of_part(part, n_total, shard.contributions.len(), shard.params.len(), sharded),
-        };
+        let (table_len, areas) = (shard.contributions.len(), shard.params.len());
+        let mut plan = MemoryPlan::of_counts(n as u64, n_total as u64, shard.synapses(), shard.code_bytes(), table_len, areas, sharded);
         if let Some(p) = &shard.plastic {
             let learning = super::learn::device_bytes(part, p, n_total);
             (plan.connectome_bytes, plan.total_bytes) = (plan.connectome_bytes + learning, plan.total_bytes + learning);
@@ -249,7 +260,7 @@ impl CudaBackend {
         if count_shift < 63 && synapses >= 1u64 << count_shift {
             return Err(BackendError::Device(format!("{synapses} synapses over {n} neurons overflow the packed fired counter")));
         }
-        let (row64, code32) = (plan.row_ptr_bytes == 8, matches!(part.codes, Codes::U32(_)));
+        let (row64, code32) = (plan.row_ptr_bytes == 8, shard.code_bytes() == 4);
         // this GPU reads back its own neurons of the readback ranges
         let ranges = readback_ranges(&readback, n_total)
             .map(|r| r.into_iter().map(|(a, b)| (a.max(base), b.min(base + n))).filter(|(a, b)| a < b).collect::<Vec<_>>());

@@ -9,6 +9,7 @@ use super::layout::{as_bytes, dev_err, dptr, Net, ProcMap, BLOCK, M_BOUND, PAIRS
 use super::module::Kernels;
 use crate::backend::BackendError;
 use crate::brain::Brain;
+use crate::connectome::stream::Streamed;
 use crate::connectome::{Codes, Part, Plastic};
 use crate::model::AreaParams;
 
@@ -26,6 +27,40 @@ pub struct GpuShard {
     pub(super) procedural: Vec<ProcMap>,
     /// Some: the synapses are built on the GPU from this (`part` holds none).
     pub(super) recipe: Option<super::build::Recipe>,
+    /// Some: the synapses are drawn on the host chunk by chunk and copied to the GPU (part
+    /// `.1` of the stream; `part` holds its row pointers only).
+    pub(super) streamed: Option<(Arc<Streamed>, usize)>,
+}
+
+/// Where a brain's synapses are made.
+pub(super) enum Placement {
+    /// Built on the host (the brain's parts hold them).
+    Host,
+    /// Built on the GPU from closed forms (see `build.rs`), with a progress bar when `progress`.
+    OnGpu { progress: bool },
+    /// Drawn on the host a few chunks at a time and copied to the GPU (see
+    /// [`crate::connectome::stream`]).
+    Streamed(Arc<Streamed>),
+}
+
+impl GpuShard {
+    /// The synapses this GPU stores.
+    pub(super) fn synapses(&self) -> u64 {
+        match (&self.recipe, &self.streamed) {
+            (Some(r), _) => r.synapses,
+            (_, Some((st, p))) => st.synapses(*p),
+            _ => self.part.synapses(),
+        }
+    }
+
+    /// Bytes per code on the device.
+    pub(super) fn code_bytes(&self) -> u64 {
+        match (&self.recipe, &self.streamed) {
+            (Some(_), _) => 2,
+            (_, Some((st, _))) => 2 + 2 * st.wide as u64,
+            _ => self.part.codes.bytes_per_code(),
+        }
+    }
 }
 
 /// The procedural mappings of `c` for the GPU, which draws them one synapse per thread: an error
@@ -50,10 +85,15 @@ pub(super) struct Resources {
     pub(super) _proc: CudaSlice<u8>,
 }
 
-/// The whole brain as GPU 0's part. `on_gpu`: a brain built with every mapping procedural, every
-/// one in closed form, is stored by building its rows on the GPU (see `build.rs`), showing its
-/// progress when `Some(true)`.
-pub(super) fn whole(brain: Brain, on_gpu: Option<bool>) -> Result<GpuShard, BackendError> {
+/// The whole brain as GPU 0's part. `Placement::OnGpu`: a brain built with every mapping
+/// procedural, every one in closed form, is stored by building its rows on the GPU (see
+/// `build.rs`). `Placement::Streamed`: a brain planned by [`crate::connectome::stream::plan`].
+pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, BackendError> {
+    let (on_gpu, streamed) = match placement {
+        Placement::Host => (None, None),
+        Placement::OnGpu { progress } => (Some(progress), None),
+        Placement::Streamed(s) => (None, Some((s, 0))),
+    };
     let n = brain.layout.neurons;
     let mut procedural = gpu_procedural(&brain.connectome)?;
     let c = &brain.connectome;
@@ -66,28 +106,47 @@ pub(super) fn whole(brain: Brain, on_gpu: Option<bool>) -> Result<GpuShard, Back
         procedural.clear();
     }
     let mut conn = brain.connectome;
-    conn.repartition(std::slice::from_ref(&(0..n)));
+    if streamed.is_none() {
+        conn.repartition(std::slice::from_ref(&(0..n)));
+    } else if conn.parts.len() != 1 {
+        return Err(BackendError::Device(format!("a streamed brain for one GPU has one part, not {}", conn.parts.len())));
+    }
     let part = conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() });
     let contributions = recipe.as_ref().map_or(conn.contributions, |r| r.table.clone());
-    Ok(GpuShard { part, params: brain.layout.params, contributions, neurons: n, plastic: conn.plastic, procedural, recipe })
+    Ok(GpuShard { part, params: brain.layout.params, contributions, neurons: n, plastic: conn.plastic, procedural, recipe, streamed })
 }
 
 /// Upload this GPU's part of the connectome and the areas; the read-back ranges of this GPU.
 pub(super) fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: bool) -> Result<Resources, BackendError> {
     let part = &shard.part;
     let e = |w: &'static str| dev_err(w);
-    let (_row_ptr, _targets, _codes) = match &shard.recipe {
-        Some(r) => {
+    let row_ptr = || {
+        if row64 {
+            s.clone_htod(as_bytes(&part.row_ptr)).map_err(e("uploading row pointers"))
+        } else {
+            let r32: Vec<u32> = part.row_ptr.iter().map(|&x| x as u32).collect();
+            s.clone_htod(as_bytes(&r32)).map_err(e("uploading row pointers"))
+        }
+    };
+    let (_row_ptr, _targets, _codes) = match (&shard.recipe, &shard.streamed) {
+        (Some(r), _) => {
             let b = super::build::materialize(s, r, shard.neurons, row64, r.progress)?;
             (b.row_ptr, b.targets, b.codes)
         }
-        None => {
-            let row_ptr = if row64 {
-                s.clone_htod(as_bytes(&part.row_ptr)).map_err(e("uploading row pointers"))?
-            } else {
-                let r32: Vec<u32> = part.row_ptr.iter().map(|&x| x as u32).collect();
-                s.clone_htod(as_bytes(&r32)).map_err(e("uploading row pointers"))?
-            };
+        (None, Some((st, p))) => {
+            let n = st.synapses(*p) as usize;
+            let code_bytes = shard.code_bytes() as usize;
+            let mut targets: CudaSlice<u32> = s.alloc_zeros(n.max(1)).map_err(e("alloc synapse targets"))?;
+            let mut codes: CudaSlice<u8> = s.alloc_zeros((n * code_bytes).max(4)).map_err(e("alloc codes"))?;
+            st.fill(*p, &part.row_ptr, |at, t, c| {
+                let at = at as usize;
+                s.memcpy_htod(t, &mut targets.slice_mut(at..at + t.len())).map_err(e("uploading synapse targets"))?;
+                s.memcpy_htod(c, &mut codes.slice_mut(at * code_bytes..at * code_bytes + c.len())).map_err(e("uploading codes"))
+            })?;
+            (row_ptr()?, targets, codes)
+        }
+        (None, None) => {
+            let row_ptr = row_ptr()?;
             let targets = if part.targets.is_empty() { s.alloc_zeros(1) } else { s.clone_htod(&part.targets[..]) }
                 .map_err(e("uploading synapse targets"))?;
             let codes = match &part.codes {
@@ -99,7 +158,7 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: b
             (row_ptr, targets, codes)
         }
     };
-    let synapses = shard.recipe.as_ref().map_or(part.synapses(), |r| r.synapses);
+    let synapses = shard.synapses();
     let table: Vec<i32> = if shard.contributions.is_empty() { vec![0] } else { shard.contributions.clone() };
     let ends: Vec<u32> = shard.params.iter().map(|p| p.first + p.count).collect();
     Ok(Resources {

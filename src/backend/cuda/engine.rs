@@ -82,6 +82,7 @@ impl CudaShardEngine {
                 plastic: brain.connectome.plastic.clone(),
                 procedural: procedural.clone(),
                 recipe: None,
+                streamed: None,
             };
             let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device)?;
             let (spikes, count) = backend.connect_host()?;

@@ -133,6 +133,7 @@ impl MultiGpu {
                 plastic: plastic.clone(),
                 procedural: procedural.clone(),
                 recipe: None,
+                streamed: None,
             };
             gpus.push(CudaBackend::new_shard(shard, readback.clone(), device)?);
         }
