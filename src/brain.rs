@@ -31,6 +31,35 @@ impl Brain {
         Some((Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome }, streamed))
     }
 
+    /// [`Brain::planned`] for `shards` shards planned by `strategy`, one part per shard (as
+    /// [`Brain::build_sharded`] cuts them). `by_cortical_area` plans from the synapse counts, so it
+    /// counts twice. None for a brain that learns.
+    pub fn planned_sharded(
+        genome: &Genome,
+        shards: usize,
+        strategy: Strategy,
+        progress: bool,
+    ) -> Result<Option<(Brain, ShardPlan, connectome::stream::Streamed)>, PlanError> {
+        let layout = Layout::from_genome(genome);
+        let plan0 = ShardPlan::new(&layout, &[], shards, strategy)?;
+        let first = match strategy {
+            Strategy::RoundRobin => plan0.ranges.clone(),
+            Strategy::ByCorticalArea => connectome::even_ranges(layout.neurons, 1),
+        };
+        let Some((mut c, mut streamed)) = connectome::stream::plan(genome, &layout, &opts(genome, first, progress)) else {
+            return Ok(None);
+        };
+        let plan = ShardPlan::new(&layout, &incoming_per_area(&layout, &c.mappings), shards, strategy)?;
+        if c.parts.iter().map(|p| p.targets_range.clone()).ne(plan.ranges.iter().cloned()) {
+            let Some(again) = connectome::stream::plan(genome, &layout, &opts(genome, plan.ranges.clone(), progress)) else {
+                return Ok(None);
+            };
+            (c, streamed) = again;
+        }
+        let brain = Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome: c };
+        Ok(Some((brain, plan, streamed)))
+    }
+
     /// Build for `shards` shards planned by `strategy`: the connectome's parts are each shard's
     /// range cut into `parts_per_shard` equal pieces (shard `k` owns parts
     /// `k * parts_per_shard..(k + 1) * parts_per_shard`). `by_cortical_area` balances synapses

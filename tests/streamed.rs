@@ -2,11 +2,12 @@
 //! time as it copies them, and never holds them whole. The GPU must then hold the host build's
 //! rows, in the same order, with the same codes, and fire as the CPU does.
 
-use neuroburst::backend::cuda::CudaBackend;
-use neuroburst::backend::Readback;
+use neuroburst::backend::cuda::{CudaBackend, MultiGpu};
+use neuroburst::backend::{BackendError, Readback};
 use neuroburst::brain::Brain;
 use neuroburst::genome::Genome;
 use neuroburst::selftest::{parity_with, random_genome, ParityConfig};
+use neuroburst::shard::Strategy;
 
 /// [`random_genome`] without learning: every morphology kind, no plastic or associative mapping.
 fn static_genome(seed: u64, max_neurons: u32) -> Genome {
@@ -54,4 +55,57 @@ fn a_streamed_brain_holds_the_host_builds_rows_and_fires_as_the_cpu() {
     };
     let cfg = ParityConfig { brains: 8, bursts: 300, seed: 700, max_neurons: 5000, candidate_parts: 1 };
     println!("{}", parity_with(&cfg, &static_genome, &cand).unwrap());
+}
+
+/// Planned for shards, the stream draws each shard's part as the sharded build holds it: the same
+/// plan, row pointers, targets and codes, for both strategies (on the CPU, in CI).
+#[test]
+fn a_brain_streamed_to_shards_is_the_sharded_build() {
+    let mut parts = 0;
+    for seed in 0..8 {
+        let g = static_genome(seed, 5000);
+        for strategy in [Strategy::RoundRobin, Strategy::ByCorticalArea] {
+            let shards = 1 + seed as usize % 3;
+            let Ok((built, plan)) = Brain::build_sharded(&g, shards, strategy, 1, false) else { continue };
+            let (brain, planned, streamed) = Brain::planned_sharded(&g, shards, strategy, false).unwrap().expect("no learning");
+            assert_eq!(planned.ranges, plan.ranges, "{}: {strategy:?}", g.name);
+            assert_eq!(brain.connectome.contributions, built.connectome.contributions);
+            for (k, (p, b)) in brain.connectome.parts.iter().zip(&built.connectome.parts).enumerate() {
+                assert_eq!(p.row_ptr, b.row_ptr, "{}: {strategy:?} part {k}", g.name);
+                let (mut targets, mut codes) = (Vec::new(), Vec::new());
+                streamed
+                    .fill::<()>(k, &p.row_ptr, |at, t, c| {
+                        assert_eq!(at as usize, targets.len());
+                        targets.extend_from_slice(t);
+                        codes.extend(
+                            c.chunks(if streamed.wide { 4 } else { 2 })
+                                .map(|x| x.iter().rev().fold(0u32, |acc, &byte| acc << 8 | byte as u32)),
+                        );
+                        Ok(())
+                    })
+                    .unwrap();
+                assert_eq!(targets, b.targets, "{}: {strategy:?} part {k}", g.name);
+                assert_eq!(codes, (0..b.codes.len()).map(|i| b.codes.get(i)).collect::<Vec<_>>());
+                parts += 1;
+            }
+        }
+    }
+    assert!(parts >= 16, "{parts} parts compared");
+}
+
+/// On a GPU: two shards of a streamed brain (both on GPU 0) fire as the CPU does.
+#[test]
+fn a_brain_streamed_to_gpu_shards_fires_as_the_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for strategy in [Strategy::RoundRobin, Strategy::ByCorticalArea] {
+        let cand = move |g: &Genome, _: Brain, r: Readback| {
+            let (brain, plan, streamed) =
+                Brain::planned_sharded(g, 2, strategy, false).map_err(|e| BackendError::Device(e.to_string()))?.expect("no learning");
+            Ok(Box::new(MultiGpu::streamed(brain, &plan, streamed, r, &[0, 0])?) as Box<dyn neuroburst::backend::Backend>)
+        };
+        let cfg = ParityConfig { brains: 4, bursts: 200, seed: 800, max_neurons: 5000, candidate_parts: 1 };
+        println!("{strategy:?}: {}", parity_with(&cfg, &static_genome, &cand).unwrap());
+    }
 }

@@ -43,10 +43,13 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     let genome = &placed(genome, cfg, devices.as_ref().map(|(d, _)| &d[..]));
     let layout = Layout::from_genome(genome);
     // one GPU and every mapping in closed form: the GPU builds the synapses, the host holds none;
-    // one GPU and no learning: the host draws the synapses a few chunks at a time as it copies them
+    // otherwise, a brain that does not learn: the host draws the synapses a few chunks at a time
+    // as it copies them to the GPUs (a brain that learns is built on the host: its learning
+    // indexes its synapses there)
     let one_gpu = matches!(&devices, Some((d, _)) if d.len() == 1);
     let on_gpu = one_gpu && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
-    let streams = one_gpu && !on_gpu && !crate::connectome::learns(genome, &layout);
+    let learns = crate::connectome::learns(genome, &layout);
+    let streams = gpu && !on_gpu && !learns;
     let host_built = if on_gpu { storage::all_marked(genome) } else { genome.clone() };
     if !streams {
         crate::capacity::check_build(&host_built, &layout, gpu, &crate::capacity::host_available())?;
@@ -56,11 +59,33 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
             tracing::info!("{why}");
         }
         if devices.len() > 1 {
-            let (brain, plan) = Brain::build_sharded(genome, devices.len(), cfg.strategy, 1, progress).map_err(|e| e.to_string())?;
+            let start = std::time::Instant::now();
+            // a brain that does not learn is streamed to its GPUs; one that learns is built here
+            let planned = Brain::planned_sharded(genome, devices.len(), cfg.strategy, progress).map_err(|e| e.to_string())?;
+            let (brain, plan, streamed) = match planned {
+                Some((brain, plan, streamed)) => (brain, plan, Some(streamed)),
+                None => {
+                    let (brain, plan) =
+                        Brain::build_sharded(genome, devices.len(), cfg.strategy, 1, progress).map_err(|e| e.to_string())?;
+                    (brain, plan, None)
+                }
+            };
             log_plan(&plan);
-            let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
-            let build_seconds = brain.connectome.build_seconds;
-            match super::open_multi_cuda(brain, &plan, readback.clone(), &devices) {
+            let drawn = brain.connectome.procedural_synapses();
+            let synapses = match &streamed {
+                Some(st) => (0..plan.len()).map(|k| st.synapses(k)).sum(),
+                None => brain.connectome.synapses(),
+            };
+            let opened = match streamed {
+                Some(st) => {
+                    tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPUs as drawn");
+                    super::cuda::MultiGpu::streamed(brain, &plan, st, readback.clone(), &devices)
+                        .map(|b| Box::new(b) as Box<dyn super::Backend>)
+                }
+                None => super::open_multi_cuda(brain, &plan, readback.clone(), &devices),
+            };
+            let build_seconds = start.elapsed().as_secs_f64();
+            match opened {
                 Ok(backend) => return Ok(Opened { backend, choice, synapses, drawn, build_seconds, plan: Some(plan) }),
                 Err(e) if cfg.kind == BackendKind::Auto => {
                     tracing::warn!("auto: one GPU instead of {}: {e}", devices.len());
@@ -132,9 +157,8 @@ fn placed(genome: &Genome, cfg: &BackendConfig, gpus: Option<&[usize]>) -> Genom
     // a brain the GPU builds itself, or one streamed to one GPU, takes no host memory for its
     // synapses
     let host = crate::capacity::host_available();
-    let one_gpu = gpus.is_some_and(|d| d.len() == 1);
     let gpu_builds = gpu && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
-    let streams = one_gpu && !crate::connectome::learns(genome, &layout);
+    let streams = gpu && !crate::connectome::learns(genome, &layout);
     let host = if gpu_builds || streams { crate::capacity::Available { bytes: u64::MAX, from: host.from } } else { host };
     let budget = crate::capacity::synapse_budget(neurons, &host, on_gpu);
     let (placed, notes) = crate::connectome::storage::apply(genome, &layout, cfg.connectome, gpu, &budget);

@@ -23,6 +23,7 @@ use super::device_connectome::GpuShard;
 use crate::backend::shard::{check_state, state_slice};
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
+use crate::connectome::stream::Streamed;
 use crate::model::{InjectionSlice, Injections, NeuronState};
 use crate::shard::ShardPlan;
 
@@ -117,6 +118,29 @@ impl MultiGpu {
     /// Put `brain`, built for `plan` with one part per shard ([`Brain::build_sharded`]), on
     /// `devices` (one per shard). Checks peer access between every pair first.
     pub fn new(brain: Brain, plan: &ShardPlan, readback: Readback, devices: &[usize]) -> Result<MultiGpu, BackendError> {
+        Self::placed(brain, plan, None, readback, devices)
+    }
+
+    /// As [`MultiGpu::new`] for a brain planned by [`Brain::planned_sharded`] (its parts hold row
+    /// pointers only): each GPU's synapses are drawn on the host a few chunks at a time and copied
+    /// to it.
+    pub fn streamed(
+        brain: Brain,
+        plan: &ShardPlan,
+        streamed: Streamed,
+        readback: Readback,
+        devices: &[usize],
+    ) -> Result<MultiGpu, BackendError> {
+        Self::placed(brain, plan, Some(Arc::new(streamed)), readback, devices)
+    }
+
+    fn placed(
+        brain: Brain,
+        plan: &ShardPlan,
+        streamed: Option<Arc<Streamed>>,
+        readback: Readback,
+        devices: &[usize],
+    ) -> Result<MultiGpu, BackendError> {
         assert_eq!(plan.len(), devices.len(), "one GPU per shard");
         assert_eq!(brain.connectome.parts.len(), plan.len(), "one part per shard");
         let neurons = brain.layout.neurons;
@@ -124,7 +148,7 @@ impl MultiGpu {
         let procedural = super::device_connectome::gpu_procedural(&brain.connectome)?;
         let (table, plastic) = (brain.connectome.contributions, brain.connectome.plastic);
         let mut gpus = Vec::with_capacity(devices.len());
-        for (part, &device) in brain.connectome.parts.into_iter().zip(devices) {
+        for (i, (part, &device)) in brain.connectome.parts.into_iter().zip(devices).enumerate() {
             let shard = GpuShard {
                 part,
                 params: params.clone(),
@@ -133,7 +157,7 @@ impl MultiGpu {
                 plastic: plastic.clone(),
                 procedural: procedural.clone(),
                 recipe: None,
-                streamed: None,
+                streamed: streamed.clone().map(|st| (st, i)),
             };
             gpus.push(CudaBackend::new_shard(shard, readback.clone(), device)?);
         }
