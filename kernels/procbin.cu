@@ -3,8 +3,8 @@
 // random atomic there costs a read and a write of DRAM each. So they are drawn in two passes:
 // `proc_bin` draws every synapse of the fired sources once and appends it to the bin of its
 // target's tile (2^PROC_TILE_BITS neurons: one tile's 16 MB accumulator fits in L2), staged per block in
-// shared memory and written out in runs; `proc_add` then adds the bins tile after tile, each
-// tile's accumulator held in L2. A bin that would overflow its room adds directly (exact, slower).
+// shared memory and written out in runs; `proc_add` then adds the bins tile after tile into 32-bit
+// sums held in L2, and `proc_fold` adds those to the accumulator. A bin that would overflow its room adds directly (exact, slower).
 // The sums are exact integers: the same input as the direct path, bit for bit.
 
 #define PROC_TILE_BITS 21
@@ -74,30 +74,78 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
     }
 }
 
-// The bins, tile after tile (the grid walks them in order, so one tile's accumulator is in L2 at
-// a time); then the counts are left for `proc_clear`.
+// The bins, tile after tile (the grid walks them in order, so one tile's sums are in L2 at a
+// time), added into 32-bit sums (`scratch`, one per neuron: half the bytes of the accumulator, so a
+// tile's sums stay in L2 under the adds). A step of a sum that leaves the i32 range (seen from the
+// value the atomic returns) marks its tile in `over`: its sums are dropped by `proc_fold` and its
+// bin is added again into the 64-bit accumulator by `proc_redo`. Exact either way: when no step
+// overflowed, every partial sum, the last included, is the exact one.
 template <typename ACC>
-__device__ void proc_add_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles) {
+__device__ void proc_add_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, int* scratch, u32* over) {
     const u64 tmask = (1u << PROC_TILE_BITS) - 1;
     const u64 step = (u64)gridDim.x * blockDim.x;
     for (u32 p = 0; p < n_tiles; p++) {
         const u64 c = min(counts[p], room);
         const u32* b = bins + p * room;
+        bool overflow = false;
         for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < c; i += step) {
-            // streamed past L2 (evict first): L2 keeps the tile's accumulator
+            // streamed past L2 (evict first): L2 keeps the tile's sums
             const u32 e = __ldcs(b + i);
+            const int v = net.proc[e >> PROC_TILE_BITS].contribution;
+            const int old = atomicAdd(scratch + ((p << PROC_TILE_BITS) | (u32)(e & tmask)), v);
+            const int sum = (int)((unsigned)old + (unsigned)v);
+            overflow |= ((old ^ sum) & (v ^ sum)) < 0;
+        }
+        if (__any_sync(0xffffffffu, overflow) && (threadIdx.x & 31) == 0) over[p] = 1;
+    }
+}
+
+// The 32-bit sums into the accumulator (a tile marked in `over` is left to `proc_redo`), zeroed
+// for the next burst.
+template <typename ACC>
+__device__ void proc_fold_impl(const Net& net, int* scratch, const u32* over) {
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < net.n; t += gridDim.x * blockDim.x) {
+        const int v = scratch[t];
+        if (v != 0) {
+            scratch[t] = 0;
+            if (!over[t >> PROC_TILE_BITS]) ((i64*)net.acc)[t] += v;
+        }
+    }
+}
+
+// The bins of the tiles marked in `over`, added again into the 64-bit accumulator.
+template <typename ACC>
+__device__ void proc_redo_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, const u32* over) {
+    const u64 tmask = (1u << PROC_TILE_BITS) - 1;
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    for (u32 p = 0; p < n_tiles; p++) {
+        if (!over[p]) continue;
+        const u64 c = min(counts[p], room);
+        const u32* b = bins + p * room;
+        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < c; i += step) {
+            const u32 e = b[i];
             acc_add<ACC>(net.acc, (p << PROC_TILE_BITS) | (u32)(e & tmask), net.proc[e >> PROC_TILE_BITS].contribution);
         }
     }
 }
 
-extern "C" __global__ void proc_clear(u64* counts, u32 n_tiles) {
-    if (threadIdx.x < n_tiles) counts[threadIdx.x] = 0;
+extern "C" __global__ void proc_clear(u64* counts, u32* over, u32 n_tiles) {
+    if (threadIdx.x < n_tiles) {
+        counts[threadIdx.x] = 0;
+        over[threadIdx.x] = 0;
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(256) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 kmax) {
     proc_bin_impl<i64>(net, rd, bins, counts, room, n_tiles, kmax);
 }
-extern "C" __global__ void __launch_bounds__(256) proc_add_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles) {
-    proc_add_impl<i64>(net, bins, counts, room, n_tiles);
+extern "C" __global__ void __launch_bounds__(256) proc_add_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, int* scratch,
+                                                                u32* over) {
+    proc_add_impl<i64>(net, bins, counts, room, n_tiles, scratch, over);
+}
+extern "C" __global__ void __launch_bounds__(256) proc_fold_n64(Net net, int* scratch, const u32* over) {
+    proc_fold_impl<i64>(net, scratch, over);
+}
+extern "C" __global__ void __launch_bounds__(256) proc_redo_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, const u32* over) {
+    proc_redo_impl<i64>(net, bins, counts, room, n_tiles, over);
 }

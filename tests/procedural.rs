@@ -229,9 +229,6 @@ fn the_command_line_checks_inspects_and_measures_procedural_brains() {
 /// burst by burst. Skips without a GPU.
 #[test]
 fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() {
-    use neuroburst::backend::cpu::CpuBackend;
-    use neuroburst::backend::cuda::CudaBackend;
-    use neuroburst::backend::Backend;
     if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
         println!("skipped: no GPU ({why})");
         return;
@@ -248,11 +245,30 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     second.sign = neuroburst::genome::Sign::Inhibitory;
     second.weight = 0.5;
     g.mappings.push(second);
-    let mut cpu = CpuBackend::new(Brain::build(&g, rayon::current_num_threads(), false), Readback::All);
-    let mut gpu = CudaBackend::new(Brain::build(&all_procedural(&g), 1, false), Readback::All, 0).unwrap();
+    let fired = binned_as_the_cpu(&w, &g, 30);
+    println!("binned procedural brain of 5M neurons: {fired} fired in 30 bursts, as the CPU");
+    assert!(fired > 1_000_000);
+    // the largest contributions there are (weight and psp 255): a neuron's 32-bit sum of a burst
+    // overflows, its tile is added again in 64 bits
+    let w = Workload { neurons: 2_200_000, fanout: 260, rate: 0.01, seed: 22 };
+    let mut g = w.genome();
+    g.mappings[0].weight = 255.0;
+    g.areas.iter_mut().for_each(|a| a.psp = 255.0);
+    let fired = binned_as_the_cpu(&w, &g, 5);
+    println!("binned brain of the largest contributions: {fired} fired in 5 bursts, as the CPU");
+}
+
+/// Run `g` stored on the CPU and procedural (binned) on GPU 0 for `bursts` bursts of `w`'s
+/// injections: the same fired neurons and potentials every burst. Returns the neurons fired.
+fn binned_as_the_cpu(w: &Workload, g: &neuroburst::genome::Genome, bursts: u64) -> usize {
+    use neuroburst::backend::cpu::CpuBackend;
+    use neuroburst::backend::cuda::CudaBackend;
+    use neuroburst::backend::Backend;
+    let mut cpu = CpuBackend::new(Brain::build(g, rayon::current_num_threads(), false), Readback::All);
+    let mut gpu = CudaBackend::new(Brain::build(&all_procedural(g), 1, false), Readback::All, 0).unwrap();
     let mut inj = neuroburst::model::Injections::new();
     let mut fired = 0;
-    for t in 1..=30 {
+    for t in 1..=bursts {
         w.injection(t, &mut inj);
         let a = cpu.burst(inj.as_slice()).unwrap();
         let (af, av) = (a.fired.to_vec(), a.potentials.to_vec());
@@ -260,6 +276,5 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
         assert!(af == b.fired && av == b.potentials, "burst {t}: {} fired on the CPU, {} on the GPU", af.len(), b.fired.len());
         fired += af.len();
     }
-    println!("binned procedural brain of 5M neurons: {fired} fired in 30 bursts, as the CPU");
-    assert!(fired > 1_000_000);
+    fired
 }

@@ -119,6 +119,8 @@ pub struct Kernels {
     pub proc_clear: CudaFunction,
     pub proc_bin: CudaFunction,
     pub proc_add: CudaFunction,
+    pub proc_fold: CudaFunction,
+    pub proc_redo: CudaFunction,
 }
 
 /// Which kernel variant a brain needs.
@@ -158,6 +160,8 @@ impl Kernels {
             proc_clear: f("proc_clear".into())?,
             proc_bin: f("proc_bin_n64".into())?,
             proc_add: f("proc_add_n64".into())?,
+            proc_fold: f("proc_fold_n64".into())?,
+            proc_redo: f("proc_redo_n64".into())?,
             module,
         })
     }

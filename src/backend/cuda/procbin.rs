@@ -1,7 +1,8 @@
 //! A large brain's procedural synapses, binned by target tile before they are added
 //! (`kernels/procbin.cu`, docs/capacity.md): each drawn synapse is written once to its tile's bin
-//! and read once, and the adds of one tile hit an accumulator held in L2, instead of a DRAM read
-//! and write per synapse.
+//! and read once, and the adds of one tile hit 32-bit sums held in L2 (folded into the
+//! accumulator after; a tile whose sums overflow is added again in 64 bits), instead of a DRAM
+//! read and write per synapse.
 
 use std::sync::Arc;
 
@@ -25,6 +26,9 @@ const MAX_TILES: u32 = 100;
 pub(super) struct ProcBins {
     bins: CudaSlice<u32>,
     counts: CudaSlice<u64>,
+    /// 32-bit sums, one per neuron (zero between bursts), and the tiles whose sums overflowed.
+    scratch: CudaSlice<i32>,
+    over: CudaSlice<u32>,
     /// Entries each bin holds; past it a synapse is added directly.
     room: u64,
     tiles: u32,
@@ -54,20 +58,22 @@ impl ProcBins {
         let room = entries / tiles as u64;
         let bins = s.alloc_zeros::<u32>((room * tiles as u64) as usize).map_err(e("alloc procedural bins"))?;
         let counts = s.alloc_zeros::<u64>(tiles as usize).map_err(e("alloc procedural bins"))?;
+        let scratch = s.alloc_zeros::<i32>(n as usize).map_err(e("alloc procedural sums"))?;
+        let over = s.alloc_zeros::<u32>(tiles as usize).map_err(e("alloc procedural sums"))?;
         tracing::info!("CUDA: procedural synapses binned in {tiles} tiles of {} neurons, {room} entries each", 1u32 << TILE_BITS);
-        Ok(ProcBins { bins, counts, room, tiles, kmax })
+        Ok(ProcBins { bins, counts, scratch, over, room, tiles, kmax })
     }
 
     /// Device bytes of the bins.
     pub(super) fn bytes(&self) -> u64 {
-        self.room * self.tiles as u64 * 4 + self.tiles as u64 * 8
+        self.room * self.tiles as u64 * 4 + self.tiles as u64 * 12 + self.scratch.len() as u64 * 4
     }
 
     /// Launch (or record) the clear, the binning of side `rd`'s fired sources and the adds.
     pub(super) fn launch(&self, s: &CudaStream, k: &Kernels, net: &Net, rd: &Side, sm: u32) -> Result<(), BackendError> {
         let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (MAX_TILES.next_multiple_of(32), 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: zeroes the `tiles` counts allocated in `new`.
-        unsafe { s.launch_builder(&k.proc_clear).arg(&self.counts).arg(&self.tiles).launch(one) }
+        // SAFETY: zeroes the `tiles` counts and marks allocated in `new`.
+        unsafe { s.launch_builder(&k.proc_clear).arg(&self.counts).arg(&self.over).arg(&self.tiles).launch(one) }
             .map_err(dev_err("launching proc_clear"))?;
         let shared = self.tiles * STAGE * 4 + self.tiles * 4;
         k.proc_bin
@@ -89,9 +95,19 @@ impl ProcBins {
         }
         .map_err(dev_err("launching proc_bin"))?;
         let cfg = LaunchConfig { grid_dim: (sm * 8, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: reads at most `room` entries of each bin, adds into `net.acc` at targets < N.
-        unsafe { s.launch_builder(&k.proc_add).arg(net).arg(&self.bins).arg(&self.counts).arg(&self.room).arg(&self.tiles).launch(cfg) }
-            .map_err(dev_err("launching proc_add"))?;
+        let (bins, counts, room, tiles) = (&self.bins, &self.counts, &self.room, &self.tiles);
+        // SAFETY: reads at most `room` entries of each bin, adds into `scratch` (N sums) at targets
+        // < N, marks tiles < `tiles` in `over`.
+        unsafe {
+            s.launch_builder(&k.proc_add).arg(net).arg(bins).arg(counts).arg(room).arg(tiles).arg(&self.scratch).arg(&self.over).launch(cfg)
+        }
+        .map_err(dev_err("launching proc_add"))?;
+        // SAFETY: reads and zeroes the N sums, adds them into `net.acc` (N neurons).
+        unsafe { s.launch_builder(&k.proc_fold).arg(net).arg(&self.scratch).arg(&self.over).launch(cfg) }
+            .map_err(dev_err("launching proc_fold"))?;
+        // SAFETY: as proc_add, into `net.acc`, for the marked tiles only.
+        unsafe { s.launch_builder(&k.proc_redo).arg(net).arg(bins).arg(counts).arg(room).arg(tiles).arg(&self.over).launch(cfg) }
+            .map_err(dev_err("launching proc_redo"))?;
         Ok(())
     }
 }
