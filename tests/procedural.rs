@@ -1,6 +1,8 @@
 //! Procedural connectivity: a brain whose mappings are drawn again when their sources fire gives
 //! the same fired sets and state, bit for bit, as the same brain stored (docs/capacity.md).
 
+mod common;
+
 use neuroburst::backend::Readback;
 use neuroburst::brain::Brain;
 use neuroburst::connectome::storage::{apply, Budget, Storage};
@@ -172,12 +174,7 @@ fn the_gpu_builds_the_rows_the_host_builds() {
         let host = Brain::build(g, 1, false);
         let marked = Brain::build(&all_procedural(g), 1, false);
         let gpu = CudaBackend::built_on_gpu(marked, Readback::All, 0, false).unwrap();
-        let (row_ptr, targets, codes) = gpu.stored_rows().unwrap();
-        let p = &host.connectome.parts[0];
-        assert_eq!(row_ptr, p.row_ptr, "{}: row pointers", g.name);
-        assert_eq!(targets, p.targets, "{}: targets", g.name);
-        assert_eq!(codes, (0..p.codes.len()).map(|i| p.codes.get(i)).collect::<Vec<_>>(), "{}: codes", g.name);
-        synapses += targets.len();
+        synapses += common::assert_rows(gpu.stored_rows().unwrap(), &host.connectome.parts[0], &g.name);
     }
     println!("{} brains built on the GPU, {synapses} synapses compared", genomes.len());
     let cand = |g: &neuroburst::genome::Genome, _: Brain, r: Readback| {

@@ -2,6 +2,8 @@
 //! time as it copies them, and never holds them whole. The GPU must then hold the host build's
 //! rows, in the same order, with the same codes, and fire as the CPU does.
 
+mod common;
+
 use neuroburst::backend::cuda::{CudaBackend, MultiGpu};
 use neuroburst::backend::{BackendError, Readback};
 use neuroburst::brain::Brain;
@@ -41,12 +43,7 @@ fn a_streamed_brain_holds_the_host_builds_rows_and_fires_as_the_cpu() {
         let (brain, streamed) = Brain::planned(g, false).expect("a brain that does not learn is streamed");
         assert!(brain.connectome.parts[0].targets.is_empty(), "{}: the host holds no synapse", g.name);
         let gpu = CudaBackend::streamed(brain, streamed, Readback::All, 0).unwrap();
-        let (row_ptr, targets, codes) = gpu.stored_rows().unwrap();
-        let p = &host.connectome.parts[0];
-        assert_eq!(row_ptr, p.row_ptr, "{}: row pointers", g.name);
-        assert_eq!(targets, p.targets, "{}: targets", g.name);
-        assert_eq!(codes, (0..p.codes.len()).map(|i| p.codes.get(i)).collect::<Vec<_>>(), "{}: codes", g.name);
-        synapses += targets.len();
+        synapses += common::assert_rows(gpu.stored_rows().unwrap(), &host.connectome.parts[0], &g.name);
     }
     println!("{} brains streamed to the GPU, {synapses} synapses compared", genomes.len());
     let cand = |g: &Genome, _: Brain, r: Readback| {

@@ -216,3 +216,13 @@ impl Drop for Proc {
         }
     }
 }
+
+/// The GPU's stored rows (`CudaBackend::stored_rows`) are `part`'s: row pointers, targets and
+/// codes (`name` says which brain). Returns the synapses compared.
+pub fn assert_rows(rows: (Vec<u64>, Vec<u32>, Vec<u32>), part: &neuroburst::connectome::Part, name: &str) -> usize {
+    let (row_ptr, targets, codes) = rows;
+    assert_eq!(row_ptr, part.row_ptr, "{name}: row pointers");
+    assert_eq!(targets, part.targets, "{name}: targets");
+    assert_eq!(codes, (0..part.codes.len()).map(|i| part.codes.get(i)).collect::<Vec<_>>(), "{name}: codes");
+    targets.len()
+}
