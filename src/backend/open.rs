@@ -95,7 +95,7 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
         }
         let start = std::time::Instant::now();
         let planned = if streams { Brain::planned(genome, progress) } else { None };
-        let backend = if let Some((brain, streamed)) = planned {
+        let (backend, synapses, drawn) = if let Some((brain, streamed)) = planned {
             let (synapses, drawn) = (streamed.synapses(0), brain.connectome.procedural_synapses());
             tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPU as drawn");
             let backend = super::cuda::CudaBackend::streamed(brain, streamed, readback, devices[0]).map_err(|e| e.to_string())?;
@@ -111,7 +111,6 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
                 (super::open_cuda(brain, readback, devices[0]).map_err(|e| e.to_string())?, synapses, drawn)
             }
         };
-        let (backend, synapses, drawn) = backend;
         // the build on the host, and on the GPU (with the backend's start) when it builds there
         let build_seconds = start.elapsed().as_secs_f64();
         return Ok(Opened { backend, choice, synapses, drawn, build_seconds, plan: None });
