@@ -132,6 +132,7 @@ fn the_binary_reports_errors_without_panicking() {
         (vec!["run", "--genome", good, "--bursts", "3", "--spikes-out", "/nonexistent/dir/s.jsonl"], vec!["/nonexistent/dir/s.jsonl"]),
         (vec!["run", "--genome", good, "--bursts", "3", "--backend", "cuda"], vec!["CUDA backend was asked for"]),
         (vec!["bench", "--backend", "cpu", "--neurons", "100", "--rate", "2"], vec!["--rate"]),
+        (vec!["bench", "--backend", "cpu", "--neurons", "100", "--attractivity", "150"], vec!["--attractivity", "0..=100"]),
     ];
     for (args, expect) in cases {
         let (code, _, err) = neuroburst(&args);
