@@ -13,12 +13,17 @@ pub struct Brain {
 }
 
 impl Brain {
+    /// `genome`'s brain of this layout and connectome.
+    fn of(genome: &Genome, layout: Layout, connectome: Connectome) -> Brain {
+        Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome }
+    }
+
     /// Build a validated genome's connectome split into `parts` target ranges of equal size.
     pub fn build(genome: &Genome, parts: usize, progress: bool) -> Brain {
         let layout = Layout::from_genome(genome);
         let ranges = connectome::even_ranges(layout.neurons, parts);
         let connectome = connectome::build(genome, &layout, &opts(genome, ranges, progress));
-        Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome }
+        Brain::of(genome, layout, connectome)
     }
 
     /// The first pass of a streamed build ([`connectome::stream::plan`]) in one part: the brain's
@@ -28,7 +33,7 @@ impl Brain {
         let layout = Layout::from_genome(genome);
         let ranges = connectome::even_ranges(layout.neurons, 1);
         let (connectome, streamed) = connectome::stream::plan(genome, &layout, &opts(genome, ranges, progress))?;
-        Some((Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome }, streamed))
+        Some((Brain::of(genome, layout, connectome), streamed))
     }
 
     /// [`Brain::planned`] for `shards` shards planned by `strategy`, one part per shard (as
@@ -56,7 +61,7 @@ impl Brain {
             };
             (c, streamed) = again;
         }
-        let brain = Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome: c };
+        let brain = Brain::of(genome, layout, c);
         Ok(Some((brain, plan, streamed)))
     }
 
@@ -89,7 +94,7 @@ impl Brain {
                 (c, plan)
             }
         };
-        let brain = Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome };
+        let brain = Brain::of(genome, layout, connectome);
         Ok((brain, plan))
     }
 
@@ -119,7 +124,7 @@ impl Brain {
         let c = connectome::build(genome, &layout, &opts(genome, pieces(&ranges[k..=k], parts_per_shard), progress));
         let plan = ShardPlan::new(&layout, &incoming_per_area(&layout, &c.mappings), shards, strategy)?;
         debug_assert_eq!(plan.ranges, ranges);
-        let brain = Brain { name: genome.name.clone(), burst_rate_hz: genome.burst_rate_hz, layout, connectome: c };
+        let brain = Brain::of(genome, layout, c);
         Ok((brain, plan))
     }
 }

@@ -24,6 +24,22 @@ pub struct Opened {
     pub plan: Option<ShardPlan>,
 }
 
+/// A backend made, before it is an [`Opened`] (which adds the choice).
+struct Made {
+    backend: Box<dyn Backend>,
+    synapses: u64,
+    drawn: u64,
+    build_seconds: f64,
+    plan: Option<ShardPlan>,
+}
+
+impl Made {
+    fn opened(self, choice: Choice) -> Opened {
+        let Made { backend, synapses, drawn, build_seconds, plan } = self;
+        Opened { backend, choice, synapses, drawn, build_seconds, plan }
+    }
+}
+
 /// Probe GPU `device`; never panics.
 pub fn probe(device: usize) -> GpuProbe {
     super::gpu_probe(device)
@@ -31,7 +47,9 @@ pub fn probe(device: usize) -> GpuProbe {
 
 /// Choose and start the backend for `genome`, sharded as configured.
 pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: bool) -> Result<Opened, String> {
-    let neurons = Layout::from_genome(genome).neurons as u64;
+    // (placing a genome marks mappings procedural: its layout and its learning stay)
+    let layout = Layout::from_genome(genome);
+    let neurons = layout.neurons as u64;
     let probe = match cfg.kind {
         BackendKind::Cpu => GpuProbe::Unavailable("not probed".into()),
         _ => probe(cfg.device),
@@ -40,80 +58,26 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     tracing::info!("{}", choice.reason);
     let gpu = choice.kind == BackendKind::Cuda;
     let devices = if gpu { Some(gpu_devices(cfg, neurons, super::gpu_count())?) } else { None };
-    let genome = &placed(genome, cfg, devices.as_ref().map(|(d, _)| &d[..]));
-    let layout = Layout::from_genome(genome);
-    // one GPU and every mapping in closed form: the GPU builds the synapses, the host holds none;
-    // otherwise, a brain that does not learn: the host draws the synapses a few chunks at a time
-    // as it copies them to the GPUs (a brain that learns is built on the host: its learning
-    // indexes its synapses there)
-    let one_gpu = matches!(&devices, Some((d, _)) if d.len() == 1);
-    let on_gpu = one_gpu && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
+    // a brain that does not learn reaches its GPUs without the host holding its synapses (built
+    // on the GPU, or streamed to it); a brain that learns is built on the host, its learning
+    // indexes its synapses there
     let learns = crate::connectome::learns(genome, &layout);
-    let streams = gpu && !on_gpu && !learns;
-    let host_built = if on_gpu { storage::all_marked(genome) } else { genome.clone() };
-    if !streams {
-        crate::capacity::check_build(&host_built, &layout, gpu, &crate::capacity::host_available())?;
+    let genome = &placed(genome, &layout, cfg, devices.as_ref().map(|(d, _)| &d[..]), gpu && !learns);
+    if learns || !gpu {
+        crate::capacity::check_build(genome, &layout, gpu, &crate::capacity::host_available())?;
     }
     if let Some((devices, why)) = devices {
         if let Some(why) = why {
             tracing::info!("{why}");
         }
         if devices.len() > 1 {
-            let start = std::time::Instant::now();
-            // a brain that does not learn is streamed to its GPUs; one that learns is built here
-            let planned = Brain::planned_sharded(genome, devices.len(), cfg.strategy, progress).map_err(|e| e.to_string())?;
-            let (brain, plan, streamed) = match planned {
-                Some((brain, plan, streamed)) => (brain, plan, Some(streamed)),
-                None => {
-                    let (brain, plan) =
-                        Brain::build_sharded(genome, devices.len(), cfg.strategy, 1, progress).map_err(|e| e.to_string())?;
-                    (brain, plan, None)
-                }
-            };
-            log_plan(&plan);
-            let drawn = brain.connectome.procedural_synapses();
-            let synapses = match &streamed {
-                Some(st) => (0..plan.len()).map(|k| st.synapses(k)).sum(),
-                None => brain.connectome.synapses(),
-            };
-            let opened = match streamed {
-                Some(st) => {
-                    tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPUs as drawn");
-                    super::cuda::MultiGpu::streamed(brain, &plan, st, readback.clone(), &devices)
-                        .map(|b| Box::new(b) as Box<dyn super::Backend>)
-                }
-                None => super::open_multi_cuda(brain, &plan, readback.clone(), &devices),
-            };
-            let build_seconds = start.elapsed().as_secs_f64();
-            match opened {
-                Ok(backend) => return Ok(Opened { backend, choice, synapses, drawn, build_seconds, plan: Some(plan) }),
-                Err(e) if cfg.kind == BackendKind::Auto => {
-                    tracing::warn!("auto: one GPU instead of {}: {e}", devices.len());
-                }
-                Err(e) => return Err(e.to_string()),
+            match on_gpus(genome, cfg, &readback, progress, &devices) {
+                Ok(made) => return Ok(made.opened(choice)),
+                Err(e) if cfg.kind == BackendKind::Auto => tracing::warn!("auto: one GPU instead of {}: {e}", devices.len()),
+                Err(e) => return Err(e),
             }
         }
-        let start = std::time::Instant::now();
-        let planned = if streams { Brain::planned(genome, progress) } else { None };
-        let (backend, synapses, drawn) = if let Some((brain, streamed)) = planned {
-            let (synapses, drawn) = (streamed.synapses(0), brain.connectome.procedural_synapses());
-            tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPU as drawn");
-            let backend = super::cuda::CudaBackend::streamed(brain, streamed, readback, devices[0]).map_err(|e| e.to_string())?;
-            (Box::new(backend) as Box<dyn super::Backend>, synapses, drawn)
-        } else {
-            let brain = Brain::build(&host_built, 1, progress);
-            let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
-            if on_gpu {
-                tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
-                let b = super::cuda::CudaBackend::built_on_gpu(brain, readback, devices[0], progress).map_err(|e| e.to_string())?;
-                (Box::new(b) as Box<dyn super::Backend>, drawn, 0)
-            } else {
-                (super::open_cuda(brain, readback, devices[0]).map_err(|e| e.to_string())?, synapses, drawn)
-            }
-        };
-        // the build on the host, and on the GPU (with the backend's start) when it builds there
-        let build_seconds = start.elapsed().as_secs_f64();
-        return Ok(Opened { backend, choice, synapses, drawn, build_seconds, plan: None });
+        return on_one_gpu(genome, &layout, learns, readback, progress, devices[0]).map(|made| made.opened(choice));
     }
     let shards = match cfg.shards {
         ShardCount::Count(n) => n,
@@ -135,12 +99,72 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     Ok(Opened { backend: Box::new(CpuBackend::new(brain, readback)), choice, synapses, drawn, build_seconds, plan: None })
 }
 
+/// The placed `genome` on several GPUs, one shard each: streamed to them, or (a brain that
+/// learns) built on the host.
+fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: bool, devices: &[usize]) -> Result<Made, String> {
+    let start = std::time::Instant::now();
+    let shards = devices.len();
+    let planned = Brain::planned_sharded(genome, shards, cfg.strategy, progress).map_err(|e| e.to_string())?;
+    let (brain, plan, streamed) = match planned {
+        Some((brain, plan, streamed)) => (brain, plan, Some(streamed)),
+        None => {
+            let (brain, plan) = Brain::build_sharded(genome, shards, cfg.strategy, 1, progress).map_err(|e| e.to_string())?;
+            (brain, plan, None)
+        }
+    };
+    log_plan(&plan);
+    let drawn = brain.connectome.procedural_synapses();
+    let (backend, synapses) = match streamed {
+        Some(st) => {
+            let synapses = st.total_synapses();
+            tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPUs as drawn");
+            (
+                super::cuda::MultiGpu::streamed(brain, &plan, st, readback.clone(), devices).map(|b| Box::new(b) as Box<dyn Backend>),
+                synapses,
+            )
+        }
+        None => {
+            let synapses = brain.connectome.synapses();
+            (super::open_multi_cuda(brain, &plan, readback.clone(), devices), synapses)
+        }
+    };
+    let backend = backend.map_err(|e| e.to_string())?;
+    let build_seconds = start.elapsed().as_secs_f64();
+    Ok(Made { backend, synapses, drawn, build_seconds, plan: Some(plan) })
+}
+
+/// The placed `genome` on one GPU: built there (every mapping a closed form), streamed to it (no
+/// learning), or built on the host and uploaded.
+fn on_one_gpu(genome: &Genome, layout: &Layout, learns: bool, readback: Readback, progress: bool, device: usize) -> Result<Made, String> {
+    let start = std::time::Instant::now();
+    let on_gpu = storage::gpu_buildable(genome, layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
+    let planned = if !on_gpu && !learns { Brain::planned(genome, progress) } else { None };
+    let (backend, synapses, drawn): (Box<dyn Backend>, _, _) = if let Some((brain, streamed)) = planned {
+        let (synapses, drawn) = (streamed.total_synapses(), brain.connectome.procedural_synapses());
+        tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPU as drawn");
+        (Box::new(super::cuda::CudaBackend::streamed(brain, streamed, readback, device).map_err(|e| e.to_string())?), synapses, drawn)
+    } else if on_gpu {
+        let marked = storage::all_marked(genome);
+        crate::capacity::check_build(&marked, layout, true, &crate::capacity::host_available())?;
+        let brain = Brain::build(&marked, 1, progress);
+        let drawn = brain.connectome.procedural_synapses();
+        tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
+        (Box::new(super::cuda::CudaBackend::built_on_gpu(brain, readback, device, progress).map_err(|e| e.to_string())?), drawn, 0)
+    } else {
+        let brain = Brain::build(genome, 1, progress);
+        let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
+        (super::open_cuda(brain, readback, device).map_err(|e| e.to_string())?, synapses, drawn)
+    };
+    // the build on the host, and on the GPU (with the backend's start) when it builds there
+    let build_seconds = start.elapsed().as_secs_f64();
+    Ok(Made { backend, synapses, drawn, build_seconds, plan: None })
+}
+
 /// `genome` with the mappings that `backend.connectome` draws again marked procedural (logged);
-/// `gpus`: the GPUs that will hold it (their free memory together is `auto`'s budget).
-fn placed(genome: &Genome, cfg: &BackendConfig, gpus: Option<&[usize]>) -> Genome {
-    let layout = Layout::from_genome(genome);
+/// `gpus`: the GPUs that will hold it (their free memory together is `auto`'s budget);
+/// `host_free`: the host will not hold its synapses (built on a GPU or streamed there).
+fn placed(genome: &Genome, layout: &Layout, cfg: &BackendConfig, gpus: Option<&[usize]>, host_free: bool) -> Genome {
     let neurons = layout.neurons as u64;
-    let gpu = gpus.is_some();
     let on_gpu = gpus.map(|devices| {
         // each GPU holds the state of its share of the neurons (and, when several, the row
         // pointers of every source and the gathered fired lists)
@@ -153,14 +177,10 @@ fn placed(genome: &Genome, cfg: &BackendConfig, gpus: Option<&[usize]>) -> Genom
         let state = k * (super::cuda::MemoryPlan::estimate(share, neurons, 0, sharded).total_bytes + super::cuda::memory::RESERVE_BYTES);
         (free, 6.0, state)
     });
-    // a brain the GPU builds itself, or one streamed to one GPU, takes no host memory for its
-    // synapses
     let host = crate::capacity::host_available();
-    let gpu_builds = gpu && storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
-    let streams = gpu && !crate::connectome::learns(genome, &layout);
-    let host = if gpu_builds || streams { crate::capacity::Available { bytes: u64::MAX, from: host.from } } else { host };
+    let host = if host_free { crate::capacity::Available { bytes: u64::MAX, from: host.from } } else { host };
     let budget = crate::capacity::synapse_budget(neurons, &host, on_gpu);
-    let (placed, notes) = crate::connectome::storage::apply(genome, &layout, cfg.connectome, gpu, &budget);
+    let (placed, notes) = crate::connectome::storage::apply(genome, layout, cfg.connectome, gpus.is_some(), &budget);
     for n in notes {
         tracing::info!("{n}");
     }

@@ -107,6 +107,11 @@ impl Streamed {
         self.synapses[part]
     }
 
+    /// The synapses of every part.
+    pub fn total_synapses(&self) -> u64 {
+        self.synapses.iter().sum()
+    }
+
     /// Draw part `part`'s synapses again, in chunks of sources, and hand each chunk's to `sink`:
     /// its first synapse's index in the part, its targets (relative to the part's first neuron)
     /// and its codes (little-endian, 2 or 4 bytes each: see [`Streamed::wide`]). The sink is
