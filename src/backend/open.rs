@@ -117,7 +117,9 @@ fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: 
     let (backend, synapses) = match streamed {
         Some(st) => {
             let synapses = st.total_synapses();
-            tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPUs as drawn");
+            if synapses > 0 {
+                tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPUs as drawn");
+            }
             (
                 super::cuda::MultiGpu::streamed(brain, &plan, st, readback.clone(), devices).map(|b| Box::new(b) as Box<dyn Backend>),
                 synapses,
@@ -141,7 +143,9 @@ fn on_one_gpu(genome: &Genome, layout: &Layout, learns: bool, readback: Readback
     let planned = if !on_gpu && !learns { Brain::planned(genome, progress) } else { None };
     let (backend, synapses, drawn): (Box<dyn Backend>, _, _) = if let Some((brain, streamed)) = planned {
         let (synapses, drawn) = (streamed.total_synapses(), brain.connectome.procedural_synapses());
-        tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPU as drawn");
+        if synapses > 0 {
+            tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPU as drawn");
+        }
         (Box::new(super::cuda::CudaBackend::streamed(brain, streamed, readback, device).map_err(|e| e.to_string())?), synapses, drawn)
     } else if on_gpu {
         let marked = storage::all_marked(genome);
