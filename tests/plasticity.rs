@@ -98,6 +98,20 @@ fn a_learned_weight_changes_what_the_target_receives() {
 }
 
 #[test]
+fn a_grown_synapse_carries_its_weight_in_the_next_burst() {
+    // a and b fire in bursts 1 and 2: a -> b grows with w = 5 after burst 2, so a's spike of
+    // burst 2 reaches b in burst 3 through it (the CPU propagates a's row as the update visits it,
+    // before the growth: the growth must still count)
+    let g = pair_genome("associative_memory", 1, 1, "");
+    let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    for _ in 0..2 {
+        b.burst(drive([0, 1]).as_slice()).unwrap();
+    }
+    b.burst(drive([]).as_slice()).unwrap();
+    assert_eq!(b.snapshot().unwrap().potential[1], Potential::from_f64(5.0).0, "b received 5 x psp 1");
+}
+
+#[test]
 fn growth_goes_in_source_target_order_up_to_max_synapses_and_skips_self_pairs() {
     // a and b are the same area: self-pairs are skipped
     let mut g = pair_genome("associative_memory", 3, 1, "    max_synapses: 3\n");

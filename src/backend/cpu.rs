@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::learn::{Deferred, Learner};
+use super::learn::{Deferred, Learner, Scatter};
 use super::shard::{ShardEngine, Sharded};
 use super::{BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
@@ -72,6 +72,8 @@ struct Shard {
     /// Learning's deferred depressions (a brain with plasticity only).
     deferred: Deferred,
     input: Input,
+    /// The learning put the last burst's rows into `input` already (see [`Fused`]).
+    fused: bool,
     /// Scratch: synapse ranges of the spiking rows.
     rows: Vec<(usize, usize)>,
     state: State,
@@ -119,7 +121,7 @@ impl Shard {
             fired: Vec::new(),
             fired_v: Vec::new(),
         };
-        Shard { conn, deferred, input, rows: Vec::new(), state }
+        Shard { conn, deferred, input, fused: false, rows: Vec::new(), state }
     }
 
     /// Propagate the last burst's spikes (the stored synapses, then piece `me`'s procedural ones
@@ -135,6 +137,7 @@ impl Shard {
         regen: &Regen,
         me: usize,
     ) {
+        let spikes = if std::mem::take(&mut self.fused) { &[][..] } else { spikes };
         match &mut self.input {
             Input::Narrow(input) => {
                 propagate(input, &self.conn, table, spikes, &mut self.rows);
@@ -206,6 +209,30 @@ impl State {
         for seg in &mut self.segments {
             let (lo, hi) = ((seg.range.start - self.base) as usize, (seg.range.end - self.base) as usize);
             seg.simple = is_simple(&params[seg.area]) && self.refractory[lo..hi].iter().all(|&r| r == 0);
+        }
+    }
+}
+
+/// The propagation of the rows that fired, fused with their update by the learner (see
+/// [`Scatter`]): each row is added to the input while it is in cache.
+struct Fused<'a> {
+    input: &'a mut Input,
+    table: &'a [i32],
+}
+
+impl Scatter for Fused<'_> {
+    fn row<C: Copy + Into<u32>>(&mut self, targets: &[u32], codes: &[C]) {
+        match self.input {
+            Input::Narrow(input) => add_row(input, self.table, targets, codes),
+            Input::Wide(input) => add_row(input, self.table, targets, codes),
+        }
+    }
+
+    fn changed(&mut self, target: u32, was: u32, now: u32) {
+        let delta = self.table[now as usize].wrapping_sub(self.table[was as usize]);
+        match self.input {
+            Input::Narrow(input) => input[target as usize] = input[target as usize].plus(delta),
+            Input::Wide(input) => input[target as usize] = input[target as usize].plus(delta),
         }
     }
 }
@@ -301,10 +328,16 @@ fn accumulate<A: Acc, C: Copy + Into<u32>>(
             prefetch(codes.as_ptr().wrapping_add(a), (b - a) * std::mem::size_of::<C>());
         }
         let (a, b) = rows[i];
-        for (&t, &c) in conn.targets[a..b].iter().zip(&codes[a..b]) {
-            let slot = &mut input[t as usize];
-            *slot = slot.plus(table[c.into() as usize]);
-        }
+        add_row(input, table, &conn.targets[a..b], &codes[a..b]);
+    }
+}
+
+/// Add one row's contributions onto its targets.
+#[inline(always)]
+fn add_row<A: Acc, C: Copy + Into<u32>>(input: &mut [A], table: &[i32], targets: &[u32], codes: &[C]) {
+    for (&t, &c) in targets.iter().zip(codes) {
+        let slot = &mut input[t as usize];
+        *slot = slot.plus(table[c.into() as usize]);
     }
 }
 
@@ -424,16 +457,20 @@ impl CpuEngine {
         if t < 2 {
             return;
         }
-        let l = &*learner;
+        // the rows that fired are propagated as they are brought up to date
+        let (l, table) = (&*learner, &self.contributions[..]);
+        let update = |p: &mut Shard| {
+            l.update(t - 1, &mut p.conn, &mut p.deferred, &mut Fused { input: &mut p.input, table });
+            p.fused = true;
+        };
         if self.pieces.len() == 1 {
-            let p = &mut self.pieces[0];
-            l.update(t - 1, &mut p.conn, &mut p.deferred);
+            update(&mut self.pieces[0]);
         } else {
-            self.pieces.par_iter_mut().for_each(|p| l.update(t - 1, &mut p.conn, &mut p.deferred));
+            self.pieces.par_iter_mut().for_each(update);
         }
         learner.grow(t - 1);
         for p in &mut self.pieces {
-            learner.apply_growth(&mut p.conn, &mut p.deferred);
+            learner.apply_growth(&mut p.conn, &mut p.deferred, &mut Fused { input: &mut p.input, table });
         }
     }
 
@@ -517,6 +554,7 @@ impl ShardEngine for CpuEngine {
             s.state.refractory.copy_from_slice(&st.refractory[r.clone()]);
             s.state.consecutive.copy_from_slice(&st.consecutive[r]);
             s.input.clear();
+            s.fused = false;
             s.state.classify(&self.params);
         }
         if let Some(l) = &mut self.learner {

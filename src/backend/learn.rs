@@ -10,7 +10,9 @@
 //! source's row is always up to date when it propagates (it fired, so it was just visited), and a
 //! sweep brings every synapse up to date within [`SWEEP_BURSTS`] bursts, which bounds the counts.
 //! Weights live in the synapses' codes ([`crate::connectome::plastic`]), so propagation needs no
-//! change. Associative pairs are a bit table per mapping, the same in every shard: growth is a
+//! change. The rows of the sources that fired in the burst learned from are the next burst's to
+//! propagate: the update hands each to a [`Scatter`] once it is up to date, while it is in cache,
+//! so that the backend reads it once for both. Associative pairs are a bit table per mapping, the same in every shard: growth is a
 //! function of the whole brain's firing and of the pairs already grown, so every shard grows the
 //! same pairs and keeps the weights of those onto its own neurons.
 
@@ -23,6 +25,20 @@ use crate::connectome::plastic::Decoded;
 use crate::connectome::{Codes, Part, Plastic};
 use crate::model::plasticity::{record, window_mask, GrownPair, History, Learned, LearnedSynapse};
 
+/// Takes the rows of the sources that fired, once up to date (see the module's comment).
+pub trait Scatter {
+    /// A row: its targets (relative to its part) and codes.
+    fn row<C: Copy + Into<u32>>(&mut self, targets: &[u32], codes: &[C]);
+    /// A synapse of a row already taken changed code (associative growth).
+    fn changed(&mut self, target: u32, was: u32, now: u32);
+}
+
+/// No scatter: the rows are propagated apart.
+impl Scatter for () {
+    fn row<C: Copy + Into<u32>>(&mut self, _: &[u32], _: &[C]) {}
+    fn changed(&mut self, _: u32, _: u32, _: u32) {}
+}
+
 /// The learning state of one engine.
 pub struct Learner {
     plastic: Plastic,
@@ -30,9 +46,11 @@ pub struct Learner {
     /// Firing history of every neuron of the brain.
     history: Vec<History>,
     /// Neurons that fired within the longest window, ascending.
-    active: Vec<u32>,
+    /// Neurons that fired within the longest window, ascending, with their histories (read
+    /// here, in order, rather than at random by the update).
+    active: Vec<(u32, History)>,
     /// Scratch: the active neurons of each chunk of a record.
-    listed: Vec<Vec<u32>>,
+    listed: Vec<Vec<(u32, History)>>,
     longest: History,
     /// Per plastic mapping: which pairs exist (associative mappings; empty otherwise).
     exists: Vec<Vec<u64>>,
@@ -122,8 +140,9 @@ struct GroupRule {
 /// Neurons per task when recording a burst.
 const RECORD_CHUNK: usize = 1 << 16;
 
-/// Rows prefetched this many ahead, their pointers this many.
-const PREFETCH_AHEAD: usize = 4;
+/// Rows prefetched this many ahead, their pointers this many. (Prefetching the targets' status
+/// as well measured slower: its random lines compete with the rows' for the miss buffers.)
+const PREFETCH_AHEAD: usize = 8;
 const PREFETCH_POINTERS: usize = 16;
 
 /// Every synapse is brought up to date at least once in this many bursts (well below 2^16).
@@ -270,7 +289,7 @@ impl Learner {
         self.listed.par_iter_mut().zip(history.par_chunks(RECORD_CHUNK)).enumerate().for_each(|(c, (list, h))| {
             let first = (c * RECORD_CHUNK) as u32;
             list.clear();
-            list.extend(h.iter().enumerate().filter(|(_, &h)| h & longest != 0).map(|(n, _)| first + n as u32));
+            list.extend(h.iter().enumerate().filter(|(_, &h)| h & longest != 0).map(|(n, &h)| (first + n as u32, h)));
         });
         self.active.clear();
         self.listed.iter().for_each(|c| self.active.extend_from_slice(c));
@@ -287,40 +306,45 @@ impl Learner {
         }
     }
 
-    /// Burst `t`'s update of the synapses of `part` (recorded up to burst `t`), then a share of
-    /// the sweep that keeps every deferral short.
-    pub fn update(&self, t: u64, part: &mut Part, deferred: &mut Deferred) {
+    /// Burst `t`'s update of the synapses of `part` (recorded up to burst `t`), each row of a
+    /// source that fired in burst `t` handed to `fired` once up to date, then a share of the sweep
+    /// that keeps every deferral short.
+    pub fn update(&self, t: u64, part: &mut Part, deferred: &mut Deferred, fired: &mut impl Scatter) {
         let Part { targets_range, row_ptr, targets, codes } = part;
         let view = Rows { base: targets_range.start, row_ptr, targets };
         match codes {
-            Codes::U16(c) => self.update_codes(t, &view, c, deferred),
-            Codes::U32(c) => self.update_codes(t, &view, c, deferred),
+            Codes::U16(c) => self.update_codes(t, &view, c, deferred, fired),
+            Codes::U32(c) => self.update_codes(t, &view, c, deferred, fired),
         }
     }
 
-    fn update_codes<C: Code>(&self, t: u64, part: &Rows<'_>, codes: &mut [C], deferred: &mut Deferred) {
+    fn update_codes<C: Code + Into<u32>>(
+        &self,
+        t: u64,
+        part: &Rows<'_>,
+        codes: &mut [C],
+        deferred: &mut Deferred,
+        fired: &mut impl Scatter,
+    ) {
         let (code_base, base, groups, status) = (self.plastic.base, part.base, &self.groups[..], &self.status[..]);
         let stamps = &mut deferred.stamps;
         let row = |s: u32| part.row_ptr[s as usize] as usize..part.row_ptr[s as usize + 1] as usize;
-        for (k, &s) in self.active.iter().enumerate() {
-            if let Some(&far) = self.active.get(k + PREFETCH_POINTERS) {
+        for (k, &(s, hs)) in self.active.iter().enumerate() {
+            if let Some(&(far, _)) = self.active.get(k + PREFETCH_POINTERS) {
                 prefetch(part.row_ptr.as_ptr().wrapping_add(far as usize), 16);
             }
-            if let Some(&next) = self.active.get(k + 2 * PREFETCH_AHEAD) {
+            if let Some(&(next, _)) = self.active.get(k + PREFETCH_AHEAD) {
                 let r = row(next);
                 prefetch(part.targets.as_ptr().wrapping_add(r.start), r.len() * 4);
                 prefetch(codes.as_ptr().wrapping_add(r.start), r.len() * std::mem::size_of::<C>());
                 prefetch(stamps.as_ptr().wrapping_add(r.start), r.len() * 2);
             }
-            if let (Some(&next), Some(first)) = (self.active.get(k + PREFETCH_AHEAD), status.first()) {
-                // the targets' status, read at random below (the first window's: most brains have one)
-                for &d in &part.targets[row(next)] {
-                    prefetch(first.as_ptr().wrapping_add((d + base) as usize), 1);
-                }
-            }
             let r = row(s);
-            let row = Row { s, hs: self.history[s as usize], base };
-            self.update_row(t, &row, &mut codes[r.clone()], &part.targets[r.clone()], &mut stamps[r], &mut deferred.scratch);
+            let row = Row { s, hs, base };
+            self.update_row(t, &row, &mut codes[r.clone()], &part.targets[r.clone()], &mut stamps[r.clone()], &mut deferred.scratch);
+            if row.hs & 1 != 0 {
+                fired.row(&part.targets[r.clone()], &codes[r]);
+            }
         }
         // the sweep: every synapse is brought up to date at least once in SWEEP_BURSTS bursts, so
         // that no deferral outgrows its u16 count
@@ -445,12 +469,16 @@ impl Learner {
     }
 
     /// Give the pairs the last [`Learner::grow`] created onto `part`'s neurons their weight `Δ+`.
-    /// The pairs are up to date from this burst on (the burst's depression is not theirs).
-    pub fn apply_growth(&self, part: &mut Part, deferred: &mut Deferred) {
+    /// The pairs are up to date from this burst on (the burst's depression is not theirs). Their
+    /// sources fired in the burst learned from, so their rows went to `fired` already: it is told
+    /// of each change.
+    pub fn apply_growth(&self, part: &mut Part, deferred: &mut Deferred, fired: &mut impl Scatter) {
         let own = part.targets_range.clone();
         for &(pm, s, d) in self.created.iter().filter(|c| own.contains(&c.2)) {
-            if let Some((i, group)) = set_pair(&self.plastic, part, pm as usize, s, d, self.plastic.mappings[pm as usize].rule.ltp) {
+            let (w, rel) = (self.plastic.mappings[pm as usize].rule.ltp, d - own.start);
+            if let Some((i, group, was)) = set_pair(&self.plastic, part, pm as usize, s, d, w) {
                 deferred.stamps[i] = count(self.status[self.groups[group as usize].slot][d as usize]);
+                fired.changed(rel, was, part.codes.get(i));
             }
         }
     }
@@ -570,8 +598,9 @@ impl Learner {
     }
 }
 
-/// Give the (absent) pair `s -> d` of plastic mapping `pm` in `part` its first weight.
-fn set_pair(p: &Plastic, part: &mut Part, pm: usize, s: u32, d: u32, w: u8) -> Option<(usize, u32)> {
+/// Give the (absent) pair `s -> d` of plastic mapping `pm` in `part` its first weight: its index,
+/// group and former code.
+fn set_pair(p: &Plastic, part: &mut Part, pm: usize, s: u32, d: u32, w: u8) -> Option<(usize, u32, u32)> {
     let rel = d - part.targets_range.start;
     let row = part.row(s);
     let from = row.start + part.targets[row.clone()].partition_point(|&t| t < rel);
@@ -579,10 +608,11 @@ fn set_pair(p: &Plastic, part: &mut Part, pm: usize, s: u32, d: u32, w: u8) -> O
         if part.targets[i] != rel {
             break;
         }
-        if let Some(Decoded { group, .. }) = p.decode(part.codes.get(i)) {
+        let was = part.codes.get(i);
+        if let Some(Decoded { group, .. }) = p.decode(was) {
             if p.group_mapping[group as usize] as usize == pm {
                 part.codes.set(i, p.encode(group, w));
-                return Some((i, group));
+                return Some((i, group, was));
             }
         }
     }
