@@ -275,19 +275,21 @@ fn step_simple(p: &AreaParams, v: &mut i64, input: i64, n: u32, t: u64) -> Optio
     None
 }
 
-/// Hint the CPU to fetch the cache lines of `bytes` bytes from `ptr` (no effect elsewhere).
+/// Hint the CPU to fetch the cache lines of `bytes` bytes from `ptr` (every line they touch; no
+/// effect elsewhere).
 #[inline(always)]
 pub(crate) fn prefetch<T>(ptr: *const T, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let p = ptr as *const i8;
-        let mut off = 0;
-        while off < bytes {
+        let (mut off, end) = (0, (ptr as usize % 64) + bytes);
+        let line = p.wrapping_sub(ptr as usize % 64);
+        while off < end {
             // SAFETY: prefetch is a hint; it never faults, whatever the address.
             #[allow(unused_unsafe)]
             unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off))
+                _mm_prefetch::<_MM_HINT_T0>(line.wrapping_add(off))
             };
             off += 64;
         }
