@@ -369,21 +369,25 @@ impl Learner {
     fn update_row<C: Code>(&self, t: u64, row: &Row, codes: &mut [C], targets: &[u32], stamps: &mut [u16], scratch: &mut Vec<u32>) {
         let (code_base, base, hs) = (self.plastic.base, row.base, row.hs);
         // most rows hold one mapping's synapses: then the rule is the same for all, and the loop
-        // runs without branches on the targets' status, gathered first
+        // runs without branches on the targets' status, gathered first (the check has no early
+        // exit, so that it is vectorized)
         let first = codes.first().map_or(u32::MAX, |c| c.get().wrapping_sub(code_base) >> 8);
         let one = self
             .groups
             .get(first as usize)
-            .filter(|g| !g.associative && codes.iter().all(|c| c.get().wrapping_sub(code_base) >> 8 == first));
+            .filter(|g| !g.associative && codes.iter().fold(true, |same, c| same & (c.get().wrapping_sub(code_base) >> 8 == first)));
         if let Some(g) = one {
             let sm = hs & g.mask;
             if sm == 0 || t < g.window {
                 return;
             }
             let (all, ltp, ltd, head) = ((sm == g.mask) as u32, g.ltp, g.ltd, code_base + (first << 8));
-            let status = &self.status[g.slot];
-            scratch.clear();
-            scratch.extend(targets.iter().map(|&d| status[(d + base) as usize]));
+            // (a slice, so that its bounds stay in registers while the scratch is written)
+            let status: &[u32] = &self.status[g.slot];
+            scratch.resize(targets.len(), 0);
+            for (st, &d) in scratch.iter_mut().zip(targets) {
+                *st = status[(d + base) as usize];
+            }
             for ((code, stamp), &st) in codes.iter_mut().zip(stamps.iter_mut()).zip(scratch.iter()) {
                 let owed = count(st).wrapping_sub(*stamp).wrapping_sub((st & ANY) as u16);
                 let weight = (code.get() - head) as u8;
