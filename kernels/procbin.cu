@@ -2,17 +2,16 @@
 // docs/capacity.md). Drawn synapses land at random in an accumulator far larger than L2, and a
 // random atomic there costs a read and a write of DRAM each. So they are drawn in two passes:
 // `proc_bin` draws every synapse of the fired sources once and appends it to the bin of its
-// target's tile (2^PROC_TILE_BITS neurons: one tile's 16 MB accumulator fits in L2), staged per block in
+// target's tile (2^bits neurons, 2M or 4M: one tile's 8 or 16 MB of 32-bit sums fits in L2), staged per block in
 // shared memory and written out in runs; `proc_add` then adds the bins tile after tile into 32-bit
 // sums held in L2, and `proc_fold` adds those to the accumulator. A bin that would overflow its room adds directly (exact, slower).
 // The sums are exact integers: the same input as the direct path, bit for bit.
 
-#define PROC_TILE_BITS 21
 #define PROC_STAGE 512
 
-// Entry: target within its tile (low PROC_TILE_BITS bits) | map index << PROC_TILE_BITS.
+// Entry: target within its tile (low `bits` bits) | map index << bits.
 template <typename ACC>
-__device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 kmax) {
+__device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     if (kmax == 0) return;
     extern __shared__ u32 stage[]; // n_tiles x PROC_STAGE entries, then n_tiles fill counters
     u32* fill = stage + n_tiles * PROC_STAGE;
@@ -20,7 +19,7 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
     __syncthreads();
     const u32 count = (u32)(*rd.counter >> net.count_shift);
     const u64 events = (u64)count * net.n_proc * kmax;
-    const u64 tmask = (1u << PROC_TILE_BITS) - 1;
+    const u64 tmask = (1u << bits) - 1;
     // write out the staged entries of tile p (the calling warp); returns nothing, fills fill[p] = 0
     auto flush = [&](u32 p, u32 lane) {
         const u32 f = fill[p];
@@ -32,8 +31,8 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
             if (base + i < room) {
                 bins[p * room + base + i] = e;
             } else {
-                const u32 t = (p << PROC_TILE_BITS) | (e & tmask);
-                acc_add<ACC>(net.acc, t, net.proc[e >> PROC_TILE_BITS].contribution);
+                const u32 t = (p << bits) | (e & tmask);
+                acc_add<ACC>(net.acc, t, net.proc[e >> bits].contribution);
             }
         }
         __syncwarp();
@@ -56,9 +55,9 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
                 const u64 x = mix64(key + (u64)(j + 1) * 0x9e3779b97f4a7c15ULL);
                 const u32 t = m.dst_first + (u32)__umul64hi(x, (u64)m.dst_count) - net.base;
                 if (t < net.n) {
-                    const u32 p = t >> PROC_TILE_BITS;
+                    const u32 p = t >> bits;
                     const u32 at = atomicAdd(fill + p, 1u);
-                    stage[p * PROC_STAGE + at] = (t & tmask) | (mi << PROC_TILE_BITS);
+                    stage[p * PROC_STAGE + at] = (t & tmask) | (mi << bits);
                 }
             }
         }
@@ -81,8 +80,8 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
 // bin is added again into the 64-bit accumulator by `proc_redo`. Exact either way: when no step
 // overflowed, every partial sum, the last included, is the exact one.
 template <typename ACC>
-__device__ void proc_add_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, int* scratch, u32* over) {
-    const u64 tmask = (1u << PROC_TILE_BITS) - 1;
+__device__ void proc_add_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits, int* scratch, u32* over) {
+    const u64 tmask = (1u << bits) - 1;
     const u64 step = (u64)gridDim.x * blockDim.x;
     for (u32 p = 0; p < n_tiles; p++) {
         const u64 c = min(counts[p], room);
@@ -91,8 +90,8 @@ __device__ void proc_add_impl(const Net& net, const u32* bins, const u64* counts
         for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < c; i += step) {
             // streamed past L2 (evict first): L2 keeps the tile's sums
             const u32 e = __ldcs(b + i);
-            const int v = net.proc[e >> PROC_TILE_BITS].contribution;
-            const int old = atomicAdd(scratch + ((p << PROC_TILE_BITS) | (u32)(e & tmask)), v);
+            const int v = net.proc[e >> bits].contribution;
+            const int old = atomicAdd(scratch + ((p << bits) | (u32)(e & tmask)), v);
             const int sum = (int)((unsigned)old + (unsigned)v);
             overflow |= ((old ^ sum) & (v ^ sum)) < 0;
         }
@@ -103,20 +102,20 @@ __device__ void proc_add_impl(const Net& net, const u32* bins, const u64* counts
 // The 32-bit sums into the accumulator (a tile marked in `over` is left to `proc_redo`), zeroed
 // for the next burst.
 template <typename ACC>
-__device__ void proc_fold_impl(const Net& net, int* scratch, const u32* over) {
+__device__ void proc_fold_impl(const Net& net, int* scratch, const u32* over, u32 bits) {
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < net.n; t += gridDim.x * blockDim.x) {
         const int v = scratch[t];
         if (v != 0) {
             scratch[t] = 0;
-            if (!over[t >> PROC_TILE_BITS]) ((i64*)net.acc)[t] += v;
+            if (!over[t >> bits]) ((i64*)net.acc)[t] += v;
         }
     }
 }
 
 // The bins of the tiles marked in `over`, added again into the 64-bit accumulator.
 template <typename ACC>
-__device__ void proc_redo_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, const u32* over) {
-    const u64 tmask = (1u << PROC_TILE_BITS) - 1;
+__device__ void proc_redo_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits, const u32* over) {
+    const u64 tmask = (1u << bits) - 1;
     const u64 step = (u64)gridDim.x * blockDim.x;
     for (u32 p = 0; p < n_tiles; p++) {
         if (!over[p]) continue;
@@ -124,7 +123,7 @@ __device__ void proc_redo_impl(const Net& net, const u32* bins, const u64* count
         const u32* b = bins + p * room;
         for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < c; i += step) {
             const u32 e = b[i];
-            acc_add<ACC>(net.acc, (p << PROC_TILE_BITS) | (u32)(e & tmask), net.proc[e >> PROC_TILE_BITS].contribution);
+            acc_add<ACC>(net.acc, (p << bits) | (u32)(e & tmask), net.proc[e >> bits].contribution);
         }
     }
 }
@@ -136,16 +135,16 @@ extern "C" __global__ void proc_clear(u64* counts, u32* over, u32 n_tiles) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 kmax) {
-    proc_bin_impl<i64>(net, rd, bins, counts, room, n_tiles, kmax);
+extern "C" __global__ void __launch_bounds__(256) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
+    proc_bin_impl<i64>(net, rd, bins, counts, room, n_tiles, bits, kmax);
 }
-extern "C" __global__ void __launch_bounds__(256) proc_add_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, int* scratch,
-                                                                u32* over) {
-    proc_add_impl<i64>(net, bins, counts, room, n_tiles, scratch, over);
+extern "C" __global__ void __launch_bounds__(256) proc_add_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits,
+                                                                int* scratch, u32* over) {
+    proc_add_impl<i64>(net, bins, counts, room, n_tiles, bits, scratch, over);
 }
-extern "C" __global__ void __launch_bounds__(256) proc_fold_n64(Net net, int* scratch, const u32* over) {
-    proc_fold_impl<i64>(net, scratch, over);
+extern "C" __global__ void __launch_bounds__(256) proc_fold_n64(Net net, int* scratch, const u32* over, u32 bits) {
+    proc_fold_impl<i64>(net, scratch, over, bits);
 }
-extern "C" __global__ void __launch_bounds__(256) proc_redo_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, const u32* over) {
-    proc_redo_impl<i64>(net, bins, counts, room, n_tiles, over);
+extern "C" __global__ void __launch_bounds__(256) proc_redo_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits, const u32* over) {
+    proc_redo_impl<i64>(net, bins, counts, room, n_tiles, bits, over);
 }

@@ -253,15 +253,24 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     g.areas.iter_mut().for_each(|a| a.psp = 255.0);
     let fired = binned_as_the_cpu(&w, &g, 5);
     println!("binned brain of the largest contributions: {fired} fired in 5 bursts, as the CPU");
+    // more than 24 tiles of 2M neurons: 4M-neuron tiles (the CPU draws it again too: too large
+    // to store here)
+    let w = Workload { neurons: 52_000_000, fanout: 256, rate: 0.001, seed: 23 };
+    let fired = binned_as_the_cpu(&w, &w.genome(), 4);
+    println!("binned brain of 52M neurons in 4M-neuron tiles: {fired} fired in 4 bursts, as the CPU");
+    assert!(fired > 100_000);
 }
 
-/// Run `g` stored on the CPU and procedural (binned) on GPU 0 for `bursts` bursts of `w`'s
+/// Run `g` on the CPU (stored where it fits) and procedural (binned) on GPU 0 for `bursts` bursts of `w`'s
 /// injections: the same fired neurons and potentials every burst. Returns the neurons fired.
 fn binned_as_the_cpu(w: &Workload, g: &neuroburst::genome::Genome, bursts: u64) -> usize {
     use neuroburst::backend::cpu::CpuBackend;
     use neuroburst::backend::cuda::CudaBackend;
     use neuroburst::backend::Backend;
-    let mut cpu = CpuBackend::new(Brain::build(g, rayon::current_num_threads(), false), Readback::All);
+    // stored on the CPU, unless too large to store
+    let stored = w.neurons as u64 * w.fanout as u64 <= 2_000_000_000;
+    let on_cpu = if stored { g.clone() } else { all_procedural(g) };
+    let mut cpu = CpuBackend::new(Brain::build(&on_cpu, rayon::current_num_threads(), false), Readback::All);
     let mut gpu = CudaBackend::new(Brain::build(&all_procedural(g), 1, false), Readback::All, 0).unwrap();
     let mut inj = neuroburst::model::Injections::new();
     let mut fired = 0;
