@@ -34,6 +34,29 @@ pub fn advise(ptr: *mut u8, len: usize) {
     let _ = ptr;
 }
 
+/// Hint the CPU to fetch the cache lines of `bytes` bytes from `ptr` (every line they touch; no
+/// effect elsewhere).
+#[inline(always)]
+pub fn prefetch<T>(ptr: *const T, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = ptr as *const i8;
+        let (mut off, end) = (0, (ptr as usize % 64) + bytes);
+        let line = p.wrapping_sub(ptr as usize % 64);
+        while off < end {
+            // SAFETY: prefetch is a hint; it never faults, whatever the address.
+            #[allow(unused_unsafe)]
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(line.wrapping_add(off))
+            };
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, bytes);
+}
+
 /// The process's peak resident memory in bytes (Linux: `VmHWM` of /proc/self/status), if known.
 pub fn peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -17,7 +17,7 @@ use super::shard::{ShardEngine, Sharded};
 use super::{BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
 use crate::connectome::{Codes, Drawer, Part, Plastic, Procedural};
-use crate::memory;
+use crate::memory::{self, prefetch};
 use crate::model::neuron::excited;
 use crate::model::{
     fixed, step, AreaParams, InjectionSlice, NeuronState, FLAG_GRADIENT, FLAG_MP_ACC, FLAG_NEVER_FIRE, FLAG_POWER, LEAK_LINEAR,
@@ -273,29 +273,6 @@ fn step_simple(p: &AreaParams, v: &mut i64, input: i64, n: u32, t: u64) -> Optio
     }
     *v = if p.leak_kind == LEAK_LINEAR { fixed::apply_linear_leak(x, p.leak_linear) } else { fixed::apply_fraction_leak(x, p.leak_keep) };
     None
-}
-
-/// Hint the CPU to fetch the cache lines of `bytes` bytes from `ptr` (every line they touch; no
-/// effect elsewhere).
-#[inline(always)]
-pub(crate) fn prefetch<T>(ptr: *const T, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = ptr as *const i8;
-        let (mut off, end) = (0, (ptr as usize % 64) + bytes);
-        let line = p.wrapping_sub(ptr as usize % 64);
-        while off < end {
-            // SAFETY: prefetch is a hint; it never faults, whatever the address.
-            #[allow(unused_unsafe)]
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(line.wrapping_add(off))
-            };
-            off += 64;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (ptr, bytes);
 }
 
 /// How many rows ahead the propagation prefetches.
