@@ -12,9 +12,11 @@
 //! Weights live in the synapses' codes ([`crate::connectome::plastic`]), so propagation needs no
 //! change. The rows of the sources that fired in the burst learned from are the next burst's to
 //! propagate: the update hands each to a [`Scatter`] once it is up to date, while it is in cache,
-//! so that the backend reads it once for both. Associative pairs are a bit table per mapping, the same in every shard: growth is a
-//! function of the whole brain's firing and of the pairs already grown, so every shard grows the
-//! same pairs and keeps the weights of those onto its own neurons.
+//! so that the backend reads it once for both.
+//!
+//! Associative pairs are a bit table per mapping, the same in every shard: growth is a function of
+//! the whole brain's firing and of the pairs already grown, so every shard grows the same pairs and
+//! keeps the weights of those onto its own neurons.
 
 use std::ops::Range;
 
@@ -35,19 +37,12 @@ pub trait Scatter {
     fn changed(&mut self, target: u32, was: u32, now: u32);
 }
 
-/// No scatter: the rows are propagated apart.
-impl Scatter for () {
-    fn row<C: Copy + Into<u32>>(&mut self, _: &[u32], _: &[C]) {}
-    fn changed(&mut self, _: u32, _: u32, _: u32) {}
-}
-
 /// The learning state of one engine.
 pub struct Learner {
     plastic: Plastic,
     groups: Vec<GroupRule>,
     /// Firing history of every neuron of the brain.
     history: Vec<History>,
-    /// Neurons that fired within the longest window, ascending.
     /// Neurons that fired within the longest window, ascending, with their histories (read
     /// here, in order, rather than at random by the update).
     active: Vec<(u32, History)>,
