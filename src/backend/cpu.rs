@@ -213,6 +213,15 @@ impl State {
     }
 }
 
+/// A piece's share of the learning after burst `t - 1` (after [`CpuEngine::learn`]): its synapses'
+/// update, the rows that fired propagated as they are brought up to date, and the pairs just
+/// grown onto its neurons.
+fn learn_piece(l: &Learner, t: u64, p: &mut Shard, table: &[i32]) {
+    l.update(t - 1, &mut p.conn, &mut p.deferred, &mut Fused { input: &mut p.input, table });
+    l.apply_growth(&mut p.conn, &mut p.deferred, &mut Fused { input: &mut p.input, table });
+    p.fused = true;
+}
+
 /// The propagation of the rows that fired, fused with their update by the learner (see
 /// [`Scatter`]): each row is added to the input while it is in cache.
 struct Fused<'a> {
@@ -426,31 +435,19 @@ impl CpuEngine {
         }
     }
 
-    /// Learning after burst `t - 1`, whose firing is `spikes` (docs/plasticity.md).
-    fn learn(&mut self, t: u64, spikes: &[u32]) {
-        let Some(learner) = &mut self.learner else { return };
+    /// Learning after burst `t - 1`, whose firing is `spikes` (docs/plasticity.md), but for the
+    /// pieces' updates ([`learn_piece`]): the record and the growth. Whether the pieces update.
+    fn learn(&mut self, t: u64, spikes: &[u32]) -> bool {
+        let Some(learner) = &mut self.learner else { return false };
         if std::mem::take(&mut self.ahead) {
-            return;
+            return false;
         }
         learner.record(t.saturating_sub(1), spikes);
         if t < 2 {
-            return;
-        }
-        // the rows that fired are propagated as they are brought up to date
-        let (l, table) = (&*learner, &self.contributions[..]);
-        let update = |p: &mut Shard| {
-            l.update(t - 1, &mut p.conn, &mut p.deferred, &mut Fused { input: &mut p.input, table });
-            p.fused = true;
-        };
-        if self.pieces.len() == 1 {
-            update(&mut self.pieces[0]);
-        } else {
-            self.pieces.par_iter_mut().for_each(update);
+            return false;
         }
         learner.grow(t - 1);
-        for p in &mut self.pieces {
-            learner.apply_growth(&mut p.conn, &mut p.deferred, &mut Fused { input: &mut p.input, table });
-        }
+        true
     }
 
     /// The learner's counts per plastic mapping: synapses grown and pairs refused.
@@ -479,10 +476,13 @@ impl ShardEngine for CpuEngine {
     }
 
     fn burst(&mut self, t: u64, spikes: &[u32], input: InjectionSlice<'_>) -> Result<(), BackendError> {
-        self.learn(t, spikes);
+        let learns = self.learn(t, spikes);
         self.regen.draw(spikes);
-        let (table, params, regen) = (&self.contributions, &self.params, &self.regen);
+        let (table, params, regen, learner) = (&self.contributions, &self.params, &self.regen, self.learner.as_ref());
         let run = |(me, shard): (usize, &mut Shard)| {
+            if let Some(l) = learner.filter(|_| learns) {
+                learn_piece(l, t, shard, table);
+            }
             let share = input.within(shard.conn.targets_range.clone());
             shard.burst(spikes, table, share, params, t, regen, me);
         };
@@ -506,7 +506,11 @@ impl ShardEngine for CpuEngine {
 
     fn learn_ahead(&mut self, t: u64, spikes: &[u32]) {
         if self.learner.is_some() && !self.ahead {
-            self.learn(t, spikes);
+            if self.learn(t, spikes) {
+                let (table, learner) = (&self.contributions[..], self.learner.as_ref());
+                let update = |p: &mut Shard| learner.into_iter().for_each(|l| learn_piece(l, t, p, table));
+                self.pieces.par_iter_mut().for_each(update);
+            }
             self.ahead = true;
         }
     }
