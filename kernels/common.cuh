@@ -60,16 +60,19 @@ struct AreaParams {
 };
 
 // Mirror of src/connectome/procedural.rs `ClosedForm` as layout.rs `ProcMap`: a procedural
-// mapping whose synapses are drawn one by one (a fanout): synapse j of source s goes to
-// dst_first + hi64(x * dst_count), x = mix64(mix64(key ^ s * D) + (j + 1) * G).
+// mapping whose synapses are drawn one by one (a fanout): draw j of source s goes to
+// dst_first + hi64(x * dst_count), x = mix64(key_s + (j * draws + 1) * G), key_s = mix64(key ^ s * D);
+// with an attractivity (draws 2) it is a synapse when mix64(key_s + (j * 2 + 2) * G) < keep.
 struct ProcMap {
     u64 key;
+    u64 keep;
     u32 src_first;
     u32 src_count;
     u32 dst_first;
     u32 dst_count;
     u32 fanout;
     int contribution;
+    u32 draws;
 };
 
 // Mirror of src/backend/cuda/backend.rs `Net` (#[repr(C)]): everything a burst touches.
@@ -165,6 +168,14 @@ __device__ __forceinline__ u64 mix64(u64 z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
+}
+
+// Target of draw j of a ProcMap's source (its key_s), or ~0u when the draw keeps no synapse.
+__device__ __forceinline__ u32 proc_target(const ProcMap& m, u64 key, u32 j) {
+    const u64 at = (u64)j * m.draws;
+    const u64 x = mix64(key + (at + 1) * 0x9e3779b97f4a7c15ULL);
+    if (m.draws == 2 && mix64(key + (at + 2) * 0x9e3779b97f4a7c15ULL) >= m.keep) return ~0u;
+    return m.dst_first + (u32)__umul64hi(x, (u64)m.dst_count);
 }
 
 __device__ __forceinline__ u32 pcg_hash(u32 n, u64 t) {

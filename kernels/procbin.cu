@@ -52,9 +52,9 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
             const ProcMap m = net.proc[mi];
             if (s != DEAD && s - m.src_first < m.src_count && j < m.fanout) {
                 const u64 key = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL));
-                const u64 x = mix64(key + (u64)(j + 1) * 0x9e3779b97f4a7c15ULL);
-                const u32 t = m.dst_first + (u32)__umul64hi(x, (u64)m.dst_count) - net.base;
-                if (t < net.n) {
+                const u32 d = proc_target(m, key, j);
+                const u32 t = d - net.base;
+                if (d != ~0u && t < net.n) {
                     const u32 p = t >> bits;
                     const u32 at = atomicAdd(fill + p, 1u);
                     stage[p * PROC_STAGE + at] = (t & tmask) | (mi << bits);

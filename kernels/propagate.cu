@@ -13,9 +13,9 @@ __device__ void proc_impl(const Net& net, const u32* fired, u32 count, u64 warp,
         if (s == DEAD || s - m.src_first >= m.src_count) continue;
         const u64 key = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL));
         for (u32 j = lane; j < m.fanout; j += 32) {
-            const u64 x = mix64(key + (u64)(j + 1) * 0x9e3779b97f4a7c15ULL);
-            const u32 t = m.dst_first + (u32)__umul64hi(x, (u64)m.dst_count) - net.base;
-            if (t < net.n) acc_add<ACC>(net.acc, t, m.contribution);
+            const u32 d = proc_target(m, key, j);
+            const u32 t = d - net.base;
+            if (d != ~0u && t < net.n) acc_add<ACC>(net.acc, t, m.contribution);
         }
     }
 }

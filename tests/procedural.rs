@@ -38,6 +38,14 @@ fn a_procedural_mapping_stores_nothing_and_counts_what_it_would_have_stored() {
     assert_eq!(procedural.connectome.synapses(), 0);
     assert_eq!(procedural.connectome.procedural_synapses(), 600_000);
     assert!(procedural.connectome.mappings[0].procedural);
+    // with an attractivity the rows' lengths vary: counted from the keep draws alone, the same
+    let mut g = w.genome();
+    g.mappings[0].attractivity = 70.0;
+    let (stored, procedural) = (Brain::build(&g, 2, false), Brain::build(&all_procedural(&g), 2, false));
+    let kept = stored.connectome.synapses();
+    assert!((400_000..440_000).contains(&kept), "{kept}");
+    assert_eq!(procedural.connectome.procedural_synapses(), kept);
+    assert_eq!(procedural.connectome.mappings[0].dead, stored.connectome.mappings[0].dead);
 }
 
 #[test]
@@ -94,7 +102,7 @@ fn gpu_placed(g: &neuroburst::genome::Genome) -> neuroburst::genome::Genome {
 
 #[test]
 fn a_closed_form_gives_the_rows_the_build_draws() {
-    let mut checked = 0;
+    let (mut checked, mut with_attractivity) = (0, 0);
     for seed in 0..12 {
         let g = gpu_placed(&random_fanout_genome(seed, 2000));
         let stored = Brain::build(&random_fanout_genome(seed, 2000), 1, false);
@@ -103,9 +111,10 @@ fn a_closed_form_gives_the_rows_the_build_draws() {
         let part = &stored.connectome.parts[0];
         let forms = rules.closed_forms().unwrap();
         checked += forms.len();
+        with_attractivity += forms.iter().filter(|f| f.keep.is_some()).count();
         for f in forms {
             for s in f.src_first..f.src_first + f.src_count {
-                let mut got: Vec<u32> = (0..f.fanout).map(|j| f.target(s, j)).collect();
+                let mut got: Vec<u32> = (0..f.fanout).filter_map(|j| f.target(s, j)).collect();
                 got.sort_unstable();
                 let mut want: Vec<u32> =
                     part.row(s).map(|i| part.targets[i]).filter(|t| (f.dst_first..f.dst_first + f.dst_count).contains(t)).collect();
@@ -121,6 +130,7 @@ fn a_closed_form_gives_the_rows_the_build_draws() {
         }
     }
     assert!(checked >= 12, "only {checked} closed forms checked");
+    assert!(with_attractivity >= 3, "only {with_attractivity} closed forms keep draws at random");
 }
 
 /// On a GPU: procedural brains (closed forms drawn by the kernels) fire as the stored brain on the

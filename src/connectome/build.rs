@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use std::collections::HashMap;
 
+use super::draw::Stream;
 use super::plastic::{group_contributions, Plastic, PlasticMapping};
 use super::procedural::Procedural;
 use super::rows::{compile, Compiled, Drawer, RowRules, Rule};
@@ -95,7 +96,7 @@ pub fn learns(genome: &Genome, layout: &Layout) -> bool {
 /// sources, the plastic mappings.
 pub(super) struct Prepared {
     pub rules: RowRules,
-    pub skip: Vec<Option<Vec<(u64, u64)>>>,
+    pub skip: Vec<Option<Vec<Counted>>>,
     pub chunks: Vec<Range<u32>>,
     pub plastic: Vec<(PlasticMapping, f64)>,
 }
@@ -107,7 +108,8 @@ pub(super) fn prepare(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> 
         c.procedural = opts.procedural.get(c.index).copied().unwrap_or(false);
     }
     let area_uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
-    let skip: Vec<Option<Vec<(u64, u64)>>> = (0..by_area.len()).map(|a| counted_without_drawing(&by_area[a], area_uniform[a])).collect();
+    let skip: Vec<Option<Vec<Counted>>> =
+        (0..by_area.len()).map(|a| counted_without_drawing(&by_area[a], area_uniform[a], genome.seed)).collect();
     let rules = RowRules { seed: genome.seed, layout: layout.clone(), by_area, area_uniform };
     let chunk = ((n as usize) / (rayon::current_num_threads() * 16)).clamp(1024, 65_536) as u32;
     let chunks: Vec<Range<u32>> = (0..n.div_ceil(chunk)).map(|c| c * chunk..((c + 1) * chunk).min(n)).collect();
@@ -180,17 +182,18 @@ pub(super) struct Rows<'a> {
     pub rules: &'a RowRules,
     /// Per area: the counts per mapping slot (synapses, dead) of each source's row, when the area
     /// stores nothing and its counts need no drawing.
-    pub skip: &'a [Option<Vec<(u64, u64)>>],
+    pub skip: &'a [Option<Vec<Counted>>],
 }
 
 /// An area none of whose synapses is stored, and whose rows' sizes are known without drawing them
-/// (fanouts with no attractivity): the counts of each of its rows per mapping slot, synapses and
-/// dead ones. Its rows need not be drawn at build time.
-fn counted_without_drawing(mappings: &[Compiled], uniform: bool) -> Option<Vec<(u64, u64)>> {
+/// (fanouts; with an attractivity, only from an area of uniform psp, whose contributions do not
+/// depend on them): per mapping slot, what each row holds. Its rows need not be drawn at build
+/// time.
+fn counted_without_drawing(mappings: &[Compiled], uniform: bool, seed: u64) -> Option<Vec<Counted>> {
     let ks: Vec<u32> = mappings
         .iter()
         .map(|m| match m.rule {
-            Rule::Fanout(k) if m.procedural && m.attract.is_none() => Some(k),
+            Rule::Fanout(k) if m.procedural && (uniform || m.attract.is_none()) => Some(k),
             _ => None,
         })
         .collect::<Option<_>>()?;
@@ -199,9 +202,43 @@ fn counted_without_drawing(mappings: &[Compiled], uniform: bool) -> Option<Vec<(
         mappings
             .iter()
             .zip(&ks)
-            .map(|(m, &k)| (k as u64, if contribution_from_f64(m.value / divisor) == 0 { k as u64 } else { 0 }))
+            .map(|(m, &k)| Counted {
+                fanout: k,
+                keep: m.attract.map(|th| (Stream::mapping_key(seed, m.index as u64), th)),
+                dead: contribution_from_f64(m.value / divisor) == 0,
+            })
             .collect(),
     )
+}
+
+/// What a row of an area that stores nothing holds for one mapping, known without drawing it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Counted {
+    fanout: u32,
+    /// With an attractivity: the mapping's stream key and its threshold.
+    keep: Option<(u64, u64)>,
+    /// Its contribution is 0.
+    dead: bool,
+}
+
+impl Counted {
+    /// Synapses of source `s`'s row, and how many of them are dead: the fanout, or the draws an
+    /// attractivity keeps (only the keep draws are drawn: the second of each synapse's two).
+    fn of(&self, s: u32) -> (u64, u64) {
+        let n = match self.keep {
+            None => self.fanout as u64,
+            Some((key, threshold)) => {
+                let mut stream = Stream::for_source(key, s as u64);
+                (0..self.fanout)
+                    .filter(|_| {
+                        stream.skip(1);
+                        stream.chance(threshold)
+                    })
+                    .count() as u64
+            }
+        };
+        (n, if self.dead { n } else { 0 })
+    }
 }
 
 pub(super) fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32>], range: Range<u32>) -> ChunkOut {
@@ -223,7 +260,8 @@ pub(super) fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32
         }
         let mappings = &by_area[area];
         if let Some(counts) = &rows.skip[area] {
-            for (m, &(n, dead)) in mappings.iter().zip(counts) {
+            for (m, c) in mappings.iter().zip(counts) {
+                let (n, dead) = c.of(s);
                 out.counts[m.index].0 += n;
                 out.counts[m.index].1 += dead;
             }

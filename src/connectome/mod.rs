@@ -18,7 +18,7 @@ use std::ops::Range;
 
 pub use build::{build, count, learns, mapping_bounds, synapse_bound, BuildOptions};
 pub use plastic::{Associative, Plastic, PlasticMapping};
-pub use procedural::{closed_form_mask, procedural_mask, ClosedForm, Procedural};
+pub use procedural::{closed_form_mask, closed_forms, procedural_mask, ClosedForm, Procedural};
 pub use rows::Drawer;
 
 /// Contribution codes of a part's synapses: an index into [`Connectome::contributions`]. A brain

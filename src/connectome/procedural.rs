@@ -19,13 +19,15 @@ pub fn procedural_mask(genome: &Genome) -> Vec<bool> {
 }
 
 /// A procedural mapping whose every synapse is drawn on its own from its index in the row, with a
-/// contribution known without drawing the row: a fanout with no attractivity, from an area whose
-/// out-degree is the same for every source (its psp is uniform, or every mapping from it that
-/// counts in the out-degree is such a fanout). A GPU draws these rows one synapse per thread.
+/// contribution known without drawing the row: a fanout from an area whose out-degree is the same
+/// for every source, or does not count (its psp is uniform, or every mapping from it that counts
+/// in the out-degree is a fanout with no attractivity). A GPU draws these rows one draw per thread.
 ///
-/// Synapse `j` (0-based) of source `s` goes to `dst_first + ((x × dst_count) >> 64)`, where
-/// `x = mix64(key_s + (j + 1) × 0x9e3779b97f4a7c15)` and `key_s = mix64(key ^ s × 0xd1b54a32d192ed03)`
-/// (the build's [`super::draw::Stream`]).
+/// Draw `j` (0-based) of source `s` goes to `dst_first + ((x × dst_count) >> 64)`, where
+/// `x = mix64(key_s + (j × d + 1) × 0x9e3779b97f4a7c15)`, `key_s = mix64(key ^ s ×
+/// 0xd1b54a32d192ed03)` and `d` the draws a synapse takes (the build's [`super::draw::Stream`]): 1,
+/// or 2 with an attractivity, whose second draw `y` (at `j × 2 + 2`) keeps the synapse when `y <
+/// keep`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClosedForm {
     /// Index of the mapping in the genome.
@@ -34,31 +36,41 @@ pub struct ClosedForm {
     pub src_count: u32,
     pub dst_first: u32,
     pub dst_count: u32,
+    /// Draws per source (the fanout; with an attractivity, some are not kept).
     pub fanout: u32,
+    /// The mapping's attractivity as a threshold on a draw ([`super::draw::chance_threshold`]);
+    /// None: every draw is a synapse.
+    pub keep: Option<u64>,
     pub key: u64,
     pub contribution: i32,
 }
 
 impl ClosedForm {
-    /// Target of synapse `j` of source `s`.
+    /// Target of draw `j` of source `s`, if that draw is kept (a synapse).
     #[inline]
-    pub fn target(&self, s: u32, j: u32) -> u32 {
+    pub fn target(&self, s: u32, j: u32) -> Option<u32> {
         let mut stream = Stream::for_source(self.key, s as u64);
-        stream.skip(j as u64);
-        self.dst_first + stream.below(self.dst_count as u64) as u32
+        stream.skip(j as u64 * if self.keep.is_some() { 2 } else { 1 });
+        let t = self.dst_first + stream.below(self.dst_count as u64) as u32;
+        self.keep.is_none_or(|th| stream.chance(th)).then_some(t)
     }
+}
+
+/// Per mapping of `genome`: its closed form (see [`ClosedForm`]), if it has one.
+pub fn closed_forms(genome: &Genome, layout: &Layout) -> Vec<Option<ClosedForm>> {
+    let mut forms = vec![None; genome.mappings.len()];
+    let uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
+    for (area, ms) in compile(genome, layout).0.iter().enumerate() {
+        for m in ms {
+            forms[m.index] = closed_form(m, ms, uniform[area], genome.seed);
+        }
+    }
+    forms
 }
 
 /// Per mapping of `genome`: its rows have a closed form (see [`ClosedForm`]).
 pub fn closed_form_mask(genome: &Genome, layout: &Layout) -> Vec<bool> {
-    let mut mask = vec![false; genome.mappings.len()];
-    let uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
-    for (area, ms) in compile(genome, layout).0.iter().enumerate() {
-        for m in ms {
-            mask[m.index] = closed_form(m, ms, uniform[area], genome.seed).is_some();
-        }
-    }
-    mask
+    closed_forms(genome, layout).iter().map(Option::is_some).collect()
 }
 
 /// Mapping `m` of an area with mappings `all` in closed form, if it has one.
@@ -67,10 +79,11 @@ fn closed_form(m: &Compiled, all: &[Compiled], uniform: bool, seed: u64) -> Opti
         Rule::Fanout(k) if c.attract.is_none() => Some(k),
         _ => None,
     };
-    let fanout = plain_fanout(m)?;
+    let Rule::Fanout(fanout) = m.rule else { return None };
     if m.plastic.is_some() {
         return None;
     }
+    // (an out-degree that counts is fixed only when no mapping of the area keeps draws at random)
     let divisor = if uniform {
         1.0
     } else {
@@ -85,6 +98,7 @@ fn closed_form(m: &Compiled, all: &[Compiled], uniform: bool, seed: u64) -> Opti
         dst_first: m.dst.first,
         dst_count: m.dst.count,
         fanout,
+        keep: m.attract,
         key,
         contribution: contribution_from_f64(m.value / divisor),
     })
@@ -126,7 +140,7 @@ impl Procedural {
         for (area, ms) in self.rules.by_area.iter().enumerate() {
             for m in ms.iter().filter(|m| m.procedural) {
                 let c = closed_form(m, ms, self.rules.area_uniform[area], self.rules.seed).ok_or_else(|| {
-                    format!("mapping {} is procedural, but its rows have no closed form (a fanout with no attractivity from an area of fixed out-degree)", m.index)
+                    format!("mapping {} is procedural, but its rows have no closed form (a fanout from an area of uniform psp or fixed out-degree)", m.index)
                 })?;
                 out.push(c);
             }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{closed_form_mask, mapping_bounds};
+use super::{closed_form_mask, closed_forms, mapping_bounds};
 use crate::genome::Genome;
 use crate::model::Layout;
 
@@ -44,7 +44,7 @@ pub fn apply(genome: &Genome, layout: &Layout, storage: Storage, closed_form_onl
         } else if m.synapses.is_some() {
             Some("it lists its synapses")
         } else if !closed[i] {
-            Some("the GPU draws again only fanouts with no attractivity from areas whose out-degree is fixed")
+            Some("the GPU draws again only fanouts from areas whose psp is uniform or whose out-degree is fixed")
         } else {
             None
         }
@@ -104,7 +104,8 @@ pub fn apply(genome: &Genome, layout: &Layout, storage: Storage, closed_form_onl
 /// ([`all_marked`]) and the GPU stores what it would have drawn again.
 /// `longest`: the longest row it can build.
 pub fn gpu_buildable(genome: &Genome, layout: &Layout, longest: u64) -> bool {
-    let closed = closed_form_mask(genome, layout);
+    // rows of one length: closed forms that keep every draw
+    let closed = closed_forms(genome, layout).into_iter().map(|c| c.is_some_and(|c| c.keep.is_none()));
     let mut row = vec![0u64; layout.params.len()];
     for (m, (b, _)) in genome.mappings.iter().zip(mapping_bounds(genome, layout)) {
         if let Some(a) = layout.area_index(&m.source) {

@@ -261,8 +261,8 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
 
 /// [`random_genome`] with every mapping but the associative one a random fanout (1 to 60
 /// synapses per neuron): brains whose mappings mostly have a closed form (see
-/// [`crate::connectome::ClosedForm`]; those with an attractivity below 100, or from an area whose
-/// out-degree varies, have none).
+/// [`crate::connectome::ClosedForm`]; plastic ones, and those of an area whose psp is not uniform
+/// and whose out-degree varies (an attractivity below 100), have none).
 pub fn random_fanout_genome(seed: u64, max_neurons: u32) -> Genome {
     let mut g = random_genome(seed, max_neurons);
     let mut rng = Rng::new(seed ^ 0xFA_0070);

@@ -86,24 +86,30 @@ pub(super) struct Net {
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct ProcMap {
     pub key: u64,
+    /// A draw keeps its synapse when its keep draw is below this (`draws` 2).
+    pub keep: u64,
     pub src_first: u32,
     pub src_count: u32,
     pub dst_first: u32,
     pub dst_count: u32,
     pub fanout: u32,
     pub contribution: i32,
+    /// Draws a synapse takes: 1, or 2 with an attractivity (its target's and its keep draw).
+    pub draws: u32,
 }
 
 impl From<&crate::connectome::ClosedForm> for ProcMap {
     fn from(c: &crate::connectome::ClosedForm) -> ProcMap {
         ProcMap {
             key: c.key,
+            keep: c.keep.unwrap_or(0),
             src_first: c.src_first,
             src_count: c.src_count,
             dst_first: c.dst_first,
             dst_count: c.dst_count,
             fanout: c.fanout,
             contribution: c.contribution,
+            draws: if c.keep.is_some() { 2 } else { 1 },
         }
     }
 }
@@ -297,7 +303,7 @@ mod tests {
         let learn = rust_layout!(Learn: hist, now, active, n_active, status, stamps, windows, group_map, maps, exists, grown, burst, skip,
             code_base, n_total, longest, n_maps, n_slots, sweep_rows);
         assert_eq!(c_layout(&src, "Learn", &sizes), learn, "Learn");
-        let pm = rust_layout!(ProcMap: key, src_first, src_count, dst_first, dst_count, fanout, contribution);
+        let pm = rust_layout!(ProcMap: key, keep, src_first, src_count, dst_first, dst_count, fanout, contribution, draws);
         assert_eq!(c_layout(&src, "ProcMap", &sizes), pm, "ProcMap");
         let map = rust_layout!(PlasMap: ltp, ltd, window, assoc, src_lo, src_hi, dst_lo, dst_hi, slot, pad, cap, bits);
         assert_eq!(c_layout(&src, "PlasMap", &sizes), map, "PlasMap");
