@@ -506,10 +506,9 @@ impl ShardEngine for CpuEngine {
 
     fn learn_ahead(&mut self, t: u64, spikes: &[u32]) {
         if self.learner.is_some() && !self.ahead {
-            if self.learn(t, spikes) {
-                let (table, learner) = (&self.contributions[..], self.learner.as_ref());
-                let update = |p: &mut Shard| learner.into_iter().for_each(|l| learn_piece(l, t, p, table));
-                self.pieces.par_iter_mut().for_each(update);
+            if let (true, Some(l)) = (self.learn(t, spikes), &self.learner) {
+                let table = &self.contributions[..];
+                self.pieces.par_iter_mut().for_each(|p| learn_piece(l, t, p, table));
             }
             self.ahead = true;
         }

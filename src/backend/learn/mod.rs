@@ -450,8 +450,8 @@ impl Learner {
 }
 
 /// [`Learner::update`] on a part's codes, compiled as well for the wider vector units of x86-64-v3
-/// CPUs (AVX2), picked at run time: the rule's loop over a row measured ~9% of a plastic burst
-/// faster with them (docs/plasticity.md).
+/// CPUs (AVX2), picked at run time: a plastic burst measured ~7% faster with them (the rule's
+/// loop over a row was bound by SSE2's 16-bit unpacking; docs/plasticity.md).
 #[multiversion(targets("x86_64+avx+avx2+bmi1+bmi2+fma+lzcnt+popcnt"))]
 fn update_codes<C: Code + Into<u32>, S: Scatter>(
     l: &Learner,
