@@ -132,12 +132,15 @@ mod tests {
     #[test]
     fn auto_stores_what_fits_and_draws_the_rest_again() {
         let mut g = Workload { neurons: 10_000, fanout: 50, rate: 0.01, seed: 1 }.genome();
-        // a fanout of 1 kept with attractivity 50: no closed form (a keep draw per synapse)
+        // a fanout of 1 kept with attractivity 50 from an area whose psp is not uniform: no closed
+        // form (its contribution depends on how many draws each row keeps)
+        let mut v = g.areas[0].clone();
+        (v.id, v.psp_uniform_distribution) = ("v".into(), false);
+        g.areas.push(v);
         let mut second = g.mappings[0].clone();
         g.morphologies
             .insert("one".into(), crate::genome::Morphology::Random(crate::genome::RandomSpec { probability: None, fanout: Some(1) }));
-        second.morphology = "one".into();
-        second.attractivity = 50.0;
+        (second.source, second.morphology, second.attractivity) = ("v".into(), "one".into(), 50.0);
         g.mappings.push(second);
         let layout = Layout::from_genome(&g);
         let plenty = Budget { synapses: 10_000_000, from: "a test".into() };
