@@ -8,9 +8,8 @@ use rayon::prelude::*;
 
 use std::collections::HashMap;
 
-use super::draw::Stream;
 use super::plastic::{group_contributions, Plastic, PlasticMapping};
-use super::procedural::Procedural;
+use super::procedural::{closed_form, ClosedForm, Procedural};
 use super::rows::{compile, Compiled, Drawer, RowRules, Rule};
 use super::{Codes, Connectome, MappingStats, Part};
 use crate::genome::Genome;
@@ -96,7 +95,7 @@ pub fn learns(genome: &Genome, layout: &Layout) -> bool {
 /// sources, the plastic mappings.
 pub(super) struct Prepared {
     pub rules: RowRules,
-    pub skip: Vec<Option<Vec<Counted>>>,
+    pub skip: Vec<Option<Vec<ClosedForm>>>,
     pub chunks: Vec<Range<u32>>,
     pub plastic: Vec<(PlasticMapping, f64)>,
 }
@@ -108,7 +107,7 @@ pub(super) fn prepare(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> 
         c.procedural = opts.procedural.get(c.index).copied().unwrap_or(false);
     }
     let area_uniform: Vec<bool> = genome.areas.iter().map(|a| a.psp_uniform_distribution).collect();
-    let skip: Vec<Option<Vec<Counted>>> =
+    let skip: Vec<Option<Vec<ClosedForm>>> =
         (0..by_area.len()).map(|a| counted_without_drawing(&by_area[a], area_uniform[a], genome.seed)).collect();
     let rules = RowRules { seed: genome.seed, layout: layout.clone(), by_area, area_uniform };
     let chunk = ((n as usize) / (rayon::current_num_threads() * 16)).clamp(1024, 65_536) as u32;
@@ -182,63 +181,14 @@ pub(super) struct Rows<'a> {
     pub rules: &'a RowRules,
     /// Per area: the counts per mapping slot (synapses, dead) of each source's row, when the area
     /// stores nothing and its counts need no drawing.
-    pub skip: &'a [Option<Vec<Counted>>],
+    pub skip: &'a [Option<Vec<ClosedForm>>],
 }
 
-/// An area none of whose synapses is stored, and whose rows' sizes are known without drawing them
-/// (fanouts; with an attractivity, only from an area of uniform psp, whose contributions do not
-/// depend on them): per mapping slot, what each row holds. Its rows need not be drawn at build
-/// time.
-fn counted_without_drawing(mappings: &[Compiled], uniform: bool, seed: u64) -> Option<Vec<Counted>> {
-    let ks: Vec<u32> = mappings
-        .iter()
-        .map(|m| match m.rule {
-            Rule::Fanout(k) if m.procedural && (uniform || m.attract.is_none()) => Some(k),
-            _ => None,
-        })
-        .collect::<Option<_>>()?;
-    let divisor = if uniform { 1.0 } else { ks.iter().map(|&k| k as u64).sum::<u64>().max(1) as f64 };
-    Some(
-        mappings
-            .iter()
-            .zip(&ks)
-            .map(|(m, &k)| Counted {
-                fanout: k,
-                keep: m.attract.map(|th| (Stream::mapping_key(seed, m.index as u64), th)),
-                dead: contribution_from_f64(m.value / divisor) == 0,
-            })
-            .collect(),
-    )
-}
-
-/// What a row of an area that stores nothing holds for one mapping, known without drawing it.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Counted {
-    fanout: u32,
-    /// With an attractivity: the mapping's stream key and its threshold.
-    keep: Option<(u64, u64)>,
-    /// Its contribution is 0.
-    dead: bool,
-}
-
-impl Counted {
-    /// Synapses of source `s`'s row, and how many of them are dead: the fanout, or the draws an
-    /// attractivity keeps (only the keep draws are drawn: the second of each synapse's two).
-    fn of(&self, s: u32) -> (u64, u64) {
-        let n = match self.keep {
-            None => self.fanout as u64,
-            Some((key, threshold)) => {
-                let mut stream = Stream::for_source(key, s as u64);
-                (0..self.fanout)
-                    .filter(|_| {
-                        stream.skip(1);
-                        stream.chance(threshold)
-                    })
-                    .count() as u64
-            }
-        };
-        (n, if self.dead { n } else { 0 })
-    }
+/// An area none of whose synapses is stored, and whose rows' sizes are known without drawing them:
+/// every mapping from it a procedural closed form ([`ClosedForm::kept`] counts a row). Its rows
+/// need not be drawn at build time.
+fn counted_without_drawing(mappings: &[Compiled], uniform: bool, seed: u64) -> Option<Vec<ClosedForm>> {
+    mappings.iter().map(|m| if m.procedural { closed_form(m, mappings, uniform, seed) } else { None }).collect()
 }
 
 pub(super) fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32>], range: Range<u32>) -> ChunkOut {
@@ -261,7 +211,8 @@ pub(super) fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32
         let mappings = &by_area[area];
         if let Some(counts) = &rows.skip[area] {
             for (m, c) in mappings.iter().zip(counts) {
-                let (n, dead) = c.of(s);
+                let n = c.kept(s);
+                let dead = if c.contribution == 0 { n } else { 0 };
                 out.counts[m.index].0 += n;
                 out.counts[m.index].1 += dead;
             }

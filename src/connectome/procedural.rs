@@ -50,9 +50,30 @@ impl ClosedForm {
     #[inline]
     pub fn target(&self, s: u32, j: u32) -> Option<u32> {
         let mut stream = Stream::for_source(self.key, s as u64);
-        stream.skip(j as u64 * if self.keep.is_some() { 2 } else { 1 });
+        stream.skip(j as u64 * self.draws() as u64);
         let t = self.dst_first + stream.below(self.dst_count as u64) as u32;
         self.keep.is_none_or(|th| stream.chance(th)).then_some(t)
+    }
+
+    /// Numbers of the stream a draw takes: its target's, and its keep draw's with an attractivity.
+    pub fn draws(&self) -> u32 {
+        if self.keep.is_some() {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Synapses of source `s`'s row: the fanout, or the draws kept (only the keep draws drawn).
+    pub fn kept(&self, s: u32) -> u64 {
+        let Some(threshold) = self.keep else { return self.fanout as u64 };
+        let mut stream = Stream::for_source(self.key, s as u64);
+        (0..self.fanout)
+            .filter(|_| {
+                stream.skip(1);
+                stream.chance(threshold)
+            })
+            .count() as u64
     }
 }
 
@@ -74,7 +95,7 @@ pub fn closed_form_mask(genome: &Genome, layout: &Layout) -> Vec<bool> {
 }
 
 /// Mapping `m` of an area with mappings `all` in closed form, if it has one.
-fn closed_form(m: &Compiled, all: &[Compiled], uniform: bool, seed: u64) -> Option<ClosedForm> {
+pub(super) fn closed_form(m: &Compiled, all: &[Compiled], uniform: bool, seed: u64) -> Option<ClosedForm> {
     let plain_fanout = |c: &Compiled| match c.rule {
         Rule::Fanout(k) if c.attract.is_none() => Some(k),
         _ => None,

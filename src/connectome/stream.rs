@@ -24,7 +24,7 @@ const WINDOW_PER_THREAD: usize = 2;
 /// A connectome whose synapses are drawn again, chunk by chunk, where they are wanted.
 pub struct Streamed {
     rules: RowRules,
-    skip: Vec<Option<Vec<super::build::Counted>>>,
+    skip: Vec<Option<Vec<super::ClosedForm>>>,
     parts: Vec<Range<u32>>,
     chunks: Vec<Range<u32>>,
     remaps: Vec<Remap>,

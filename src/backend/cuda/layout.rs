@@ -109,7 +109,7 @@ impl From<&crate::connectome::ClosedForm> for ProcMap {
             dst_count: c.dst_count,
             fanout: c.fanout,
             contribution: c.contribution,
-            draws: if c.keep.is_some() { 2 } else { 1 },
+            draws: c.draws(),
         }
     }
 }
