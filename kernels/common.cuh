@@ -170,12 +170,24 @@ __device__ __forceinline__ u64 mix64(u64 z) {
     return z ^ (z >> 31);
 }
 
+#define DRAW_G 0x9e3779b97f4a7c15ULL
+
+// hi64(x * c) for a 32-bit c, from 32-bit halves (exact: the low half's carry is its high word).
+__device__ __forceinline__ u32 hi64_32(u64 x, u32 c) {
+    return (u32)(((u64)(u32)(x >> 32) * c + __umulhi((u32)x, c)) >> 32);
+}
+
+// Target of the draw whose stream position is y = key_s + (j * draws + 1) * G, or ~0u when the
+// draw keeps no synapse. Draw j + 1 is at y + draws * G.
+__device__ __forceinline__ u32 proc_draw(const ProcMap& m, u64 y) {
+    const u64 x = mix64(y);
+    if (m.draws == 2 && mix64(y + DRAW_G) >= m.keep) return ~0u;
+    return m.dst_first + hi64_32(x, m.dst_count);
+}
+
 // Target of draw j of a ProcMap's source (its key_s), or ~0u when the draw keeps no synapse.
 __device__ __forceinline__ u32 proc_target(const ProcMap& m, u64 key, u32 j) {
-    const u64 at = (u64)j * m.draws;
-    const u64 x = mix64(key + (at + 1) * 0x9e3779b97f4a7c15ULL);
-    if (m.draws == 2 && mix64(key + (at + 2) * 0x9e3779b97f4a7c15ULL) >= m.keep) return ~0u;
-    return m.dst_first + (u32)__umul64hi(x, (u64)m.dst_count);
+    return proc_draw(m, key + ((u64)j * m.draws + 1) * DRAW_G);
 }
 
 __device__ __forceinline__ u32 pcg_hash(u32 n, u64 t) {

@@ -1,150 +1,262 @@
 // procbin.cu: the procedural synapses of a large brain, binned (after propagate.cu; see
 // docs/capacity.md). Drawn synapses land at random in an accumulator far larger than L2, and a
-// random atomic there costs a read and a write of DRAM each. So they are drawn in two passes:
-// `proc_bin` draws every synapse of the fired sources once and appends it to the bin of its
-// target's tile (2^bits neurons, 2M or 4M: one tile's 8 or 16 MB of 32-bit sums fits in L2), staged per block in
-// shared memory and written out in runs; `proc_add` then adds the bins tile after tile into 32-bit
-// sums held in L2, and `proc_fold` adds those to the accumulator. A bin that would overflow its room adds directly (exact, slower).
-// The sums are exact integers: the same input as the direct path, bit for bit.
+// random atomic there costs a read and a write of DRAM each; even in L2, 1e9 atomics a burst
+// take most of it. So the sums are made in shared memory, where an atomic is cheap, by sorting
+// the drawn synapses by target first, in two passes of a multisplit (a block counts its chunk's
+// entries per bucket in shared memory, reserves each bucket's room with one global atomic, stages
+// them sorted and writes them out in runs):
+//   proc_bin:   every synapse of the fired sources drawn once, into the bin of its target's tile
+//               (2^bits neurons, 2M or 4M);
+//   proc_split: each tile's bin into sub-bins of 2^sbits neurons (16K: 64 KB of 32-bit sums);
+//   proc_sum:   a block per sub-bin adds its entries into 32-bit sums in shared memory, then into
+//               the accumulator, whose neurons it alone owns.
+// A bucket that would overflow its room adds directly (exact, slower). The sums are exact
+// integers: the same input as the direct path, bit for bit.
 
-#define PROC_STAGE 512
+#define SPLIT_K 16
 
-// Entry: target within its tile (low `bits` bits) | map index << bits.
-template <typename ACC>
+// After each thread counted its entries into `hist` (keeping their ranks): the buckets' offsets
+// in the block's staging (`offs`), their room reserved in `gcounts`, and where the entry staged
+// at i goes: `dst[q] + i` while below `lim[q]` (bucket q's room is `first + q * stride`, `stride`
+// entries). Returns the block's entry count.
+template <u32 BLOCK>
+__device__ u32 split_reserve(const u32* hist, u32* offs, u64* dst, u64* lim, u64* gcounts, u32 nb, u64 first, u64 stride) {
+    __shared__ u32 wsum[BLOCK / 32];
+    __shared__ u32 total;
+    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const u32 h = tid < nb ? hist[tid] : 0;
+    u32 v = h;
+    for (u32 o = 1; o < 32; o <<= 1) {
+        const u32 y = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += y;
+    }
+    if (lane == 31) wsum[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        u32 w = lane < BLOCK / 32 ? wsum[lane] : 0;
+        for (u32 o = 1; o < 32; o <<= 1) {
+            const u32 y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        if (lane < BLOCK / 32) wsum[lane] = w;
+    }
+    __syncthreads();
+    const u32 incl = v + (warp ? wsum[warp - 1] : 0);
+    if (tid < nb) {
+        offs[tid] = incl - h;
+        if (h) {
+            const u64 start = first + tid * stride;
+            dst[tid] = start + atomicAdd(gcounts + tid, (u64)h) - (incl - h);
+            lim[tid] = start + stride;
+        }
+    }
+    if (tid == BLOCK - 1) total = incl;
+    __syncthreads();
+    return total;
+}
+
+// Entry of a tile's bin: target within its tile (low `bits` bits) | map index << bits.
+#define BIN_BLOCK 256
+// K draws a thread a chunk: W(100M, 1000) on an H100 13.3 ms a burst against 13.8 with 8 (39
+// registers, more blocks an SM) and 14.7 with 32 (94 registers)
+template <typename ACC, u32 K>
 __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     if (kmax == 0) return;
-    extern __shared__ u32 stage[]; // n_tiles x PROC_STAGE entries, then n_tiles fill counters
-    u32* fill = stage + n_tiles * PROC_STAGE;
-    for (u32 i = threadIdx.x; i < n_tiles; i += blockDim.x) fill[i] = 0;
-    __syncthreads();
+    __shared__ u32 hist[BIN_BLOCK], offs[BIN_BLOCK];
+    __shared__ u64 dst[BIN_BLOCK], lim[BIN_BLOCK];
+    __shared__ u32 stage[(BIN_BLOCK * K)];
+    __shared__ u8 stile[(BIN_BLOCK * K)];
     const u32 count = (u32)(*rd.counter >> net.count_shift);
     const u64 events = (u64)count * net.n_proc * kmax;
-    const u64 tmask = (1u << bits) - 1;
-    // write out the staged entries of tile p (the calling warp); returns nothing, fills fill[p] = 0
-    auto flush = [&](u32 p, u32 lane) {
-        const u32 f = fill[p];
-        u64 base = 0;
-        if (lane == 0) base = atomicAdd(counts + p, (u64)f);
-        base = __shfl_sync(0xffffffffu, base, 0);
-        for (u32 i = lane; i < f; i += 32) {
-            const u32 e = stage[p * PROC_STAGE + i];
-            if (base + i < room) {
-                bins[p * room + base + i] = e;
-            } else {
-                const u32 t = (p << bits) | (e & tmask);
-                acc_add<ACC>(net.acc, t, net.proc[e >> bits].contribution);
-            }
-        }
-        __syncwarp();
-        if (lane == 0) fill[p] = 0;
-    };
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const u64 step = (u64)gridDim.x * blockDim.x;
-    // rounds of blockDim.x synapses per block; the grid strides over the whole range together
-    for (u64 r0 = (u64)blockIdx.x * blockDim.x; r0 < events; r0 += step) {
-        const u64 e = r0 + threadIdx.x;
-        if (e < events) {
-            // (32-bit division where the range allows: several times cheaper)
-            const u64 it = events <= 0xffffffffull ? (u64)((u32)e / kmax) : e / kmax;
-            const u32 j = (u32)(e - it * kmax);
-            const u32 s = rd.fired[it / net.n_proc];
-            const u32 mi = (u32)(it % net.n_proc);
-            const ProcMap m = net.proc[mi];
-            if (s != DEAD && s - m.src_first < m.src_count && j < m.fanout) {
-                const u64 key = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL));
-                const u32 d = proc_target(m, key, j);
-                const u32 t = d - net.base;
-                if (d != ~0u && t < net.n) {
-                    const u32 p = t >> bits;
-                    const u32 at = atomicAdd(fill + p, 1u);
-                    stage[p * PROC_STAGE + at] = (t & tmask) | (mi << bits);
+    const u32 tmask = (1u << bits) - 1;
+    const u32 tid = threadIdx.x;
+    for (u64 c0 = (u64)blockIdx.x * (BIN_BLOCK * K); c0 < events; c0 += (u64)gridDim.x * (BIN_BLOCK * K)) {
+        for (u32 i = tid; i < n_tiles; i += BIN_BLOCK) hist[i] = 0;
+        __syncthreads();
+        // this thread's K consecutive draws: from draw j of row `it` (fired slot it / n_proc,
+        // map it % n_proc) on; a row's key and stream position are worked out once
+        const u64 e0 = c0 + (u64)tid * K;
+        const u32 n_mine = e0 < events ? (u32)min((u64)K, events - e0) : 0;
+        const u64 it = events <= 0xffffffffull ? (u64)((u32)e0 / kmax) : e0 / kmax;
+        u32 j = (u32)(e0 - it * kmax);
+        u64 slot = it / net.n_proc;
+        u32 mi = (u32)(it - slot * net.n_proc);
+        ProcMap m;
+        u64 y = 0, dy = 0;
+        bool live = false;
+        auto row = [&]() {
+            m = net.proc[mi];
+            const u32 s = rd.fired[slot];
+            live = s != DEAD && s - m.src_first < m.src_count;
+            dy = m.draws * DRAW_G;
+            if (live) y = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL)) + ((u64)j * m.draws + 1) * DRAW_G;
+        };
+        if (n_mine) row();
+        u32 ent[K], rk[K];
+#pragma unroll
+        for (u32 k = 0; k < K; k++) {
+            rk[k] = ~0u;
+            if (k < n_mine) {
+                if (j == kmax) {
+                    j = 0;
+                    if (++mi == net.n_proc) {
+                        mi = 0;
+                        slot++;
+                    }
+                    row();
                 }
+                if (live && j < m.fanout) {
+                    const u32 d = proc_draw(m, y);
+                    const u32 t = d - net.base;
+                    if (d != ~0u && t < net.n) {
+                        const u32 p = t >> bits;
+                        ent[k] = (t & tmask) | (mi << bits);
+                        rk[k] = atomicAdd(hist + p, 1u) | (p << 16);
+                    }
+                }
+                j++;
+                y += dy;
             }
         }
         __syncthreads();
-        // a tile that might not take the next round is written out (at most blockDim.x more)
-        for (u32 p = warp; p < n_tiles; p += warps) {
-            if (fill[p] > PROC_STAGE - blockDim.x) flush(p, lane);
+        const u32 total = split_reserve<BIN_BLOCK>(hist, offs, dst, lim, counts, n_tiles, 0, room);
+#pragma unroll
+        for (u32 k = 0; k < K; k++) {
+            if (rk[k] != ~0u) {
+                const u32 p = rk[k] >> 16, at = offs[p] + (rk[k] & 0xffffu);
+                stage[at] = ent[k];
+                stile[at] = (u8)p;
+            }
+        }
+        __syncthreads();
+        for (u32 i = tid; i < total; i += BIN_BLOCK) {
+            const u32 e = stage[i], p = stile[i];
+            const u64 at = dst[p] + i;
+            if (at < lim[p]) {
+                bins[at] = e;
+            } else {
+                acc_add<ACC>(net.acc, (p << bits) | (e & tmask), net.proc[e >> bits].contribution);
+            }
         }
         __syncthreads();
     }
-    for (u32 p = warp; p < n_tiles; p += warps) {
-        if (fill[p]) flush(p, lane);
+}
+
+// The tiles' bins split into sub-bins of 2^sbits neurons: sub-bin q of tile p is
+// `subs[(p << (bits - sbits) | q) * subroom ..]`, its entries the target within the sub-bin | map
+// index << sbits, in 16 bits where they fit.
+#define SUB_BLOCK 512
+#define SUB_CHUNK (SUB_BLOCK * SPLIT_K)
+template <typename ACC, typename S>
+__device__ void proc_split_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits, u32 sbits, S* subs, u64* subcounts, u64 subroom) {
+    __shared__ u32 hist[SUB_BLOCK], offs[SUB_BLOCK];
+    __shared__ u64 dst[SUB_BLOCK], lim[SUB_BLOCK];
+    __shared__ u32 stage[SUB_CHUNK];
+    const u32 nsub = 1u << (bits - sbits);
+    const u32 tmask = (1u << bits) - 1, smask = (1u << sbits) - 1;
+    const u32 tid = threadIdx.x;
+    // the grid strides over every tile's chunks together
+    u32 p = 0;
+    u64 first = 0; // the first chunk of tile p
+    u64 chunks = (min(counts[0], room) + SUB_CHUNK - 1) / SUB_CHUNK;
+    for (u64 g = blockIdx.x;; g += gridDim.x) {
+        while (p < n_tiles && g >= first + chunks) {
+            first += chunks;
+            p++;
+            if (p < n_tiles) chunks = (min(counts[p], room) + SUB_CHUNK - 1) / SUB_CHUNK;
+        }
+        if (p >= n_tiles) break;
+        const u64 c0 = (g - first) * SUB_CHUNK;
+        const u32 n = (u32)min(min(counts[p], room) - c0, (u64)SUB_CHUNK);
+        const u32* b = bins + p * room + c0;
+        for (u32 i = tid; i < nsub; i += SUB_BLOCK) hist[i] = 0;
+        u32 ent[SPLIT_K], rk[SPLIT_K];
+        // every load first (in flight together), then the counts
+#pragma unroll
+        for (u32 k = 0; k < SPLIT_K; k++) ent[k] = k * SUB_BLOCK + tid < n ? __ldcs(b + k * SUB_BLOCK + tid) : 0;
+        __syncthreads();
+#pragma unroll
+        for (u32 k = 0; k < SPLIT_K; k++) {
+            if (k * SUB_BLOCK + tid < n) rk[k] = atomicAdd(hist + ((ent[k] & tmask) >> sbits), 1u);
+        }
+        __syncthreads();
+        const u32 total = split_reserve<SUB_BLOCK>(hist, offs, dst, lim, subcounts + (u64)p * nsub, nsub, (u64)p * nsub * subroom, subroom);
+#pragma unroll
+        for (u32 k = 0; k < SPLIT_K; k++) {
+            if (k * SUB_BLOCK + tid < n) stage[offs[(ent[k] & tmask) >> sbits] + rk[k]] = ent[k];
+        }
+        __syncthreads();
+        for (u32 i = tid; i < total; i += SUB_BLOCK) {
+            const u32 e = stage[i], q = (e & tmask) >> sbits;
+            const u64 at = dst[q] + i;
+            if (at < lim[q]) {
+                subs[at] = (S)((e & smask) | ((e >> bits) << sbits));
+            } else {
+                acc_add<ACC>(net.acc, (p << bits) | (e & tmask), net.proc[e >> bits].contribution);
+            }
+        }
+        __syncthreads();
     }
 }
 
-// The bins, tile after tile (the grid walks them in order, so one tile's sums are in L2 at a
-// time), added into 32-bit sums (`scratch`, one per neuron: half the bytes of the accumulator, so a
-// tile's sums stay in L2 under the adds). A step of a sum that leaves the i32 range (seen from the
-// value the atomic returns) marks its tile in `over`: its sums are dropped by `proc_fold` and its
-// bin is added again into the 64-bit accumulator by `proc_redo`. Exact either way: when no step
-// overflowed, every partial sum, the last included, is the exact one.
-template <typename ACC>
-__device__ void proc_add_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits, int* scratch, u32* over) {
-    const u64 tmask = (1u << bits) - 1;
-    const u64 step = (u64)gridDim.x * blockDim.x;
-    for (u32 p = 0; p < n_tiles; p++) {
-        const u64 c = min(counts[p], room);
-        const u32* b = bins + p * room;
-        bool overflow = false;
-        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < c; i += step) {
-            // streamed past L2 (evict first): L2 keeps the tile's sums
+// A block per sub-bin: its entries added into 32-bit sums in shared memory, then into the
+// accumulator (the block owns those neurons). A step that leaves the i32 range (seen from the
+// value the atomic returns) makes the block add its entries again into the 64-bit accumulator
+// instead: when no step overflowed, every partial sum, the last included, is the exact one.
+template <typename ACC, typename S>
+__device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcounts, u64 subroom, u32 n_subs, u32 sbits) {
+    extern __shared__ int sums[];
+    __shared__ int over;
+    const u32 smask = (1u << sbits) - 1;
+    const u32 tid = threadIdx.x, bd = blockDim.x;
+    for (u32 g = blockIdx.x; g < n_subs; g += gridDim.x) {
+        const u64 first = (u64)g << sbits;
+        if (first >= net.n) break;
+        const u32 len = (u32)min((u64)1 << sbits, net.n - first);
+        for (u32 i = tid; i < len; i += bd) sums[i] = 0;
+        if (tid == 0) over = 0;
+        __syncthreads();
+        const u64 c = min(subcounts[g], subroom);
+        const S* b = subs + (u64)g * subroom;
+        bool of = false;
+        for (u64 i = tid; i < c; i += bd) {
             const u32 e = __ldcs(b + i);
-            const int v = net.proc[e >> bits].contribution;
-            const int old = atomicAdd(scratch + ((p << bits) | (u32)(e & tmask)), v);
-            const int sum = (int)((unsigned)old + (unsigned)v);
-            overflow |= ((old ^ sum) & (v ^ sum)) < 0;
+            const int v = net.proc[e >> sbits].contribution;
+            const int old = atomicAdd(sums + (e & smask), v);
+            const int s = (int)((unsigned)old + (unsigned)v);
+            of |= ((old ^ s) & (v ^ s)) < 0;
         }
-        if (__any_sync(0xffffffffu, overflow) && (threadIdx.x & 31) == 0) over[p] = 1;
-    }
-}
-
-// The 32-bit sums into the accumulator (a tile marked in `over` is left to `proc_redo`), zeroed
-// for the next burst.
-template <typename ACC>
-__device__ void proc_fold_impl(const Net& net, int* scratch, const u32* over, u32 bits) {
-    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < net.n; t += gridDim.x * blockDim.x) {
-        const int v = scratch[t];
-        if (v != 0) {
-            scratch[t] = 0;
-            if (!over[t >> bits]) ((i64*)net.acc)[t] += v;
+        if (of) over = 1;
+        __syncthreads();
+        if (!over) {
+            for (u32 i = tid; i < len; i += bd) {
+                const int v = sums[i];
+                if (v) ((i64*)net.acc)[first + i] += v;
+            }
+        } else {
+            for (u64 i = tid; i < c; i += bd) {
+                const u32 e = b[i];
+                acc_add<ACC>(net.acc, (u32)first + (e & smask), net.proc[e >> sbits].contribution);
+            }
         }
+        __syncthreads();
     }
 }
 
-// The bins of the tiles marked in `over`, added again into the 64-bit accumulator.
-template <typename ACC>
-__device__ void proc_redo_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits, const u32* over) {
-    const u64 tmask = (1u << bits) - 1;
-    const u64 step = (u64)gridDim.x * blockDim.x;
-    for (u32 p = 0; p < n_tiles; p++) {
-        if (!over[p]) continue;
-        const u64 c = min(counts[p], room);
-        const u32* b = bins + p * room;
-        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < c; i += step) {
-            const u32 e = b[i];
-            acc_add<ACC>(net.acc, (p << bits) | (u32)(e & tmask), net.proc[e >> bits].contribution);
-        }
+// The bins' and sub-bins' counts zeroed for the next burst.
+extern "C" __global__ void proc_clear(u64* counts, u32 n) {
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) counts[i] = 0;
+}
+extern "C" __global__ void __launch_bounds__(BIN_BLOCK) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
+    proc_bin_impl<i64, SPLIT_K>(net, rd, bins, counts, room, n_tiles, bits, kmax);
+}
+#define PROC_SPLIT_SUM(S, suffix) \
+    extern "C" __global__ void __launch_bounds__(SUB_BLOCK) proc_split_n64_##suffix(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, \
+                                                                                  u32 bits, u32 sbits, S* subs, u64* subcounts, u64 subroom) { \
+        proc_split_impl<i64, S>(net, bins, counts, room, n_tiles, bits, sbits, subs, subcounts, subroom); \
+    } \
+    extern "C" __global__ void __launch_bounds__(1024) proc_sum_n64_##suffix(Net net, const S* subs, const u64* subcounts, u64 subroom, u32 n_subs, u32 sbits) { \
+        proc_sum_impl<i64, S>(net, subs, subcounts, subroom, n_subs, sbits); \
     }
-}
-
-extern "C" __global__ void proc_clear(u64* counts, u32* over, u32 n_tiles) {
-    if (threadIdx.x < n_tiles) {
-        counts[threadIdx.x] = 0;
-        over[threadIdx.x] = 0;
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(256) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
-    proc_bin_impl<i64>(net, rd, bins, counts, room, n_tiles, bits, kmax);
-}
-extern "C" __global__ void __launch_bounds__(256) proc_add_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits,
-                                                                int* scratch, u32* over) {
-    proc_add_impl<i64>(net, bins, counts, room, n_tiles, bits, scratch, over);
-}
-extern "C" __global__ void __launch_bounds__(256) proc_fold_n64(Net net, int* scratch, const u32* over, u32 bits) {
-    proc_fold_impl<i64>(net, scratch, over, bits);
-}
-extern "C" __global__ void __launch_bounds__(256) proc_redo_n64(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits, const u32* over) {
-    proc_redo_impl<i64>(net, bins, counts, room, n_tiles, bits, over);
-}
+PROC_SPLIT_SUM(u16, s16)
+PROC_SPLIT_SUM(u32, s32)

@@ -231,9 +231,9 @@ fn the_command_line_checks_inspects_and_measures_procedural_brains() {
     assert!(drawn["host_peak_bytes"].as_u64().unwrap() > 0);
 }
 
-/// On a GPU: a brain of more than one 2M-neuron tile with a fanout of 256 or more bins its
-/// procedural synapses by target tile (`procbin.cu`); it fires as the stored brain on the CPU,
-/// burst by burst. Skips without a GPU.
+/// On a GPU: a brain of more than one 2M-neuron tile with a fanout of 256 or more sorts its
+/// procedural synapses by target and sums them in shared memory (`procbin.cu`); it fires as the
+/// stored brain on the CPU, burst by burst. Skips without a GPU.
 #[test]
 fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() {
     if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
@@ -255,8 +255,19 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     let fired = binned_as_the_cpu(&w, &g, 30);
     println!("binned procedural brain of 5M neurons: {fired} fired in 30 bursts, as the CPU");
     assert!(fired > 1_000_000);
+    // five maps: a sub-bin entry's target and map index no longer fit 16 bits (32-bit entries)
+    for weight in [0.25, 0.75, 1.5] {
+        let mut more = g.mappings[1].clone();
+        more.weight = weight;
+        more.sign = neuroburst::genome::Sign::Excitatory;
+        g.mappings.push(more);
+    }
+    let w = Workload { seed: 24, ..w };
+    let fired = binned_as_the_cpu(&w, &g, 10);
+    println!("binned procedural brain of five maps: {fired} fired in 10 bursts, as the CPU");
+    assert!(fired > 300_000);
     // the largest contributions there are (weight and psp 255): a neuron's 32-bit sum of a burst
-    // overflows, its tile is added again in 64 bits
+    // overflows, its sub-bin is added again in 64 bits
     let w = Workload { neurons: 2_200_000, fanout: 260, rate: 0.01, seed: 22 };
     let mut g = w.genome();
     g.mappings[0].weight = 255.0;

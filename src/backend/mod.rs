@@ -94,6 +94,19 @@ pub trait Backend: Send {
 
     /// Replace the whole neuron state.
     fn restore(&mut self, state: &NeuronState) -> Result<(), BackendError>;
+
+    /// Ask for the device's own time of each burst from now on; false where the backend cannot
+    /// time it (the CPU, the resident kernel: a burst there has no start and end of its own).
+    fn time_device(&mut self) -> bool {
+        false
+    }
+
+    /// The device's time of the last burst, in microseconds, once [`Backend::time_device`] said
+    /// yes: its propagation (which runs ahead of it, hidden from its latency while the host
+    /// prepares the input) and its burst, the idle time between them left out.
+    fn device_us(&mut self) -> Option<f64> {
+        None
+    }
 }
 
 /// Probe CUDA device `device`; never panics (see [`cuda::probe`]).

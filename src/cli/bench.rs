@@ -79,6 +79,8 @@ struct Measured {
     injected: u64,
     /// Wall seconds of the measured bursts, the host's work between them included.
     wall_s: f64,
+    /// Each measured burst's device time (us), where the backend times it.
+    dev_us: Vec<f64>,
 }
 
 /// Run the warm-up and the measured bursts.
@@ -121,6 +123,7 @@ fn measure(a: &BenchArgs, w: &Workload, learning: &Learning, backend: &mut dyn B
                 m.fired += out.fired_total;
                 m.motor += out.fired.len() as u64;
                 m.injected += injection.len() as u64;
+                m.dev_us.extend(backend.device_us());
             }
             if let Some(c) = &mut clock {
                 c.finished(Instant::now());
@@ -167,6 +170,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     genome.mappings.iter_mut().for_each(|m| m.attractivity = a.attractivity);
     let mut opened = open(&genome, &config.backend, Readback::Ranges(vec![w.motor()]), config.log.progress).map_err(anyhow::Error::msg)?;
     let backend = opened.backend.as_mut();
+    backend.time_device();
 
     let stop_view = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let feed = match &a.view {
@@ -181,7 +185,10 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     };
     let measured = measure(&a, &w, &learning, backend, feed.as_ref());
     stop_view.store(true, std::sync::atomic::Ordering::Relaxed);
-    let Measured { mut lat_us, fired, motor, injected, wall_s } = measured?;
+    let Measured { mut lat_us, fired, motor, injected, wall_s, mut dev_us } = measured?;
+    dev_us.sort_by(f64::total_cmp);
+    // the device's own time of a burst (its propagation included), where the backend times it
+    let device = (!dev_us.is_empty()).then(|| (percentile(&dev_us, 0.5), percentile(&dev_us, 0.99)));
     // bursts a second sustained: the GPU's work run ahead of a burst (the propagation) counts here,
     // and so does the host's making of each burst's injection
     let rate_hz = a.bursts as f64 / wall_s.max(1e-9);
@@ -217,6 +224,8 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         "hz": a.hz,
         "p50_us": p50,
         "p99_us": p99,
+        "device_p50_us": device.map(|d| d.0),
+        "device_p99_us": device.map(|d| d.1),
         "mean_us": total_s * 1e6 / bursts,
         "bursts_per_s": rate_hz,
         "min_us": lat_us.first().copied().unwrap_or(0.0),
@@ -250,6 +259,12 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         vec!["burst latency p50".into(), format!("{p50:.1} us")],
         vec!["burst latency p99".into(), format!("{p99:.1} us")],
         vec!["burst latency mean".into(), format!("{:.1} us", total_s * 1e6 / bursts)],
+    ];
+    if let Some((d50, d99)) = device {
+        rows.push(vec!["device time p50".into(), format!("{d50:.1} us (the propagation run ahead included)")]);
+        rows.push(vec!["device time p99".into(), format!("{d99:.1} us")]);
+    }
+    rows.extend([
         vec!["bursts per second".into(), format!("{rate_hz:.1} (the work run ahead and the host's input included)")],
         vec!["fired per burst".into(), format!("{:.1}", fired as f64 / bursts)],
         vec!["synaptic events/s".into(), format!("{events_per_s:.3e}")],
@@ -260,7 +275,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         vec!["memory".into(), table::bytes(info.memory_bytes)],
         vec!["connectome build".into(), format!("{:.2} s", opened.build_seconds)],
         vec!["host peak memory".into(), host_peak.map_or("unknown".into(), table::bytes)],
-    ];
+    ]);
     if let Some(l) = &learned {
         rows.push(vec!["plastic synapses".into(), l.synapses.len().to_string()]);
         rows.push(vec!["associative pairs grown".into(), format!("{grown} ({grown_per_s:.3e} per s of bursts)")]);

@@ -122,6 +122,8 @@ pub struct CudaBackend {
     pub(super) learning: Option<Learning>,
     /// Some: a large brain's procedural synapses are binned (`procbin.rs`).
     pub(super) proc_bins: Option<ProcBins>,
+    /// Some: each burst's device time is measured (`graphs.rs`).
+    pub(super) timing: Option<super::graphs::Timing>,
     /// Multiprocessors of the device.
     pub(super) sm: u32,
 }
@@ -437,6 +439,7 @@ impl CudaBackend {
             resident,
             learning,
             proc_bins,
+            timing: None,
             sm,
         };
         if path == Path::Graphs {
@@ -512,6 +515,14 @@ impl Backend for CudaBackend {
 
     fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
         self.restore_impl(st)
+    }
+
+    fn time_device(&mut self) -> bool {
+        self.start_timing()
+    }
+
+    fn device_us(&mut self) -> Option<f64> {
+        self.timed_us()
     }
 
     /// The resident kernel reads large id columns where the caller wrote them: page-lock the

@@ -9,13 +9,45 @@
 //! launches it once every GPU has stepped (`multi.rs`). The injection is copied up by a copy call
 //! before the burst graph.
 
-use cudarc::driver::{result, sys, CudaGraph, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, sys, CudaEvent, CudaGraph, LaunchConfig, PushKernelArg};
 
 use super::backend::CudaBackend;
 use super::layout::{dev_err, dptr, Net, Side, BLOCK, M_COUNTER, M_GATHER, STEP_ITEMS};
 use crate::backend::BackendError;
 
+/// Events around each side's propagation graph and around the burst graph (one GPU on graphs).
+pub(crate) struct Timing {
+    pre: [(CudaEvent, CudaEvent); 2],
+    burst: (CudaEvent, CudaEvent),
+    /// The side the last burst read (whose propagation fed it); None before the first.
+    side: Option<usize>,
+}
+
 impl CudaBackend {
+    /// Time each burst from now on, where the bursts run on graphs on one GPU.
+    pub(super) fn start_timing(&mut self) -> bool {
+        if self.path != super::backend::Path::Graphs || self.multi.is_some() {
+            return false;
+        }
+        let events = || -> Result<Timing, cudarc::driver::DriverError> {
+            let ev = || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
+            Ok(Timing { pre: [(ev()?, ev()?), (ev()?, ev()?)], burst: (ev()?, ev()?), side: None })
+        };
+        match events() {
+            Ok(t) => self.timing = Some(t),
+            Err(e) => tracing::warn!("CUDA: no events to time the bursts: {e}"),
+        }
+        self.timing.is_some()
+    }
+
+    /// The last burst's device time: its propagation's and its burst graph's, in microseconds.
+    pub(super) fn timed_us(&mut self) -> Option<f64> {
+        let t = self.timing.as_ref()?;
+        let (a, b) = &t.pre[t.side?];
+        let ms = a.elapsed_ms(b).ok()? + t.burst.0.elapsed_ms(&t.burst.1).ok()?;
+        Some(ms as f64 * 1e3)
+    }
+
     /// The fired list (and its counter) of side `i`.
     pub(super) fn side(&self, i: usize) -> Side {
         Side {
@@ -155,9 +187,12 @@ impl CudaBackend {
     pub(crate) fn launch_pre(&mut self) -> Result<(), BackendError> {
         if !self.pre_pending {
             self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+            let timed = self.timing.as_ref().map(|t| &t.pre[self.cur]);
+            timed.map(|e| e.0.record(&self.stream)).transpose().map_err(dev_err("recording an event"))?;
             // SAFETY: launches our own instantiated graph on our own stream.
             unsafe { result::graph::launch(self.pre[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
                 .map_err(dev_err("launching the propagate graph"))?;
+            timed.map(|e| e.1.record(&self.stream)).transpose().map_err(dev_err("recording an event"))?;
             self.pre_pending = true;
             if let Some(l) = &mut self.learning {
                 l.skip_pending = false;
@@ -170,6 +205,10 @@ impl CudaBackend {
     /// on one GPU, the next burst's propagation right after it.
     pub(super) fn launch_graphs(&mut self, in_bytes: usize) -> Result<(), BackendError> {
         self.launch_pre()?;
+        if let Some(t) = &mut self.timing {
+            t.side = Some(self.cur);
+            t.burst.0.record(&self.stream).map_err(dev_err("recording an event"))?;
+        }
         // SAFETY: copies `in_bytes` (<= both buffers' capacity) from our pinned buffer to our
         // device buffer on our stream; the host does not touch the pinned buffer until the burst
         // is done.
@@ -179,6 +218,9 @@ impl CudaBackend {
         // SAFETY: launches our own instantiated graph on our own stream.
         unsafe { result::graph::launch(self.graphs[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
             .map_err(dev_err("launching the burst graph"))?;
+        if let Some(t) = &self.timing {
+            t.burst.1.record(&self.stream).map_err(dev_err("recording an event"))?;
+        }
         self.pre_pending = false;
         if self.multi.is_none() {
             // the propagation of the list this burst writes (side 1 - cur), queued behind it

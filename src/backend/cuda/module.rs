@@ -115,12 +115,12 @@ pub struct Kernels {
     /// Building the connectome on the GPU (`kernels/build.cu`): row pointers, then rows.
     pub materialize_rows: CudaFunction,
     pub materialize: CudaFunction,
-    /// A large brain's procedural synapses, binned by target tile (`kernels/procbin.cu`).
+    /// A large brain's procedural synapses, sorted by target and summed in shared memory
+    /// (`kernels/procbin.cu`); split and sum for [16-bit, 32-bit] sub-bin entries.
     pub proc_clear: CudaFunction,
     pub proc_bin: CudaFunction,
-    pub proc_add: CudaFunction,
-    pub proc_fold: CudaFunction,
-    pub proc_redo: CudaFunction,
+    pub proc_split: [CudaFunction; 2],
+    pub proc_sum: [CudaFunction; 2],
 }
 
 /// Which kernel variant a brain needs.
@@ -159,9 +159,8 @@ impl Kernels {
             materialize: f("materialize".into())?,
             proc_clear: f("proc_clear".into())?,
             proc_bin: f("proc_bin_n64".into())?,
-            proc_add: f("proc_add_n64".into())?,
-            proc_fold: f("proc_fold_n64".into())?,
-            proc_redo: f("proc_redo_n64".into())?,
+            proc_split: [f("proc_split_n64_s16".into())?, f("proc_split_n64_s32".into())?],
+            proc_sum: [f("proc_sum_n64_s16".into())?, f("proc_sum_n64_s32".into())?],
             module,
         })
     }

@@ -1,41 +1,42 @@
-//! A large brain's procedural synapses, binned by target tile before they are added
-//! (`kernels/procbin.cu`, docs/capacity.md): each drawn synapse is written once to its tile's bin
-//! and read once, and the adds of one tile hit 32-bit sums held in L2 (folded into the
-//! accumulator after; a tile whose sums overflow is added again in 64 bits), instead of a DRAM
-//! read and write per synapse.
+//! A large brain's procedural synapses, sorted by target before they are added
+//! (`kernels/procbin.cu`, docs/capacity.md): each drawn synapse is written to its tile's bin, then
+//! to its sub-bin, and a block per sub-bin adds them into sums in shared memory, instead of a
+//! DRAM (or L2) atomic per synapse.
 
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::layout::{dev_err, Net, ProcMap, Side, BLOCK};
+use super::layout::{dev_err, Net, ProcMap, Side};
 use super::module::Kernels;
 use crate::backend::BackendError;
 
-/// Neurons per tile, as bits: 2M neurons (8 MB of 32-bit sums), or 4M (16 MB; 64-bit tiles of 32
-/// MB did not stay in L2 of an H100) where 2M-neuron tiles would be more than [`FEW_TILES`].
+/// Neurons per tile, as bits: 2M neurons, or 4M where 2M-neuron tiles would be more than
+/// [`FEW_TILES`].
 const TILE_BITS: u32 = 21;
-/// The most tiles whose staging (`STAGE` entries each) lets four blocks of `proc_bin` share an SM.
-/// Past it the tiles double: W(100M, 1000) 24-27 ms a burst on an H100 in 24 tiles against 34-37
-/// in 48; a brain of few tiles keeps the small ones (W(10M, 1000) 1.34 ms in 5 tiles, 1.75 in 3:
-/// the appends of a block crowd fewer counters).
 const FEW_TILES: u32 = 24;
-/// Entries each tile stages in a block's shared memory (PROC_STAGE).
-const STAGE: u32 = 512;
+/// Neurons per sub-bin, as bits: 16K neurons, 64 KB of 32-bit sums in a block's shared memory (two
+/// blocks of 1024 threads an SM). W(100M, 1000) on an H100: 14.1 ms a burst against 14.6 with 8K
+/// neurons and 18.9 with 32K (one block an SM).
+const SUB_BITS: u32 = 14;
 /// The smallest largest fanout that bins.
 const MIN_FANOUT: u32 = 256;
-/// Most tiles (the staging must fit a block's shared memory).
+/// Most tiles (`proc_bin` counts them in a block of 256 threads, a tile's index in a byte).
 const MAX_TILES: u32 = 100;
+/// Threads of a `proc_bin`, `proc_split` and `proc_sum` block (BIN_BLOCK, SUB_BLOCK in procbin.cu).
+const BIN_BLOCK: u32 = 256;
+const SUB_BLOCK: u32 = 512;
+const SUM_BLOCK: u32 = 1024;
 
 /// The bins of one GPU.
 pub(super) struct ProcBins {
     bins: CudaSlice<u32>,
+    /// The entries of each bin, then of each sub-bin (zeroed every burst).
     counts: CudaSlice<u64>,
-    /// 32-bit sums, one per neuron (zero between bursts), and the tiles whose sums overflowed.
-    scratch: CudaSlice<i32>,
-    over: CudaSlice<u32>,
-    /// Entries each bin holds; past it a synapse is added directly.
+    subs: Subs,
+    /// Entries each bin, and each sub-bin, holds; past it a synapse is added directly.
     room: u64,
+    subroom: u64,
     tiles: u32,
     /// Neurons per tile, as bits (see [`tile_bits`]).
     bits: u32,
@@ -45,9 +46,8 @@ pub(super) struct ProcBins {
 
 impl ProcBins {
     /// Whether binning pays for `n` neurons and these procedural maps: more than one tile, and
-    /// fanouts of at least [`MIN_FANOUT`]. Measured on an H200 at W(100M, K): K = 1000 binned 37-38
-    /// ms a burst against 45-48 direct, K = 300 2.3 ms against 3.2-3.9; K = 100 2.3 ms against
-    /// 0.57 (binned runs on graphs, without the early step that hides a small propagation).
+    /// fanouts of at least [`MIN_FANOUT`]. (The direct path runs on the resident kernel, with
+    /// the early step that hides a small propagation; binned runs on graphs.)
     pub(super) fn wanted(n: u32, maps: &[ProcMap]) -> bool {
         let fanout = maps.iter().map(|m| m.fanout).max().unwrap_or(0);
         let bits = tile_bits(n);
@@ -59,75 +59,111 @@ impl ProcBins {
         let e = |w: &'static str| dev_err(w);
         let bits = tile_bits(n);
         let tiles = n.div_ceil(1 << bits);
+        let nsub = 1u64 << (bits - SUB_BITS);
         let kmax = maps.iter().map(|m| m.fanout).max().unwrap_or(0);
+        // a sub-bin entry: the target within the sub-bin and the map index, in 16 bits where they fit
+        let map_bits = 32 - (maps.len().max(1) as u32 - 1).leading_zeros();
+        let narrow = SUB_BITS + map_bits <= 16;
+        let per_entry = if narrow { 6 } else { 8 };
         // no more than every neuron firing could draw
         let most: u64 = maps.iter().map(|m| m.src_count as u64 * m.fanout as u64).sum();
-        // 16 GB at most: four times what W(100M, 1000, 1%) draws in a burst
-        let entries = (bytes / 4).min(most).min(1 << 32).max(tiles as u64);
+        // 2^32 at most: four times what W(100M, 1000, 1%) draws in a burst
+        let entries = (bytes / per_entry).min(most).min(1 << 32).max(tiles as u64 * nsub);
         let room = entries / tiles as u64;
+        let subroom = room / nsub;
+        let sub_len = (subroom * nsub * tiles as u64) as usize;
         let bins = s.alloc_zeros::<u32>((room * tiles as u64) as usize).map_err(e("alloc procedural bins"))?;
-        let counts = s.alloc_zeros::<u64>(tiles as usize).map_err(e("alloc procedural bins"))?;
-        let scratch = s.alloc_zeros::<i32>(n as usize).map_err(e("alloc procedural sums"))?;
-        let over = s.alloc_zeros::<u32>(tiles as usize).map_err(e("alloc procedural sums"))?;
-        tracing::info!("CUDA: procedural synapses binned in {tiles} tiles of {} neurons, {room} entries each", 1u32 << bits);
-        Ok(ProcBins { bins, counts, scratch, over, room, tiles, bits, kmax })
+        let counts = s.alloc_zeros::<u64>((tiles as u64 * (1 + nsub)) as usize).map_err(e("alloc procedural bins"))?;
+        let subs = if narrow {
+            Subs::U16(s.alloc_zeros::<u16>(sub_len).map_err(e("alloc procedural sub-bins"))?)
+        } else {
+            Subs::U32(s.alloc_zeros::<u32>(sub_len).map_err(e("alloc procedural sub-bins"))?)
+        };
+        tracing::info!(
+            "CUDA: procedural synapses binned in {tiles} tiles of {} neurons ({room} entries each), summed in sub-bins of {} ({subroom} entries each)",
+            1u32 << bits,
+            1u32 << SUB_BITS
+        );
+        Ok(ProcBins { bins, counts, subs, room, subroom, tiles, bits, kmax })
     }
 
     /// Device bytes of the bins.
     pub(super) fn bytes(&self) -> u64 {
-        self.room * self.tiles as u64 * 4 + self.tiles as u64 * 12 + self.scratch.len() as u64 * 4
+        self.bins.len() as u64 * 4 + self.counts.len() as u64 * 8 + self.subs.bytes()
     }
 
-    /// Launch (or record) the clear, the binning of side `rd`'s fired sources and the adds.
+    /// Launch (or record) the clear, the binning of side `rd`'s fired sources, the split and the sums.
     pub(super) fn launch(&self, s: &CudaStream, k: &Kernels, net: &Net, rd: &Side, sm: u32) -> Result<(), BackendError> {
-        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (MAX_TILES.next_multiple_of(32), 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: zeroes the `tiles` counts and marks allocated in `new`.
-        unsafe { s.launch_builder(&k.proc_clear).arg(&self.counts).arg(&self.over).arg(&self.tiles).launch(one) }
-            .map_err(dev_err("launching proc_clear"))?;
-        let shared = self.tiles * STAGE * 4 + self.tiles * 4;
-        k.proc_bin
-            .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
-            .map_err(dev_err("shared memory for proc_bin"))?;
-        let cfg = LaunchConfig { grid_dim: (sm * 4, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: shared };
+        let n_counts = self.counts.len() as u32;
+        let n_subs = self.tiles << (self.bits - SUB_BITS);
+        let cfg = LaunchConfig { grid_dim: (n_counts.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: zeroes the counts allocated in `new`.
+        unsafe { s.launch_builder(&k.proc_clear).arg(&self.counts).arg(&n_counts).launch(cfg) }.map_err(dev_err("launching proc_clear"))?;
+        let (bin_counts, sub_counts) = (self.counts.slice(..self.tiles as usize), self.counts.slice(self.tiles as usize..));
         // SAFETY: reads side `rd`'s fired list and the maps of `net`; writes within each tile's
-        // `room` entries of `bins` and the counts, or adds into `net.acc` (N neurons).
+        // `room` entries of `bins` and its count, or adds into `net.acc` (N neurons).
         unsafe {
             s.launch_builder(&k.proc_bin)
                 .arg(net)
                 .arg(rd)
                 .arg(&self.bins)
-                .arg(&self.counts)
+                .arg(&bin_counts)
                 .arg(&self.room)
                 .arg(&self.tiles)
                 .arg(&self.bits)
                 .arg(&self.kmax)
-                .launch(cfg)
+                .launch(grid(&k.proc_bin, sm, BIN_BLOCK, 0))
         }
         .map_err(dev_err("launching proc_bin"))?;
-        let cfg = LaunchConfig { grid_dim: (sm * 8, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-        let (bins, counts, room, tiles, bits) = (&self.bins, &self.counts, &self.room, &self.tiles, &self.bits);
-        // SAFETY: reads at most `room` entries of each bin, adds into `scratch` (N sums) at targets
-        // < N, marks tiles < `tiles` in `over`.
-        unsafe {
-            s.launch_builder(&k.proc_add)
-                .arg(net)
-                .arg(bins)
-                .arg(counts)
-                .arg(room)
-                .arg(tiles)
-                .arg(bits)
-                .arg(&self.scratch)
-                .arg(&self.over)
-                .launch(cfg)
-        }
-        .map_err(dev_err("launching proc_add"))?;
-        // SAFETY: reads and zeroes the N sums, adds them into `net.acc` (N neurons).
-        unsafe { s.launch_builder(&k.proc_fold).arg(net).arg(&self.scratch).arg(&self.over).arg(bits).launch(cfg) }
-            .map_err(dev_err("launching proc_fold"))?;
-        // SAFETY: as proc_add, into `net.acc`, for the marked tiles only.
-        unsafe { s.launch_builder(&k.proc_redo).arg(net).arg(bins).arg(counts).arg(room).arg(tiles).arg(bits).arg(&self.over).launch(cfg) }
-            .map_err(dev_err("launching proc_redo"))?;
+        let w = matches!(self.subs, Subs::U32(_)) as usize;
+        let mut l = s.launch_builder(&k.proc_split[w]);
+        l.arg(net).arg(&self.bins).arg(&bin_counts).arg(&self.room).arg(&self.tiles).arg(&self.bits).arg(&SUB_BITS);
+        self.subs.arg(&mut l);
+        l.arg(&sub_counts).arg(&self.subroom);
+        // SAFETY: reads at most `room` entries of each bin; writes within each sub-bin's `subroom`
+        // entries and its count, or adds into `net.acc`.
+        unsafe { l.launch(grid(&k.proc_split[w], sm, SUB_BLOCK, 0)) }.map_err(dev_err("launching proc_split"))?;
+        let shared = 4u32 << SUB_BITS;
+        k.proc_sum[w]
+            .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+            .map_err(dev_err("shared memory for proc_sum"))?;
+        let mut l = s.launch_builder(&k.proc_sum[w]);
+        l.arg(net);
+        self.subs.arg(&mut l);
+        l.arg(&sub_counts).arg(&self.subroom).arg(&n_subs).arg(&SUB_BITS);
+        // SAFETY: reads at most `subroom` entries of each sub-bin, adds into the neurons of `net.acc`
+        // each block owns (sub-bins past N neurons are skipped).
+        unsafe { l.launch(grid(&k.proc_sum[w], sm, SUM_BLOCK, shared)) }.map_err(dev_err("launching proc_sum"))?;
         Ok(())
+    }
+}
+
+/// A grid of as many blocks of `threads` as the multiprocessors hold at once (the kernels stride
+/// over their work).
+fn grid(f: &CudaFunction, sm: u32, threads: u32, shared: u32) -> LaunchConfig {
+    let per_sm = f.occupancy_max_active_blocks_per_multiprocessor(threads, shared as usize, None).unwrap_or(1).max(1);
+    LaunchConfig { grid_dim: (sm * per_sm, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: shared }
+}
+
+/// Sub-bin entries: 16 bits where the target within a sub-bin and the map index fit.
+enum Subs {
+    U16(CudaSlice<u16>),
+    U32(CudaSlice<u32>),
+}
+
+impl Subs {
+    fn arg<'a>(&'a self, l: &mut cudarc::driver::LaunchArgs<'a>) {
+        match self {
+            Subs::U16(x) => l.arg(x),
+            Subs::U32(x) => l.arg(x),
+        };
+    }
+
+    fn bytes(&self) -> u64 {
+        match self {
+            Subs::U16(x) => x.len() as u64 * 2,
+            Subs::U32(x) => x.len() as u64 * 4,
+        }
     }
 }
 
