@@ -59,7 +59,7 @@ __device__ u32 split_reserve(const u32* hist, u32* offs, u64* dst, u64* lim, u64
 #define BIN_BLOCK 256
 // K draws a thread a chunk: W(100M, 1000) on an H100 13.3 ms a burst against 13.8 with 8 (39
 // registers, more blocks an SM) and 14.7 with 32 (94 registers)
-template <typename ACC, u32 K>
+template <typename ACC, u32 K, bool KEEP>
 __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     if (kmax == 0) return;
     __shared__ u32 hist[BIN_BLOCK], offs[BIN_BLOCK];
@@ -83,11 +83,12 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
         u32 mi = (u32)(it - slot * net.n_proc);
         ProcMap m;
         u64 y = 0, dy = 0;
-        bool live = false;
+        u32 jend = 0; // the row's draws below it may be synapses (none when its source is not the map's)
         auto row = [&]() {
             m = net.proc[mi];
             const u32 s = rd.fired[slot];
-            live = s != DEAD && s - m.src_first < m.src_count;
+            const bool live = s != DEAD && s - m.src_first < m.src_count;
+            jend = live ? m.fanout : 0;
             dy = m.draws * DRAW_G;
             if (live) y = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL)) + ((u64)j * m.draws + 1) * DRAW_G;
         };
@@ -105,10 +106,11 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
                     }
                     row();
                 }
-                if (live && j < m.fanout) {
-                    const u32 d = proc_draw(m, y);
+                if (j < jend) {
+                    // (without an attractivity every draw is a synapse)
+                    const u32 d = KEEP ? proc_draw(m, y) : m.dst_first + hi64_32(mix64(y), m.dst_count);
                     const u32 t = d - net.base;
-                    if (d != ~0u && t < net.n) {
+                    if ((!KEEP || d != ~0u) && t < net.n) {
                         const u32 p = t >> bits;
                         ent[k] = (t & tmask) | (mi << bits);
                         rk[k] = atomicAdd(hist + p, 1u) | (p << 16);
@@ -219,13 +221,26 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
         const u64 c = min(subcounts[g], subroom);
         const S* b = subs + (u64)g * subroom;
         bool of = false;
-        for (u64 i = tid; i < c; i += bd) {
-            const u32 e = __ldcs(b + i);
+        auto add = [&](u32 e) {
             const int v = net.proc[e >> sbits].contribution;
             const int old = atomicAdd(sums + (e & smask), v);
             const int s = (int)((unsigned)old + (unsigned)v);
             of |= ((old ^ s) & (v ^ s)) < 0;
+        };
+        // 16 bytes a load (a sub-bin starts 16-byte aligned: `subroom` is a multiple of 8)
+        constexpr u32 PER = 16 / sizeof(S);
+        union Words {
+            uint4 v;
+            S e[PER];
+        };
+        const uint4* b4 = (const uint4*)b;
+        for (u64 i = tid; i < c / PER; i += bd) {
+            Words w;
+            w.v = __ldcs(b4 + i);
+#pragma unroll
+            for (u32 k = 0; k < PER; k++) add(w.e[k]);
         }
+        for (u64 i = c / PER * PER + tid; i < c; i += bd) add(b[i]);
         if (of) over = 1;
         __syncthreads();
         if (!over) {
@@ -248,7 +263,10 @@ extern "C" __global__ void proc_clear(u64* counts, u32 n) {
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) counts[i] = 0;
 }
 extern "C" __global__ void __launch_bounds__(BIN_BLOCK) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
-    proc_bin_impl<i64, SPLIT_K>(net, rd, bins, counts, room, n_tiles, bits, kmax);
+    proc_bin_impl<i64, SPLIT_K, false>(net, rd, bins, counts, room, n_tiles, bits, kmax);
+}
+extern "C" __global__ void __launch_bounds__(BIN_BLOCK) proc_bin_keep_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
+    proc_bin_impl<i64, SPLIT_K, true>(net, rd, bins, counts, room, n_tiles, bits, kmax);
 }
 #define PROC_SPLIT_SUM(S, suffix) \
     extern "C" __global__ void __launch_bounds__(SUB_BLOCK) proc_split_n64_##suffix(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, \

@@ -266,6 +266,12 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     let fired = binned_as_the_cpu(&w, &g, 10);
     println!("binned procedural brain of five maps: {fired} fired in 10 bursts, as the CPU");
     assert!(fired > 300_000);
+    // draws kept at random (an attractivity): `proc_bin` checks each draw's keep draw
+    g.mappings.truncate(2);
+    g.mappings[0].attractivity = 70.0;
+    let fired = binned_as_the_cpu(&w, &g, 10);
+    println!("binned procedural brain of draws kept at random: {fired} fired in 10 bursts, as the CPU");
+    assert!(fired > 100_000);
     // the largest contributions there are (weight and psp 255): a neuron's 32-bit sum of a burst
     // overflows, its sub-bin is added again in 64 bits
     let w = Workload { neurons: 2_200_000, fanout: 260, rate: 0.01, seed: 22 };

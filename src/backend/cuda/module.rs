@@ -118,7 +118,8 @@ pub struct Kernels {
     /// A large brain's procedural synapses, sorted by target and summed in shared memory
     /// (`kernels/procbin.cu`); split and sum for [16-bit, 32-bit] sub-bin entries.
     pub proc_clear: CudaFunction,
-    pub proc_bin: CudaFunction,
+    /// [every draw a synapse, draws kept at random]
+    pub proc_bin: [CudaFunction; 2],
     pub proc_split: [CudaFunction; 2],
     pub proc_sum: [CudaFunction; 2],
 }
@@ -158,7 +159,7 @@ impl Kernels {
             materialize_rows: f("materialize_rows".into())?,
             materialize: f("materialize".into())?,
             proc_clear: f("proc_clear".into())?,
-            proc_bin: f("proc_bin_n64".into())?,
+            proc_bin: [f("proc_bin_n64".into())?, f("proc_bin_keep_n64".into())?],
             proc_split: [f("proc_split_n64_s16".into())?, f("proc_split_n64_s32".into())?],
             proc_sum: [f("proc_sum_n64_s16".into())?, f("proc_sum_n64_s32".into())?],
             module,

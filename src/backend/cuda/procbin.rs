@@ -42,6 +42,8 @@ pub(super) struct ProcBins {
     bits: u32,
     /// The largest fanout (the draw index space per fired source and map).
     kmax: u32,
+    /// Some map keeps its draws at random (an attractivity): `proc_bin` checks each draw.
+    keep: bool,
 }
 
 impl ProcBins {
@@ -68,9 +70,10 @@ impl ProcBins {
         // no more than every neuron firing could draw
         let most: u64 = maps.iter().map(|m| m.src_count as u64 * m.fanout as u64).sum();
         // 2^32 at most: four times what W(100M, 1000, 1%) draws in a burst
-        let entries = (bytes / per_entry).min(most).min(1 << 32).max(tiles as u64 * nsub);
+        let entries = (bytes / per_entry).min(most).min(1 << 32).max(tiles as u64 * nsub * 8);
         let room = entries / tiles as u64;
-        let subroom = room / nsub;
+        // (a multiple of 8 entries: `proc_sum` reads 16 bytes at a time)
+        let subroom = room / nsub / 8 * 8;
         let sub_len = (subroom * nsub * tiles as u64) as usize;
         let bins = s.alloc_zeros::<u32>((room * tiles as u64) as usize).map_err(e("alloc procedural bins"))?;
         let counts = s.alloc_zeros::<u64>((tiles as u64 * (1 + nsub)) as usize).map_err(e("alloc procedural bins"))?;
@@ -84,7 +87,8 @@ impl ProcBins {
             1u32 << bits,
             1u32 << SUB_BITS
         );
-        Ok(ProcBins { bins, counts, subs, room, subroom, tiles, bits, kmax })
+        let keep = maps.iter().any(|m| m.draws > 1);
+        Ok(ProcBins { bins, counts, subs, room, subroom, tiles, bits, kmax, keep })
     }
 
     /// Device bytes of the bins.
@@ -100,10 +104,11 @@ impl ProcBins {
         // SAFETY: zeroes the counts allocated in `new`.
         unsafe { s.launch_builder(&k.proc_clear).arg(&self.counts).arg(&n_counts).launch(cfg) }.map_err(dev_err("launching proc_clear"))?;
         let (bin_counts, sub_counts) = (self.counts.slice(..self.tiles as usize), self.counts.slice(self.tiles as usize..));
+        let bin = &k.proc_bin[self.keep as usize];
         // SAFETY: reads side `rd`'s fired list and the maps of `net`; writes within each tile's
         // `room` entries of `bins` and its count, or adds into `net.acc` (N neurons).
         unsafe {
-            s.launch_builder(&k.proc_bin)
+            s.launch_builder(bin)
                 .arg(net)
                 .arg(rd)
                 .arg(&self.bins)
@@ -112,7 +117,7 @@ impl ProcBins {
                 .arg(&self.tiles)
                 .arg(&self.bits)
                 .arg(&self.kmax)
-                .launch(grid(&k.proc_bin, sm, BIN_BLOCK, 0))
+                .launch(grid(bin, sm, BIN_BLOCK, 0))
         }
         .map_err(dev_err("launching proc_bin"))?;
         let w = matches!(self.subs, Subs::U32(_)) as usize;
