@@ -6,7 +6,7 @@
 // entries per bucket in shared memory, reserves each bucket's room with one global atomic, stages
 // them sorted and writes them out in runs):
 //   proc_bin:   every synapse of the fired sources drawn once, into the bin of its target's tile
-//               (2^bits neurons, 2M or 4M);
+//               (2^bits neurons, 2M);
 //   proc_split: each tile's bin into sub-bins of 2^sbits neurons (16K: 64 KB of 32-bit sums);
 //   proc_sum:   a block per sub-bin adds its entries into 32-bit sums in shared memory, then into
 //               the accumulator, whose neurons it alone owns.

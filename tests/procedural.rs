@@ -280,11 +280,11 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     g.areas.iter_mut().for_each(|a| a.psp = 255.0);
     let fired = binned_as_the_cpu(&w, &g, 5);
     println!("binned brain of the largest contributions: {fired} fired in 5 bursts, as the CPU");
-    // more than 24 tiles of 2M neurons: 4M-neuron tiles (the CPU draws it again too: too large
+    // 25 tiles of 2M neurons (the CPU draws it again too: too large
     // to store here)
     let w = Workload { neurons: 52_000_000, fanout: 256, rate: 0.001, seed: 23 };
     let fired = binned_as_the_cpu(&w, &w.genome(), 4);
-    println!("binned brain of 52M neurons in 4M-neuron tiles: {fired} fired in 4 bursts, as the CPU");
+    println!("binned brain of 52M neurons in 25 tiles: {fired} fired in 4 bursts, as the CPU");
     assert!(fired > 100_000);
 }
 

@@ -11,18 +11,18 @@ use super::layout::{dev_err, Net, ProcMap, Side};
 use super::module::Kernels;
 use crate::backend::BackendError;
 
-/// Neurons per tile, as bits: 2M neurons, or 4M where 2M-neuron tiles would be more than
-/// [`FEW_TILES`].
+/// Neurons per tile, as bits: 2M. W(100M, 1000) on an H100: 11.5 ms a burst in 48 tiles against
+/// 11.9 in 24 tiles of 4M (the sub-bins' runs written by `proc_split` twice as long).
 const TILE_BITS: u32 = 21;
-const FEW_TILES: u32 = 24;
 /// Neurons per sub-bin, as bits: 16K neurons, 64 KB of 32-bit sums in a block's shared memory (two
 /// blocks of 1024 threads an SM). W(100M, 1000) on an H100: 14.1 ms a burst against 14.6 with 8K
 /// neurons and 18.9 with 32K (one block an SM).
 const SUB_BITS: u32 = 14;
 /// The smallest largest fanout that bins.
 const MIN_FANOUT: u32 = 256;
-/// Most tiles (`proc_bin` counts them in a block of 256 threads, a tile's index in a byte).
-const MAX_TILES: u32 = 100;
+/// Most tiles (`proc_bin` counts them in a block of 256 threads, a tile's index in a byte): 524M
+/// neurons.
+const MAX_TILES: u32 = 250;
 /// Threads of a `proc_bin`, `proc_split` and `proc_sum` block (BIN_BLOCK, SUB_BLOCK in procbin.cu).
 const BIN_BLOCK: u32 = 256;
 const SUB_BLOCK: u32 = 512;
@@ -38,7 +38,7 @@ pub(super) struct ProcBins {
     room: u64,
     subroom: u64,
     tiles: u32,
-    /// Neurons per tile, as bits (see [`tile_bits`]).
+    /// Neurons per tile, as bits ([`TILE_BITS`]).
     bits: u32,
     /// The largest fanout (the draw index space per fired source and map).
     kmax: u32,
@@ -52,14 +52,13 @@ impl ProcBins {
     /// the early step that hides a small propagation; binned runs on graphs.)
     pub(super) fn wanted(n: u32, maps: &[ProcMap]) -> bool {
         let fanout = maps.iter().map(|m| m.fanout).max().unwrap_or(0);
-        let bits = tile_bits(n);
-        fanout >= MIN_FANOUT && n > 1 << TILE_BITS && n.div_ceil(1 << bits) <= MAX_TILES && maps.len() < 1 << (32 - bits)
+        fanout >= MIN_FANOUT && n > 1 << TILE_BITS && n.div_ceil(1 << TILE_BITS) <= MAX_TILES && maps.len() < 1 << (32 - TILE_BITS)
     }
 
     /// Bins for `n` neurons, in at most `bytes` of device memory.
     pub(super) fn new(s: &Arc<CudaStream>, n: u32, maps: &[ProcMap], bytes: u64) -> Result<ProcBins, BackendError> {
         let e = |w: &'static str| dev_err(w);
-        let bits = tile_bits(n);
+        let bits = TILE_BITS;
         let tiles = n.div_ceil(1 << bits);
         let nsub = 1u64 << (bits - SUB_BITS);
         let kmax = maps.iter().map(|m| m.fanout).max().unwrap_or(0);
@@ -169,15 +168,5 @@ impl Subs {
             Subs::U16(x) => x.len() as u64 * 2,
             Subs::U32(x) => x.len() as u64 * 4,
         }
-    }
-}
-
-/// The tile size for `n` neurons, as bits: 2M neurons, or 4M where that would make more than
-/// [`FEW_TILES`] tiles.
-fn tile_bits(n: u32) -> u32 {
-    if n.div_ceil(1 << TILE_BITS) > FEW_TILES {
-        TILE_BITS + 1
-    } else {
-        TILE_BITS
     }
 }
