@@ -170,6 +170,17 @@ __device__ __forceinline__ u64 mix64(u64 z) {
     return z ^ (z >> 31);
 }
 
+// A warp's inclusive prefix sum of `v` in lane order (every lane of the warp calls it).
+template <typename T>
+__device__ __forceinline__ T warp_scan(T v) {
+    const u32 lane = threadIdx.x & 31;
+    for (u32 d = 1; d < 32; d <<= 1) {
+        const T o = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= d) v += o;
+    }
+    return v;
+}
+
 #define DRAW_G 0x9e3779b97f4a7c15ULL
 
 // hi64(x * c) for a 32-bit c, from 32-bit halves (exact: the low half's carry is its high word).

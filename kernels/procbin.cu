@@ -25,19 +25,11 @@ __device__ u32 split_reserve(const u32* hist, u32* offs, u64* dst, u64* lim, u64
     __shared__ u32 total;
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const u32 h = tid < nb ? hist[tid] : 0;
-    u32 v = h;
-    for (u32 o = 1; o < 32; o <<= 1) {
-        const u32 y = __shfl_up_sync(0xffffffffu, v, o);
-        if (lane >= o) v += y;
-    }
+    const u32 v = warp_scan(h);
     if (lane == 31) wsum[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        u32 w = lane < BLOCK / 32 ? wsum[lane] : 0;
-        for (u32 o = 1; o < 32; o <<= 1) {
-            const u32 y = __shfl_up_sync(0xffffffffu, w, o);
-            if (lane >= o) w += y;
-        }
+        const u32 w = warp_scan(lane < BLOCK / 32 ? wsum[lane] : 0u);
         if (lane < BLOCK / 32) wsum[lane] = w;
     }
     __syncthreads();

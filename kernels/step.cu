@@ -109,20 +109,12 @@ __device__ __forceinline__ u64 block_claim(u64 mine, u64* counter, u64* warp_sum
     const u32 lane = threadIdx.x & 31;
     const u32 wid = threadIdx.x >> 5;
     const u32 nw = blockDim.x >> 5;
-    u64 incl = mine;
-    for (int d = 1; d < 32; d <<= 1) {
-        const u64 o = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d) incl += o;
-    }
+    const u64 incl = warp_scan(mine);
     if (lane == 31) warp_sum[wid] = incl;
     __syncthreads();
     if (wid == 0) {
         const u64 w = lane < nw ? warp_sum[lane] : 0;
-        u64 wi = w;
-        for (int d = 1; d < 32; d <<= 1) {
-            const u64 o = __shfl_up_sync(0xffffffffu, wi, d);
-            if (lane >= d) wi += o;
-        }
+        const u64 wi = warp_scan(w);
         const u64 total = __shfl_sync(0xffffffffu, wi, 31);
         u64 b0 = 0;
         if (lane == 0 && total != 0) b0 = atomicAdd(counter, total);
