@@ -250,10 +250,6 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
     }
 }
 
-// The bins' and sub-bins' counts zeroed for the next burst.
-extern "C" __global__ void proc_clear(u64* counts, u32 n) {
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) counts[i] = 0;
-}
 extern "C" __global__ void __launch_bounds__(BIN_BLOCK) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     proc_bin_impl<i64, SPLIT_K, false>(net, rd, bins, counts, room, n_tiles, bits, kmax);
 }

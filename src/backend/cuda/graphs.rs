@@ -41,7 +41,7 @@ impl CudaBackend {
     }
 
     /// The last burst's device time: its propagation's and its burst graph's, in microseconds.
-    pub(super) fn timed_us(&mut self) -> Option<f64> {
+    pub(super) fn timed_us(&self) -> Option<f64> {
         let t = self.timing.as_ref()?;
         let (a, b) = &t.pre[t.side?];
         let ms = a.elapsed_ms(b).ok()? + t.burst.0.elapsed_ms(&t.burst.1).ok()?;

@@ -117,7 +117,6 @@ pub struct Kernels {
     pub materialize: CudaFunction,
     /// A large brain's procedural synapses, sorted by target and summed in shared memory
     /// (`kernels/procbin.cu`); split and sum for [16-bit, 32-bit] sub-bin entries.
-    pub proc_clear: CudaFunction,
     /// [every draw a synapse, draws kept at random]
     pub proc_bin: [CudaFunction; 2],
     pub proc_split: [CudaFunction; 2],
@@ -158,7 +157,6 @@ impl Kernels {
             learn_grow: f(format!("learn_grow_{n}_{r}_{c}"))?,
             materialize_rows: f("materialize_rows".into())?,
             materialize: f("materialize".into())?,
-            proc_clear: f("proc_clear".into())?,
             proc_bin: [f("proc_bin_n64".into())?, f("proc_bin_keep_n64".into())?],
             proc_split: [f("proc_split_n64_s16".into())?, f("proc_split_n64_s32".into())?],
             proc_sum: [f("proc_sum_n64_s16".into())?, f("proc_sum_n64_s32".into())?],

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::layout::{dev_err, Net, ProcMap, Side};
+use super::layout::{dev_err, dptr, Net, ProcMap, Side};
 use super::module::Kernels;
 use crate::backend::BackendError;
 
@@ -38,8 +38,6 @@ pub(super) struct ProcBins {
     room: u64,
     subroom: u64,
     tiles: u32,
-    /// Neurons per tile, as bits ([`TILE_BITS`]).
-    bits: u32,
     /// The largest fanout (the draw index space per fired source and map).
     kmax: u32,
     /// Some map keeps its draws at random (an attractivity): `proc_bin` checks each draw.
@@ -58,9 +56,8 @@ impl ProcBins {
     /// Bins for `n` neurons, in at most `bytes` of device memory.
     pub(super) fn new(s: &Arc<CudaStream>, n: u32, maps: &[ProcMap], bytes: u64) -> Result<ProcBins, BackendError> {
         let e = |w: &'static str| dev_err(w);
-        let bits = TILE_BITS;
-        let tiles = n.div_ceil(1 << bits);
-        let nsub = 1u64 << (bits - SUB_BITS);
+        let tiles = n.div_ceil(1 << TILE_BITS);
+        let nsub = 1u64 << (TILE_BITS - SUB_BITS);
         let kmax = maps.iter().map(|m| m.fanout).max().unwrap_or(0);
         // a sub-bin entry: the target within the sub-bin and the map index, in 16 bits where they fit
         let map_bits = 32 - (maps.len().max(1) as u32 - 1).leading_zeros();
@@ -83,11 +80,11 @@ impl ProcBins {
         };
         tracing::info!(
             "CUDA: procedural synapses binned in {tiles} tiles of {} neurons ({room} entries each), summed in sub-bins of {} ({subroom} entries each)",
-            1u32 << bits,
+            1u32 << TILE_BITS,
             1u32 << SUB_BITS
         );
         let keep = maps.iter().any(|m| m.draws > 1);
-        Ok(ProcBins { bins, counts, subs, room, subroom, tiles, bits, kmax, keep })
+        Ok(ProcBins { bins, counts, subs, room, subroom, tiles, kmax, keep })
     }
 
     /// Device bytes of the bins.
@@ -95,13 +92,13 @@ impl ProcBins {
         self.bins.len() as u64 * 4 + self.counts.len() as u64 * 8 + self.subs.bytes()
     }
 
-    /// Launch (or record) the clear, the binning of side `rd`'s fired sources, the split and the sums.
+    /// Launch (or record) the counts' clear, the binning of side `rd`'s fired sources, the split and the sums.
     pub(super) fn launch(&self, s: &CudaStream, k: &Kernels, net: &Net, rd: &Side, sm: u32) -> Result<(), BackendError> {
-        let n_counts = self.counts.len() as u32;
-        let n_subs = self.tiles << (self.bits - SUB_BITS);
-        let cfg = LaunchConfig { grid_dim: (n_counts.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: zeroes the counts allocated in `new`.
-        unsafe { s.launch_builder(&k.proc_clear).arg(&self.counts).arg(&n_counts).launch(cfg) }.map_err(dev_err("launching proc_clear"))?;
+        let n_subs = self.tiles << (TILE_BITS - SUB_BITS);
+        // SAFETY: zeroes the counts (u64, two words each) allocated in `new`, on our stream.
+        unsafe { sys::cuMemsetD32Async(dptr(&self.counts, s), 0, self.counts.len() * 2, s.cu_stream()) }
+            .result()
+            .map_err(dev_err("clearing the bins' counts"))?;
         let (bin_counts, sub_counts) = (self.counts.slice(..self.tiles as usize), self.counts.slice(self.tiles as usize..));
         let bin = &k.proc_bin[self.keep as usize];
         // SAFETY: reads side `rd`'s fired list and the maps of `net`; writes within each tile's
@@ -114,14 +111,14 @@ impl ProcBins {
                 .arg(&bin_counts)
                 .arg(&self.room)
                 .arg(&self.tiles)
-                .arg(&self.bits)
+                .arg(&TILE_BITS)
                 .arg(&self.kmax)
                 .launch(grid(bin, sm, BIN_BLOCK, 0))
         }
         .map_err(dev_err("launching proc_bin"))?;
         let w = matches!(self.subs, Subs::U32(_)) as usize;
         let mut l = s.launch_builder(&k.proc_split[w]);
-        l.arg(net).arg(&self.bins).arg(&bin_counts).arg(&self.room).arg(&self.tiles).arg(&self.bits).arg(&SUB_BITS);
+        l.arg(net).arg(&self.bins).arg(&bin_counts).arg(&self.room).arg(&self.tiles).arg(&TILE_BITS).arg(&SUB_BITS);
         self.subs.arg(&mut l);
         l.arg(&sub_counts).arg(&self.subroom);
         // SAFETY: reads at most `room` entries of each bin; writes within each sub-bin's `subroom`
