@@ -49,8 +49,9 @@ __device__ u32 split_reserve(const u32* hist, u32* offs, u64* dst, u64* lim, u64
 
 // Entry of a tile's bin: target within its tile (low `bits` bits) | map index << bits.
 #define BIN_BLOCK 256
-// K draws a thread a chunk: W(100M, 1000) on an H100 13.3 ms a burst against 13.8 with 8 (39
-// registers, more blocks an SM) and 14.7 with 32 (94 registers)
+// K draws a thread a chunk, of one row: W(100M, 1000) on an H200 10.4 ms a burst against 10.8 with
+// 8 and 10.6 with 32. (A thread's draws spanning two rows cost 10.95: the row change, unrolled K
+// times, was paid by every draw.)
 template <typename ACC, u32 K, bool KEEP>
 __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     if (kmax == 0) return;
@@ -59,56 +60,48 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
     __shared__ u32 stage[(BIN_BLOCK * K)];
     __shared__ u8 stile[(BIN_BLOCK * K)];
     const u32 count = (u32)(*rd.counter >> net.count_shift);
-    const u64 events = (u64)count * net.n_proc * kmax;
+    // a row (fired slot, map) is padded to whole runs of K draws: a thread's K draws are of one
+    // row, whose key and stream position it works out once
+    const u32 runs = (kmax + K - 1) / K;
+    const u64 events = (u64)count * net.n_proc * runs * K;
     const u32 tmask = (1u << bits) - 1;
     const u32 tid = threadIdx.x;
     for (u64 c0 = (u64)blockIdx.x * (BIN_BLOCK * K); c0 < events; c0 += (u64)gridDim.x * (BIN_BLOCK * K)) {
         for (u32 i = tid; i < n_tiles; i += BIN_BLOCK) hist[i] = 0;
         __syncthreads();
-        // this thread's K consecutive draws: from draw j of row `it` (fired slot it / n_proc,
-        // map it % n_proc) on; a row's key and stream position are worked out once
-        const u64 e0 = c0 + (u64)tid * K;
-        const u32 n_mine = e0 < events ? (u32)min((u64)K, events - e0) : 0;
-        const u64 it = events <= 0xffffffffull ? (u64)((u32)e0 / kmax) : e0 / kmax;
-        u32 j = (u32)(e0 - it * kmax);
-        u64 slot = it / net.n_proc;
-        u32 mi = (u32)(it - slot * net.n_proc);
+        // this thread's run: draws j0 .. j0 + K of row `it` (fired slot it / n_proc, map it % n_proc)
+        const u64 r = c0 / K + tid;
+        u32 n_mine = 0, j0 = 0, mi = 0;
         ProcMap m;
         u64 y = 0, dy = 0;
-        u32 jend = 0; // the row's draws below it may be synapses (none when its source is not the map's)
-        auto row = [&]() {
+        if (r * K < events) {
+            const u64 it = r < 0xffffffffull ? (u64)((u32)r / runs) : r / runs;
+            j0 = (u32)(r - it * runs) * K;
+            const u64 slot = it <= 0xffffffffull ? (u64)((u32)it / net.n_proc) : it / net.n_proc;
+            mi = (u32)(it - slot * net.n_proc);
             m = net.proc[mi];
             const u32 s = rd.fired[slot];
-            const bool live = s != DEAD && s - m.src_first < m.src_count;
-            jend = live ? m.fanout : 0;
-            dy = m.draws * DRAW_G;
-            if (live) y = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL)) + ((u64)j * m.draws + 1) * DRAW_G;
-        };
-        if (n_mine) row();
+            // draws below the fanout are synapses (none when the source is not the map's)
+            if (s != DEAD && s - m.src_first < m.src_count && j0 < m.fanout) {
+                n_mine = min(K, m.fanout - j0);
+                y = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL)) + ((u64)j0 * m.draws + 1) * DRAW_G;
+                dy = m.draws * DRAW_G;
+            }
+        }
+        const u32 hi = mi << bits;
         u32 ent[K], rk[K];
 #pragma unroll
         for (u32 k = 0; k < K; k++) {
             rk[k] = ~0u;
             if (k < n_mine) {
-                if (j == kmax) {
-                    j = 0;
-                    if (++mi == net.n_proc) {
-                        mi = 0;
-                        slot++;
-                    }
-                    row();
+                // (without an attractivity every draw is a synapse)
+                const u32 d = KEEP ? proc_draw(m, y) : m.dst_first + hi64_32(mix64(y), m.dst_count);
+                const u32 t = d - net.base;
+                if ((!KEEP || d != ~0u) && t < net.n) {
+                    const u32 p = t >> bits;
+                    ent[k] = (t & tmask) | hi;
+                    rk[k] = atomicAdd(hist + p, 1u) | (p << 16);
                 }
-                if (j < jend) {
-                    // (without an attractivity every draw is a synapse)
-                    const u32 d = KEEP ? proc_draw(m, y) : m.dst_first + hi64_32(mix64(y), m.dst_count);
-                    const u32 t = d - net.base;
-                    if ((!KEEP || d != ~0u) && t < net.n) {
-                        const u32 p = t >> bits;
-                        ent[k] = (t & tmask) | (mi << bits);
-                        rk[k] = atomicAdd(hist + p, 1u) | (p << 16);
-                    }
-                }
-                j++;
                 y += dy;
             }
         }
@@ -136,16 +129,29 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
     }
 }
 
+// 16 bytes from global to shared memory, asynchronously (cp.async: no registers hold them).
+__device__ __forceinline__ void copy_async16(void* to, const void* from) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((u32)__cvta_generic_to_shared(to)), "l"(from) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits for this thread's copies but those of the last group committed.
+__device__ __forceinline__ void copy_async_wait_prior() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+
 // The tiles' bins split into sub-bins of 2^sbits neurons: sub-bin q of tile p is
 // `subs[(p << (bits - sbits) | q) * subroom ..]`, its entries the target within the sub-bin | map
-// index << sbits, in 16 bits where they fit.
+// index << sbits, in 16 bits where they fit. A block's chunks are double-buffered in shared memory
+// (2 x SUB_CHUNK entries, dynamic): the next chunk is copied in while this one is split, and this
+// one is staged sorted in place. W(100M, 1000) on an H100: 10.63 ms a burst against 11.0 with the
+// chunk loaded into registers (3 blocks an SM), 11.3 with the next chunk's loads issued before the
+// write-out, 10.81 with 2 blocks an SM.
 #define SUB_BLOCK 512
 #define SUB_CHUNK (SUB_BLOCK * SPLIT_K)
+#define SUB_MAX 128 // sub-bins a tile (1 << (TILE_BITS - SUB_BITS) in procbin.rs)
 template <typename ACC, typename S>
 __device__ void proc_split_impl(const Net& net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, u32 bits, u32 sbits, S* subs, u64* subcounts, u64 subroom) {
+    extern __shared__ u32 chunk[]; // [2][SUB_CHUNK]
     __shared__ u32 hist[SUB_BLOCK], offs[SUB_BLOCK];
-    __shared__ u64 dst[SUB_BLOCK], lim[SUB_BLOCK];
-    __shared__ u32 stage[SUB_CHUNK];
+    __shared__ u64 dst[SUB_MAX], lim[SUB_MAX];
     const u32 nsub = 1u << (bits - sbits);
     const u32 tmask = (1u << bits) - 1, smask = (1u << sbits) - 1;
     const u32 tid = threadIdx.x;
@@ -153,43 +159,70 @@ __device__ void proc_split_impl(const Net& net, const u32* bins, const u64* coun
     u32 p = 0;
     u64 first = 0; // the first chunk of tile p
     u64 chunks = (min(counts[0], room) + SUB_CHUNK - 1) / SUB_CHUNK;
-    for (u64 g = blockIdx.x;; g += gridDim.x) {
+    u32 n = 0; // chunk g's entries (of tile p)
+    // chunk g's tile and entries, its copy into buffer `buf` issued (a group, empty past the last
+    // chunk); false past the last chunk. (Each bin starts 16-byte aligned: `room` is a multiple of
+    // 4, and entries past a bin's count are copied but not read.)
+    auto fetch = [&](u64 g, u32 buf) {
         while (p < n_tiles && g >= first + chunks) {
             first += chunks;
             p++;
             if (p < n_tiles) chunks = (min(counts[p], room) + SUB_CHUNK - 1) / SUB_CHUNK;
         }
-        if (p >= n_tiles) break;
-        const u64 c0 = (g - first) * SUB_CHUNK;
-        const u32 n = (u32)min(min(counts[p], room) - c0, (u64)SUB_CHUNK);
-        const u32* b = bins + p * room + c0;
+        const bool some = p < n_tiles;
+        if (some) {
+            const u64 c0 = (g - first) * SUB_CHUNK;
+            n = (u32)min(min(counts[p], room) - c0, (u64)SUB_CHUNK);
+            const u32* b = bins + p * room + c0;
+            u32* to = chunk + buf * SUB_CHUNK;
+            for (u32 i = tid * 4; i < n; i += SUB_BLOCK * 4) copy_async16(to + i, b + i);
+        }
+        copy_async_commit();
+        return some;
+    };
+    u64 g = blockIdx.x;
+    u32 buf = 0;
+    bool more = fetch(g, buf);
+    while (more) {
+        const u32 tp = p, tn = n;
+        u32* const c = chunk + buf * SUB_CHUNK;
+        g += gridDim.x;
+        const bool next = fetch(g, buf ^ 1);
         for (u32 i = tid; i < nsub; i += SUB_BLOCK) hist[i] = 0;
-        u32 ent[SPLIT_K], rk[SPLIT_K];
-        // every load first (in flight together), then the counts
-#pragma unroll
-        for (u32 k = 0; k < SPLIT_K; k++) ent[k] = k * SUB_BLOCK + tid < n ? __ldcs(b + k * SUB_BLOCK + tid) : 0;
+        copy_async_wait_prior();
         __syncthreads();
+        // the entries' ranks within their sub-bin, two to a register (below SUB_CHUNK): with 16
+        // registers of ranks, 3 blocks an SM spilled (W(100M, 1000) on an H100 11.7 ms a burst)
+        u32 ent[SPLIT_K], rk[SPLIT_K / 2];
 #pragma unroll
         for (u32 k = 0; k < SPLIT_K; k++) {
-            if (k * SUB_BLOCK + tid < n) rk[k] = atomicAdd(hist + ((ent[k] & tmask) >> sbits), 1u);
+            if (k % 2 == 0) rk[k / 2] = 0;
+            if (k * SUB_BLOCK + tid < tn) {
+                ent[k] = c[k * SUB_BLOCK + tid];
+                rk[k / 2] |= atomicAdd(hist + ((ent[k] & tmask) >> sbits), 1u) << (16 * (k % 2));
+            }
         }
         __syncthreads();
-        const u32 total = split_reserve<SUB_BLOCK>(hist, offs, dst, lim, subcounts + (u64)p * nsub, nsub, (u64)p * nsub * subroom, subroom);
+        const u32 total = split_reserve<SUB_BLOCK>(hist, offs, dst, lim, subcounts + (u64)tp * nsub, nsub, (u64)tp * nsub * subroom, subroom);
+        // staged sorted in place (every entry is in a register now)
 #pragma unroll
         for (u32 k = 0; k < SPLIT_K; k++) {
-            if (k * SUB_BLOCK + tid < n) stage[offs[(ent[k] & tmask) >> sbits] + rk[k]] = ent[k];
+            if (k * SUB_BLOCK + tid < tn) c[offs[(ent[k] & tmask) >> sbits] + ((rk[k / 2] >> (16 * (k % 2))) & 0xffffu)] = ent[k];
         }
         __syncthreads();
         for (u32 i = tid; i < total; i += SUB_BLOCK) {
-            const u32 e = stage[i], q = (e & tmask) >> sbits;
+            const u32 e = c[i], q = (e & tmask) >> sbits;
             const u64 at = dst[q] + i;
             if (at < lim[q]) {
                 subs[at] = (S)((e & smask) | ((e >> bits) << sbits));
             } else {
-                acc_add<ACC>(net.acc, (p << bits) | (e & tmask), net.proc[e >> bits].contribution);
+                acc_add<ACC>(net.acc, (tp << bits) | (e & tmask), net.proc[e >> bits].contribution);
             }
         }
+        // (the next fetch copies into this buffer)
         __syncthreads();
+        buf ^= 1;
+        more = next;
     }
 }
 
@@ -250,14 +283,16 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BIN_BLOCK) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
+// Occupancy: 6 blocks of proc_bin an SM (40 registers), W(100M, 1000) on an H200 10.33 ms a burst
+// against 10.41 with the registers the compiler picks (5 blocks); 3 of proc_split (its shared memory).
+extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 6) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     proc_bin_impl<i64, SPLIT_K, false>(net, rd, bins, counts, room, n_tiles, bits, kmax);
 }
-extern "C" __global__ void __launch_bounds__(BIN_BLOCK) proc_bin_keep_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
+extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 6) proc_bin_keep_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     proc_bin_impl<i64, SPLIT_K, true>(net, rd, bins, counts, room, n_tiles, bits, kmax);
 }
 #define PROC_SPLIT_SUM(S, suffix) \
-    extern "C" __global__ void __launch_bounds__(SUB_BLOCK) proc_split_n64_##suffix(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, \
+    extern "C" __global__ void __launch_bounds__(SUB_BLOCK, 3) proc_split_n64_##suffix(Net net, const u32* bins, const u64* counts, u64 room, u32 n_tiles, \
                                                                                   u32 bits, u32 sbits, S* subs, u64* subcounts, u64 subroom) { \
         proc_split_impl<i64, S>(net, bins, counts, room, n_tiles, bits, sbits, subs, subcounts, subroom); \
     } \

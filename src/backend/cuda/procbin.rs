@@ -26,6 +26,8 @@ const MAX_TILES: u32 = 250;
 /// Threads of a `proc_bin`, `proc_split` and `proc_sum` block (BIN_BLOCK, SUB_BLOCK in procbin.cu).
 const BIN_BLOCK: u32 = 256;
 const SUB_BLOCK: u32 = 512;
+/// Shared memory of a `proc_split` block: two chunks of SUB_BLOCK x SPLIT_K entries.
+const SPLIT_SHARED: u32 = 2 * SUB_BLOCK * 16 * 4;
 const SUM_BLOCK: u32 = 1024;
 
 /// The bins of one GPU.
@@ -67,7 +69,8 @@ impl ProcBins {
         let most: u64 = maps.iter().map(|m| m.src_count as u64 * m.fanout as u64).sum();
         // 2^32 at most: four times what W(100M, 1000, 1%) draws in a burst
         let entries = (bytes / per_entry).min(most).min(1 << 32).max(tiles as u64 * nsub * 8);
-        let room = entries / tiles as u64;
+        // (a multiple of 8 entries: `proc_split` copies bins 16 bytes at a time)
+        let room = entries / tiles as u64 / 8 * 8;
         // (a multiple of 8 entries: `proc_sum` reads 16 bytes at a time)
         let subroom = room / nsub / 8 * 8;
         let sub_len = (subroom * nsub * tiles as u64) as usize;
@@ -117,13 +120,16 @@ impl ProcBins {
         }
         .map_err(dev_err("launching proc_bin"))?;
         let w = matches!(self.subs, Subs::U32(_)) as usize;
+        k.proc_split[w]
+            .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SPLIT_SHARED as i32)
+            .map_err(dev_err("shared memory for proc_split"))?;
         let mut l = s.launch_builder(&k.proc_split[w]);
         l.arg(net).arg(&self.bins).arg(&bin_counts).arg(&self.room).arg(&self.tiles).arg(&TILE_BITS).arg(&SUB_BITS);
         self.subs.arg(&mut l);
         l.arg(&sub_counts).arg(&self.subroom);
         // SAFETY: reads at most `room` entries of each bin; writes within each sub-bin's `subroom`
         // entries and its count, or adds into `net.acc`.
-        unsafe { l.launch(grid(&k.proc_split[w], sm, SUB_BLOCK, 0)) }.map_err(dev_err("launching proc_split"))?;
+        unsafe { l.launch(grid(&k.proc_split[w], sm, SUB_BLOCK, SPLIT_SHARED)) }.map_err(dev_err("launching proc_split"))?;
         let shared = 4u32 << SUB_BITS;
         k.proc_sum[w]
             .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
