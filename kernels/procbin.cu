@@ -8,10 +8,11 @@
 //   proc_bin:   every synapse of the fired sources drawn once, into the bin of its target's tile
 //               (2^bits neurons, 2M);
 //   proc_split: each tile's bin into sub-bins of 2^sbits neurons (16K: 64 KB of 32-bit sums);
-//   proc_sum:   a block per sub-bin adds its entries into 32-bit sums in shared memory, then into
-//               the accumulator, whose neurons it alone owns.
-// A bucket that would overflow its room adds directly (exact, slower). The sums are exact
-// integers: the same input as the direct path, bit for bit.
+//   proc_sum:   a block per sub-bin adds its entries into 32-bit sums in shared memory, then
+//               writes them to the accumulator, whose neurons it alone owns (no clear before).
+// A bucket that would overflow its room adds into a spill accumulator instead (exact, slower),
+// which proc_sum folds in. The sums are exact integers: the same input as the direct path, bit for
+// bit.
 
 #define SPLIT_K 16
 
@@ -122,6 +123,7 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
             if (at < lim[p]) {
                 bins[at] = e;
             } else {
+                // (`net.acc` is the spill accumulator here)
                 acc_add<ACC>(net.acc, (p << bits) | (e & tmask), net.proc[e >> bits].contribution);
             }
         }
@@ -216,7 +218,7 @@ __device__ void proc_split_impl(const Net& net, const u32* bins, const u64* coun
             if (at < lim[q]) {
                 subs[at] = (S)((e & smask) | ((e >> bits) << sbits));
             } else {
-                acc_add<ACC>(net.acc, (tp << bits) | (e & tmask), net.proc[e >> bits].contribution);
+                acc_add<ACC>(net.acc, (tp << bits) | (e & tmask), net.proc[e >> bits].contribution); // (the spill)
             }
         }
         // (the next fetch copies into this buffer)
@@ -226,16 +228,21 @@ __device__ void proc_split_impl(const Net& net, const u32* bins, const u64* coun
     }
 }
 
-// A block per sub-bin: its entries added into 32-bit sums in shared memory, then into the
-// accumulator (the block owns those neurons). A step that leaves the i32 range (seen from the
-// value the atomic returns) makes the block add its entries again into the 64-bit accumulator
-// instead: when no step overflowed, every partial sum, the last included, is the exact one.
+// A block per sub-bin: its entries added into 32-bit sums in shared memory, then written to the
+// accumulator (the block owns those neurons, and every neuron is some block's: no clear before).
+// Synapses that found no room in a bin or sub-bin were added into `spill` (64-bit, kept zero),
+// which the block of a sub-bin that may have some (its count, or its tile's, past the room) adds
+// in and clears. A step that leaves the i32 range (seen from the value the atomic returns) makes
+// the block add its entries again into the 64-bit accumulator instead: when no step overflowed,
+// every partial sum, the last included, is the exact one.
 template <typename ACC, typename S>
-__device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcounts, u64 subroom, u32 n_subs, u32 sbits) {
+__device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcounts, u64 subroom, u32 n_subs, u32 sbits, const u64* counts, u64 room,
+                              u32 bits, i64* spill) {
     extern __shared__ int sums[];
     __shared__ int over;
     const u32 smask = (1u << sbits) - 1;
     const u32 tid = threadIdx.x, bd = blockDim.x;
+    i64* const acc = (i64*)net.acc;
     for (u32 g = blockIdx.x; g < n_subs; g += gridDim.x) {
         const u64 first = (u64)g << sbits;
         if (first >= net.n) break;
@@ -244,6 +251,7 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
         if (tid == 0) over = 0;
         __syncthreads();
         const u64 c = min(subcounts[g], subroom);
+        const bool spilled = subcounts[g] > subroom || counts[g >> (bits - sbits)] > room;
         const S* b = subs + (u64)g * subroom;
         bool of = false;
         auto add = [&](u32 e) {
@@ -268,16 +276,23 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
         for (u64 i = c / PER * PER + tid; i < c; i += bd) add(b[i]);
         if (of) over = 1;
         __syncthreads();
-        if (!over) {
-            for (u32 i = tid; i < len; i += bd) {
-                const int v = sums[i];
-                if (v) ((i64*)net.acc)[first + i] += v;
-            }
-        } else {
+        if (over) {
+            // the entries again, in 64 bits (into the accumulator, zeroed first, then into `sums`' place)
+            for (u32 i = tid; i < len; i += bd) acc[first + i] = 0;
+            __syncthreads();
             for (u64 i = tid; i < c; i += bd) {
                 const u32 e = b[i];
-                acc_add<ACC>(net.acc, (u32)first + (e & smask), net.proc[e >> sbits].contribution);
+                acc_add<ACC>(acc, (u32)first + (e & smask), net.proc[e >> sbits].contribution);
             }
+            __syncthreads();
+        }
+        for (u32 i = tid; i < len; i += bd) {
+            i64 v = over ? __ldcg(acc + first + i) : (i64)sums[i];
+            if (spilled) {
+                v += spill[first + i];
+                spill[first + i] = 0;
+            }
+            acc[first + i] = v;
         }
         __syncthreads();
     }
@@ -296,8 +311,9 @@ extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 6) proc_bin_keep_n64(Net
                                                                                   u32 bits, u32 sbits, S* subs, u64* subcounts, u64 subroom) { \
         proc_split_impl<i64, S>(net, bins, counts, room, n_tiles, bits, sbits, subs, subcounts, subroom); \
     } \
-    extern "C" __global__ void __launch_bounds__(1024) proc_sum_n64_##suffix(Net net, const S* subs, const u64* subcounts, u64 subroom, u32 n_subs, u32 sbits) { \
-        proc_sum_impl<i64, S>(net, subs, subcounts, subroom, n_subs, sbits); \
+    extern "C" __global__ void __launch_bounds__(1024) proc_sum_n64_##suffix(Net net, const S* subs, const u64* subcounts, u64 subroom, u32 n_subs, u32 sbits, \
+                                                                          const u64* counts, u64 room, u32 bits, i64* spill) { \
+        proc_sum_impl<i64, S>(net, subs, subcounts, subroom, n_subs, sbits, counts, room, bits, spill); \
     }
 PROC_SPLIT_SUM(u16, s16)
 PROC_SPLIT_SUM(u32, s32)

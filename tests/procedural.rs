@@ -280,6 +280,20 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     g.areas.iter_mut().for_each(|a| a.psp = 255.0);
     let fired = binned_as_the_cpu(&w, &g, 5);
     println!("binned brain of the largest contributions: {fired} fired in 5 bursts, as the CPU");
+    // more than the bins hold: 60% of 2.1M neurons fire onto a 100K-neuron area of the second
+    // tile, 3.2e8 synapses into a bin of 2.7e8 entries and six sub-bins of 2.1e6; what finds no
+    // room is added into the spill, which `proc_sum` adds in
+    let w = Workload { neurons: 2_200_000, fanout: 256, rate: 0.6, seed: 25 };
+    let mut g = w.genome();
+    let mut small = g.areas[0].clone();
+    small.id = "s".into();
+    small.dims = [100_000, 1, 1];
+    g.areas[0].dims = [2_100_000, 1, 1];
+    g.areas.push(small);
+    g.mappings[0].destination = "s".into();
+    let fired = binned_as_the_cpu(&w, &g, 3);
+    println!("binned brain past its bins' room: {fired} fired in 3 bursts, as the CPU");
+    assert!(fired > 3_000_000);
     // 25 tiles of 2M neurons (the CPU draws it again too: too large
     // to store here)
     let w = Workload { neurons: 52_000_000, fanout: 256, rate: 0.001, seed: 23 };

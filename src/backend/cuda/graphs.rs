@@ -93,8 +93,9 @@ impl CudaBackend {
 
     /// Launch (or record, into a capture under way) what runs ahead of the bursts reading side
     /// `r`: on one GPU of several, the gather of every GPU's list of the last burst (their side
-    /// r); without the early step, the clear of side r's accumulator; the propagation into it;
-    /// with the early step, `prestep`.
+    /// r); the binned procedural synapses' sums into side r's accumulator (written, not added),
+    /// else, without the early step, its clear; the propagation into it; with the early step,
+    /// `prestep`.
     pub(super) fn run_ahead(&self, r: usize) -> Result<(), BackendError> {
         let s = &self.stream;
         let net = self.net_for(r);
@@ -116,7 +117,10 @@ impl CudaBackend {
             // learning from the list, before it is propagated
             l.launch(s, &self.kernels, &net, &rd, self.sm)?;
         }
-        if self.early.is_none() {
+        if let Some(b) = &self.proc_bins {
+            // first: its sums are written to every neuron, so no clear before
+            b.launch(s, &self.kernels, &net, &rd, self.sm)?;
+        } else if self.early.is_none() {
             let words = if self.wide_accumulators() { 2 } else { 1 } * self.neurons as usize;
             // SAFETY: clears this side's accumulator (N i32 or i64, allocated in `build`).
             unsafe { sys::cuMemsetD32Async(net.acc, 0, words, s.cu_stream()) }
@@ -128,9 +132,6 @@ impl CudaBackend {
         // sizes allocated in `build` (N fired slots, the chunk index, the synapse count).
         unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).launch(self.prop_cfg()) }
             .map_err(dev_err("capturing propagate"))?;
-        if let Some(b) = &self.proc_bins {
-            b.launch(s, &self.kernels, &net, &rd, self.sm)?;
-        }
         if self.early.is_some() {
             let wr = self.side(1 - r);
             // SAFETY: as above; `prestep` reads N neurons' state from buffer r and writes it into

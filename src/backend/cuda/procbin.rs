@@ -36,6 +36,9 @@ pub(super) struct ProcBins {
     /// The entries of each bin, then of each sub-bin (zeroed every burst).
     counts: CudaSlice<u64>,
     subs: Subs,
+    /// Where a synapse that found no room in its bin or sub-bin is added (N sums, zero between
+    /// bursts: `proc_sum` adds them in and clears them).
+    spill: CudaSlice<i64>,
     /// Entries each bin, and each sub-bin, holds; past it a synapse is added directly.
     room: u64,
     subroom: u64,
@@ -65,6 +68,8 @@ impl ProcBins {
         let map_bits = 32 - (maps.len().max(1) as u32 - 1).leading_zeros();
         let narrow = SUB_BITS + map_bits <= 16;
         let per_entry = if narrow { 6 } else { 8 };
+        // (the spill's N sums first)
+        let bytes = bytes.saturating_sub(n as u64 * 8);
         // no more than every neuron firing could draw
         let most: u64 = maps.iter().map(|m| m.src_count as u64 * m.fanout as u64).sum();
         // 2^32 at most: four times what W(100M, 1000, 1%) draws in a burst
@@ -86,16 +91,19 @@ impl ProcBins {
             1u32 << TILE_BITS,
             1u32 << SUB_BITS
         );
+        let spill = s.alloc_zeros::<i64>(n as usize).map_err(e("alloc the procedural spill"))?;
         let keep = maps.iter().any(|m| m.draws > 1);
-        Ok(ProcBins { bins, counts, subs, room, subroom, tiles, kmax, keep })
+        Ok(ProcBins { bins, counts, subs, spill, room, subroom, tiles, kmax, keep })
     }
 
     /// Device bytes of the bins.
     pub(super) fn bytes(&self) -> u64 {
-        self.bins.len() as u64 * 4 + self.counts.len() as u64 * 8 + self.subs.bytes()
+        self.bins.len() as u64 * 4 + self.counts.len() as u64 * 8 + self.subs.bytes() + self.spill.len() as u64 * 8
     }
 
-    /// Launch (or record) the counts' clear, the binning of side `rd`'s fired sources, the split and the sums.
+    /// Launch (or record) the counts' clear, the binning of side `rd`'s fired sources, the split and
+    /// the sums, which `proc_sum` writes to every neuron of `net.acc`: no clear before, and other
+    /// additions after.
     pub(super) fn launch(&self, s: &CudaStream, k: &Kernels, net: &Net, rd: &Side, sm: u32) -> Result<(), BackendError> {
         let n_subs = self.tiles << (TILE_BITS - SUB_BITS);
         // SAFETY: zeroes the counts (u64, two words each) allocated in `new`, on our stream.
@@ -104,11 +112,13 @@ impl ProcBins {
             .map_err(dev_err("clearing the bins' counts"))?;
         let (bin_counts, sub_counts) = (self.counts.slice(..self.tiles as usize), self.counts.slice(self.tiles as usize..));
         let bin = &k.proc_bin[self.keep as usize];
+        // the binning and the split add what finds no room into the spill
+        let spilling = Net { acc: dptr(&self.spill, s), ..*net };
         // SAFETY: reads side `rd`'s fired list and the maps of `net`; writes within each tile's
-        // `room` entries of `bins` and its count, or adds into `net.acc` (N neurons).
+        // `room` entries of `bins` and its count, or adds into the spill (N neurons).
         unsafe {
             s.launch_builder(bin)
-                .arg(net)
+                .arg(&spilling)
                 .arg(rd)
                 .arg(&self.bins)
                 .arg(&bin_counts)
@@ -124,11 +134,11 @@ impl ProcBins {
             .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SPLIT_SHARED as i32)
             .map_err(dev_err("shared memory for proc_split"))?;
         let mut l = s.launch_builder(&k.proc_split[w]);
-        l.arg(net).arg(&self.bins).arg(&bin_counts).arg(&self.room).arg(&self.tiles).arg(&TILE_BITS).arg(&SUB_BITS);
+        l.arg(&spilling).arg(&self.bins).arg(&bin_counts).arg(&self.room).arg(&self.tiles).arg(&TILE_BITS).arg(&SUB_BITS);
         self.subs.arg(&mut l);
         l.arg(&sub_counts).arg(&self.subroom);
         // SAFETY: reads at most `room` entries of each bin; writes within each sub-bin's `subroom`
-        // entries and its count, or adds into `net.acc`.
+        // entries and its count, or adds into the spill.
         unsafe { l.launch(grid(&k.proc_split[w], sm, SUB_BLOCK, SPLIT_SHARED)) }.map_err(dev_err("launching proc_split"))?;
         let shared = 4u32 << SUB_BITS;
         k.proc_sum[w]
@@ -137,9 +147,9 @@ impl ProcBins {
         let mut l = s.launch_builder(&k.proc_sum[w]);
         l.arg(net);
         self.subs.arg(&mut l);
-        l.arg(&sub_counts).arg(&self.subroom).arg(&n_subs).arg(&SUB_BITS);
-        // SAFETY: reads at most `subroom` entries of each sub-bin, adds into the neurons of `net.acc`
-        // each block owns (sub-bins past N neurons are skipped).
+        l.arg(&sub_counts).arg(&self.subroom).arg(&n_subs).arg(&SUB_BITS).arg(&bin_counts).arg(&self.room).arg(&TILE_BITS).arg(&self.spill);
+        // SAFETY: reads at most `subroom` entries of each sub-bin, writes the neurons of `net.acc`
+        // each block owns and clears the spill's (N each; sub-bins past N neurons are skipped).
         unsafe { l.launch(grid(&k.proc_sum[w], sm, SUM_BLOCK, shared)) }.map_err(dev_err("launching proc_sum"))?;
         Ok(())
     }
