@@ -50,6 +50,7 @@ __device__ u32 split_reserve(const u32* hist, u32* offs, u64* dst, u64* lim, u64
 
 // Entry of a tile's bin: target within its tile (low `bits` bits) | map index << bits.
 #define BIN_BLOCK 256
+#define DROP (BIN_BLOCK - 1) // the bucket of draws that are no synapse here (MAX_TILES < DROP)
 // K draws a thread a chunk, of one row: W(100M, 1000) on an H200 10.4 ms a burst against 10.8 with
 // 8 and 10.6 with 32. (A thread's draws spanning two rows cost 10.95: the row change, unrolled K
 // times, was paid by every draw.)
@@ -68,12 +69,12 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
     const u32 tmask = (1u << bits) - 1;
     const u32 tid = threadIdx.x;
     for (u64 c0 = (u64)blockIdx.x * (BIN_BLOCK * K); c0 < events; c0 += (u64)gridDim.x * (BIN_BLOCK * K)) {
-        for (u32 i = tid; i < n_tiles; i += BIN_BLOCK) hist[i] = 0;
+        hist[tid] = 0;
         __syncthreads();
         // this thread's run: draws j0 .. j0 + K of row `it` (fired slot it / n_proc, map it % n_proc)
         const u64 r = c0 / K + tid;
         u32 n_mine = 0, j0 = 0, mi = 0;
-        ProcMap m;
+        ProcMap m{};
         u64 y = 0, dy = 0;
         if (r * K < events) {
             const u64 it = r < 0xffffffffull ? (u64)((u32)r / runs) : r / runs;
@@ -91,26 +92,28 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
         }
         const u32 hi = mi << bits;
         u32 ent[K], rk[K];
+        if (n_mine) {
+            // (without an attractivity every draw is a synapse); no branch per draw: one that is no
+            // synapse here is counted in bucket DROP
 #pragma unroll
-        for (u32 k = 0; k < K; k++) {
-            rk[k] = ~0u;
-            if (k < n_mine) {
-                // (without an attractivity every draw is a synapse)
+            for (u32 k = 0; k < K; k++) {
                 const u32 d = KEEP ? proc_draw(m, y) : m.dst_first + hi64_32(mix64(y), m.dst_count);
                 const u32 t = d - net.base;
-                if ((!KEEP || d != ~0u) && t < net.n) {
-                    const u32 p = t >> bits;
-                    ent[k] = (t & tmask) | hi;
-                    rk[k] = atomicAdd(hist + p, 1u) | (p << 16);
-                }
+                const u32 p = k < n_mine && (!KEEP || d != ~0u) && t < net.n ? t >> bits : DROP;
+                ent[k] = (t & tmask) | hi;
+                rk[k] = atomicAdd(hist + p, 1u) | (p << 16);
                 y += dy;
             }
+        } else {
+            // a row of another map's source, or past the end: no draw
+#pragma unroll
+            for (u32 k = 0; k < K; k++) rk[k] = DROP << 16;
         }
         __syncthreads();
         const u32 total = split_reserve<BIN_BLOCK>(hist, offs, dst, lim, counts, n_tiles, 0, room);
 #pragma unroll
         for (u32 k = 0; k < K; k++) {
-            if (rk[k] != ~0u) {
+            if (rk[k] >> 16 != DROP) {
                 const u32 p = rk[k] >> 16, at = offs[p] + (rk[k] & 0xffffu);
                 stage[at] = ent[k];
                 stile[at] = (u8)p;
@@ -298,12 +301,14 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
     }
 }
 
-// Occupancy: 6 blocks of proc_bin an SM (40 registers), W(100M, 1000) on an H200 10.33 ms a burst
-// against 10.41 with the registers the compiler picks (5 blocks); 3 of proc_split (its shared memory).
-extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 6) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
+// Occupancy: 4 blocks of proc_bin an SM (64 registers, no spill: its branch-free draws keep every
+// entry and rank live). W(100M, 1000) on an H100 10.03 ms a burst against 10.14 with 5 blocks (48
+// registers, spilled) and 10.43 with 6 (40); with a branch per draw, 6 blocks 10.15. 3 blocks of
+// proc_split (its shared memory).
+extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 4) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     proc_bin_impl<i64, SPLIT_K, false>(net, rd, bins, counts, room, n_tiles, bits, kmax);
 }
-extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 6) proc_bin_keep_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
+extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 4) proc_bin_keep_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     proc_bin_impl<i64, SPLIT_K, true>(net, rd, bins, counts, room, n_tiles, bits, kmax);
 }
 #define PROC_SPLIT_SUM(S, suffix) \
