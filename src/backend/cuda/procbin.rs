@@ -39,7 +39,7 @@ pub(super) struct ProcBins {
     /// Where a synapse that found no room in its bin or sub-bin is added (N sums, zero between
     /// bursts: `proc_sum` adds them in and clears them).
     spill: CudaSlice<i64>,
-    /// Entries each bin, and each sub-bin, holds; past it a synapse is added directly.
+    /// Entries each bin, and each sub-bin, holds; past it a synapse is added into the spill.
     room: u64,
     subroom: u64,
     tiles: u32,
@@ -74,9 +74,9 @@ impl ProcBins {
         let most: u64 = maps.iter().map(|m| m.src_count as u64 * m.fanout as u64).sum();
         // 2^32 at most: four times what W(100M, 1000, 1%) draws in a burst
         let entries = (bytes / per_entry).min(most).min(1 << 32).max(tiles as u64 * nsub * 8);
-        // (a multiple of 8 entries: `proc_split` copies bins 16 bytes at a time)
+        // (multiples of 8 entries: `proc_split` copies bins and `proc_sum` reads sub-bins 16 bytes
+        // at a time)
         let room = entries / tiles as u64 / 8 * 8;
-        // (a multiple of 8 entries: `proc_sum` reads 16 bytes at a time)
         let subroom = room / nsub / 8 * 8;
         let sub_len = (subroom * nsub * tiles as u64) as usize;
         let bins = s.alloc_zeros::<u32>((room * tiles as u64) as usize).map_err(e("alloc procedural bins"))?;
