@@ -301,8 +301,8 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
     }
 }
 
-// Occupancy: 4 blocks of proc_bin an SM (64 registers, no spill: its branch-free draws keep every
-// entry and rank live). W(100M, 1000) on an H100 10.03 ms a burst against 10.14 with 5 blocks (48
+// Occupancy: 4 blocks of proc_bin an SM (at most 64 registers, 56 used, no spill: its branch-free
+// draws keep every entry and rank live). W(100M, 1000) on an H100 10.03 ms a burst against 10.14 with 5 blocks (48
 // registers, spilled) and 10.43 with 6 (40); with a branch per draw, 6 blocks 10.15. 3 blocks of
 // proc_split (its shared memory).
 extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 4) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {

@@ -26,8 +26,10 @@ const MAX_TILES: u32 = 250;
 /// Threads of a `proc_bin`, `proc_split` and `proc_sum` block (BIN_BLOCK, SUB_BLOCK in procbin.cu).
 const BIN_BLOCK: u32 = 256;
 const SUB_BLOCK: u32 = 512;
-/// Shared memory of a `proc_split` block: two chunks of SUB_BLOCK x SPLIT_K entries.
-const SPLIT_SHARED: u32 = 2 * SUB_BLOCK * 16 * 4;
+/// Entries a `proc_split` thread takes of a chunk (SPLIT_K in procbin.cu).
+const SPLIT_K: u32 = 16;
+/// Shared memory of a `proc_split` block: two chunks of SUB_BLOCK x SPLIT_K 32-bit entries.
+const SPLIT_SHARED: u32 = 2 * SUB_BLOCK * SPLIT_K * 4;
 const SUM_BLOCK: u32 = 1024;
 
 /// The bins of one GPU.
@@ -126,40 +128,41 @@ impl ProcBins {
                 .arg(&self.tiles)
                 .arg(&TILE_BITS)
                 .arg(&self.kmax)
-                .launch(grid(bin, sm, BIN_BLOCK, 0))
+                .launch(grid(bin, sm, BIN_BLOCK, 0)?)
         }
         .map_err(dev_err("launching proc_bin"))?;
         let w = matches!(self.subs, Subs::U32(_)) as usize;
-        k.proc_split[w]
-            .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SPLIT_SHARED as i32)
-            .map_err(dev_err("shared memory for proc_split"))?;
+        let cfg = grid(&k.proc_split[w], sm, SUB_BLOCK, SPLIT_SHARED)?;
         let mut l = s.launch_builder(&k.proc_split[w]);
         l.arg(&spilling).arg(&self.bins).arg(&bin_counts).arg(&self.room).arg(&self.tiles).arg(&TILE_BITS).arg(&SUB_BITS);
         self.subs.arg(&mut l);
         l.arg(&sub_counts).arg(&self.subroom);
         // SAFETY: reads at most `room` entries of each bin; writes within each sub-bin's `subroom`
         // entries and its count, or adds into the spill.
-        unsafe { l.launch(grid(&k.proc_split[w], sm, SUB_BLOCK, SPLIT_SHARED)) }.map_err(dev_err("launching proc_split"))?;
-        let shared = 4u32 << SUB_BITS;
-        k.proc_sum[w]
-            .set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
-            .map_err(dev_err("shared memory for proc_sum"))?;
+        unsafe { l.launch(cfg) }.map_err(dev_err("launching proc_split"))?;
+        // 32-bit sums of a sub-bin's neurons
+        let cfg = grid(&k.proc_sum[w], sm, SUM_BLOCK, 4u32 << SUB_BITS)?;
         let mut l = s.launch_builder(&k.proc_sum[w]);
         l.arg(net);
         self.subs.arg(&mut l);
         l.arg(&sub_counts).arg(&self.subroom).arg(&n_subs).arg(&SUB_BITS).arg(&bin_counts).arg(&self.room).arg(&TILE_BITS).arg(&self.spill);
         // SAFETY: reads at most `subroom` entries of each sub-bin, writes the neurons of `net.acc`
         // each block owns and clears the spill's (N each; sub-bins past N neurons are skipped).
-        unsafe { l.launch(grid(&k.proc_sum[w], sm, SUM_BLOCK, shared)) }.map_err(dev_err("launching proc_sum"))?;
+        unsafe { l.launch(cfg) }.map_err(dev_err("launching proc_sum"))?;
         Ok(())
     }
 }
 
 /// A grid of as many blocks of `threads` as the multiprocessors hold at once (the kernels stride
-/// over their work).
-fn grid(f: &CudaFunction, sm: u32, threads: u32, shared: u32) -> LaunchConfig {
+/// over their work), with `shared` bytes of dynamic shared memory each (allowed past the default
+/// 48 KB).
+fn grid(f: &CudaFunction, sm: u32, threads: u32, shared: u32) -> Result<LaunchConfig, BackendError> {
+    if shared > 0 {
+        f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+            .map_err(dev_err("dynamic shared memory for a procedural kernel"))?;
+    }
     let per_sm = f.occupancy_max_active_blocks_per_multiprocessor(threads, shared as usize, None).unwrap_or(1).max(1);
-    LaunchConfig { grid_dim: (sm * per_sm, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: shared }
+    Ok(LaunchConfig { grid_dim: (sm * per_sm, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: shared })
 }
 
 /// Sub-bin entries: 16 bits where the target within a sub-bin and the map index fit.
