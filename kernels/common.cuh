@@ -75,6 +75,9 @@ struct ProcMap {
     u32 draws;
 };
 
+struct FlatArea; // rows.cu
+struct FlatMap;
+
 // Mirror of src/backend/cuda/backend.rs `Net` (#[repr(C)]): everything a burst touches.
 struct Net {
     i64* v;              // potentials
@@ -119,6 +122,10 @@ struct Net {
     const ProcMap* proc; // the procedural mappings, drawn again when their sources fire
     u32 n_proc;
     u32 proc_binned;     // 1: `propagate` leaves them to proc_bin and proc_add (procbin.cu)
+    const FlatArea* row_areas; // the procedural mappings drawn row by row (rows.cu), by source area
+    const FlatMap* row_maps;
+    const i64* row_list;
+    u32 n_row_areas;
 };
 
 // Injection header word 0: count | fused << 61 | fmt << 62.

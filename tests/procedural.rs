@@ -109,7 +109,7 @@ fn a_closed_form_gives_the_rows_the_build_draws() {
         let p = Brain::build(&g, 1, false);
         let Some(rules) = &p.connectome.procedural else { continue };
         let part = &stored.connectome.parts[0];
-        let forms = rules.closed_forms().unwrap();
+        let forms = rules.closed_forms();
         checked += forms.len();
         with_attractivity += forms.iter().filter(|f| f.keep.is_some()).count();
         for f in forms {
@@ -133,8 +133,9 @@ fn a_closed_form_gives_the_rows_the_build_draws() {
     assert!(with_attractivity >= 3, "only {with_attractivity} closed forms keep draws at random");
 }
 
-/// On a GPU: procedural brains (closed forms drawn by the kernels) fire as the stored brain on the
-/// CPU, on both paths (resident kernel and graphs). Skips, saying why, without a GPU.
+/// On a GPU: procedural brains fire as the stored brain on the CPU, on both paths (resident
+/// kernel and graphs): fanouts drawn in closed form, and every other kind (voxel morphologies,
+/// tiles, probabilities, out-degrees that vary) drawn row by row. Skips, saying why, without a GPU.
 #[test]
 fn gpu_procedural_brains_fire_as_stored_ones_on_the_cpu() {
     if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
@@ -145,13 +146,66 @@ fn gpu_procedural_brains_fire_as_stored_ones_on_the_cpu() {
     let cfg = ParityConfig { brains: 8, bursts: 300, seed: 500, max_neurons: 4000, candidate_parts: 1 };
     let report = parity_with(&cfg, &random_fanout_genome, &procedural_candidate(&gpu, true)).unwrap();
     println!("{report}");
-    let report = parity_with(&ParityConfig { brains: 4, ..cfg.clone() }, &random_genome, &procedural_candidate(&gpu, true)).unwrap();
+    let cfg_all = ParityConfig { brains: 12, seed: 540, ..cfg.clone() };
+    let report = parity_with(&cfg_all, &every_kind_genome, &procedural_candidate(&gpu, true)).unwrap();
     println!("{report}");
+    assert!(report.fired() > 10_000, "the brains fired too little to tell: {report}");
     // two shards on one GPU: each draws the synapses onto its own neurons
     let shards = sharded_candidate(2, Strategy::RoundRobin, vec![0, 0]);
     let report =
-        parity_with(&ParityConfig { brains: 4, seed: 520, ..cfg }, &random_fanout_genome, &procedural_candidate(&shards, true)).unwrap();
+        parity_with(&ParityConfig { brains: 4, seed: 520, ..cfg.clone() }, &random_fanout_genome, &procedural_candidate(&shards, true))
+            .unwrap();
     println!("{report}");
+    let report =
+        parity_with(&ParityConfig { brains: 4, seed: 560, ..cfg }, &every_kind_genome, &procedural_candidate(&shards, true)).unwrap();
+    println!("{report}");
+}
+
+/// [`random_genome`] with its tile choosing tiles by a pattern on some axes, and its patterns
+/// morphology of three pairs: every morphology kind, and the GPU's walk over a union of boxes.
+fn every_kind_genome(seed: u64, max_neurons: u32) -> neuroburst::genome::Genome {
+    use neuroburst::genome::morphology::PatternCoord::{Any, Exact, Except, Same};
+    use neuroburst::genome::Morphology;
+    let mut g = random_genome(seed, max_neurons);
+    if let Some(Morphology::Tile(t)) = g.morphologies.get_mut("tile") {
+        t.src_pattern = [vec![[1, 1], [2, 1], [0, 0]], vec![[0, 0], [1, 2]], vec![]][(seed % 3) as usize].clone();
+    }
+    if seed % 2 == 0 {
+        let pairs = vec![
+            [[Any, Any, Any], [Same, Except, Any]],
+            [[Exact(0), Any, Any], [Any, Exact(1), Same]],
+            [[Any, Exact(1), Any], [Exact(2), Same, Exact(0)]],
+        ];
+        g.morphologies.insert("pat".into(), Morphology::Patterns(pairs));
+    }
+    g
+}
+
+#[test]
+fn a_gpu_draws_every_mapping_kind_again() {
+    // every mapping that is neither plastic nor listed: in closed form or row by row
+    let mut kinds = std::collections::BTreeSet::new();
+    for seed in 0..16 {
+        let g = every_kind_genome(seed, 3000);
+        let placed = gpu_placed(&g);
+        for (m, p) in g.mappings.iter().zip(&placed.mappings) {
+            assert_eq!(p.procedural, m.plasticity.is_none() && m.synapses.is_none(), "seed {seed}: {} ({})", m.morphology, m.source);
+            if p.procedural {
+                kinds.insert(m.morphology.clone());
+            }
+        }
+        let b = Brain::build(&placed, 1, false);
+        if let Some(rules) = &b.connectome.procedural {
+            let rows = rules.flat_rows().unwrap();
+            assert_eq!(
+                rules.closed_forms().len() + rows.maps.iter().filter(|m| m.flags & neuroburst::connectome::flat::F_DRAWN != 0).count(),
+                placed.mappings.iter().filter(|m| m.procedural).count(),
+                "seed {seed}"
+            );
+        }
+    }
+    // the genome's six morphologies and the eight built-in voxel ones
+    assert_eq!(kinds.len(), 14, "{kinds:?}");
 }
 
 /// A random fanout brain whose every mapping has a closed form: all attractivities 100, nothing

@@ -8,6 +8,7 @@
 
 mod build;
 pub mod draw;
+pub mod flat;
 pub mod plastic;
 pub mod procedural;
 mod rows;
@@ -17,6 +18,7 @@ pub mod stream;
 use std::ops::Range;
 
 pub use build::{build, count, learns, mapping_bounds, synapse_bound, BuildOptions};
+pub use flat::{gpu_drawable_mask, FlatRows};
 pub use plastic::{Associative, Plastic, PlasticMapping};
 pub use procedural::{closed_form_mask, closed_forms, procedural_mask, ClosedForm, Procedural};
 pub use rows::Drawer;

@@ -8,6 +8,7 @@
 //! synapses.
 
 use super::draw::Stream;
+use super::flat::FlatRows;
 use super::rows::{compile, Compiled, Drawer, RowRules, Rule};
 use crate::genome::Genome;
 use crate::model::fixed::contribution_from_f64;
@@ -155,18 +156,20 @@ impl Procedural {
         Some(std::sync::Arc::new(Procedural { rules, sources, mappings }))
     }
 
-    /// The procedural mappings in closed form; an error names the first that has none.
-    pub fn closed_forms(&self) -> Result<Vec<ClosedForm>, String> {
+    /// The procedural mappings in closed form (see [`ClosedForm`]).
+    pub fn closed_forms(&self) -> Vec<ClosedForm> {
         let mut out = Vec::new();
         for (area, ms) in self.rules.by_area.iter().enumerate() {
-            for m in ms.iter().filter(|m| m.procedural) {
-                let c = closed_form(m, ms, self.rules.area_uniform[area], self.rules.seed).ok_or_else(|| {
-                    format!("mapping {} is procedural, but its rows have no closed form (a fanout from an area of uniform psp or fixed out-degree)", m.index)
-                })?;
-                out.push(c);
-            }
+            let uniform = self.rules.area_uniform[area];
+            out.extend(ms.iter().filter(|m| m.procedural).filter_map(|m| closed_form(m, ms, uniform, self.rules.seed)));
         }
-        Ok(out)
+        out
+    }
+
+    /// The procedural mappings without a closed form, as flat rules (see [`FlatRows`]); an error
+    /// names the first that has no flat form either.
+    pub fn flat_rows(&self) -> Result<FlatRows, String> {
+        super::flat::flat_rows(&self.rules.by_area, &self.rules.area_uniform, &self.rules.layout, self.rules.seed)
     }
 
     /// Call `f(target, contribution)` for every procedural synapse of source `s`, in drawing order

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{closed_form_mask, closed_forms, mapping_bounds};
+use super::{closed_forms, gpu_drawable_mask, mapping_bounds};
 use crate::genome::Genome;
 use crate::model::Layout;
 
@@ -31,20 +31,20 @@ pub struct Budget {
 }
 
 /// `genome` with `procedural` set on the mappings `storage` draws again, and what was decided, in
-/// words (for the log). `closed_form_only`: the backend draws again only mappings in closed form
-/// (the GPU; see [`super::ClosedForm`]).
-pub fn apply(genome: &Genome, layout: &Layout, storage: Storage, closed_form_only: bool, budget: &Budget) -> (Genome, Vec<String>) {
+/// words (for the log). `gpu`: the backend is a GPU, which draws again the mappings of
+/// [`gpu_drawable_mask`].
+pub fn apply(genome: &Genome, layout: &Layout, storage: Storage, gpu: bool, budget: &Budget) -> (Genome, Vec<String>) {
     let mut g = genome.clone();
     let mut notes = Vec::new();
-    let closed = if closed_form_only { closed_form_mask(genome, layout) } else { vec![true; genome.mappings.len()] };
+    let drawable = if gpu { gpu_drawable_mask(genome, layout) } else { vec![true; genome.mappings.len()] };
     let why_stored = |i: usize| {
         let m = &genome.mappings[i];
         if m.plasticity.is_some() {
             Some("it is plastic, and plasticity needs stored weights")
         } else if m.synapses.is_some() {
             Some("it lists its synapses")
-        } else if !closed[i] {
-            Some("the GPU draws again only fanouts from areas whose psp is uniform or whose out-degree is fixed")
+        } else if !drawable[i] {
+            Some("a GPU cannot draw it again (its out-degree counts a mapping that lists its synapses, or its tile's mapper is not a voxel morphology)")
         } else {
             None
         }
@@ -151,12 +151,20 @@ mod tests {
         let (g2, notes) = apply(&g, &layout, Storage::Auto, false, &tight);
         assert_eq!(g2.mappings.iter().map(|m| m.procedural).collect::<Vec<_>>(), vec![true, false]);
         assert!(notes[0].contains("mapping 0 (w -> w, random_k)") && notes[0].contains("10000 synapses stored"), "{notes:?}");
-        // the GPU draws only closed forms again: the projector stays stored even when asked
+        // a GPU draws both again, the second row by row
         let (g3, notes) = apply(&g, &layout, Storage::Procedural, true, &plenty);
-        assert_eq!(g3.mappings.iter().map(|m| m.procedural).collect::<Vec<_>>(), vec![true, false]);
+        assert_eq!(g3.mappings.iter().map(|m| m.procedural).collect::<Vec<_>>(), vec![true, true]);
         assert_eq!(notes.len(), 1, "{notes:?}");
+        // but not when the out-degree it divides by counts a mapping that lists its synapses
+        let mut listed = g.mappings[1].clone();
+        (listed.morphology, listed.synapses) = ("projector".into(), Some(vec![[0, 0, 1]]));
+        g.mappings.push(listed);
         g.mappings[1].procedural = true;
-        let (_, notes) = apply(&g, &layout, Storage::Stored, true, &plenty);
-        assert!(notes[0].contains("mapping 1") && notes[0].contains("stays stored") && notes[0].contains("fanouts"), "{notes:?}");
+        let (g4, notes) = apply(&g, &layout, Storage::Stored, true, &plenty);
+        assert!(!g4.mappings[1].procedural);
+        assert!(
+            notes[0].contains("mapping 1") && notes[0].contains("stays stored") && notes[0].contains("lists its synapses"),
+            "{notes:?}"
+        );
     }
 }

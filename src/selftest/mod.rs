@@ -302,17 +302,17 @@ pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Res
 /// `genome` with every mapping marked procedural (those that must stay stored, stay).
 pub use crate::connectome::storage::all_marked as all_procedural;
 
-/// `inner` run on the brain with every mapping procedural that can be (`closed_form_only`: those
-/// a GPU draws again), built with as many parts as the brain it is handed: the same fired sets as
+/// `inner` run on the brain with every mapping procedural that can be (`gpu`: those a GPU draws
+/// again), built with as many parts as the brain it is handed: the same fired sets as
 /// the stored brain, bit for bit.
 pub fn procedural_candidate<'a>(
     inner: &'a Candidate<'a>,
-    closed_form_only: bool,
+    gpu: bool,
 ) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> + 'a {
     use crate::connectome::storage::{apply, Budget, Storage};
     move |genome, brain, readback| {
         let budget = Budget { synapses: u64::MAX, from: "no limit".into() };
-        let (g, _) = apply(genome, &brain.layout, Storage::Procedural, closed_form_only, &budget);
+        let (g, _) = apply(genome, &brain.layout, Storage::Procedural, gpu, &budget);
         let b = Brain::build(&g, brain.connectome.parts.len(), false);
         inner(&g, b, readback)
     }

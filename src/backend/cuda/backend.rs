@@ -349,12 +349,16 @@ impl CudaBackend {
             proc_: dptr(&res._proc, s),
             n_proc: shard.procedural.len() as u32,
             proc_binned: 0,
+            row_areas: dptr(&res._rows[0], s),
+            row_maps: dptr(&res._rows[1], s),
+            row_list: dptr(&res._rows[2], s),
+            n_row_areas: shard.rows.areas.len() as u32,
         };
         // accumulator width: the largest possible synaptic input of one burst must fit in i32
         let wide_kernels = Kernels::load(&ctx, Variant { wide_acc: true, row64, code32 }).map_err(BackendError::Device)?;
         let wide_acc = match &shard.plastic {
             // procedural input has no bound worked out
-            _ if !shard.procedural.is_empty() => true,
+            _ if !shard.procedural.is_empty() || !shard.rows.is_empty() => true,
             // a plastic synapse can reach weight 255: the bound of its group (on the host)
             Some(p) => crate::backend::cpu::max_input(part, &p.bounds(&shard.contributions)) > i32::MAX as u64,
             None => needs_wide(&ctx, s, &wide_kernels, &net, &misc, synapses)?,

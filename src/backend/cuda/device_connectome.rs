@@ -9,8 +9,9 @@ use super::layout::{as_bytes, dev_err, dptr, Net, ProcMap, BLOCK, M_BOUND, PAIRS
 use super::module::Kernels;
 use crate::backend::BackendError;
 use crate::brain::Brain;
+use crate::connectome::flat::{FlatArea, FlatMap};
 use crate::connectome::stream::Streamed;
-use crate::connectome::{Codes, Part, Plastic};
+use crate::connectome::{Codes, FlatRows, Part, Plastic};
 use crate::model::AreaParams;
 
 /// What one GPU of several gets: its part of the connectome (the synapses onto its neurons, rows
@@ -23,8 +24,10 @@ pub struct GpuShard {
     pub neurons: u32,
     /// The brain's plastic mappings, when it learns.
     pub plastic: Option<Plastic>,
-    /// The brain's procedural mappings (every one in closed form), drawn again on the GPU.
+    /// The brain's procedural mappings in closed form, drawn again on the GPU a draw per thread.
     pub(super) procedural: Vec<ProcMap>,
+    /// Its other procedural mappings, drawn again row by row (`kernels/rows.cu`).
+    pub(super) rows: FlatRows,
     /// Some: the synapses are built on the GPU from this (`part` holds none).
     pub(super) recipe: Option<super::build::Recipe>,
     /// Some: the synapses are drawn on the host chunk by chunk and copied to the GPU (part
@@ -63,12 +66,13 @@ impl GpuShard {
     }
 }
 
-/// The procedural mappings of `c` for the GPU, which draws them one synapse per thread: an error
-/// names a mapping whose rows have no closed form (the opener keeps those stored).
-pub(super) fn gpu_procedural(c: &crate::connectome::Connectome) -> Result<Vec<ProcMap>, BackendError> {
-    let Some(p) = &c.procedural else { return Ok(Vec::new()) };
-    let forms = p.closed_forms().map_err(|e| BackendError::Device(format!("the GPU cannot draw it again: {e}")))?;
-    Ok(forms.iter().map(ProcMap::from).collect())
+/// The procedural mappings of `c` for the GPU: those in closed form, drawn one synapse per thread,
+/// and the others, drawn row by row. An error names a mapping that has neither form (the opener
+/// keeps those stored).
+pub(super) fn gpu_procedural(c: &crate::connectome::Connectome) -> Result<(Vec<ProcMap>, FlatRows), BackendError> {
+    let Some(p) = &c.procedural else { return Ok((Vec::new(), FlatRows::default())) };
+    let rows = p.flat_rows().map_err(BackendError::Device)?;
+    Ok((p.closed_forms().iter().map(ProcMap::from).collect(), rows))
 }
 
 /// The connectome and the areas on the device (read by the kernels through `Net`).
@@ -83,6 +87,8 @@ pub(super) struct Resources {
     pub(super) _rb: CudaSlice<u32>,
     pub(super) _chunk_first: CudaSlice<u32>,
     pub(super) _proc: CudaSlice<u8>,
+    /// The flat rows' areas, maps and list (`rows.cu`).
+    pub(super) _rows: [CudaSlice<u8>; 3],
 }
 
 /// The whole brain as GPU 0's part. `Placement::OnGpu`: a brain built with every mapping
@@ -95,9 +101,9 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
         Placement::Streamed(s) => (None, Some((s, 0))),
     };
     let n = brain.layout.neurons;
-    let mut procedural = gpu_procedural(&brain.connectome)?;
+    let (mut procedural, rows) = gpu_procedural(&brain.connectome)?;
     let c = &brain.connectome;
-    let recipe = if on_gpu.is_some() && c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() {
+    let recipe = if on_gpu.is_some() && c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() && rows.is_empty() {
         super::build::Recipe::new(procedural.clone(), on_gpu == Some(true))
     } else {
         None
@@ -113,7 +119,7 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
     }
     let part = conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() });
     let contributions = recipe.as_ref().map_or(conn.contributions, |r| r.table.clone());
-    Ok(GpuShard { part, params: brain.layout.params, contributions, neurons: n, plastic: conn.plastic, procedural, recipe, streamed })
+    Ok(GpuShard { part, params: brain.layout.params, contributions, neurons: n, plastic: conn.plastic, procedural, rows, recipe, streamed })
 }
 
 /// Upload this GPU's part of the connectome and the areas; the read-back ranges of this GPU.
@@ -172,6 +178,12 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: b
         _chunk_first: s.alloc_zeros(synapses as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?,
         _proc: if shard.procedural.is_empty() { s.alloc_zeros(8) } else { s.clone_htod(as_bytes::<ProcMap>(&shard.procedural)) }
             .map_err(e("uploading the procedural mappings"))?,
+        _rows: [as_bytes::<FlatArea>(&shard.rows.areas), as_bytes::<FlatMap>(&shard.rows.maps), as_bytes::<i64>(&shard.rows.list)]
+            .map(|b| if b.is_empty() { s.alloc_zeros(8) } else { s.clone_htod(b) }.map_err(e("uploading the procedural rows")))
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("three buffers")),
     })
 }
 

@@ -53,7 +53,7 @@ impl CudaShardEngine {
     /// parts per shard).
     pub fn new(brain: Brain, range: Range<u32>, devices: &[usize]) -> Result<CudaShardEngine, BackendError> {
         let neurons = brain.layout.neurons;
-        let procedural = super::device_connectome::gpu_procedural(&brain.connectome)?;
+        let (procedural, rows) = super::device_connectome::gpu_procedural(&brain.connectome)?;
         let mut parts: Vec<_> = brain
             .connectome
             .parts
@@ -81,6 +81,7 @@ impl CudaShardEngine {
                 neurons,
                 plastic: brain.connectome.plastic.clone(),
                 procedural: procedural.clone(),
+                rows: rows.clone(),
                 recipe: None,
                 streamed: None,
             };

@@ -78,6 +78,12 @@ pub(super) struct Net {
     pub n_proc: u32,
     /// 1: the procedural synapses are binned (`procbin.cu`), not added by `propagate`.
     pub proc_binned: u32,
+    /// The procedural mappings drawn row by row ([`crate::connectome::FlatRows`]): its areas
+    /// (how many), maps and list.
+    pub row_areas: u64,
+    pub row_maps: u64,
+    pub row_list: u64,
+    pub n_row_areas: u32,
 }
 
 /// Mirror of `struct ProcMap` in common.cuh: a procedural mapping in closed form
@@ -294,7 +300,8 @@ mod tests {
         let sizes = [("Net", size_of::<Net>()), ("Side", size_of::<Side>()), ("Ctl", 64), ("ResDev", 32), ("Learn", size_of::<Learn>())];
         let net = rust_layout!(Net: v, rcc, acc, inj, inj_mask, row_ptr, targets, codes, table, areas, area_end, rb_lo, rb_hi,
             burst, rb_counter, ticket, chunk_first, host_in, host_map, host_out, v_out, rcc_out, spec, where_, dead, corr,
-            acc_other, out_cap, in_cap, n, n_areas, n_rb, count_shift, base, multi, acc_keep, early, proc_, n_proc, proc_binned);
+            acc_other, out_cap, in_cap, n, n_areas, n_rb, count_shift, base, multi, acc_keep, early, proc_, n_proc, proc_binned,
+            row_areas, row_maps, row_list, n_row_areas);
         assert_eq!(c_layout(&src, "Net", &sizes), net, "Net");
         assert_eq!(c_layout(&src, "Side", &sizes), rust_layout!(Side: fired, offs, counter), "Side");
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");
@@ -305,6 +312,12 @@ mod tests {
         assert_eq!(c_layout(&src, "Learn", &sizes), learn, "Learn");
         let pm = rust_layout!(ProcMap: key, keep, src_first, src_count, dst_first, dst_count, fanout, contribution, draws);
         assert_eq!(c_layout(&src, "ProcMap", &sizes), pm, "ProcMap");
+        use crate::connectome::flat::{FlatArea, FlatMap};
+        let fm = rust_layout!(FlatMap: key, vkey, keep, value, log1mp, rule, morph, flags, fanout, src_first, src_dims, src_npv,
+            dst_first, dst_count, dst_dims, dst_npv, scalar, tile_seed, tile_pattern, list_at, list_len);
+        assert_eq!(c_layout(&src, "FlatMap", &sizes), fm, "FlatMap");
+        let fa = rust_layout!(FlatArea: first, count, map_first, map_end, uniform);
+        assert_eq!(c_layout(&src, "FlatArea", &sizes), fa, "FlatArea");
         let map = rust_layout!(PlasMap: ltp, ltd, window, assoc, src_lo, src_hi, dst_lo, dst_hi, slot, pad, cap, bits);
         assert_eq!(c_layout(&src, "PlasMap", &sizes), map, "PlasMap");
     }

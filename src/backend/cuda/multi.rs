@@ -145,7 +145,7 @@ impl MultiGpu {
         assert_eq!(brain.connectome.parts.len(), plan.len(), "one part per shard");
         let neurons = brain.layout.neurons;
         let params = brain.layout.params;
-        let procedural = super::device_connectome::gpu_procedural(&brain.connectome)?;
+        let (procedural, rows) = super::device_connectome::gpu_procedural(&brain.connectome)?;
         let (table, plastic) = (brain.connectome.contributions, brain.connectome.plastic);
         let mut gpus = Vec::with_capacity(devices.len());
         for (i, (part, &device)) in brain.connectome.parts.into_iter().zip(devices).enumerate() {
@@ -156,6 +156,7 @@ impl MultiGpu {
                 neurons,
                 plastic: plastic.clone(),
                 procedural: procedural.clone(),
+                rows: rows.clone(),
                 recipe: None,
                 streamed: streamed.clone().map(|st| (st, i)),
             };
