@@ -170,7 +170,7 @@ fn every_kind_genome(seed: u64, max_neurons: u32) -> neuroburst::genome::Genome 
     if let Some(Morphology::Tile(t)) = g.morphologies.get_mut("tile") {
         t.src_pattern = [vec![[1, 1], [2, 1], [0, 0]], vec![[0, 0], [1, 2]], vec![]][(seed % 3) as usize].clone();
     }
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         let pairs = vec![
             [[Any, Any, Any], [Same, Except, Any]],
             [[Exact(0), Any, Any], [Any, Exact(1), Same]],
