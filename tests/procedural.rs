@@ -326,6 +326,23 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     let fired = binned_as_the_cpu(&w, &g, 10);
     println!("binned procedural brain of draws kept at random: {fired} fired in 10 bursts, as the CPU");
     assert!(fired > 100_000);
+    // beside the bins, mappings without a closed form, drawn row by row: a projector onto a small
+    // area, and from it a probability back onto the large one, its psp divided by each row's count
+    let mut v = g.areas[0].clone();
+    (v.id, v.dims, v.psp_uniform_distribution, v.psp) = ("v".into(), [64, 64, 1], false, 255.0);
+    g.areas.push(v);
+    let sparse = neuroburst::genome::RandomSpec { probability: Some(0.0005), fanout: None };
+    g.morphologies.insert("sparse".into(), neuroburst::genome::Morphology::Random(sparse));
+    let mut onto = g.mappings[0].clone();
+    (onto.destination, onto.morphology, onto.weight, onto.attractivity) = ("v".into(), "projector".into(), 0.02, 100.0);
+    let mut back = g.mappings[0].clone();
+    (back.source, back.morphology, back.weight, back.attractivity) = ("v".into(), "sparse".into(), 8.0, 80.0);
+    g.mappings.extend([onto, back]);
+    let fired = binned_as_the_cpu(&w, &g, 12);
+    println!("binned procedural brain with rows drawn one by one: {fired} fired in 12 bursts, as the CPU");
+    assert!(fired > 100_000);
+    g.mappings.truncate(2);
+    g.areas.truncate(1);
     // the largest contributions there are (weight and psp 255): a neuron's 32-bit sum of a burst
     // overflows, its sub-bin is added again in 64 bits
     let w = Workload { neurons: 2_200_000, fanout: 260, rate: 0.01, seed: 22 };

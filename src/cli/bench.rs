@@ -62,6 +62,12 @@ pub struct BenchArgs {
     /// rows are then no closed form, so a GPU's are drawn on the host and streamed to it
     #[arg(long, value_name = "PERCENT", default_value_t = 100.0, value_parser = percent)]
     pub attractivity: f64,
+    /// Divide the psp by each row's synapse count (the area's `psp_uniform_distribution` off, as
+    /// in many FEAGI genomes), with the psp raised to K x attractivity to keep the input: with an
+    /// attractivity below 100 the rows' lengths vary, so a GPU draws them again row by row
+    /// (`kernels/rows.cu`), not in closed form.
+    #[arg(long)]
+    pub divide_psp: bool,
     /// Also write every measured burst's latency (us, in burst order, one per line) to this file.
     #[arg(long, value_name = "FILE")]
     pub latencies: Option<std::path::PathBuf>,
@@ -168,6 +174,11 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let learning = Learning { window: a.plastic, associative: a.associative };
     let mut genome: Genome = w.learning_genome(&learning);
     genome.mappings.iter_mut().for_each(|m| m.attractivity = a.attractivity);
+    if a.divide_psp {
+        let psp = a.fanout as f64 * a.attractivity / 100.0;
+        anyhow::ensure!(psp <= 255.0, "--divide-psp: K x attractivity ({psp}) must be 255 at most (a psp)");
+        genome.areas.iter_mut().for_each(|x| (x.psp, x.psp_uniform_distribution) = (psp, false));
+    }
     let mut opened = open(&genome, &config.backend, Readback::Ranges(vec![w.motor()]), config.log.progress).map_err(anyhow::Error::msg)?;
     let backend = opened.backend.as_mut();
     backend.time_device();
@@ -217,6 +228,8 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         "rate": a.rate,
         "synapses": opened.synapses,
         "procedural_synapses": opened.drawn,
+        "attractivity": a.attractivity,
+        "divide_psp": a.divide_psp,
         "host_peak_bytes": host_peak,
         "bytes_per_neuron": info.memory_bytes as f64 / a.neurons as f64,
         "bursts": a.bursts,
