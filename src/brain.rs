@@ -27,42 +27,36 @@ impl Brain {
     }
 
     /// The first pass of a streamed build ([`connectome::stream::plan`]) in one part: the brain's
-    /// connectome holds the row pointers, the synapses are drawn when copied where they live. None
-    /// for a brain that learns.
-    pub fn planned(genome: &Genome, progress: bool) -> Option<(Brain, connectome::stream::Streamed)> {
+    /// connectome holds the row pointers, the synapses are drawn when copied where they live.
+    pub fn planned(genome: &Genome, progress: bool) -> (Brain, connectome::stream::Streamed) {
         let layout = Layout::from_genome(genome);
         let ranges = connectome::even_ranges(layout.neurons, 1);
-        let (connectome, streamed) = connectome::stream::plan(genome, &layout, &opts(genome, ranges, progress))?;
-        Some((Brain::of(genome, layout, connectome), streamed))
+        let (connectome, streamed) = connectome::stream::plan(genome, &layout, &opts(genome, ranges, progress));
+        (Brain::of(genome, layout, connectome), streamed)
     }
 
     /// [`Brain::planned`] for `shards` shards planned by `strategy`, one part per shard (as
     /// [`Brain::build_sharded`] cuts them). `by_cortical_area` plans from the synapse counts, so it
-    /// counts twice. None for a brain that learns.
+    /// counts twice.
     pub fn planned_sharded(
         genome: &Genome,
         shards: usize,
         strategy: Strategy,
         progress: bool,
-    ) -> Result<Option<(Brain, ShardPlan, connectome::stream::Streamed)>, PlanError> {
+    ) -> Result<(Brain, ShardPlan, connectome::stream::Streamed), PlanError> {
         let layout = Layout::from_genome(genome);
         let plan0 = ShardPlan::new(&layout, &[], shards, strategy)?;
         let first = match strategy {
             Strategy::RoundRobin => plan0.ranges.clone(),
             Strategy::ByCorticalArea => connectome::even_ranges(layout.neurons, 1),
         };
-        let Some((mut c, mut streamed)) = connectome::stream::plan(genome, &layout, &opts(genome, first, progress)) else {
-            return Ok(None);
-        };
+        let (mut c, mut streamed) = connectome::stream::plan(genome, &layout, &opts(genome, first, progress));
         let plan = ShardPlan::new(&layout, &incoming_per_area(&layout, &c.mappings), shards, strategy)?;
         if c.parts.iter().map(|p| p.targets_range.clone()).ne(plan.ranges.iter().cloned()) {
-            let Some(again) = connectome::stream::plan(genome, &layout, &opts(genome, plan.ranges.clone(), progress)) else {
-                return Ok(None);
-            };
-            (c, streamed) = again;
+            (c, streamed) = connectome::stream::plan(genome, &layout, &opts(genome, plan.ranges.clone(), progress));
         }
         let brain = Brain::of(genome, layout, c);
-        Ok(Some((brain, plan, streamed)))
+        Ok((brain, plan, streamed))
     }
 
     /// Build for `shards` shards planned by `strategy`: the connectome's parts are each shard's

@@ -114,21 +114,6 @@ pub(crate) fn gpu_probe(device: usize) -> GpuProbe {
     cuda::probe(device)
 }
 
-/// Start the CUDA backend on `device`.
-pub(crate) fn open_cuda(brain: crate::brain::Brain, readback: Readback, device: usize) -> Result<Box<dyn Backend>, BackendError> {
-    Ok(Box::new(cuda::CudaBackend::new(brain, readback, device)?))
-}
-
-/// Start the brain, built for `plan` with one part per shard, on `devices` (one GPU per shard).
-pub(crate) fn open_multi_cuda(
-    brain: crate::brain::Brain,
-    plan: &crate::shard::ShardPlan,
-    readback: Readback,
-    devices: &[usize],
-) -> Result<Box<dyn Backend>, BackendError> {
-    Ok(Box::new(cuda::MultiGpu::new(brain, plan, readback, devices)?))
-}
-
 /// How many GPUs the driver sees (0 without a usable driver).
 pub fn gpu_count() -> usize {
     cuda::device_count()

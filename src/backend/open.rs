@@ -58,12 +58,10 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     tracing::info!("{}", choice.reason);
     let gpu = choice.kind == BackendKind::Cuda;
     let devices = if gpu { Some(gpu_devices(cfg, neurons, super::gpu_count())?) } else { None };
-    // a brain that does not learn reaches its GPUs without the host holding its synapses (built
-    // on the GPU, or streamed to it); a brain that learns is built on the host, its learning
-    // indexes its synapses there
-    let learns = crate::connectome::learns(genome, &layout);
-    let genome = &placed(genome, &layout, cfg, devices.as_ref().map(|(d, _)| &d[..]), gpu && !learns);
-    if learns || !gpu {
+    // a brain reaches its GPUs without the host holding its synapses (built on the GPU, or
+    // streamed to it)
+    let genome = &placed(genome, &layout, cfg, devices.as_ref().map(|(d, _)| &d[..]), gpu);
+    if !gpu {
         crate::capacity::check_build(genome, &layout, gpu, &crate::capacity::host_available())?;
     }
     if let Some((devices, why)) = devices {
@@ -77,7 +75,7 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
                 Err(e) => return Err(e),
             }
         }
-        return on_one_gpu(genome, &layout, learns, readback, progress, devices[0]).map(|made| made.opened(choice));
+        return on_one_gpu(genome, &layout, readback, progress, devices[0]).map(|made| made.opened(choice));
     }
     let shards = match cfg.shards {
         ShardCount::Count(n) => n,
@@ -99,66 +97,39 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     Ok(Opened { backend: Box::new(CpuBackend::new(brain, readback)), choice, synapses, drawn, build_seconds, plan: None })
 }
 
-/// The placed `genome` on several GPUs, one shard each: streamed to them, or (a brain that
-/// learns) built on the host.
+/// The placed `genome` on several GPUs, one shard each, streamed to them.
 fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: bool, devices: &[usize]) -> Result<Made, String> {
     let start = std::time::Instant::now();
-    let shards = devices.len();
-    let planned = Brain::planned_sharded(genome, shards, cfg.strategy, progress).map_err(|e| e.to_string())?;
-    let (brain, plan, streamed) = match planned {
-        Some((brain, plan, streamed)) => (brain, plan, Some(streamed)),
-        None => {
-            let (brain, plan) = Brain::build_sharded(genome, shards, cfg.strategy, 1, progress).map_err(|e| e.to_string())?;
-            (brain, plan, None)
-        }
-    };
+    let (brain, plan, st) = Brain::planned_sharded(genome, devices.len(), cfg.strategy, progress).map_err(|e| e.to_string())?;
     log_plan(&plan);
-    let drawn = brain.connectome.procedural_synapses();
-    let (backend, synapses) = match streamed {
-        Some(st) => {
-            let synapses = st.total_synapses();
-            if synapses > 0 {
-                tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPUs as drawn");
-            }
-            (
-                super::cuda::MultiGpu::streamed(brain, &plan, st, readback.clone(), devices).map(|b| Box::new(b) as Box<dyn Backend>),
-                synapses,
-            )
-        }
-        None => {
-            let synapses = brain.connectome.synapses();
-            (super::open_multi_cuda(brain, &plan, readback.clone(), devices), synapses)
-        }
-    };
-    let backend = backend.map_err(|e| e.to_string())?;
+    let (synapses, drawn) = (st.total_synapses(), brain.connectome.procedural_synapses());
+    if synapses > 0 {
+        tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPUs as drawn");
+    }
+    let backend = super::cuda::MultiGpu::streamed(brain, &plan, st, readback.clone(), devices).map_err(|e| e.to_string())?;
     let build_seconds = start.elapsed().as_secs_f64();
-    Ok(Made { backend, synapses, drawn, build_seconds, plan: Some(plan) })
+    Ok(Made { backend: Box::new(backend), synapses, drawn, build_seconds, plan: Some(plan) })
 }
 
-/// The placed `genome` on one GPU: built there (every mapping a closed form), streamed to it (no
-/// learning), or built on the host and uploaded.
-fn on_one_gpu(genome: &Genome, layout: &Layout, learns: bool, readback: Readback, progress: bool, device: usize) -> Result<Made, String> {
+/// The placed `genome` on one GPU: built there (every mapping a closed form), or streamed to it.
+fn on_one_gpu(genome: &Genome, layout: &Layout, readback: Readback, progress: bool, device: usize) -> Result<Made, String> {
     let start = std::time::Instant::now();
-    let on_gpu = storage::gpu_buildable(genome, layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
-    let planned = if !on_gpu && !learns { Brain::planned(genome, progress) } else { None };
-    let (backend, synapses, drawn): (Box<dyn Backend>, _, _) = if let Some((brain, streamed)) = planned {
-        let (synapses, drawn) = (streamed.total_synapses(), brain.connectome.procedural_synapses());
-        if synapses > 0 {
-            tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPU as drawn");
-        }
-        (Box::new(super::cuda::CudaBackend::streamed(brain, streamed, readback, device).map_err(|e| e.to_string())?), synapses, drawn)
-    } else if on_gpu {
-        let marked = storage::all_marked(genome);
-        crate::capacity::check_build(&marked, layout, true, &crate::capacity::host_available())?;
-        let brain = Brain::build(&marked, 1, progress);
-        let drawn = brain.connectome.procedural_synapses();
-        tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
-        (Box::new(super::cuda::CudaBackend::built_on_gpu(brain, readback, device, progress).map_err(|e| e.to_string())?), drawn, 0)
-    } else {
-        let brain = Brain::build(genome, 1, progress);
-        let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
-        (super::open_cuda(brain, readback, device).map_err(|e| e.to_string())?, synapses, drawn)
-    };
+    let (backend, synapses, drawn): (Box<dyn Backend>, _, _) =
+        if storage::gpu_buildable(genome, layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64) {
+            let marked = storage::all_marked(genome);
+            crate::capacity::check_build(&marked, layout, true, &crate::capacity::host_available())?;
+            let brain = Brain::build(&marked, 1, progress);
+            let drawn = brain.connectome.procedural_synapses();
+            tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
+            (Box::new(super::cuda::CudaBackend::built_on_gpu(brain, readback, device, progress).map_err(|e| e.to_string())?), drawn, 0)
+        } else {
+            let (brain, streamed) = Brain::planned(genome, progress);
+            let (synapses, drawn) = (streamed.total_synapses(), brain.connectome.procedural_synapses());
+            if synapses > 0 {
+                tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPU as drawn");
+            }
+            (Box::new(super::cuda::CudaBackend::streamed(brain, streamed, readback, device).map_err(|e| e.to_string())?), synapses, drawn)
+        };
     // the build on the host, and on the GPU (with the backend's start) when it builds there
     let build_seconds = start.elapsed().as_secs_f64();
     Ok(Made { backend, synapses, drawn, build_seconds, plan: None })

@@ -236,7 +236,7 @@ impl CudaBackend {
         let (table_len, areas) = (shard.contributions.len(), shard.params.len());
         let mut plan = MemoryPlan::of_counts(n as u64, n_total as u64, shard.synapses(), shard.code_bytes(), table_len, areas, sharded);
         if let Some(p) = &shard.plastic {
-            let learning = super::learn::device_bytes(part, p, n_total);
+            let learning = super::learn::device_bytes(shard.synapses(), p, n_total);
             (plan.connectome_bytes, plan.total_bytes) = (plan.connectome_bytes + learning, plan.total_bytes + learning);
         }
         let (free, _) = ctx.mem_get_info().map_err(dev_err("free memory"))?;
@@ -359,8 +359,11 @@ impl CudaBackend {
         let wide_acc = match &shard.plastic {
             // procedural input has no bound worked out
             _ if !shard.procedural.is_empty() || !shard.rows.is_empty() => true,
-            // a plastic synapse can reach weight 255: the bound of its group (on the host)
-            Some(p) => crate::backend::cpu::max_input(part, &p.bounds(&shard.contributions)) > i32::MAX as u64,
+            // a plastic synapse can reach weight 255: the bound of its group, summed on the device
+            Some(p) => {
+                let bounds = s.clone_htod(&p.bounds(&shard.contributions)).map_err(e("uploading the plastic bounds"))?;
+                needs_wide(&ctx, s, &wide_kernels, &Net { table: dptr(&bounds, s), ..net }, &misc, synapses)?
+            }
             None => needs_wide(&ctx, s, &wide_kernels, &net, &misc, synapses)?,
         };
         // the bins take half of what is left, past the reserve
@@ -374,7 +377,7 @@ impl CudaBackend {
         net.proc_binned = proc_bins.is_some() as u32;
         let learning = match &shard.plastic {
             Some(p) => {
-                let mut l = Learning::new(s, part, p, n_total)?;
+                let mut l = Learning::new(s, part, synapses, p, n_total)?;
                 l.params.burst = net.burst;
                 Some(l)
             }

@@ -2,14 +2,16 @@
 //! launches that run before each propagation (graph paths; the resident kernel runs the same
 //! phases itself), and the learned state in and out.
 //!
-//! The host keeps this GPU's part of the connectome and a CPU [`Learner`]: a snapshot reads the
-//! codes, histories and pair tables into them and lets the reference describe the learned state
+//! The host keeps this GPU's row pointers and a CPU [`Learner`]: a snapshot reads the targets,
+//! codes, stamps, histories and pair tables back and lets the reference describe the learned state
 //! (and a restore goes the other way), so the GPU's learned state is the CPU's by construction.
+//! The synapses are on the host only while a snapshot or a restore reads them.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
+use super::device_connectome::Resources;
 use super::layout::{as_bytes, dev_err, dptr, Learn, Net, PlasMap, Side, BLOCK};
 use super::module::Kernels;
 use crate::backend::learn::{Deferred, Learner, SWEEP_BURSTS};
@@ -36,9 +38,10 @@ pub(super) struct Learning {
     /// The next learning is skipped (a restored state holds it already): set by a restore,
     /// cleared when a propagation is launched (the learning before it consumes it).
     pub skip_pending: bool,
-    /// This GPU's part (its codes and stamps as of the last snapshot or restore), and the
-    /// reference learner.
+    /// This GPU's part: its row pointers (its targets and codes only while a snapshot or a
+    /// restore reads them), and the reference learner.
     part: Part,
+    synapses: usize,
     deferred: Deferred,
     learner: Learner,
     /// Words of each associative mapping's pair table (u64), in order.
@@ -54,17 +57,25 @@ impl Learning {
 
 /// Bytes learning takes on the device for a part: histories (and their bits, the active list)
 /// and a status per window for every neuron, a stamp per synapse, the pair tables.
-pub(super) fn device_bytes(part: &Part, plastic: &Plastic, neurons_total: u32) -> u64 {
+pub(super) fn device_bytes(synapses: u64, plastic: &Plastic, neurons_total: u32) -> u64 {
     let n = neurons_total as u64;
     let pairs: u64 = plastic.mappings.iter().filter_map(|m| m.associative.as_ref()).map(|a| (a.pairs() as u64).div_ceil(64) * 8).sum();
     let mut windows: Vec<u32> = plastic.mappings.iter().map(|m| m.rule.window).collect();
     windows.sort_unstable();
     windows.dedup();
-    n * 4 + n.div_ceil(32) * 4 + n * 4 + windows.len() as u64 * n * 4 + part.targets.len() as u64 * 2 + pairs
+    n * 4 + n.div_ceil(32) * 4 + n * 4 + windows.len() as u64 * n * 4 + synapses * 2 + pairs
 }
 
 impl Learning {
-    pub(super) fn new(s: &Arc<CudaStream>, part: &Part, plastic: &Plastic, neurons_total: u32) -> Result<Learning, BackendError> {
+    /// `part`: this GPU's part, whose row pointers are kept (its synapses, `synapses` of them, are
+    /// on the device).
+    pub(super) fn new(
+        s: &Arc<CudaStream>,
+        part: &Part,
+        synapses: u64,
+        plastic: &Plastic,
+        neurons_total: u32,
+    ) -> Result<Learning, BackendError> {
         let e = |w: &'static str| dev_err(w);
         let n = neurons_total as usize;
         let mut learner = Learner::new(plastic.clone(), neurons_total);
@@ -90,7 +101,8 @@ impl Learning {
         let _active = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the active list"))?;
         let _n_active = s.alloc_zeros::<u32>(1).map_err(e("alloc the active count"))?;
         let status = s.alloc_zeros::<u32>((windows.len() * n).max(1)).map_err(e("alloc statuses"))?;
-        let stamps = s.alloc_zeros::<u16>(part.targets.len().max(1)).map_err(e("alloc stamps"))?;
+        let synapses = synapses as usize;
+        let stamps = s.alloc_zeros::<u16>(synapses.max(1)).map_err(e("alloc stamps"))?;
         let _windows = nonempty_u32(&windows, "uploading the windows")?;
         let _group_map = nonempty_u32(&plastic.group_mapping, "uploading the plastic groups")?;
         let _maps = s.clone_htod(as_bytes(&maps)).map_err(e("uploading the plastic mappings"))?;
@@ -124,7 +136,11 @@ impl Learning {
             n_slots: windows.len() as u32,
             sweep_rows: neurons_total.div_ceil(SWEEP_BURSTS as u32),
         };
-        let host_part = part.clone();
+        let codes = match part.codes {
+            Codes::U16(_) => Codes::U16(Vec::new()),
+            Codes::U32(_) => Codes::U32(Vec::new()),
+        };
+        let host_part = Part { targets_range: part.targets_range.clone(), row_ptr: part.row_ptr.clone(), targets: Vec::new(), codes };
         Ok(Learning {
             params,
             _now,
@@ -140,8 +156,9 @@ impl Learning {
             hist,
             skip,
             skip_pending: false,
-            deferred: Deferred::of(&host_part),
+            deferred: Deferred::from_stamps(Vec::new()),
             part: host_part,
+            synapses,
             learner,
             words,
         })
@@ -166,17 +183,20 @@ impl Learning {
         Ok(())
     }
 
-    /// The device's codes, stamps, histories, statuses and pair tables into the host copies (the
-    /// device is idle).
-    fn download(&mut self, s: &Arc<CudaStream>, codes: &CudaSlice<u8>) -> Result<(), BackendError> {
+    /// The device's targets, codes, stamps, histories, statuses and pair tables into the host
+    /// copies (the device is idle); [`Learning::release`] lets the synapses go again.
+    fn download(&mut self, s: &Arc<CudaStream>, res: &Resources) -> Result<(), BackendError> {
         let e = |w: &'static str| dev_err(w);
-        let bytes = s.clone_dtoh(codes).map_err(e("reading codes"))?;
+        let mut targets = s.clone_dtoh(&res.targets).map_err(e("reading targets"))?;
+        targets.truncate(self.synapses);
+        self.part.targets = targets;
+        let bytes = s.clone_dtoh(&res.codes).map_err(e("reading codes"))?;
         match &mut self.part.codes {
-            Codes::U16(c) => c.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(c, b)| *c = u16::from_le_bytes([b[0], b[1]])),
-            Codes::U32(c) => c.iter_mut().zip(bytes.chunks_exact(4)).for_each(|(c, b)| *c = u32::from_le_bytes(b.try_into().unwrap())),
+            Codes::U16(c) => *c = bytes.chunks_exact(2).take(self.synapses).map(|b| u16::from_le_bytes([b[0], b[1]])).collect(),
+            Codes::U32(c) => *c = bytes.chunks_exact(4).take(self.synapses).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect(),
         }
         let mut stamps = s.clone_dtoh(&self.stamps).map_err(e("reading stamps"))?;
-        stamps.truncate(self.part.targets.len());
+        stamps.truncate(self.synapses);
         self.deferred = Deferred::from_stamps(stamps);
         let hist = s.clone_dtoh(&self.hist).map_err(e("reading histories"))?;
         let status = s.clone_dtoh(&self.status).map_err(e("reading statuses"))?;
@@ -200,38 +220,45 @@ impl Learning {
     }
 
     /// The learned state of this GPU's part.
-    pub(super) fn snapshot(&mut self, s: &Arc<CudaStream>, codes: &CudaSlice<u8>) -> Result<Learned, BackendError> {
-        self.download(s, codes)?;
-        Ok(self.learner.snapshot(&[(&self.part, &self.deferred)]))
+    pub(super) fn snapshot(&mut self, s: &Arc<CudaStream>, res: &Resources) -> Result<Learned, BackendError> {
+        self.download(s, res)?;
+        let learned = self.learner.snapshot(&[(&self.part, &self.deferred)]);
+        self.release();
+        Ok(learned)
+    }
+
+    /// Drop the host copies of the synapses and their stamps (read again when next wanted).
+    fn release(&mut self) {
+        self.part.targets = Vec::new();
+        match &mut self.part.codes {
+            Codes::U16(c) => *c = Vec::new(),
+            Codes::U32(c) => *c = Vec::new(),
+        }
+        self.deferred = Deferred::from_stamps(Vec::new());
     }
 
     /// Take `learned` (the whole brain's) onto the device; an empty one changes nothing.
     /// `burst`: the restored state's last burst (whose learning a state that is ahead holds).
-    pub(super) fn restore(
-        &mut self,
-        s: &Arc<CudaStream>,
-        codes: &mut CudaSlice<u8>,
-        learned: &Learned,
-        burst: u64,
-    ) -> Result<(), BackendError> {
+    pub(super) fn restore(&mut self, s: &Arc<CudaStream>, res: &mut Resources, learned: &Learned, burst: u64) -> Result<(), BackendError> {
         if learned.is_empty() {
             return Ok(());
         }
-        self.download(s, codes)?;
+        self.download(s, res)?;
         self.learner
             .restore(learned, &mut [(&mut self.part, &mut self.deferred)])
             .map_err(|e| BackendError::Device(format!("cannot restore what the brain learned: {e}")))?;
         let e = |w: &'static str| dev_err(w);
         match &self.part.codes {
-            Codes::U16(c) if !c.is_empty() => s.memcpy_htod(as_bytes(c), codes),
-            Codes::U32(c) if !c.is_empty() => s.memcpy_htod(as_bytes(c), codes),
+            Codes::U16(c) if !c.is_empty() => s.memcpy_htod(as_bytes(c), &mut res.codes),
+            Codes::U32(c) if !c.is_empty() => s.memcpy_htod(as_bytes(c), &mut res.codes),
             _ => Ok(()),
         }
         .map_err(e("writing codes"))?;
+        self.release();
         // every synapse up to date: stamps and counts start again from 0
         // SAFETY: zeroes the stamps (one u16 per synapse of the part, allocated in `new`) on our
         // stream.
-        unsafe { cudarc::driver::sys::cuMemsetD16Async(dptr(&self.stamps, s), 0, self.part.targets.len(), s.cu_stream()) }
+        unsafe { cudarc::driver::sys::cuMemsetD16Async(dptr(&self.stamps, s), 0, self.synapses, s.cu_stream()) }
             .result()
             .map_err(e("clearing stamps"))?;
         let st = self.learner.state_mut();
@@ -263,7 +290,7 @@ impl super::backend::CudaBackend {
         match &mut self.learning {
             Some(l) => {
                 let ahead = ran_ahead || l.skip_pending;
-                let mut learned = l.snapshot(&self.stream, &self.res.codes)?;
+                let mut learned = l.snapshot(&self.stream, &self.res)?;
                 learned.ahead = ahead;
                 Ok(learned)
             }
@@ -274,7 +301,7 @@ impl super::backend::CudaBackend {
     /// Take the whole brain's learned state (the device is idle).
     pub(super) fn restore_learned(&mut self, learned: &crate::model::plasticity::Learned, burst: u64) -> Result<(), BackendError> {
         match &mut self.learning {
-            Some(l) => l.restore(&self.stream, &mut self.res.codes, learned, burst),
+            Some(l) => l.restore(&self.stream, &mut self.res, learned, burst),
             None => Ok(()),
         }
     }
