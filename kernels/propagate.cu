@@ -1,6 +1,5 @@
-// propagate.cu: the last burst's spikes over the synapses (the procedural ones: proc_impl here,
-// rows_impl in rows.cu), and the fired lists' plumbing: the
-// gather of every GPU's list (several GPUs), the relist of a restored list, and the input bound
+// propagate.cu: the last burst's spikes over the synapses (the closed forms too: proc_impl; the
+// procedural rows are rows.cu's), and the fired lists' plumbing: the gather of every GPU's list (several GPUs), the relist of a restored list, and the input bound
 // that picks the accumulator width (after common.cuh, inject.cu and step.cu; see common.cuh).
 
 // The procedural synapses of the fired sources: a warp per (fired slot, procedural mapping), its
@@ -74,7 +73,6 @@ __device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
         }
     }
     if (net.n_proc && !net.proc_binned) proc_impl<ACC>(net, fired, count, warp, warps, lane);
-    if (net.n_row_areas) rows_impl<ACC>(net, fired, count, warp, warps, lane);
 }
 
 // One GPU of several: where another GPU's fired list of the last burst lies (peer memory over

@@ -1,5 +1,7 @@
 // rows.cu: procedural mappings without a closed form, drawn row by row when their sources fire
-// (after common.cuh; `propagate` calls rows_impl). The rules are src/connectome/flat.rs's records,
+// (after common.cuh): `proc_rows`, launched after `propagate` on the graph paths (a brain with
+// such mappings runs on graphs; the resident kernel and `propagate` leave them out, which keeps
+// the driver's compile of the module at start-up as it was). The rules are src/connectome/flat.rs's records,
 // followed draw for draw as src/connectome/rows.rs's Drawer draws them: a warp per (fired source,
 // source area); for an area whose psp is divided by the out-degree, the row is counted first (every
 // mapping of the area), then drawn again adding quantize(value / out-degree).
@@ -258,39 +260,45 @@ __device__ __forceinline__ u64 lin_of(const Box& b, const u32* d, u32 i) {
     return ((u64)axis_at(b.a[0], i ? b.a[0].n - 1 : 0) * d[1] + axis_at(b.a[1], i ? b.a[1].n - 1 : 0)) * d[2] + axis_at(b.a[2], i ? b.a[2].n - 1 : 0);
 }
 
-// f(target) for every synapse of source s's row under m, shared among the warp's lanes (every
-// lane calls it). Candidate i (0-based, in the build's order) keeps its synapse when draw i + 1
-// of the source's stream is below `keep` (with an attractivity).
-template <typename F>
-__device__ void row_each(const FlatMap& m, const i64* list, u32 s, u32 lane, F f) {
+// Every synapse of source s's row under m, shared among the warp's lanes (every lane calls it):
+// counted (c == 0; the lane's share is returned), or c added to its target (`wide`: 64-bit
+// accumulators). Candidate i (0-based, in the build's order) keeps its synapse when draw i + 1 of
+// the source's stream is below `keep` (with an attractivity).
+__device__ u64 row_each(const FlatMap& m, const i64* list, u32 s, u32 lane, void* acc, u32 base, u32 n, int c, bool wide) {
+    u64 count = 0;
+    auto f = [&](u32 t) {
+        const u32 tt = t - base;
+        if (c == 0) count++;
+        else if (tt < n) wide ? acc_add<i64>(acc, tt, c) : acc_add<int>(acc, tt, c);
+    };
     const u64 ks = mix64(m.key ^ ((u64)s * STREAM_D));
     const bool keeps = m.flags & F_KEEP;
     if (m.rule == R_FANOUT) {
         const u64 d = keeps ? 2 : 1;
         for (u32 j = lane; j < m.fanout; j += 32) {
-            const u64 c = j * d + 1;
-            const u32 t = m.dst_first + hi64_32(draw_at(ks, c), m.dst_count);
-            if (!keeps || draw_at(ks, c + 1) < m.keep) f(t);
+            const u64 at = j * d + 1;
+            const u32 t = m.dst_first + hi64_32(draw_at(ks, at), m.dst_count);
+            if (!keeps || draw_at(ks, at + 1) < m.keep) f(t);
         }
-        return;
+        return count;
     }
     if (m.rule == R_PROBABILITY) {
         // geometric skips: one lane, in order
-        if (lane != 0 || (m.flags & F_NEVER)) return;
+        if (lane != 0 || (m.flags & F_NEVER)) return count;
         const bool always = m.flags & F_ALWAYS;
         const double l = __longlong_as_double((long long)m.log1mp);
-        u64 c = 0;
-        u64 i = always ? 0 : geometric_skip(draw_at(ks, ++c), l);
+        u64 at = 0;
+        u64 i = always ? 0 : geometric_skip(draw_at(ks, ++at), l);
         while (i < m.dst_count) {
-            if (!keeps || draw_at(ks, ++c) < m.keep) f(m.dst_first + (u32)i);
-            const u64 skip = always ? 0 : geometric_skip(draw_at(ks, ++c), l);
+            if (!keeps || draw_at(ks, ++at) < m.keep) f(m.dst_first + (u32)i);
+            const u64 skip = always ? 0 : geometric_skip(draw_at(ks, ++at), l);
             i = skip > ~0ULL - (i + 1) ? ~0ULL : i + 1 + skip;
         }
-        return;
+        return count;
     }
     u32 v[3], sd[3];
     u64 vid;
-    if (!source_voxel(m, s - m.src_first, v, sd, &vid)) return;
+    if (!source_voxel(m, s - m.src_first, v, sd, &vid)) return count;
     const u32 npv = m.dst_npv;
     const u32* d = m.dst_dims;
     auto emit = [&](u64 rank, u32 x, u32 y, u32 z, u32 k) {
@@ -308,7 +316,7 @@ __device__ void row_each(const FlatMap& m, const i64* list, u32 s, u32 lane, F f
             emit(r, axis_at(b.a[0], (u32)(r / yz)), axis_at(b.a[1], (u32)(r / b.a[2].n % b.a[1].n)), axis_at(b.a[2], (u32)(r % b.a[2].n)),
                  (u32)(i % npv));
         }
-        return;
+        return count;
     }
     // a union of boxes: the linear voxel ids they span, 32 at a time, each voxel's rank by ballot
     u64 lo = ~0ULL, hi = 0;
@@ -335,6 +343,7 @@ __device__ void row_each(const FlatMap& m, const i64* list, u32 s, u32 lane, F f
         }
         rank += __popc(ballot);
     }
+    return count;
 }
 
 // fixed.rs `contribution_from_f64`: v × 2^12 rounded (ties away from zero), saturating.
@@ -346,9 +355,12 @@ __device__ int quantize_contribution(double v) {
     return (int)(i64)scaled;
 }
 
-// The rows of the fired sources in areas with flat maps: a warp per (fired slot, such area).
-template <typename ACC>
-__device__ void rows_impl(const Net& net, const u32* fired, u32 count, u64 warp, u64 warps, u32 lane) {
+// The rows of the fired sources of rd in areas with flat maps: a warp per (fired slot, such
+// area). `wide`: 64-bit accumulators.
+__device__ void rows_impl(const Net& net, const Side& rd, bool wide) {
+    const u32 count = (u32)(*rd.counter >> net.count_shift), lane = threadIdx.x & 31;
+    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5, warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    const u32* fired = rd.fired;
     const u64 items = (u64)count * net.n_row_areas;
     for (u64 it = warp; it < items; it += warps) {
         const u32 s = fired[it / net.n_row_areas];
@@ -357,7 +369,7 @@ __device__ void rows_impl(const Net& net, const u32* fired, u32 count, u64 warp,
         double divisor = 1.0;
         if (!a.uniform) {
             u64 n = 0;
-            for (u32 i = a.map_first; i < a.map_end; i++) row_each(net.row_maps[i], net.row_list, s, lane, [&](u32) { n++; });
+            for (u32 i = a.map_first; i < a.map_end; i++) n += row_each(net.row_maps[i], net.row_list, s, lane, net.acc, net.base, net.n, 0, wide);
             for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(0xffffffffu, n, d);
             divisor = (double)max(n, 1ULL);
         }
@@ -365,11 +377,10 @@ __device__ void rows_impl(const Net& net, const u32* fired, u32 count, u64 warp,
             const FlatMap& m = net.row_maps[i];
             if (!(m.flags & F_DRAWN)) continue;
             const int c = quantize_contribution(__ddiv_rn(__longlong_as_double((long long)m.value), divisor));
-            if (c == 0) continue;
-            row_each(m, net.row_list, s, lane, [&](u32 t) {
-                const u32 tt = t - net.base;
-                if (tt < net.n) acc_add<ACC>(net.acc, tt, c);
-            });
+            if (c != 0) row_each(m, net.row_list, s, lane, net.acc, net.base, net.n, c, wide);
         }
     }
 }
+
+extern "C" __global__ void __launch_bounds__(256) proc_rows_n32(Net net, Side rd) { rows_impl(net, rd, false); }
+extern "C" __global__ void __launch_bounds__(256) proc_rows_n64(Net net, Side rd) { rows_impl(net, rd, true); }

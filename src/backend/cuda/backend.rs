@@ -212,9 +212,10 @@ impl CudaBackend {
             Path::Graphs
         });
         let shard = whole(brain, placement)?;
-        // binned procedural synapses run as graphs (their passes need the whole grid between them)
+        // binned procedural synapses run as graphs (their passes need the whole grid between
+        // them), and so do procedural rows (`proc_rows`, which the resident kernel leaves out)
         let binned = ProcBins::wanted(shard.neurons, &shard.procedural);
-        let path = if binned && path == Path::Resident { Path::Graphs } else { path };
+        let path = if (binned || !shard.rows.is_empty()) && path == Path::Resident { Path::Graphs } else { path };
         Self::build(ctx, shard, readback, device, path)
     }
 

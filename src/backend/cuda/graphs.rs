@@ -132,6 +132,12 @@ impl CudaBackend {
         // sizes allocated in `build` (N fired slots, the chunk index, the synapse count).
         unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).launch(self.prop_cfg()) }
             .map_err(dev_err("capturing propagate"))?;
+        if net.n_row_areas > 0 {
+            // SAFETY: as propagate's; it reads the flat rows (uploaded in `upload`, n_row_areas
+            // areas) and adds into this side's accumulator at targets within this GPU's neurons.
+            unsafe { s.launch_builder(&self.kernels.proc_rows).arg(&net).arg(&rd).launch(self.prop_cfg()) }
+                .map_err(dev_err("capturing proc_rows"))?;
+        }
         if self.early.is_some() {
             let wr = self.side(1 - r);
             // SAFETY: as above; `prestep` reads N neurons' state from buffer r and writes it into

@@ -122,6 +122,8 @@ pub struct Kernels {
     pub proc_bin: [CudaFunction; 2],
     pub proc_split: [CudaFunction; 2],
     pub proc_sum: [CudaFunction; 2],
+    /// The procedural mappings drawn row by row (`kernels/rows.cu`), after `propagate`.
+    pub proc_rows: CudaFunction,
 }
 
 /// Which kernel variant a brain needs.
@@ -161,6 +163,7 @@ impl Kernels {
             proc_bin: [f("proc_bin_n64".into())?, f("proc_bin_keep_n64".into())?],
             proc_split: [f("proc_split_n64_s16".into())?, f("proc_split_n64_s32".into())?],
             proc_sum: [f("proc_sum_n64_s16".into())?, f("proc_sum_n64_s32".into())?],
+            proc_rows: f(format!("proc_rows_{n}"))?,
             module,
         })
     }
@@ -193,6 +196,7 @@ mod tests {
             "learn_shift",
             "learn_rows_n32_r64_c16",
             "learn_grow_n64_r32_c32",
+            "proc_rows_n64",
         ] {
             assert!(src.contains(k), "kernel {k} missing from the PTX");
         }
