@@ -1,7 +1,8 @@
 // rows.cu: procedural mappings without a closed form, drawn row by row when their sources fire
-// (after common.cuh): `proc_rows`, launched after `propagate` on the graph paths (a brain with
-// such mappings runs on graphs; the resident kernel and `propagate` leave them out, which keeps
-// the driver's compile of the module at start-up as it was). The rules are src/connectome/flat.rs's records,
+// (after common.cuh): `proc_rows`, launched after `propagate` on the graph paths; a brain with
+// such mappings runs on graphs. In the resident kernel (and `propagate`) they would cost every
+// brain at start-up: the driver's compile of the module (once a machine; it caches it) took 12.8 s
+// with them in the resident kernel, 18 s in both, against 6.9 s as it is (ptxas, 2 cores). The rules are src/connectome/flat.rs's records,
 // followed draw for draw as src/connectome/rows.rs's Drawer draws them: a warp per (fired source,
 // source area); for an area whose psp is divided by the out-degree, the row is counted first (every
 // mapping of the area), then drawn again adding quantize(value / out-degree).
@@ -356,10 +357,10 @@ __device__ int quantize_contribution(double v) {
 }
 
 // The rows of the fired sources of rd in areas with flat maps: a warp per (fired slot, such
-// area). `wide`: 64-bit accumulators.
-__device__ void rows_impl(const Net& net, const Side& rd, bool wide) {
+// area), over the blocks b. `wide`: 64-bit accumulators.
+__device__ void rows_impl(const Net& net, const Side& rd, Blk b, bool wide) {
     const u32 count = (u32)(*rd.counter >> net.count_shift), lane = threadIdx.x & 31;
-    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5, warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5, warps = ((u64)b.n * blockDim.x) >> 5;
     const u32* fired = rd.fired;
     const u64 items = (u64)count * net.n_row_areas;
     for (u64 it = warp; it < items; it += warps) {
@@ -382,5 +383,5 @@ __device__ void rows_impl(const Net& net, const Side& rd, bool wide) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) proc_rows_n32(Net net, Side rd) { rows_impl(net, rd, false); }
-extern "C" __global__ void __launch_bounds__(256) proc_rows_n64(Net net, Side rd) { rows_impl(net, rd, true); }
+extern "C" __global__ void __launch_bounds__(256) proc_rows_n32(Net net, Side rd) { rows_impl(net, rd, hw_blk(), false); }
+extern "C" __global__ void __launch_bounds__(256) proc_rows_n64(Net net, Side rd) { rows_impl(net, rd, hw_blk(), true); }
