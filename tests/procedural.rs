@@ -146,6 +146,9 @@ fn gpu_procedural_brains_fire_as_stored_ones_on_the_cpu() {
     let cfg = ParityConfig { brains: 8, bursts: 300, seed: 500, max_neurons: 4000, candidate_parts: 1 };
     let report = parity_with(&cfg, &random_fanout_genome, &procedural_candidate(&gpu, true)).unwrap();
     println!("{report}");
+    // closed forms alone: the resident kernel draws them (a brain with rows runs on graphs)
+    let report = parity_with(&ParityConfig { brains: 4, seed: 580, ..cfg.clone() }, &closed_form_genome, &procedural_candidate(&gpu, true));
+    println!("{}", report.unwrap());
     let cfg_all = ParityConfig { brains: 12, seed: 540, ..cfg.clone() };
     let report = parity_with(&cfg_all, &every_kind_genome, &procedural_candidate(&gpu, true)).unwrap();
     println!("{report}");

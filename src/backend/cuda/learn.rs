@@ -244,9 +244,11 @@ impl Learning {
             return Ok(());
         }
         self.download(s, res)?;
-        self.learner
-            .restore(learned, &mut [(&mut self.part, &mut self.deferred)])
-            .map_err(|e| BackendError::Device(format!("cannot restore what the brain learned: {e}")))?;
+        let restored = self.learner.restore(learned, &mut [(&mut self.part, &mut self.deferred)]);
+        if let Err(e) = restored {
+            self.release();
+            return Err(BackendError::Device(format!("cannot restore what the brain learned: {e}")));
+        }
         let e = |w: &'static str| dev_err(w);
         match &self.part.codes {
             Codes::U16(c) if !c.is_empty() => s.memcpy_htod(as_bytes(c), &mut res.codes),
