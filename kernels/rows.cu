@@ -1,11 +1,13 @@
 // rows.cu: procedural mappings without a closed form, drawn row by row when their sources fire
 // (after common.cuh): `proc_rows`, launched after `propagate` on the graph paths; a brain with
 // such mappings runs on graphs. In the resident kernel (and `propagate`) they would cost every
-// brain at start-up: the driver's compile of the module (once a machine; it caches it) took 12.8 s
-// with them in the resident kernel, 18 s in both, against 6.9 s as it is (ptxas, 2 cores). The rules are src/connectome/flat.rs's records,
-// followed draw for draw as src/connectome/rows.rs's Drawer draws them: a warp per (fired source,
-// source area); for an area whose psp is divided by the out-degree, the row is counted first (every
-// mapping of the area), then drawn again adding quantize(value / out-degree).
+// brain at start-up: the driver's compile of the module (once a machine; it caches it) took
+// 12.8 s with them in the resident kernel, 18 s in both, against 6.9 s as it is (ptxas, 2 cores).
+//
+// The rules are src/connectome/flat.rs's records, followed draw for draw as
+// src/connectome/rows.rs's Drawer draws them: a warp per (fired source, source area); for an area
+// whose psp is divided by the out-degree, the row is counted first (every mapping of the area),
+// then drawn again adding quantize(value / out-degree).
 //
 // Voxel morphologies give the destination voxels of the source voxel in ascending order without
 // repeats (the order the build draws the keep draws in). All but vectors and patterns give one
@@ -262,24 +264,25 @@ __device__ __forceinline__ u64 lin_of(const Box& b, const u32* d, u32 i) {
 }
 
 // Every synapse of source s's row under m, shared among the warp's lanes (every lane calls it):
-// counted (c == 0; the lane's share is returned), or c added to its target (`wide`: 64-bit
-// accumulators). Candidate i (0-based, in the build's order) keeps its synapse when draw i + 1 of
-// the source's stream is below `keep` (with an attractivity).
-__device__ u64 row_each(const FlatMap& m, const i64* list, u32 s, u32 lane, void* acc, u32 base, u32 n, int c, bool wide) {
+// counted (c == 0; the lane's share is returned), or c added to its target in net's accumulator.
+// Candidate i (0-based, in the build's order) keeps its synapse when draw i + 1 of the source's
+// stream is below `keep` (with an attractivity).
+template <typename ACC>
+__device__ u64 row_each(const Net& net, const FlatMap& m, u32 s, u32 lane, int c) {
     u64 count = 0;
     auto f = [&](u32 t) {
-        const u32 tt = t - base;
+        const u32 tt = t - net.base;
         if (c == 0) count++;
-        else if (tt < n) wide ? acc_add<i64>(acc, tt, c) : acc_add<int>(acc, tt, c);
+        else if (tt < net.n) acc_add<ACC>(net.acc, tt, c);
     };
     const u64 ks = mix64(m.key ^ ((u64)s * STREAM_D));
     const bool keeps = m.flags & F_KEEP;
     if (m.rule == R_FANOUT) {
-        const u64 d = keeps ? 2 : 1;
+        // a fanout's draws as a closed form's (proc_target)
+        const ProcMap pm = {m.key, m.keep, 0, 0, m.dst_first, m.dst_count, m.fanout, 0, keeps ? 2u : 1u};
         for (u32 j = lane; j < m.fanout; j += 32) {
-            const u64 at = j * d + 1;
-            const u32 t = m.dst_first + hi64_32(draw_at(ks, at), m.dst_count);
-            if (!keeps || draw_at(ks, at + 1) < m.keep) f(t);
+            const u32 t = proc_target(pm, ks, j);
+            if (t != ~0u) f(t);
         }
         return count;
     }
@@ -306,7 +309,7 @@ __device__ u64 row_each(const FlatMap& m, const i64* list, u32 s, u32 lane, void
         const u64 i = rank * npv + k;
         if (!keeps || draw_at(ks, i + 1) < m.keep) f(m.dst_first + ((x * d[1] + y) * d[2] + z) * npv + k);
     };
-    const i64* at = list + m.list_at;
+    const i64* at = net.row_list + m.list_at;
     const bool listed = m.morph == M_VECTORS || m.morph == M_PATTERNS;
     auto box_of = [&](u32 e) { return m.morph == M_VECTORS ? vector_box(m, at + 3 * (u64)e, v) : pattern_box(at + 6 * (u64)e, v, d); };
     if (!listed || m.list_len == 1) {
@@ -357,20 +360,20 @@ __device__ int quantize_contribution(double v) {
 }
 
 // The rows of the fired sources of rd in areas with flat maps: a warp per (fired slot, such
-// area), over the blocks b. `wide`: 64-bit accumulators.
-__device__ void rows_impl(const Net& net, const Side& rd, Blk b, bool wide) {
+// area), over the blocks b.
+template <typename ACC>
+__device__ void rows_impl(const Net& net, const Side& rd, Blk b) {
     const u32 count = (u32)(*rd.counter >> net.count_shift), lane = threadIdx.x & 31;
     const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5, warps = ((u64)b.n * blockDim.x) >> 5;
-    const u32* fired = rd.fired;
     const u64 items = (u64)count * net.n_row_areas;
     for (u64 it = warp; it < items; it += warps) {
-        const u32 s = fired[it / net.n_row_areas];
+        const u32 s = rd.fired[it / net.n_row_areas];
         const FlatArea a = net.row_areas[it % net.n_row_areas];
         if (s == DEAD || s - a.first >= a.count) continue;
         double divisor = 1.0;
         if (!a.uniform) {
             u64 n = 0;
-            for (u32 i = a.map_first; i < a.map_end; i++) n += row_each(net.row_maps[i], net.row_list, s, lane, net.acc, net.base, net.n, 0, wide);
+            for (u32 i = a.map_first; i < a.map_end; i++) n += row_each<ACC>(net, net.row_maps[i], s, lane, 0);
             for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(0xffffffffu, n, d);
             divisor = (double)max(n, 1ULL);
         }
@@ -378,10 +381,10 @@ __device__ void rows_impl(const Net& net, const Side& rd, Blk b, bool wide) {
             const FlatMap& m = net.row_maps[i];
             if (!(m.flags & F_DRAWN)) continue;
             const int c = quantize_contribution(__ddiv_rn(__longlong_as_double((long long)m.value), divisor));
-            if (c != 0) row_each(m, net.row_list, s, lane, net.acc, net.base, net.n, c, wide);
+            if (c != 0) row_each<ACC>(net, m, s, lane, c);
         }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) proc_rows_n32(Net net, Side rd) { rows_impl(net, rd, hw_blk(), false); }
-extern "C" __global__ void __launch_bounds__(256) proc_rows_n64(Net net, Side rd) { rows_impl(net, rd, hw_blk(), true); }
+extern "C" __global__ void __launch_bounds__(256) proc_rows_n32(Net net, Side rd) { rows_impl<int>(net, rd, hw_blk()); }
+extern "C" __global__ void __launch_bounds__(256) proc_rows_n64(Net net, Side rd) { rows_impl<i64>(net, rd, hw_blk()); }

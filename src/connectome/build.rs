@@ -86,11 +86,6 @@ pub fn build(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> Connectom
     Connectome { neurons: n, parts, contributions, mappings, plastic, procedural, build_seconds: start.elapsed().as_secs_f64() }
 }
 
-/// Whether the genome has a plastic (or associative) mapping.
-pub fn learns(genome: &Genome, layout: &Layout) -> bool {
-    !compile(genome, layout).1.is_empty()
-}
-
 /// What a build draws from: the rules, the areas whose counts need no drawing, the chunks of
 /// sources, the plastic mappings.
 pub(super) struct Prepared {

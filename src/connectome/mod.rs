@@ -17,10 +17,10 @@ pub mod stream;
 
 use std::ops::Range;
 
-pub use build::{build, count, learns, mapping_bounds, synapse_bound, BuildOptions};
+pub use build::{build, count, mapping_bounds, synapse_bound, BuildOptions};
 pub use flat::{gpu_drawable_mask, FlatRows};
 pub use plastic::{Associative, Plastic, PlasticMapping};
-pub use procedural::{closed_form_mask, closed_forms, procedural_mask, ClosedForm, Procedural};
+pub use procedural::{closed_forms, procedural_mask, ClosedForm, Procedural};
 pub use rows::Drawer;
 
 /// Contribution codes of a part's synapses: an index into [`Connectome::contributions`]. A brain
@@ -40,6 +40,15 @@ impl Default for Codes {
 }
 
 impl Codes {
+    /// No codes, of 32 bits (`wide`) or 16.
+    pub fn empty(wide: bool) -> Codes {
+        if wide {
+            Codes::U32(Vec::new())
+        } else {
+            Codes::U16(Vec::new())
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Codes::U16(v) => v.len(),

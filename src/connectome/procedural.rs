@@ -90,11 +90,6 @@ pub fn closed_forms(genome: &Genome, layout: &Layout) -> Vec<Option<ClosedForm>>
     forms
 }
 
-/// Per mapping of `genome`: its rows have a closed form (see [`ClosedForm`]).
-pub fn closed_form_mask(genome: &Genome, layout: &Layout) -> Vec<bool> {
-    closed_forms(genome, layout).iter().map(Option::is_some).collect()
-}
-
 /// Mapping `m` of an area with mappings `all` in closed form, if it has one.
 pub(super) fn closed_form(m: &Compiled, all: &[Compiled], uniform: bool, seed: u64) -> Option<ClosedForm> {
     let plain_fanout = |c: &Compiled| match c.rule {

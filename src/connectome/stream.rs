@@ -66,7 +66,7 @@ pub fn plan(genome: &Genome, layout: &Layout, opts: &BuildOptions) -> (Connectom
             targets_range: range.clone(),
             row_ptr: row_ptr(n, &outs, pi),
             targets: Vec::new(),
-            codes: if wide { Codes::U32(Vec::new()) } else { Codes::U16(Vec::new()) },
+            codes: Codes::empty(wide),
         })
         .collect();
     let synapses = parts.iter().map(|p| p.row_ptr.last().copied().unwrap_or(0)).collect();

@@ -165,6 +165,7 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: b
         }
     };
     let synapses = shard.synapses();
+    let up = |b: &[u8]| if b.is_empty() { s.alloc_zeros(8) } else { s.clone_htod(b) }.map_err(e("uploading the procedural rows"));
     let table: Vec<i32> = if shard.contributions.is_empty() { vec![0] } else { shard.contributions.clone() };
     let ends: Vec<u32> = shard.params.iter().map(|p| p.first + p.count).collect();
     Ok(Resources {
@@ -178,12 +179,11 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: b
         _chunk_first: s.alloc_zeros(synapses as usize / PAIRS_PER_CHUNK + 2).map_err(e("alloc chunk index"))?,
         _proc: if shard.procedural.is_empty() { s.alloc_zeros(8) } else { s.clone_htod(as_bytes::<ProcMap>(&shard.procedural)) }
             .map_err(e("uploading the procedural mappings"))?,
-        _rows: [as_bytes::<FlatArea>(&shard.rows.areas), as_bytes::<FlatMap>(&shard.rows.maps), as_bytes::<i64>(&shard.rows.list)]
-            .map(|b| if b.is_empty() { s.alloc_zeros(8) } else { s.clone_htod(b) }.map_err(e("uploading the procedural rows")))
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()?
-            .try_into()
-            .unwrap_or_else(|_| unreachable!("three buffers")),
+        _rows: [
+            up(as_bytes::<FlatArea>(&shard.rows.areas))?,
+            up(as_bytes::<FlatMap>(&shard.rows.maps))?,
+            up(as_bytes::<i64>(&shard.rows.list))?,
+        ],
     })
 }
 

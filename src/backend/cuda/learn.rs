@@ -136,10 +136,7 @@ impl Learning {
             n_slots: windows.len() as u32,
             sweep_rows: neurons_total.div_ceil(SWEEP_BURSTS as u32),
         };
-        let codes = match part.codes {
-            Codes::U16(_) => Codes::U16(Vec::new()),
-            Codes::U32(_) => Codes::U32(Vec::new()),
-        };
+        let codes = Codes::empty(part.codes.bytes_per_code() == 4);
         let host_part = Part { targets_range: part.targets_range.clone(), row_ptr: part.row_ptr.clone(), targets: Vec::new(), codes };
         Ok(Learning {
             params,
@@ -230,10 +227,7 @@ impl Learning {
     /// Drop the host copies of the synapses and their stamps (read again when next wanted).
     fn release(&mut self) {
         self.part.targets = Vec::new();
-        match &mut self.part.codes {
-            Codes::U16(c) => *c = Vec::new(),
-            Codes::U32(c) => *c = Vec::new(),
-        }
+        self.part.codes = Codes::empty(self.part.codes.bytes_per_code() == 4);
         self.deferred = Deferred::from_stamps(Vec::new());
     }
 
