@@ -84,8 +84,9 @@ struct Peer {
 #define MAX_PEERS 64
 
 // gather: the whole brain's fired list of the last burst, read from every GPU's own list (peer
-// loads), into rd with the row offsets of this GPU's part and the chunk index, as `step` builds
-// them on one GPU (block scan, one atomic per block of 256 ids; rd.counter zeroed before).
+// loads, or the copies the others pushed here: resident.cu), into rd with the row offsets of this
+// GPU's part and the chunk index, as `step` builds them on one GPU (block scan, one atomic per
+// block of 256 ids; rd.counter zeroed before). Runs over the hardware grid.
 template <typename RP>
 __device__ void gather_impl(const Net& net, const Side& rd, const Peer* peers, u32 n_peers) {
     __shared__ u64 pre[MAX_PEERS + 1];
@@ -109,10 +110,11 @@ __device__ void gather_impl(const Net& net, const Side& rd, const Peer* peers, u
             u32 r = 0;
             while (r + 1 < n_peers && pre[r + 1] <= i) r++;
             s = peers[r].fired[i - pre[r]];
-            pk = (1ULL << net.count_shift) | (row_start<RP>(net, s + 1) - row_start<RP>(net, s));
+            // a slot the early step's `fix` emptied takes no slot here
+            if (s != DEAD) pk = (1ULL << net.count_shift) | (row_start<RP>(net, s + 1) - row_start<RP>(net, s));
         }
         const u64 pos = block_claim(pk, rd.counter, warp_sum);
-        if (i < total) {
+        if (pk != 0) {
             const u32 slot = (u32)(pos >> net.count_shift);
             const u64 off = pos & mask;
             rd.fired[slot] = s;

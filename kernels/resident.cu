@@ -32,6 +32,33 @@ struct ResDev {
     u64 bytes;
 };
 
+// One GPU of several (the resident kernel on each): after `fix`, every block copies its share of
+// this GPU's fired list into every GPU's inbox (peer stores over NVLink; its own too), fences at
+// system scope and adds one to that GPU's arrivals; each block then waits until its own GPU's
+// arrivals count every block of every GPU, and the grid gathers the inbox into the whole brain's
+// list with this GPU's row offsets (`gather_impl`). The inboxes alternate by exchange parity: a GPU
+// writes an inbox again only two exchanges later, once its owner has pushed the exchange between,
+// which it does only after it has gathered this one.
+
+// Mirror of `Link` (layout.rs): where this GPU's list goes on one GPU of the brain.
+struct Link {
+    u32* ids[2];    // by parity: that GPU's inbox region for this GPU's list
+    u64* count[2];  // by parity: that GPU's word for this GPU's count (count << count_shift)
+    u64* arrivals;  // that GPU's arrival counters (2 words, by parity)
+};
+
+// Mirror of `Xchg` (layout.rs).
+struct Xchg {
+    const Link* links;     // one per GPU of the brain, this one's included
+    const Peer* inbox[2];  // by parity: where every GPU's list lands here (gather's peer table)
+    u64* arrivals;         // this GPU's arrival counters (2 words, by parity; never cleared)
+    Side gathered;         // the whole brain's list of the last burst, this GPU's row offsets
+    u64 done;              // exchanges before this launch's first
+    u64 per;               // arrivals per exchange: every block of every GPU
+    u32 n;                 // GPUs (0: one GPU alone)
+    u32 pad;
+};
+
 // Mirror of `ResParams` in backend.rs.
 struct ResParams {
     Net net[2];   // the bursts reading side 0 and side 1 (`net_for`)
@@ -45,6 +72,7 @@ struct ResParams {
     u32 step_blocks;
     u32 learning;  // bit 0: the brain learns, from `learn`; bit 1: it has associative mappings (growth)
     Learn learn;
+    Xchg x;
 };
 
 __device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
@@ -65,6 +93,13 @@ __device__ __forceinline__ u64 ld_relaxed_sys(const u64* p) {
 __device__ __forceinline__ void st_release_gpu(u64* p, u64 v) {
     asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+__device__ __forceinline__ u64 globaltimer() {
+    u64 t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+}
+
+
 
 // Every block of the grid waits here for all the others; what each wrote before is then seen by
 // all (the arrivals only grow: `arrived` counts them in every block alike).
@@ -89,6 +124,48 @@ __device__ __forceinline__ void each_blk(u32 n, F f) {
     }
 }
 
+// An exchange that has not come whole after this long (ns) is lost (a GPU of the brain stopped):
+// the kernel returns, and the host's next burst reports it.
+#define XCHG_LOST_NS 20000000000ULL
+
+// The exchange (see `Xchg`) of the list `own` (this GPU's part of the burst just published) as
+// exchange `e`, then the gather into x.gathered (its counter zeroed before). False: lost.
+template <typename RP>
+__device__ bool exchange(const Xchg& x, const Net& net, const Side& own, u64 e, u64& arrived, ResDev* dev) {
+    const u32 par = (u32)(e & 1);
+    const u64 packed = *(volatile const u64*)own.counter;
+    const u32 count = (u32)(packed >> net.count_shift);
+    const u32* ids = own.fired;
+    const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u32 g = 0; g < x.n; g++) {
+        u32* dst = x.links[g].ids[par];
+        for (u64 i = tid; i < count; i += stride) dst[i] = ids[i];
+    }
+    __threadfence_system();
+    __syncthreads();
+    __shared__ u32 s_lost;
+    if (threadIdx.x == 0) {
+        if (blockIdx.x == 0)
+            for (u32 g = 0; g < x.n; g++) *(volatile u64*)x.links[g].count[par] = (u64)count << net.count_shift;
+        __threadfence_system();
+        for (u32 g = 0; g < x.n; g++) atomicAdd_system(x.links[g].arrivals + par, 1ULL);
+        // every block of every GPU has pushed its share of exchange e (those of this parity: (e + 1) / 2)
+        const u64 want = ((e + 1) / 2) * x.per;
+        const u64 since = globaltimer();
+        u32 lost = 0;
+        while (ld_acquire_sys(x.arrivals + par) < want) {
+            if (globaltimer() - since > XCHG_LOST_NS) { lost = 1; break; }
+        }
+        s_lost = lost;
+    }
+    __syncthreads();
+    if (s_lost) return false;
+    gather_impl<RP>(net, x.gathered, x.inbox[par], x.n);
+    grid_sync(dev, arrived);
+    return true;
+}
+
 template <typename ACC, typename RP, typename CODE>
 __device__ void resident_impl(const ResParams& p) {
     __shared__ u64 s_cmd[3];
@@ -97,6 +174,7 @@ __device__ void resident_impl(const ResParams& p) {
     // launch), the others the device word (zeroed before the launch; numbers are never 0)
     u64 last = blockIdx.x == 0 ? p.last : 0;
     u32 r = p.cur;
+    u64 ex = p.x.done;
     for (;;) {
         // 1. the next command: block 0 polls the host's word, the others a word in device memory
         if (blockIdx.x == 0) {
@@ -151,7 +229,11 @@ __device__ void resident_impl(const ResParams& p) {
         // where block 0 is (a posted write to host memory: no wait)
         u64* const at = (u64*)&p.ctl->at;
         const u64 num = (g & ~RES_QUIT) << 8;
-        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 1;
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            *(volatile u64*)at = num | 1;
+            // the gathered list's counter, for this burst's exchange (past fix's barrier)
+            if (p.x.n) *p.x.gathered.counter = 0;
+        }
         const Net& net = p.net[r];
         const Side& wr = p.side[1 - r];
         const Side& rd = p.side[r];
@@ -183,11 +265,18 @@ __device__ void resident_impl(const ResParams& p) {
         grid_sync(p.dev, arrived);
         if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 4;
         // 4. ahead of the next burst (it reads side 1 - r): the propagation of the list just
-        // written, then the early step
+        // written (on several GPUs, the whole brain's, exchanged), then the early step
         const Net& next = p.net[1 - r];
+        const Side& list = p.x.n ? p.x.gathered : p.side[1 - r];
+        if (p.x.n) {
+            if (!exchange<RP>(p.x, next, p.side[1 - r], ++ex, arrived, p.dev)) {
+                if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 7;
+                return;
+            }
+        }
         if (p.learning) {
             // learning from the list just written, before it is propagated (learn.cu)
-            each_blk(p.prop_blocks, [&](Blk b) { learn_mark_impl(p.learn, p.side[1 - r], next.count_shift, b); });
+            each_blk(p.prop_blocks, [&](Blk b) { learn_mark_impl(p.learn, list, next.count_shift, b); });
             grid_sync(p.dev, arrived);
             each_blk(p.prop_blocks, [&](Blk b) { learn_shift_impl(p.learn, b); });
             grid_sync(p.dev, arrived);
@@ -198,7 +287,7 @@ __device__ void resident_impl(const ResParams& p) {
                 grid_sync(p.dev, arrived);
             }
         }
-        each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, p.side[1 - r], b); });
+        each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, list, b); });
         grid_sync(p.dev, arrived);
         if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 5;
         each_blk(p.step_blocks, [&](Blk b) { step_impl<ACC, RP, STEP_ITEMS, true>(next, p.side[r], b); });

@@ -506,7 +506,8 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
                 const bool fired = step_core(p, G + n, t, input, v, rcc, atf);
                 net.v_out[n] = v;
                 net.rcc_out[n] = rcc;
-                len = r1 - r0;
+                // one GPU of several: only the count (as in `step`)
+                len = net.multi ? 0 : r1 - r0;
                 if (spec & bit) {
                     const u32 rbs = (u32)(w >> 32);
                     if (!fired) {
@@ -529,8 +530,10 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
         if (append) {
             const u32 slot = (u32)(pos >> net.count_shift);
             wr.fired[slot] = G + n;
-            wr.offs[slot] = pos & mask;
-            mark_chunks(net, slot, pos & mask, len);
+            if (!net.multi) {
+                wr.offs[slot] = pos & mask;
+                mark_chunks(net, slot, pos & mask, len);
+            }
         }
         rbc.put(net, rb_area, t, G + n, atf);
     }

@@ -10,6 +10,11 @@ use crate::genome::{Area, AreaKind, Genome, Leak, Mapping, Morphology, NeuronPar
 use crate::model::rng::pcg_hash;
 use crate::model::{Injections, Potential};
 
+/// Bursts of drive a benchmark makes before it starts, at most ([`Workload::drive_pool`]).
+pub const DRIVE_POOL: usize = 256;
+/// Bytes of injected ids a benchmark's drive pool holds, at most.
+pub const DRIVE_POOL_BYTES: usize = 1 << 30;
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Workload {
     pub neurons: u32,
@@ -136,6 +141,28 @@ impl Workload {
     }
 
     /// [`Workload::injection`], and with an associative pair of areas, their neurons drawn alike.
+    /// The drive of a benchmark, made before it starts so that no burst waits for it: the
+    /// injections of bursts 1..=len (at most [`DRIVE_POOL`] and [`DRIVE_POOL_BYTES`] of ids, at
+    /// least one), burst `t` taking those of burst `(t - 1) % len + 1` ([`Workload::driven`]).
+    pub fn drive_pool(&self, learning: &Learning, bursts: u64) -> Vec<Injections> {
+        let per_burst = (self.neurons as f64 + 2.0 * learning.associative as f64) * self.rate.clamp(0.0, 1.0) * 4.0;
+        let by_bytes = (DRIVE_POOL_BYTES as f64 / per_burst.max(1.0)) as u64;
+        let len = bursts.min(DRIVE_POOL as u64).min(by_bytes).max(1);
+        (1..=len)
+            .map(|t| {
+                let mut inj = Injections::new();
+                self.learning_injection(learning, t, &mut inj);
+                inj
+            })
+            .collect()
+    }
+
+    /// Burst `t`'s injection from a [`Workload::drive_pool`].
+    pub fn driven(pool: &[Injections], t: u64, out: &mut Injections) {
+        out.clear();
+        out.extend_from(pool[(t.max(1) - 1) as usize % pool.len()].as_slice());
+    }
+
     pub fn learning_injection(&self, learning: &Learning, t: u64, out: &mut Injections) {
         self.injection(t, out);
         if learning.associative > 0 {

@@ -22,12 +22,10 @@ use crate::config::Config;
 use crate::genome::Genome;
 use crate::live::trace::{Percentiles, PhaseSummary};
 use crate::live::{self, Control};
-use crate::model::{Injections, Potential};
+use crate::model::Injections;
 use crate::transport::zenoh::{ZenohConfig, ZenohTransport};
-use crate::workload::{Learning, Workload};
+use crate::workload::{Learning, Workload, DRIVE_POOL};
 
-/// Bursts of W drive generated ahead and cycled through.
-pub const DRIVE_POOL: usize = 256;
 
 /// The bench's sensory and motor areas.
 const SENSORS: &str = include_str!("sensors.yaml");
@@ -109,15 +107,8 @@ pub fn genome(brain: &BrainSpec) -> anyhow::Result<Genome> {
 
 /// The drive of bursts 1..=DRIVE_POOL of `w`, and a closure that injects it cyclically.
 fn drive(w: &Workload) -> live::Drive {
-    let mut buf = Injections::new();
-    let pool: Vec<Vec<u32>> = (1..=DRIVE_POOL as u64)
-        .map(|t| {
-            w.injection(t, &mut buf);
-            buf.as_slice().ids().to_vec()
-        })
-        .collect();
-    let potential = Potential::from_f64(w.threshold());
-    Box::new(move |t, inj: &mut Injections| inj.extend_ids(&pool[(t.max(1) - 1) as usize % DRIVE_POOL], potential))
+    let pool = w.drive_pool(&Learning::default(), DRIVE_POOL as u64);
+    Box::new(move |t, inj: &mut Injections| inj.extend_from(pool[(t.max(1) - 1) as usize % pool.len()].as_slice()))
 }
 
 /// Run the bench: `config` is the user's (backend, node.mode, node.realtime, ...); its

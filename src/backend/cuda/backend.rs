@@ -9,6 +9,7 @@ use cudarc::driver::{sys, CudaContext, CudaGraph, CudaSlice, CudaStream};
 
 use super::device_connectome::{needs_wide, upload, whole, GpuShard, Placement, Resources};
 use super::layout::{dev_err, dptr, Net, BLOCK, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER};
+use super::exchange::Exchange;
 use super::learn::Learning;
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
@@ -30,8 +31,25 @@ pub(crate) enum Path {
     Resident,
     /// One GPU without cooperative launch: CUDA graphs of the phase kernels.
     Graphs,
-    /// One GPU of several: graphs that gather every GPU's fired list first.
+    /// One GPU of several, driven by the host: graphs that gather every GPU's fired list first
+    /// (a brain whose procedural synapses are binned or drawn row by row, as on one GPU, and a GPU
+    /// of a brain spread over processes, whose spikes the host brings).
     Shard,
+    /// One GPU of several in the resident kernel: the GPUs exchange every burst's fired lists
+    /// themselves (`exchange.rs`); the host only hands in the input and takes the output.
+    Linked,
+}
+
+impl Path {
+    /// The resident kernel runs the bursts (with the early step).
+    pub(crate) fn resident(self) -> bool {
+        matches!(self, Path::Resident | Path::Linked)
+    }
+
+    /// One GPU of several.
+    pub(crate) fn sharded(self) -> bool {
+        matches!(self, Path::Shard | Path::Linked)
+    }
 }
 
 /// The early step (the resident kernel). Whether a neuron fires depends on the sensory injection
@@ -116,7 +134,9 @@ pub struct CudaBackend {
     plan: MemoryPlan,
     wide_acc: bool,
     pub(super) trace: Option<Trace>,
-    /// Some: the resident kernel runs the bursts ([`Path::Resident`]).
+    /// Some: one GPU of several in the resident kernel ([`Path::Linked`]).
+    pub(super) exchange: Option<Exchange>,
+    /// Some: the resident kernel runs the bursts ([`Path::Resident`], [`Path::Linked`]).
     pub(super) resident: Option<Resident>,
     /// Some: the brain learns (`learn.rs`).
     pub(super) learning: Option<Learning>,
@@ -219,10 +239,21 @@ impl CudaBackend {
         Self::build(ctx, shard, readback, device, path)
     }
 
-    /// One GPU of several (see `multi.rs`): bursts only after [`CudaBackend::connect`].
-    pub(crate) fn new_shard(shard: GpuShard, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
+    /// One GPU of several (see `multi.rs`): bursts only after [`CudaBackend::connect`]. `linked`:
+    /// in the resident kernel (every GPU of the brain alike; see [`CudaBackend::links`]), else on
+    /// graphs.
+    pub(crate) fn new_shard(shard: GpuShard, readback: Readback, device: usize, linked: bool) -> Result<CudaBackend, BackendError> {
         let ctx = CudaContext::new(device).map_err(dev_err("creating the context"))?;
-        Self::build(ctx, shard, readback, device, Path::Shard)
+        if linked && !super::resident::cooperative(&ctx) {
+            return Err(BackendError::Device(format!("GPU {device} has no cooperative launch: it cannot run a brain's share in the resident kernel")));
+        }
+        Self::build(ctx, shard, readback, device, if linked { Path::Linked } else { Path::Shard })
+    }
+
+    /// Whether the GPUs of a brain with these parts run it in the resident kernel ([`Path::Linked`]):
+    /// unless its procedural synapses are binned or drawn row by row (graphs, as on one GPU).
+    pub(super) fn links(parts: &[std::ops::Range<u32>], procedural: &[super::layout::ProcMap], has_rows: bool) -> bool {
+        !has_rows && parts.iter().all(|r| !r.is_empty() && !ProcBins::wanted(r.len() as u32, procedural))
     }
 
     fn build(ctx: Arc<CudaContext>, shard: GpuShard, readback: Readback, device: usize, path: Path) -> Result<CudaBackend, BackendError> {
@@ -231,7 +262,7 @@ impl CudaBackend {
         let stream = ctx.new_stream().map_err(dev_err("creating a stream"))?;
         let name = ctx.name().map_err(dev_err("device name"))?;
         let total_mem = ctx.total_mem().map_err(dev_err("device memory"))? as u64;
-        let sharded = path == Path::Shard;
+        let sharded = path.sharded();
         let part = &shard.part;
         let (base, n, n_total) = (part.targets_range.start, part.targets_range.len() as u32, shard.neurons);
         let (table_len, areas) = (shard.contributions.len(), shard.params.len());
@@ -279,7 +310,7 @@ impl CudaBackend {
         let e = |w: &'static str| dev_err(w);
         let res = upload(s, &shard, &rb_host, row64)?;
         let nn = n as usize;
-        let early_on = path == Path::Resident && n > 0;
+        let early_on = path.resident() && n > 0;
         let alloc_acc = || s.alloc_zeros::<i64>(nn.max(1)).map_err(e("alloc accumulators"));
         let alloc_fired = || s.alloc_zeros::<u32>(nn.max(1)).map_err(e("alloc fired"));
         // one GPU of several keeps the row offsets of the gathered list only
@@ -368,7 +399,7 @@ impl CudaBackend {
             None => needs_wide(&ctx, s, &wide_kernels, &net, &misc, synapses)?,
         };
         // the bins take half of what is left, past the reserve
-        let proc_bins = if path != Path::Resident && ProcBins::wanted(n, &shard.procedural) {
+        let proc_bins = if !path.resident() && ProcBins::wanted(n, &shard.procedural) {
             let (free, _) = ctx.mem_get_info().map_err(dev_err("free memory"))?;
             Some(ProcBins::new(s, n, &shard.procedural, (free as u64).saturating_sub(2 * RESERVE_BYTES) / 2)?)
         } else {
@@ -395,6 +426,7 @@ impl CudaBackend {
             Some(_) => Some(Resident::new(&ctx, kernels.resident.clone(), sm, n).map_err(BackendError::Device)?),
             None => None,
         };
+        let exchange = if path == Path::Linked { Some(Exchange::new(s, n_total)?) } else { None };
         let trace = std::env::var("NEUROBURST_CUDA_TRACE").is_ok_and(|v| v == "1").then(Trace::default);
         let info = BackendInfo {
             backend: "cuda".into(),
@@ -445,6 +477,7 @@ impl CudaBackend {
             wide_acc,
             trace,
             resident,
+            exchange,
             learning,
             proc_bins,
             timing: None,
@@ -504,7 +537,7 @@ impl Backend for CudaBackend {
         match self.path {
             Path::Resident => info.device += ", resident kernel",
             Path::Graphs => info.device += ", graphs",
-            Path::Shard => {}
+            Path::Shard | Path::Linked => {}
         }
         info
     }
@@ -550,7 +583,7 @@ impl Backend for CudaBackend {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
-        if self.path != Path::Shard {
+        if !self.path.sharded() {
             if let Some(s) = self.trace_summary() {
                 eprintln!("cuda trace: {s}");
             }

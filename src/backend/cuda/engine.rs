@@ -85,7 +85,7 @@ impl CudaShardEngine {
                 recipe: None,
                 streamed: None,
             };
-            let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device)?;
+            let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device, false)?;
             let (spikes, count) = backend.connect_host()?;
             gpus.push(Gpu { backend, range: r, spikes, count, fired: Vec::new(), fired_v: Vec::new() });
         }

@@ -57,7 +57,7 @@ impl CudaBackend {
         }
     }
 
-    fn gathered_side(&self) -> Option<Side> {
+    pub(super) fn gathered_side(&self) -> Option<Side> {
         self.multi.as_ref().map(|m| Side {
             fired: dptr(&m.fired, &self.stream),
             offs: dptr(&m.offs, &self.stream),

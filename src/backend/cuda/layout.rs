@@ -160,9 +160,42 @@ pub(super) struct ResParams {
     /// Bit 0: the brain learns (`learn` is set); bit 1: it has associative mappings (growth).
     pub learning: u32,
     pub learn: Learn,
+    /// One GPU of several: the spike exchange (`n` 0: one GPU alone).
+    pub x: Xchg,
 }
 // SAFETY: plain old data with the layout of the kernel's `ResParams`.
 unsafe impl DeviceRepr for ResParams {}
+
+/// Mirror of `struct Link` in resident.cu: where this GPU's fired list goes on one GPU of the
+/// brain (its inbox region and count word by exchange parity, its arrival counters).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Link {
+    pub ids: [u64; 2],
+    pub count: [u64; 2],
+    pub arrivals: u64,
+}
+
+/// Mirror of `struct Xchg` in resident.cu: one GPU of several in the resident kernel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Xchg {
+    /// `Link`s, one per GPU of the brain (this one's included).
+    pub links: u64,
+    /// By parity: `Peer` tables of this GPU's inbox (where each GPU's list lands here).
+    pub inbox: [u64; 2],
+    /// This GPU's arrival counters (2 words).
+    pub arrivals: u64,
+    /// The whole brain's list of the last burst, with this GPU's row offsets.
+    pub gathered: Side,
+    /// Exchanges before the launch's first.
+    pub done: u64,
+    /// Arrivals per exchange: every resident block of every GPU.
+    pub per: u64,
+    /// GPUs of the brain (0: one GPU alone).
+    pub n: u32,
+    pub pad: u32,
+}
 
 /// Mirror of `PlasMap` (kernels/learn.cu): one plastic mapping.
 #[repr(C)]
@@ -297,7 +330,7 @@ mod tests {
     #[test]
     fn the_mirrors_match_the_kernels_structs() {
         let src = kernels();
-        let sizes = [("Net", size_of::<Net>()), ("Side", size_of::<Side>()), ("Ctl", 64), ("ResDev", 32), ("Learn", size_of::<Learn>())];
+        let sizes = [("Net", size_of::<Net>()), ("Side", size_of::<Side>()), ("Ctl", 64), ("ResDev", 32), ("Learn", size_of::<Learn>()), ("Xchg", size_of::<Xchg>())];
         let net = rust_layout!(Net: v, rcc, acc, inj, inj_mask, row_ptr, targets, codes, table, areas, area_end, rb_lo, rb_hi,
             burst, rb_counter, ticket, chunk_first, host_in, host_map, host_out, v_out, rcc_out, spec, where_, dead, corr,
             acc_other, out_cap, in_cap, n, n_areas, n_rb, count_shift, base, multi, acc_keep, early, proc_, n_proc, proc_binned,
@@ -305,8 +338,11 @@ mod tests {
         assert_eq!(c_layout(&src, "Net", &sizes), net, "Net");
         assert_eq!(c_layout(&src, "Side", &sizes), rust_layout!(Side: fired, offs, counter), "Side");
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");
-        let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, prop_blocks, step_blocks, learning, learn);
+        let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, prop_blocks, step_blocks, learning, learn, x);
         assert_eq!(c_layout(&src, "ResParams", &sizes), res, "ResParams");
+        assert_eq!(c_layout(&src, "Link", &sizes), rust_layout!(Link: ids, count, arrivals), "Link");
+        let x = rust_layout!(Xchg: links, inbox, arrivals, gathered, done, per, n, pad);
+        assert_eq!(c_layout(&src, "Xchg", &sizes), x, "Xchg");
         let learn = rust_layout!(Learn: hist, now, active, n_active, status, stamps, windows, group_map, maps, exists, grown, burst, skip,
             code_base, n_total, longest, n_maps, n_slots, sweep_rows);
         assert_eq!(c_layout(&src, "Learn", &sizes), learn, "Learn");

@@ -28,6 +28,7 @@ mod backend;
 mod build;
 mod device_connectome;
 mod engine;
+mod exchange;
 mod graphs;
 mod layout;
 mod learn;

@@ -2,18 +2,24 @@
 //!
 //! Each GPU owns a contiguous range of neurons (a [`ShardPlan`]): their state and every synapse
 //! onto them, with rows for every source of the brain. Once every GPU has finished burst t, each
-//! gathers the whole brain's fired list of burst t straight from the other GPUs' memory (peer
-//! loads over NVLink: only fired ids travel, inside a CUDA graph) and propagates it over its own
-//! synapses, ahead of burst t+1's injection; burst t+1 then only injects and steps its own neurons.
-//! Its own fired list stays on it for the others to read.
+//! has the whole brain's fired list of burst t and propagates it over its own synapses, ahead of
+//! burst t+1's injection; burst t+1 then only injects and steps its own neurons. Only fired ids
+//! travel between the GPUs.
 //!
-//! One host thread per GPU writes that GPU's share of the injection, launches its graph and waits
-//! for it; the calling thread hands out the burst and joins the motor output. A burst starts only
-//! when every GPU has finished the last one and launched its propagation, so no GPU reads a list
-//! while its owner rewrites it (the fired lists are double-buffered by burst parity).
+//! Two ways, as on one GPU:
+//! - **Linked** (every brain the resident kernel can run): each GPU runs its share in the resident
+//!   kernel, and the kernels exchange the lists themselves (peer stores and arrival counters over
+//!   NVLink, `exchange.rs`): the host is out of the per-burst loop between the GPUs.
+//! - **Graphs** (brains whose procedural synapses are binned or drawn row by row): each GPU gathers
+//!   the others' lists by peer loads in a CUDA graph that its thread launches once every GPU has
+//!   finished the burst (a host barrier).
+//!
+//! One host thread per GPU writes that GPU's share of the injection, hands the burst to its GPU
+//! and reads its output; the calling thread checks the input, hands out the burst and joins the
+//! motor output.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -47,6 +53,8 @@ struct Out {
 enum Control {
     Snapshot,
     Restore(NeuronState),
+    /// The propagation ahead of the next burst, once every GPU has its state (`CudaBackend::ahead`).
+    Ahead,
 }
 
 enum Reply {
@@ -59,12 +67,8 @@ struct Shared {
     /// Round the workers are to run (0: none yet), one per burst.
     go: AtomicU64,
     job: Mutex<Job>,
-    /// Workers that have checked their share of the injection this burst.
-    checked: AtomicUsize,
-    /// The injection names a neuron past the brain (seen by the last worker, once sorted).
-    beyond: AtomicBool,
-    /// Bursts run by the workers, summed (each adds one per burst once it has its output): every
-    /// GPU propagates the next burst's spikes ahead once all have stepped.
+    /// Graphs: bursts run by the workers, summed (each adds one per burst once it has its output):
+    /// every GPU propagates the next burst's spikes ahead once all have stepped.
     stepped: AtomicU64,
     stop: AtomicBool,
 }
@@ -146,6 +150,9 @@ impl MultiGpu {
         let neurons = brain.layout.neurons;
         let params = brain.layout.params;
         let (procedural, rows) = super::device_connectome::gpu_procedural(&brain.connectome)?;
+        // linked resident kernels each hold a whole GPU: shards sharing a GPU run on graphs
+        let distinct = devices.iter().collect::<std::collections::BTreeSet<_>>().len() == devices.len();
+        let linked = distinct && CudaBackend::links(&plan.ranges, &procedural, !rows.is_empty());
         let (table, plastic) = (brain.connectome.contributions, brain.connectome.plastic);
         let mut gpus = Vec::with_capacity(devices.len());
         for (i, (part, &device)) in brain.connectome.parts.into_iter().zip(devices).enumerate() {
@@ -160,7 +167,7 @@ impl MultiGpu {
                 recipe: None,
                 streamed: streamed.clone().map(|st| (st, i)),
             };
-            gpus.push(CudaBackend::new_shard(shard, readback.clone(), device)?);
+            gpus.push(CudaBackend::new_shard(shard, readback.clone(), device, linked)?);
         }
         for a in &gpus {
             for b in &gpus {
@@ -168,16 +175,23 @@ impl MultiGpu {
             }
         }
         let lists: Vec<[(u64, u64); 2]> = gpus.iter().map(|g| g.own_lists()).collect();
-        for g in &mut gpus {
-            g.connect(&lists)?;
+        let inboxes: Vec<_> = gpus.iter().filter_map(|g| g.inbox()).collect();
+        for (k, g) in gpus.iter_mut().enumerate() {
+            g.connect(k, &lists, &inboxes)?;
+        }
+        if linked {
+            for g in &mut gpus {
+                g.ahead()?;
+            }
         }
         let infos: Vec<BackendInfo> = gpus.iter().map(|g| g.info()).collect();
         let info = BackendInfo {
             backend: "cuda".into(),
             device: format!(
-                "{} GPUs ({}): {}",
+                "{} GPUs ({}, {}): {}",
                 gpus.len(),
                 plan.strategy,
+                if linked { "resident kernels, linked" } else { "graphs" },
                 infos.iter().map(|i| i.device.as_str()).collect::<Vec<_>>().join("; ")
             ),
             memory_bytes: infos.iter().map(|i| i.memory_bytes).sum(),
@@ -186,8 +200,6 @@ impl MultiGpu {
         let shared = Arc::new(Shared {
             go: AtomicU64::new(0),
             job: Mutex::new(Job { input: InjectionSlice::EMPTY }),
-            checked: AtomicUsize::new(0),
-            beyond: AtomicBool::new(false),
             stepped: AtomicU64::new(0),
             stop: AtomicBool::new(false),
         });
@@ -204,7 +216,7 @@ impl MultiGpu {
                 let (sh, d, o, r) = (shared.clone(), done.clone(), out.clone(), range.clone());
                 let handle = std::thread::Builder::new()
                     .name(format!("gpu-shard-{k}"))
-                    .spawn(move || worker(k, gpu, r, n_workers, sh, d, o, control_rx, reply_tx))
+                    .spawn(move || worker(k, gpu, r, (!linked).then_some(n_workers), sh, d, o, control_rx, reply_tx))
                     .map_err(|e| BackendError::Device(format!("cannot start the thread of GPU shard {k}: {e}")))?;
                 let thread = handle.thread().clone();
                 Ok(Worker { range: range.clone(), thread, done, out, control, reply, handle: Some(handle) })
@@ -227,12 +239,15 @@ impl MultiGpu {
     /// Run burst `t` over `input` (sorted) on every GPU.
     fn run(&mut self, t: u64, input: InjectionSlice<'_>) -> Result<(), BackendError> {
         debug_assert!(input.sorted());
+        // no GPU may run a burst the others refuse: ids past the brain are refused here (sorted:
+        // its last id is its largest), each GPU takes its share of the rest
+        if input.id_bounds().is_some_and(|(_, max)| max >= self.neurons) {
+            return Err(out_of_range(input, 0..self.neurons));
+        }
         // SAFETY: only the lifetime changes: the workers read the input during this round alone,
         // and this call returns only once every worker has reported the round done.
         let job = Job { input: unsafe { std::mem::transmute::<InjectionSlice<'_>, InjectionSlice<'static>>(input) } };
         *self.shared.job.lock().unwrap() = job;
-        self.shared.checked.store(0, Ordering::SeqCst);
-        self.shared.beyond.store(false, Ordering::SeqCst);
         self.round += 1;
         let round = self.round;
         self.shared.go.store(round, Ordering::SeqCst);
@@ -243,9 +258,6 @@ impl MultiGpu {
             wait_until(|| w.done.load(Ordering::Acquire) == round);
         }
         *self.shared.job.lock().unwrap() = Job { input: InjectionSlice::EMPTY };
-        if self.shared.beyond.load(Ordering::SeqCst) {
-            return Err(out_of_range(input, 0..self.neurons));
-        }
         self.fired.clear();
         self.potentials.clear();
         let mut error = None;
@@ -280,12 +292,14 @@ impl MultiGpu {
     }
 }
 
+/// The thread of GPU `k`; `graphs`: Some(GPUs of the brain) on the graphs path, where every GPU
+/// propagates once all have stepped.
 #[allow(clippy::too_many_arguments)]
 fn worker(
     k: usize,
     mut gpu: CudaBackend,
     range: Range<u32>,
-    n_workers: usize,
+    graphs: Option<usize>,
     shared: Arc<Shared>,
     done: Arc<AtomicU64>,
     out: Arc<Mutex<Out>>,
@@ -316,6 +330,7 @@ fn worker(
                     let r = match c {
                         Control::Snapshot => Reply::State(gpu.snapshot()),
                         Control::Restore(st) => Reply::Done(gpu.restore(&st)),
+                        Control::Ahead => Reply::Done(gpu.ahead()),
                     };
                     let _ = reply.send(r);
                     break None;
@@ -331,31 +346,23 @@ fn worker(
         let Some(t) = t else { continue };
         last = t;
         let input = shared.job.lock().unwrap().input;
-        // this GPU's share (the input is sorted); every GPU must agree before any starts (a GPU
-        // that ran alone would run ahead of the others)
-        let staged = gpu.stage(input.within(range.clone()));
-        if k + 1 == n_workers && input.id_bounds().is_some_and(|(_, max)| max >= range.end) {
-            // these lie past the brain's last neuron
-            shared.beyond.store(true, Ordering::SeqCst);
-        }
-        shared.checked.fetch_add(1, Ordering::AcqRel);
-        wait_until(|| shared.checked.load(Ordering::Acquire) == n_workers);
-        if !shared.beyond.load(Ordering::SeqCst) {
-            let r = staged.and_then(|s| gpu.launch(s));
-            let mut o = out.lock().unwrap();
-            match r {
-                Ok(b) => {
-                    o.fired.clear();
-                    o.fired.extend_from_slice(b.fired);
-                    o.potentials.clear();
-                    o.potentials.extend_from_slice(b.potentials);
-                    o.fired_total = b.fired_total;
-                    o.error = None;
-                }
-                Err(e) => o.error = Some(e),
+        // this GPU's share (the input is sorted, its ids checked by the caller)
+        let r = gpu.stage(input.within(range.clone())).and_then(|s| gpu.launch(s));
+        let mut o = out.lock().unwrap();
+        match r {
+            Ok(b) => {
+                o.fired.clear();
+                o.fired.extend_from_slice(b.fired);
+                o.potentials.clear();
+                o.potentials.extend_from_slice(b.potentials);
+                o.fired_total = b.fired_total;
+                o.error = None;
             }
-            drop(o);
-            done.store(t, Ordering::Release);
+            Err(e) => o.error = Some(e),
+        }
+        drop(o);
+        done.store(t, Ordering::Release);
+        if let Some(n_workers) = graphs {
             // once every GPU has stepped, their fired lists are complete: gather and propagate them
             // for the next burst now, while the host hands out this one's output and waits for the
             // next injection (an error here recurs, and is reported, when the next burst launches)
@@ -363,8 +370,6 @@ fn worker(
             shared.stepped.fetch_add(1, Ordering::AcqRel);
             wait_until(|| shared.stepped.load(Ordering::Acquire) >= stepped * n_workers as u64);
             let _ = gpu.launch_pre();
-        } else {
-            done.store(t, Ordering::Release);
         }
     }
 }
@@ -419,6 +424,13 @@ impl Backend for MultiGpu {
             match self.ask(w, Control::Restore(part))? {
                 Reply::Done(r) => r?,
                 _ => unreachable!("a restore is answered with done"),
+            }
+        }
+        // every GPU has its list now: each gathers the others' (linked; on graphs the next burst does)
+        for w in &self.workers {
+            match self.ask(w, Control::Ahead)? {
+                Reply::Done(r) => r?,
+                _ => unreachable!("a propagation ahead is answered with done"),
             }
         }
         self.burst = st.burst;

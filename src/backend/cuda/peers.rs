@@ -4,7 +4,8 @@
 
 use cudarc::driver::{sys, CudaSlice};
 
-use super::backend::{CudaBackend, Multi, Path};
+use super::backend::{CudaBackend, Multi};
+use super::exchange::Inbox;
 use super::layout::{as_bytes, dev_err, dptr, Peer, M_COUNTER};
 use crate::backend::BackendError;
 
@@ -52,10 +53,18 @@ impl CudaBackend {
             .map_err(|e| BackendError::Device(format!("CUDA: granting GPU {a} access to the memory pool of GPU {b}: {e}")))
     }
 
-    /// One GPU of several: where every GPU's own lists lie (`own_lists` of each, this one's
-    /// included, in shard order). Captures the burst graphs, which start by gathering them.
-    pub(crate) fn connect(&mut self, lists: &[[(u64, u64); 2]]) -> Result<(), BackendError> {
-        assert_eq!(self.path, Path::Shard, "connect is for one GPU of several");
+    /// One GPU of several in the resident kernel: where its inbox lies, for the others.
+    pub(crate) fn inbox(&self) -> Option<Inbox> {
+        let blocks = self.resident.as_ref()?.blocks();
+        Some(self.exchange.as_ref()?.inbox(&self.stream, self.base, blocks))
+    }
+
+    /// GPU `me` of several: where every GPU's own lists lie (`own_lists` of each, this one's
+    /// included, in shard order), which the propagation ahead of a (re)start gathers; in the
+    /// resident kernel every GPU's inbox too (`inbox` of each), else the burst graphs are captured,
+    /// which start by gathering the lists.
+    pub(crate) fn connect(&mut self, me: usize, lists: &[[(u64, u64); 2]], inboxes: &[Inbox]) -> Result<(), BackendError> {
+        assert!(self.path.sharded(), "connect is for one GPU of several");
         if lists.len() > 64 {
             return Err(BackendError::Device(format!("{} GPUs: at most 64 can share one brain", lists.len())));
         }
@@ -74,6 +83,11 @@ impl CudaBackend {
             peers: [p0.map_err(e("uploading the peer table"))?, p1.map_err(e("uploading the peer table"))?],
             n_peers: lists.len() as u32,
         });
+        if let Some(x) = &mut self.exchange {
+            x.connect(&s, me, inboxes)?;
+            s.synchronize().map_err(e("connecting the GPUs"))?;
+            return Ok(());
+        }
         s.synchronize().map_err(e("connecting the GPUs"))?;
         self.capture_graphs()
     }
@@ -87,7 +101,7 @@ impl CudaBackend {
         let buf: CudaSlice<u32> = s.alloc_zeros((self.n_total() as usize).max(1)).map_err(dev_err("alloc the spike buffer"))?;
         let ctr: CudaSlice<u64> = s.alloc_zeros(1).map_err(dev_err("alloc the spike counter"))?;
         let peer = (dptr(&buf, &s), dptr(&ctr, &s));
-        self.connect(&[[peer, peer]])?;
+        self.connect(0, &[[peer, peer]], &[])?;
         Ok((buf, ctr))
     }
 

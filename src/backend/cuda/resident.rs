@@ -67,8 +67,7 @@ impl Resident {
     /// The kernel's launch shape on this device, or why it cannot run (no cooperative launch, no
     /// room for a block).
     pub(super) fn new(ctx: &Arc<CudaContext>, func: CudaFunction, sm: u32, neurons: u32) -> Result<Resident, String> {
-        let coop = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).map_err(|e| e.to_string())?;
-        if coop == 0 {
+        if !cooperative(ctx) {
             return Err("the device has no cooperative launch".into());
         }
         let occ = func.occupancy_max_active_blocks_per_multiprocessor(256, 0, None).map_err(|e| e.to_string())?;
@@ -89,6 +88,11 @@ impl Resident {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // a poisoned lock only means a panic elsewhere: the words are still consistent
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Blocks of the launch.
+    pub(super) fn blocks(&self) -> u32 {
+        self.state().grid
     }
 
     pub(super) fn running(&self) -> bool {
@@ -160,14 +164,15 @@ impl State {
     fn whereabouts(&self) -> String {
         // SAFETY: word 3 of `ctl` (64 bytes), written by the kernel.
         let at = unsafe { std::ptr::read_volatile((self.ctl.ptr() as *const u64).add(3)) };
-        const PHASES: [&str; 7] = [
+        const PHASES: [&str; 8] = [
             "before its first command",
             "copying the injection",
             "past the copy",
             "in fix",
-            "in the propagation",
+            "in the exchange or the propagation",
             "in the early step",
             "waiting for a command",
+            "gone: the spike exchange with the other GPUs never came whole",
         ];
         format!(
             "the resident kernel ({} blocks) is {} of command {} (last command written: {})",
@@ -216,6 +221,11 @@ impl State {
             }
         }
     }
+}
+
+/// Whether the device has cooperative launch (the resident kernel needs it).
+pub(super) fn cooperative(ctx: &CudaContext) -> bool {
+    ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).is_ok_and(|c| c != 0)
 }
 
 impl Park for Mutex<State> {

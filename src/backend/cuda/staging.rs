@@ -44,7 +44,7 @@ impl CudaBackend {
         if !in_range {
             return Ok(Staged { t_start, in_bytes: 0, in_range, lent: None });
         }
-        if self.path == Path::Shard && self.multi.is_none() {
+        if self.path.sharded() && self.multi.is_none() {
             return Err(BackendError::Device("one GPU of several bursts only once connected to the others".into()));
         }
         // the early step with no neuron twice: `fix` injects too (no `inject`, no sums)
@@ -107,24 +107,39 @@ impl CudaBackend {
         self.net.host_in = super::layout::dptr(&self.dev_in, &self.stream);
         self.net.in_cap = cap as u64;
         self.net.host_map = self.host_in.dev();
-        if self.path == Path::Resident {
+        if self.path.resident() {
             Ok(())
         } else {
             self.capture_graphs()
         }
     }
 
+    /// Run the propagation and early step of the next burst unless they have run (or are queued),
+    /// and wait for them. One GPU of several in the resident kernel gathers the others' lists
+    /// here: the brain calls it on every GPU before any bursts again ([`super::MultiGpu`]).
+    pub(crate) fn ahead(&mut self) -> Result<(), BackendError> {
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        // (on graphs, the burst launches its own)
+        if !self.pre_pending && self.path.resident() {
+            self.run_ahead(self.cur)?;
+            if let Some(l) = &mut self.learning {
+                l.skip_pending = false;
+            }
+            // what the kernel would have run after the last burst
+            self.pre_pending = true;
+        }
+        self.stream.synchronize().map_err(dev_err("running the propagation"))
+    }
+
     /// Hand the staged burst to the resident kernel (launched first if it is parked: after the
     /// propagation and early step of the next burst, if they have not run yet).
     fn command_resident(&mut self, in_bytes: usize, lent: Option<u64>) -> Result<(), BackendError> {
         if !self.resident.as_ref().is_some_and(|r| r.running()) {
-            if !self.pre_pending {
-                self.run_ahead(self.cur)?;
-                if let Some(l) = &mut self.learning {
-                    l.skip_pending = false;
-                }
+            if self.path == Path::Linked && !self.pre_pending {
+                return Err(BackendError::Device("one GPU of several ran no propagation ahead of its burst".into()));
             }
-            self.stream.synchronize().map_err(dev_err("running the propagation"))?;
+            self.ahead()?;
+            let gathered = self.gathered_side().unwrap_or_default();
             let p = ResParams {
                 net: [self.net_for(0), self.net_for(1)],
                 side: [self.side(0), self.side(1)],
@@ -134,6 +149,7 @@ impl CudaBackend {
                 step_blocks: self.neurons.div_ceil(BLOCK * STEP_ITEMS),
                 learning: self.learning.as_ref().map_or(0, |l| l.flags()),
                 learn: self.learning.as_ref().map(|l| l.params).unwrap_or_default(),
+                x: self.exchange.as_ref().map(|x| x.params(&self.stream, gathered)).unwrap_or_default(),
                 ..Default::default()
             };
             tracing::trace!(cur = self.cur, "CUDA: launching the resident kernel");
@@ -149,6 +165,9 @@ impl CudaBackend {
         };
         if let Some(r) = &mut self.resident {
             r.command(src, in_bytes as u64, direct);
+        }
+        if let Some(x) = &mut self.exchange {
+            x.commanded();
         }
         Ok(())
     }

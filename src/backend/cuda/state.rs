@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::backend::{CudaBackend, Path};
+use super::backend::CudaBackend;
 use super::layout::{dev_err, dptr, BLOCK, DEAD, M_BURST, M_COUNTER};
 use crate::backend::BackendError;
 use crate::model::NeuronState;
@@ -66,7 +66,7 @@ impl CudaBackend {
         let mut fired = st.fired.clone();
         fired.sort_unstable();
         fired.dedup();
-        if self.path == Path::Shard {
+        if self.path.sharded() {
             return self.restore_shard(st, &fired);
         }
         let s = self.load_state(st, 0)?;
