@@ -26,6 +26,38 @@ __device__ __forceinline__ int mat_area(const MatArea* areas, u32 n_areas, u32 s
     return (n_areas && s - areas[lo].first < areas[lo].count) ? lo : -1;
 }
 
+// Draw i of source s's row in area a: its key, target << 32 | the map's index in the area.
+__device__ __forceinline__ u64 mat_key(const ProcMap* maps, const MatArea& a, u32 s, u32 i) {
+    u32 f = a.f0, j = i;
+    while (j >= maps[f].fanout) j -= maps[f++].fanout;
+    const ProcMap m = maps[f];
+    const u64 key = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL));
+    const u64 x = mix64(key + (u64)(j + 1) * 0x9e3779b97f4a7c15ULL);
+    const u32 t = m.dst_first + (u32)__umul64hi(x, (u64)m.dst_count);
+    return ((u64)t << 32) | (f - a.f0);
+}
+
+// A warp draws source s's row into `keys` (p: its length rounded up to a power of two; the pad
+// keys are ~0) and sorts it (bitonic): by target, then by map.
+__device__ __forceinline__ void draw_sorted(const ProcMap* maps, const MatArea& a, u32 s, u32 p, u64* keys) {
+    const u32 lane = threadIdx.x & 31;
+    for (u32 i = lane; i < p; i += 32) keys[i] = i < a.len ? mat_key(maps, a, s, i) : ~0ULL;
+    __syncwarp();
+    for (u32 size = 2; size <= p; size <<= 1) {
+        for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
+            for (u32 i = lane; i < p; i += 32) {
+                const u32 q = i ^ stride;
+                if (q > i) {
+                    const u64 x = keys[i], y = keys[q];
+                    const bool up = (i & size) == 0;
+                    if ((x > y) == up) { keys[i] = y; keys[q] = x; }
+                }
+            }
+            __syncwarp();
+        }
+    }
+}
+
 // Row pointers of `n` neurons (u32 or u64): rows of neurons outside every area are empty.
 extern "C" __global__ void materialize_rows(const MatArea* areas, u32 n_areas, u32 n, u64 total, void* row_ptr, u32 row64) {
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i <= n; i += (u64)gridDim.x * blockDim.x) {
@@ -63,39 +95,121 @@ extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* map
         if (a.len == 0) continue;
         u32 p = 1;
         while (p < a.len) p <<= 1;
-        // draw: synapse i of the row is draw j of map f (maps in order, each its fanout)
-        for (u32 i = lane; i < p; i += 32) {
-            u64 k = ~0ULL;
-            if (i < a.len) {
-                u32 f = a.f0, j = i;
-                while (j >= maps[f].fanout) j -= maps[f++].fanout;
-                const ProcMap m = maps[f];
-                const u64 key = mix64(m.key ^ ((u64)s * 0xd1b54a32d192ed03ULL));
-                const u64 x = mix64(key + (u64)(j + 1) * 0x9e3779b97f4a7c15ULL);
-                const u32 t = m.dst_first + (u32)__umul64hi(x, (u64)m.dst_count);
-                k = ((u64)t << 32) | (f - a.f0);
-            }
-            keys[i] = k;
-        }
-        __syncwarp();
-        for (u32 size = 2; size <= p; size <<= 1) {
-            for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
-                for (u32 i = lane; i < p; i += 32) {
-                    const u32 q = i ^ stride;
-                    if (q > i) {
-                        const u64 x = keys[i], y = keys[q];
-                        const bool up = (i & size) == 0;
-                        if ((x > y) == up) { keys[i] = y; keys[q] = x; }
-                    }
-                }
-                __syncwarp();
-            }
-        }
+        draw_sorted(maps, a, s, p, keys);
         const u64 at = a.off + (u64)(s - a.first) * a.len;
         for (u32 i = lane; i < a.len; i += 32) {
             const u64 k = keys[i];
             targets[at + i] = (u32)(k >> 32);
             codes[at + i] = map_code[a.f0 + (u32)(k & 0xffffffffu)];
+        }
+        __syncwarp();
+    }
+}
+
+// One GPU's part of a brain on several (its neurons lo..hi are the targets it stores, rows for
+// every source): the rows' lengths vary, so a count pass, a scan into row pointers, then the rows.
+
+// part_count: a warp per source s of src_lo..src_hi counts its draws that land in lo..hi.
+extern "C" __global__ void part_count(const ProcMap* maps, const MatArea* areas, u32 n_areas, u32 src_lo, u32 src_hi, u32 lo, u32 hi,
+                                      u32* counts) {
+    const u32 lane = threadIdx.x & 31;
+    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    for (u64 s64 = src_lo + warp; s64 < src_hi; s64 += warps) {
+        const u32 s = (u32)s64;
+        const int ai = mat_area(areas, n_areas, s);
+        u32 c = 0;
+        if (ai >= 0) {
+            const MatArea a = areas[ai];
+            for (u32 i = lane; i < a.len; i += 32) c += ((u32)(mat_key(maps, a, s, i) >> 32) - lo) < hi - lo;
+        }
+        for (int d = 16; d > 0; d >>= 1) c += __shfl_xor_sync(0xffffffffu, c, d);
+        if (lane == 0) counts[s] = c;
+    }
+}
+
+// The scan of the counts into row pointers, over tiles of SCAN_TILE counts (a block of 256
+// threads, 16 consecutive counts each): `scan_tiles` sums each tile, the host scans the sums
+// (one word per tile), `scan_write` writes each tile's row pointers from its offset.
+#define SCAN_TILE 4096
+__device__ __forceinline__ u64 block_exclusive(u64 v, u64* warp_sum, u64& total) {
+    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const u64 incl = warp_scan(v);
+    if (lane == 31) warp_sum[wid] = incl;
+    __syncthreads();
+    if (wid == 0) {
+        const u64 w = lane < nw ? warp_sum[lane] : 0;
+        const u64 wi = warp_scan(w);
+        if (lane < nw) warp_sum[lane] = wi - w;
+        if (lane == 31) warp_sum[32] = wi;
+    }
+    __syncthreads();
+    const u64 r = warp_sum[wid] + incl - v;
+    total = warp_sum[32];
+    __syncthreads();
+    return r;
+}
+
+extern "C" __global__ void __launch_bounds__(256) scan_tiles(const u32* counts, u32 n, u64* tile_sums) {
+    __shared__ u64 warp_sum[33];
+    const u64 base = (u64)blockIdx.x * SCAN_TILE + threadIdx.x * 16;
+    u64 v = 0;
+    for (u32 k = 0; k < 16; k++) v += base + k < n ? counts[base + k] : 0;
+    u64 total;
+    block_exclusive(v, warp_sum, total);
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
+}
+
+extern "C" __global__ void __launch_bounds__(256) scan_write(const u32* counts, u32 n, const u64* tile_offs, void* row_ptr, u32 row64) {
+    __shared__ u64 warp_sum[33];
+    const u64 base = (u64)blockIdx.x * SCAN_TILE + threadIdx.x * 16;
+    u32 c[16];
+    u64 v = 0;
+#pragma unroll
+    for (u32 k = 0; k < 16; k++) {
+        c[k] = base + k < n ? counts[base + k] : 0;
+        v += c[k];
+    }
+    u64 total;
+    u64 at = tile_offs[blockIdx.x] + block_exclusive(v, warp_sum, total);
+#pragma unroll
+    for (u32 k = 0; k < 16; k++) {
+        if (base + k < n) {
+            if (row64) ((u64*)row_ptr)[base + k] = at; else ((u32*)row_ptr)[base + k] = (u32)at;
+        }
+        at += c[k];
+    }
+}
+
+// part_rows: as `materialize`, each row's draws that land in lo..hi (a run of the sorted row)
+// written from its row pointer.
+extern "C" __global__ void __launch_bounds__(128) part_rows(const ProcMap* maps, const u16* map_code, const MatArea* areas, u32 n_areas,
+                                                            u32 src_lo, u32 src_hi, u32 pow2, u32 lo, u32 hi, const void* row_ptr,
+                                                            u32 row64, u32* targets, u16* codes) {
+    extern __shared__ u64 keys_all[];
+    const u32 lane = threadIdx.x & 31;
+    u64* keys = keys_all + (threadIdx.x >> 5) * pow2;
+    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
+    for (u64 s64 = src_lo + warp; s64 < src_hi; s64 += warps) {
+        const u32 s = (u32)s64;
+        const int ai = mat_area(areas, n_areas, s);
+        if (ai < 0) continue;
+        const MatArea a = areas[ai];
+        if (a.len == 0) continue;
+        u32 p = 1;
+        while (p < a.len) p <<= 1;
+        draw_sorted(maps, a, s, p, keys);
+        // the run of targets in lo..hi starts after those below lo
+        u32 below = 0;
+        for (u32 i = lane; i < a.len; i += 32) below += (u32)(keys[i] >> 32) < lo;
+        for (int d = 16; d > 0; d >>= 1) below += __shfl_xor_sync(0xffffffffu, below, d);
+        const u64 r0 = row64 ? ((const u64*)row_ptr)[s] : ((const u32*)row_ptr)[s];
+        const u64 r1 = row64 ? ((const u64*)row_ptr)[s + 1] : ((const u32*)row_ptr)[s + 1];
+        for (u32 i = lane; i < r1 - r0; i += 32) {
+            const u64 k = keys[below + i];
+            targets[r0 + i] = (u32)(k >> 32);
+            codes[r0 + i] = map_code[a.f0 + (u32)(k & 0xffffffffu)];
         }
         __syncwarp();
     }

@@ -399,3 +399,31 @@ fn binned_as_the_cpu(w: &Workload, g: &neuroburst::genome::Genome, bursts: u64) 
     }
     fired
 }
+
+/// On GPUs: a brain of closed forms spread over several GPUs, each building its own part (its
+/// rows counted on the GPU, then drawn), fires as the CPU, burst by burst: two parts on GPU 0 (the
+/// graphs path, so one GPU checks it too), then 2 and 4 GPUs where the machine has them (the
+/// resident kernels, linked). Skips without a GPU.
+#[test]
+fn gpus_build_their_own_parts_and_fire_as_the_cpu() {
+    use neuroburst::backend::cuda::MultiGpu;
+    use neuroburst::backend::{Backend, BackendError};
+    use neuroburst::shard::{incoming_per_area, ShardPlan};
+    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
+        common::skip(&format!("no GPU ({why})"));
+        return;
+    }
+    let available = neuroburst::backend::gpu_count();
+    let layouts: Vec<Vec<usize>> = [vec![0, 0], vec![0, 1], vec![0, 1, 2, 3]].into_iter().filter(|d| d.iter().all(|&g| g < available)).collect();
+    for devices in layouts {
+        let cand = |g: &neuroburst::genome::Genome, _: Brain, r: Readback| {
+            let layout = neuroburst::model::Layout::from_genome(g);
+            let marked = Brain::build(&all_procedural(g), 1, false);
+            let incoming = incoming_per_area(&layout, &marked.connectome.mappings);
+            let plan = ShardPlan::new(&layout, &incoming, devices.len(), Strategy::RoundRobin).map_err(|e| BackendError::Device(e.to_string()))?;
+            Ok(Box::new(MultiGpu::built_on_gpus(marked, &plan, r, &devices, false)?) as Box<dyn Backend>)
+        };
+        let cfg = ParityConfig { brains: 6, bursts: 300, seed: 610, max_neurons: 4000, candidate_parts: 1 };
+        println!("GPUs {devices:?}: {}", parity_with(&cfg, &closed_form_genome, &cand).unwrap());
+    }
+}

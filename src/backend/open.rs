@@ -97,9 +97,25 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
     Ok(Opened { backend: Box::new(CpuBackend::new(brain, readback)), choice, synapses, drawn, build_seconds, plan: None })
 }
 
-/// The placed `genome` on several GPUs, one shard each, streamed to them.
+/// The placed `genome` on several GPUs, one shard each: each GPU builds its part (every mapping a
+/// closed form), or the parts are streamed to them.
 fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: bool, devices: &[usize]) -> Result<Made, String> {
     let start = std::time::Instant::now();
+    let layout = Layout::from_genome(genome);
+    if storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64) {
+        let marked = storage::all_marked(genome);
+        crate::capacity::check_build(&marked, &layout, true, &crate::capacity::host_available())?;
+        let brain = Brain::build(&marked, 1, progress);
+        let drawn = brain.connectome.procedural_synapses();
+        let incoming = crate::shard::incoming_per_area(&layout, &brain.connectome.mappings);
+        let plan = ShardPlan::new(&layout, &incoming, devices.len(), cfg.strategy).map_err(|e| e.to_string())?;
+        log_plan(&plan);
+        tracing::info!("connectome: every mapping is a fanout in closed form: each of the {} GPUs builds its part of the {drawn} synapses", devices.len());
+        let backend =
+            super::cuda::MultiGpu::built_on_gpus(brain, &plan, readback.clone(), devices, progress).map_err(|e| e.to_string())?;
+        let build_seconds = start.elapsed().as_secs_f64();
+        return Ok(Made { backend: Box::new(backend), synapses: drawn, drawn: 0, build_seconds, plan: Some(plan) });
+    }
     let (brain, plan, st) = Brain::planned_sharded(genome, devices.len(), cfg.strategy, progress).map_err(|e| e.to_string())?;
     log_plan(&plan);
     let (synapses, drawn) = (st.total_synapses(), brain.connectome.procedural_synapses());

@@ -256,10 +256,14 @@ impl CudaBackend {
         !has_rows && parts.iter().all(|r| !r.is_empty() && !ProcBins::wanted(r.len() as u32, procedural))
     }
 
-    fn build(ctx: Arc<CudaContext>, shard: GpuShard, readback: Readback, device: usize, path: Path) -> Result<CudaBackend, BackendError> {
+    fn build(ctx: Arc<CudaContext>, mut shard: GpuShard, readback: Readback, device: usize, path: Path) -> Result<CudaBackend, BackendError> {
         // SAFETY: one stream does all the work; no cross-stream event tracking is needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(dev_err("creating a stream"))?;
+        // one GPU of several built on the GPU: its rows' lengths vary, so they are counted first
+        if let Some(r) = shard.recipe.as_ref().filter(|_| shard.part.targets_range != (0..shard.neurons)) {
+            shard.part_rows = Some(super::build::count_part(&stream, r, shard.neurons, shard.part.targets_range.clone())?);
+        }
         let name = ctx.name().map_err(dev_err("device name"))?;
         let total_mem = ctx.total_mem().map_err(dev_err("device memory"))? as u64;
         let sharded = path.sharded();
@@ -308,7 +312,7 @@ impl CudaBackend {
         };
         let s = &stream;
         let e = |w: &'static str| dev_err(w);
-        let res = upload(s, &shard, &rb_host, row64)?;
+        let res = upload(s, &mut shard, &rb_host, row64)?;
         let nn = n as usize;
         let early_on = path.resident() && n > 0;
         let alloc_acc = || s.alloc_zeros::<i64>(nn.max(1)).map_err(e("alloc accumulators"));
@@ -409,7 +413,7 @@ impl CudaBackend {
         net.proc_binned = proc_bins.is_some() as u32;
         let learning = match &shard.plastic {
             Some(p) => {
-                let mut l = Learning::new(s, part, synapses, p, n_total)?;
+                let mut l = Learning::new(s, &shard.part, synapses, p, n_total)?;
                 l.params.burst = net.burst;
                 Some(l)
             }

@@ -157,6 +157,119 @@ pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool, 
     Ok(Built { row_ptr, targets, codes })
 }
 
+/// One GPU's part of a brain built on several GPUs (the synapses onto its neurons `range`, rows
+/// for every source): the row pointers, counted on the GPU before the rows are drawn again into
+/// them (`kernels/build.cu`, `part_count`, `scan_tiles`, `scan_write`, `part_rows`).
+pub(super) struct PartRows {
+    pub range: std::ops::Range<u32>,
+    /// u32, or u64 from u32::MAX synapses on (as [`super::MemoryPlan`] sizes them).
+    pub row_ptr: CudaSlice<u8>,
+    pub synapses: u64,
+}
+
+/// Counts of a scan tile (SCAN_TILE in build.cu).
+const SCAN_TILE: u32 = 4096;
+
+/// The row pointers of the part of `r`'s brain (`n` neurons) onto `range`.
+pub(super) fn count_part(s: &Arc<CudaStream>, r: &Recipe, n: u32, range: std::ops::Range<u32>) -> Result<PartRows, BackendError> {
+    let e = |w: &'static str| dev_err(w);
+    let ctx = s.context();
+    let k = Kernels::load(ctx, Variant { wide_acc: false, row64: false, code32: false }).map_err(BackendError::Device)?;
+    let maps = s.clone_htod(as_bytes::<ProcMap>(&r.maps)).map_err(e("uploading the rules"))?;
+    let areas = s.clone_htod(&r.areas).map_err(e("uploading the rules"))?;
+    let counts: CudaSlice<u32> = s.alloc_zeros(n.max(1) as usize).map_err(e("alloc row counts"))?;
+    let sm =
+        ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
+    let (n_areas, src_lo, lo, hi) = (r.areas.len() as u32, 0u32, range.start, range.end);
+    let cfg = LaunchConfig { grid_dim: (sm * 16, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: writes one count per source 0..n (allocated); reads the rules uploaded above.
+    unsafe {
+        s.launch_builder(&k.part_count).arg(&maps).arg(&areas).arg(&n_areas).arg(&src_lo).arg(&n).arg(&lo).arg(&hi).arg(&counts).launch(cfg)
+    }
+    .map_err(e("launching part_count"))?;
+    let tiles = n.div_ceil(SCAN_TILE).max(1);
+    let sums: CudaSlice<u64> = s.alloc_zeros(tiles as usize).map_err(e("alloc scan tiles"))?;
+    let tile_cfg = LaunchConfig { grid_dim: (tiles, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: reads n counts, writes one sum per tile (allocated).
+    unsafe { s.launch_builder(&k.scan_tiles).arg(&counts).arg(&n).arg(&sums).launch(tile_cfg) }.map_err(e("launching scan_tiles"))?;
+    let sums = s.clone_dtoh(&sums).map_err(e("reading the scan's tiles"))?;
+    let mut offs = Vec::with_capacity(sums.len());
+    let mut synapses = 0u64;
+    for t in sums {
+        offs.push(synapses);
+        synapses += t;
+    }
+    let row64 = synapses >= u32::MAX as u64;
+    let width = if row64 { 8 } else { 4 };
+    let mut row_ptr: CudaSlice<u8> = s.alloc_zeros((n as usize + 1) * width).map_err(e("alloc row pointers"))?;
+    let offs = s.clone_htod(&offs).map_err(e("uploading the scan's offsets"))?;
+    let row64_u = row64 as u32;
+    // SAFETY: reads n counts and one offset per tile, writes row pointers 0..n of the width allocated.
+    unsafe { s.launch_builder(&k.scan_write).arg(&counts).arg(&n).arg(&offs).arg(&row_ptr).arg(&row64_u).launch(tile_cfg) }
+        .map_err(e("launching scan_write"))?;
+    let end = n as usize * width;
+    let last = if row64 { synapses.to_le_bytes().to_vec() } else { (synapses as u32).to_le_bytes().to_vec() };
+    s.memcpy_htod(&last, &mut row_ptr.slice_mut(end..end + width)).map_err(e("writing the last row pointer"))?;
+    s.synchronize().map_err(e("counting the part's rows on the GPU"))?;
+    tracing::debug!(synapses, ?range, "CUDA: the part's rows counted");
+    Ok(PartRows { range, row_ptr, synapses })
+}
+
+/// Draw the rows of `part` (counted by [`count_part`]) into targets and codes.
+pub(super) fn materialize_part(s: &Arc<CudaStream>, r: &Recipe, n: u32, part: PartRows, progress: bool) -> Result<Built, BackendError> {
+    let e = |w: &'static str| dev_err(w);
+    let ctx = s.context();
+    let k = Kernels::load(ctx, Variant { wide_acc: false, row64: false, code32: false }).map_err(BackendError::Device)?;
+    let maps = s.clone_htod(as_bytes::<ProcMap>(&r.maps)).map_err(e("uploading the rules"))?;
+    let areas = s.clone_htod(&r.areas).map_err(e("uploading the rules"))?;
+    let map_code = s.clone_htod(&r.map_code).map_err(e("uploading the rules"))?;
+    let targets: CudaSlice<u32> = s.alloc_zeros(part.synapses.max(1) as usize).map_err(e("alloc synapse targets"))?;
+    let codes: CudaSlice<u8> = s.alloc_zeros(part.synapses.max(2) as usize * 2).map_err(e("alloc codes"))?;
+    if part.synapses > 0 {
+        let sm = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))?
+            as u32;
+        let pow2 = r.longest.next_power_of_two();
+        let shared = 4 * pow2 * 8;
+        if shared > 48 << 10 {
+            k.part_rows
+                .set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+                .map_err(e("shared memory for part_rows"))?;
+        }
+        let cfg = LaunchConfig { grid_dim: (sm * 16, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: shared };
+        let (n_areas, lo, hi, row64) = (r.areas.len() as u32, part.range.start, part.range.end, (part.synapses >= u32::MAX as u64) as u32);
+        let bar = crate::progress::Progress::new("building this GPU's part of the connectome", "slices", SLICES as u64, progress);
+        let slice = n.div_ceil(SLICES);
+        for src_lo in (0..n).step_by(slice.max(1) as usize) {
+            let src_hi = (src_lo + slice).min(n);
+            // SAFETY: each row is written from its own row pointer, within `targets`/`codes` (sized
+            // to the part's count); the rules are the recipe's, uploaded above.
+            unsafe {
+                s.launch_builder(&k.part_rows)
+                    .arg(&maps)
+                    .arg(&map_code)
+                    .arg(&areas)
+                    .arg(&n_areas)
+                    .arg(&src_lo)
+                    .arg(&src_hi)
+                    .arg(&pow2)
+                    .arg(&lo)
+                    .arg(&hi)
+                    .arg(&part.row_ptr)
+                    .arg(&row64)
+                    .arg(&targets)
+                    .arg(&codes)
+                    .launch(cfg)
+            }
+            .map_err(e("launching part_rows"))?;
+            s.synchronize().map_err(e("building the connectome on the GPU"))?;
+            bar.inc(1);
+        }
+        bar.finish();
+    }
+    s.synchronize().map_err(e("building the connectome on the GPU"))?;
+    Ok(Built { row_ptr: part.row_ptr, targets, codes })
+}
+
 /// Stored synapses as read back: row pointers, targets, codes.
 pub type Rows = (Vec<u64>, Vec<u32>, Vec<u32>);
 

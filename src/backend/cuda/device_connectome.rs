@@ -30,6 +30,8 @@ pub struct GpuShard {
     pub(super) rows: FlatRows,
     /// Some: the synapses are built on the GPU from this (`part` holds none).
     pub(super) recipe: Option<super::build::Recipe>,
+    /// One GPU of several built on the GPU: its rows' pointers, counted there first.
+    pub(super) part_rows: Option<super::build::PartRows>,
     /// Some: the synapses are drawn on the host chunk by chunk and copied to the GPU (part
     /// `.1` of the stream; `part` holds its row pointers only).
     pub(super) streamed: Option<(Arc<Streamed>, usize)>,
@@ -50,7 +52,7 @@ impl GpuShard {
     /// The synapses this GPU stores.
     pub(super) fn synapses(&self) -> u64 {
         match (&self.recipe, &self.streamed) {
-            (Some(r), _) => r.synapses,
+            (Some(r), _) => self.part_rows.as_ref().map_or(r.synapses, |p| p.synapses),
             (_, Some((st, p))) => st.synapses(*p),
             _ => self.part.synapses(),
         }
@@ -119,11 +121,25 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
     }
     let part = conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() });
     let contributions = recipe.as_ref().map_or(conn.contributions, |r| r.table.clone());
-    Ok(GpuShard { part, params: brain.layout.params, contributions, neurons: n, plastic: conn.plastic, procedural, rows, recipe, streamed })
+    Ok(GpuShard {
+        part,
+        params: brain.layout.params,
+        contributions,
+        neurons: n,
+        plastic: conn.plastic,
+        procedural,
+        rows,
+        recipe,
+        part_rows: None,
+        streamed,
+    })
 }
 
 /// Upload this GPU's part of the connectome and the areas; the read-back ranges of this GPU.
-pub(super) fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: bool) -> Result<Resources, BackendError> {
+pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row64: bool) -> Result<Resources, BackendError> {
+    let part_rows = shard.part_rows.take();
+    let synapses = shard.synapses().max(part_rows.as_ref().map_or(0, |p| p.synapses));
+    let shard = &*shard;
     let part = &shard.part;
     let e = |w: &'static str| dev_err(w);
     let row_ptr = || {
@@ -136,7 +152,10 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: b
     };
     let (_row_ptr, _targets, _codes) = match (&shard.recipe, &shard.streamed) {
         (Some(r), _) => {
-            let b = super::build::materialize(s, r, shard.neurons, row64, r.progress)?;
+            let b = match part_rows {
+                Some(p) => super::build::materialize_part(s, r, shard.neurons, p, r.progress)?,
+                None => super::build::materialize(s, r, shard.neurons, row64, r.progress)?,
+            };
             (b.row_ptr, b.targets, b.codes)
         }
         (None, Some((st, p))) => {
@@ -164,7 +183,6 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &GpuShard, rb: &[u32], row64: b
             (row_ptr, targets, codes)
         }
     };
-    let synapses = shard.synapses();
     let up = |b: &[u8]| if b.is_empty() { s.alloc_zeros(8) } else { s.clone_htod(b) }.map_err(e("uploading the procedural rows"));
     let table: Vec<i32> = if shard.contributions.is_empty() { vec![0] } else { shard.contributions.clone() };
     let ends: Vec<u32> = shard.params.iter().map(|p| p.first + p.count).collect();

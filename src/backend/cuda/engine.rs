@@ -83,6 +83,7 @@ impl CudaShardEngine {
                 procedural: procedural.clone(),
                 rows: rows.clone(),
                 recipe: None,
+                part_rows: None,
                 streamed: None,
             };
             let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device, false)?;

@@ -116,6 +116,10 @@ pub struct Kernels {
     /// Building the connectome on the GPU (`kernels/build.cu`): row pointers, then rows.
     pub materialize_rows: CudaFunction,
     pub materialize: CudaFunction,
+    pub part_count: CudaFunction,
+    pub scan_tiles: CudaFunction,
+    pub scan_write: CudaFunction,
+    pub part_rows: CudaFunction,
     /// A large brain's procedural synapses, sorted by target and summed in shared memory
     /// (`kernels/procbin.cu`); split and sum for [16-bit, 32-bit] sub-bin entries.
     /// [every draw a synapse, draws kept at random]
@@ -160,6 +164,10 @@ impl Kernels {
             learn_grow: f(format!("learn_grow_{n}_{r}_{c}"))?,
             materialize_rows: f("materialize_rows".into())?,
             materialize: f("materialize".into())?,
+            part_count: f("part_count".into())?,
+            scan_tiles: f("scan_tiles".into())?,
+            scan_write: f("scan_write".into())?,
+            part_rows: f("part_rows".into())?,
             proc_bin: [f("proc_bin_n64".into())?, f("proc_bin_keep_n64".into())?],
             proc_split: [f("proc_split_n64_s16".into())?, f("proc_split_n64_s32".into())?],
             proc_sum: [f("proc_sum_n64_s16".into())?, f("proc_sum_n64_s32".into())?],

@@ -33,6 +33,16 @@ use crate::connectome::stream::Streamed;
 use crate::model::{InjectionSlice, Injections, NeuronState};
 use crate::shard::ShardPlan;
 
+/// Where the GPUs' synapses come from.
+enum Placed {
+    /// The brain's parts hold them.
+    Host,
+    /// Drawn on the host chunk by chunk, copied to each GPU.
+    Streamed(Arc<Streamed>),
+    /// Each GPU builds its part from the closed forms.
+    OnGpus(super::build::Recipe),
+}
+
 /// What the calling thread hands a worker for one burst: the input, sorted.
 #[derive(Clone, Copy)]
 struct Job {
@@ -122,7 +132,23 @@ impl MultiGpu {
     /// Put `brain`, built for `plan` with one part per shard ([`Brain::build_sharded`]), on
     /// `devices` (one per shard). Checks peer access between every pair first.
     pub fn new(brain: Brain, plan: &ShardPlan, readback: Readback, devices: &[usize]) -> Result<MultiGpu, BackendError> {
-        Self::placed(brain, plan, None, readback, devices)
+        Self::placed(brain, plan, Placed::Host, readback, devices)
+    }
+
+    /// As [`MultiGpu::new`] for a brain built with every mapping procedural, every one a fanout
+    /// in closed form ([`crate::connectome::storage::gpu_buildable`]): each GPU builds its own
+    /// part from the seed (`build.rs`: the rows counted, then drawn), all at once; the host holds
+    /// no synapse. Any other brain is an error.
+    pub fn built_on_gpus(brain: Brain, plan: &ShardPlan, readback: Readback, devices: &[usize], progress: bool) -> Result<MultiGpu, BackendError> {
+        let (procedural, rows) = super::device_connectome::gpu_procedural(&brain.connectome)?;
+        let c = &brain.connectome;
+        let recipe = (c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() && rows.is_empty())
+            .then(|| super::build::Recipe::new(procedural, progress))
+            .flatten()
+            .ok_or_else(|| BackendError::Device("this brain cannot be built on its GPUs (every mapping must be a fanout in closed form)".into()))?;
+        let mut brain = brain;
+        brain.connectome.parts = plan.ranges.iter().map(|r| crate::connectome::Part { targets_range: r.clone(), ..Default::default() }).collect();
+        Self::placed(brain, plan, Placed::OnGpus(recipe), readback, devices)
     }
 
     /// As [`MultiGpu::new`] for a brain planned by [`Brain::planned_sharded`] (its parts hold row
@@ -135,28 +161,29 @@ impl MultiGpu {
         readback: Readback,
         devices: &[usize],
     ) -> Result<MultiGpu, BackendError> {
-        Self::placed(brain, plan, Some(Arc::new(streamed)), readback, devices)
+        Self::placed(brain, plan, Placed::Streamed(Arc::new(streamed)), readback, devices)
     }
 
-    fn placed(
-        brain: Brain,
-        plan: &ShardPlan,
-        streamed: Option<Arc<Streamed>>,
-        readback: Readback,
-        devices: &[usize],
-    ) -> Result<MultiGpu, BackendError> {
+    fn placed(brain: Brain, plan: &ShardPlan, placed: Placed, readback: Readback, devices: &[usize]) -> Result<MultiGpu, BackendError> {
         assert_eq!(plan.len(), devices.len(), "one GPU per shard");
         assert_eq!(brain.connectome.parts.len(), plan.len(), "one part per shard");
         let neurons = brain.layout.neurons;
         let params = brain.layout.params;
         let (procedural, rows) = super::device_connectome::gpu_procedural(&brain.connectome)?;
+        let (streamed, recipe) = match placed {
+            Placed::Host => (None, None),
+            Placed::Streamed(st) => (Some(st), None),
+            Placed::OnGpus(r) => (None, Some(r)),
+        };
+        // built on the GPUs: the recipe stores the procedural mappings
+        let procedural = if recipe.is_some() { Vec::new() } else { procedural };
         // linked resident kernels each hold a whole GPU: shards sharing a GPU run on graphs
         let distinct = devices.iter().collect::<std::collections::BTreeSet<_>>().len() == devices.len();
         let linked = distinct && CudaBackend::links(&plan.ranges, &procedural, !rows.is_empty());
-        let (table, plastic) = (brain.connectome.contributions, brain.connectome.plastic);
-        let mut gpus = Vec::with_capacity(devices.len());
-        for (i, (part, &device)) in brain.connectome.parts.into_iter().zip(devices).enumerate() {
-            let shard = GpuShard {
+        let table = recipe.as_ref().map_or(brain.connectome.contributions, |r| r.table.clone());
+        let plastic = brain.connectome.plastic;
+        let shards: Vec<GpuShard> = (brain.connectome.parts.into_iter().enumerate())
+            .map(|(i, part)| GpuShard {
                 part,
                 params: params.clone(),
                 contributions: table.clone(),
@@ -164,11 +191,31 @@ impl MultiGpu {
                 plastic: plastic.clone(),
                 procedural: procedural.clone(),
                 rows: rows.clone(),
-                recipe: None,
+                // one progress bar: the first GPU's
+                recipe: recipe.clone().map(|mut r| {
+                    r.progress &= i == 0;
+                    r
+                }),
+                part_rows: None,
                 streamed: streamed.clone().map(|st| (st, i)),
-            };
-            gpus.push(CudaBackend::new_shard(shard, readback.clone(), device, linked)?);
-        }
+            })
+            .collect();
+        // every GPU builds (or takes) its part at once
+        let gpus = std::thread::scope(|sc| {
+            let handles: Vec<_> = shards
+                .into_iter()
+                .zip(devices)
+                .map(|(shard, &device)| {
+                    let rb = readback.clone();
+                    sc.spawn(move || CudaBackend::new_shard(shard, rb, device, linked))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(BackendError::Device("a GPU's build stopped".into()))))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        let mut gpus = gpus;
         for a in &gpus {
             for b in &gpus {
                 a.enable_peer_access(b)?;
