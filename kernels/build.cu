@@ -208,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(128) part_rows(const ProcMap* maps,
         const u64 r1 = row64 ? ((const u64*)row_ptr)[s + 1] : ((const u32*)row_ptr)[s + 1];
         for (u32 i = lane; i < r1 - r0; i += 32) {
             const u64 k = keys[below + i];
-            targets[r0 + i] = (u32)(k >> 32);
+            targets[r0 + i] = (u32)(k >> 32) - lo; // a part's targets are relative to its first neuron
             codes[r0 + i] = map_code[a.f0 + (u32)(k & 0xffffffffu)];
         }
         __syncwarp();

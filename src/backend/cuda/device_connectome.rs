@@ -137,8 +137,8 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
 
 /// Upload this GPU's part of the connectome and the areas; the read-back ranges of this GPU.
 pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row64: bool) -> Result<Resources, BackendError> {
+    let synapses = shard.synapses();
     let part_rows = shard.part_rows.take();
-    let synapses = shard.synapses().max(part_rows.as_ref().map_or(0, |p| p.synapses));
     let shard = &*shard;
     let part = &shard.part;
     let e = |w: &'static str| dev_err(w);
