@@ -2,7 +2,8 @@
 // propagate.cu and step.cu; see common.cuh).
 
 // ---------------------------------------------------------------------------------------------
-// The resident kernel (one GPU, the early step): one cooperative launch
+// The resident kernel (on every GPU, the early step; several GPUs exchange their fired lists
+// below): one cooperative launch
 // that stays on the GPU and runs every burst's phases itself, each over a grid-wide barrier, so
 // that a burst costs the host no API call: the host writes the injection's header (its pinned
 // buffer) and a command (`Ctl`, mapped), block 0 sees the command, the grid copies the entries

@@ -84,9 +84,9 @@ pub struct BackendConfig {
     pub gpus: Vec<usize>,
     /// round_robin | by_cortical_area
     pub strategy: crate::shard::Strategy,
-    /// `shards: auto` gives each GPU at least this many neurons. The default keeps every brain
-    /// that fits one GPU on one: measured on H200s (2026-11-24), one GPU (with its early step)
-    /// bursts W(N, 100, 1%) faster than two up to N = 80M.
+    /// `shards: auto` gives each GPU at least this many neurons. Measured on H100s
+    /// (docs/sharding.md): from 10M neurons on, several GPUs burst W(N, 100, 1%) both faster back
+    /// to back and with no more latency when paced; at 5M, one GPU answers sooner when paced.
     pub shard_min_neurons: u64,
     /// auto | stored | procedural: where the synapses live (docs/capacity.md). `auto` stores what
     /// fits the memory and draws the largest mappings again when their sources fire.
@@ -103,7 +103,7 @@ impl Default for BackendConfig {
             shards: crate::shard::ShardCount::Count(1),
             gpus: Vec::new(),
             strategy: crate::shard::Strategy::RoundRobin,
-            shard_min_neurons: 100_000_000,
+            shard_min_neurons: 5_000_000,
             connectome: crate::connectome::storage::Storage::Auto,
         }
     }

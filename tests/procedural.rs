@@ -414,13 +414,15 @@ fn gpus_build_their_own_parts_and_fire_as_the_cpu() {
         return;
     }
     let available = neuroburst::backend::gpu_count();
-    let layouts: Vec<Vec<usize>> = [vec![0, 0], vec![0, 1], vec![0, 1, 2, 3]].into_iter().filter(|d| d.iter().all(|&g| g < available)).collect();
+    let layouts: Vec<Vec<usize>> =
+        [vec![0, 0], vec![0, 1], vec![0, 1, 2, 3]].into_iter().filter(|d| d.iter().all(|&g| g < available)).collect();
     for devices in layouts {
         let cand = |g: &neuroburst::genome::Genome, _: Brain, r: Readback| {
             let layout = neuroburst::model::Layout::from_genome(g);
             let marked = Brain::build(&all_procedural(g), 1, false);
             let incoming = incoming_per_area(&layout, &marked.connectome.mappings);
-            let plan = ShardPlan::new(&layout, &incoming, devices.len(), Strategy::RoundRobin).map_err(|e| BackendError::Device(e.to_string()))?;
+            let plan =
+                ShardPlan::new(&layout, &incoming, devices.len(), Strategy::RoundRobin).map_err(|e| BackendError::Device(e.to_string()))?;
             Ok(Box::new(MultiGpu::built_on_gpus(marked, &plan, r, &devices, false)?) as Box<dyn Backend>)
         };
         let cfg = ParityConfig { brains: 6, bursts: 300, seed: 610, max_neurons: 4000, candidate_parts: 1 };

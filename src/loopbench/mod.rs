@@ -26,7 +26,6 @@ use crate::model::Injections;
 use crate::transport::zenoh::{ZenohConfig, ZenohTransport};
 use crate::workload::{Learning, Workload, DRIVE_POOL};
 
-
 /// The bench's sensory and motor areas.
 const SENSORS: &str = include_str!("sensors.yaml");
 

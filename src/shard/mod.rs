@@ -243,7 +243,7 @@ pub fn auto_count(neurons: u64, available: usize, min_neurons: u64) -> (usize, S
     let k = fit.min(available.max(1));
     let why = if k < available {
         format!(
-            "auto: {k} of {available} GPUs: {neurons} neurons, at least shard_min_neurons = {min_neurons} per GPU (a smaller share saves less than the spike exchange costs)"
+            "auto: {k} of {available} GPUs: {neurons} neurons, at least shard_min_neurons = {min_neurons} per GPU (below that, one GPU's paced latency beats several: docs/sharding.md)"
         )
     } else {
         format!("auto: all {available} GPU(s) for {neurons} neurons (shard_min_neurons = {min_neurons})")

@@ -1,6 +1,7 @@
 //! [`CudaBackend`]: the brain on one GPU (or one GPU of several). This file holds what the
 //! backend owns and how it is built; the bursts run in `resident.rs` (one GPU) or `graphs.rs`
-//! (several GPUs, or a GPU without cooperative launch), staged and read back by `staging.rs`;
+//! (binned or row-drawn procedural brains, a GPU without cooperative launch), staged and read
+//! back by `staging.rs`;
 //! `state.rs` snapshots and restores, `peers.rs` connects the GPUs of one brain.
 
 use std::sync::Arc;
@@ -8,8 +9,8 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaContext, CudaGraph, CudaSlice, CudaStream};
 
 use super::device_connectome::{needs_wide, upload, whole, GpuShard, Placement, Resources};
-use super::layout::{dev_err, dptr, Net, BLOCK, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER};
 use super::exchange::Exchange;
+use super::layout::{dev_err, dptr, Net, BLOCK, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER};
 use super::learn::Learning;
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
@@ -240,23 +241,25 @@ impl CudaBackend {
     }
 
     /// One GPU of several (see `multi.rs`): bursts only after [`CudaBackend::connect`]. `linked`:
-    /// in the resident kernel (every GPU of the brain alike; see [`CudaBackend::links`]), else on
+    /// in the resident kernel (every GPU of the brain alike), else on
     /// graphs.
     pub(crate) fn new_shard(shard: GpuShard, readback: Readback, device: usize, linked: bool) -> Result<CudaBackend, BackendError> {
         let ctx = CudaContext::new(device).map_err(dev_err("creating the context"))?;
         if linked && !super::resident::cooperative(&ctx) {
-            return Err(BackendError::Device(format!("GPU {device} has no cooperative launch: it cannot run a brain's share in the resident kernel")));
+            return Err(BackendError::Device(format!(
+                "GPU {device} has no cooperative launch: it cannot run a brain's share in the resident kernel"
+            )));
         }
         Self::build(ctx, shard, readback, device, if linked { Path::Linked } else { Path::Shard })
     }
 
-    /// Whether the GPUs of a brain with these parts run it in the resident kernel ([`Path::Linked`]):
-    /// unless its procedural synapses are binned or drawn row by row (graphs, as on one GPU).
-    pub(super) fn links(parts: &[std::ops::Range<u32>], procedural: &[super::layout::ProcMap], has_rows: bool) -> bool {
-        !has_rows && parts.iter().all(|r| !r.is_empty() && !ProcBins::wanted(r.len() as u32, procedural))
-    }
-
-    fn build(ctx: Arc<CudaContext>, mut shard: GpuShard, readback: Readback, device: usize, path: Path) -> Result<CudaBackend, BackendError> {
+    fn build(
+        ctx: Arc<CudaContext>,
+        mut shard: GpuShard,
+        readback: Readback,
+        device: usize,
+        path: Path,
+    ) -> Result<CudaBackend, BackendError> {
         // SAFETY: one stream does all the work; no cross-stream event tracking is needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(dev_err("creating a stream"))?;

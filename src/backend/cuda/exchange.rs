@@ -91,7 +91,10 @@ impl Exchange {
             let v: Vec<Peer> = all
                 .iter()
                 .enumerate()
-                .map(|(k, g)| Peer { fired: mine.ids + 4 * (p * n + g.base as u64), counter: mine.counts + 8 * (p as usize * MAX_GPUS + k) as u64 })
+                .map(|(k, g)| Peer {
+                    fired: mine.ids + 4 * (p * n + g.base as u64),
+                    counter: mine.counts + 8 * (p as usize * MAX_GPUS + k) as u64,
+                })
                 .collect();
             s.clone_htod(as_bytes(&v))
         });

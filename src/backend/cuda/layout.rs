@@ -330,7 +330,14 @@ mod tests {
     #[test]
     fn the_mirrors_match_the_kernels_structs() {
         let src = kernels();
-        let sizes = [("Net", size_of::<Net>()), ("Side", size_of::<Side>()), ("Ctl", 64), ("ResDev", 32), ("Learn", size_of::<Learn>()), ("Xchg", size_of::<Xchg>())];
+        let sizes = [
+            ("Net", size_of::<Net>()),
+            ("Side", size_of::<Side>()),
+            ("Ctl", 64),
+            ("ResDev", 32),
+            ("Learn", size_of::<Learn>()),
+            ("Xchg", size_of::<Xchg>()),
+        ];
         let net = rust_layout!(Net: v, rcc, acc, inj, inj_mask, row_ptr, targets, codes, table, areas, area_end, rb_lo, rb_hi,
             burst, rb_counter, ticket, chunk_first, host_in, host_map, host_out, v_out, rcc_out, spec, where_, dead, corr,
             acc_other, out_cap, in_cap, n, n_areas, n_rb, count_shift, base, multi, acc_keep, early, proc_, n_proc, proc_binned,

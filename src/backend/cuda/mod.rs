@@ -8,14 +8,16 @@
 //!   page-locked input columns.
 //! - `backend`: [`CudaBackend`], what it owns and how it is built; `staging` (a burst from the
 //!   host: input, launch, read-back), `resident` (one GPU: the kernel that stays on the GPU),
-//!   `graphs` (several GPUs, or a GPU without cooperative launch), `state` (snapshots and
-//!   restores), `peers` (one GPU of several), `learn` (plasticity: the device buffers and launches
-//!   of `kernels/learn.cu`).
+//!   `graphs` (binned or row-drawn procedural brains, a GPU without cooperative launch, GPU shards
+//!   fed by the host), `state` (snapshots and restores), `peers` (one GPU of several), `exchange`
+//!   (the linked resident kernels' spike exchange), `learn` (plasticity: the device buffers and
+//!   launches of `kernels/learn.cu`).
 //! - [`multi`], [`engine`]: several GPUs of one host; a GPU shard of a brain over processes.
 //!
-//! One path per machine shape: one GPU runs every burst in the resident kernel (no API call per
-//! burst: the host writes a command into mapped memory); several GPUs run CUDA graphs that gather
-//! every GPU's fired list first. The phases (`kernels/`): `propagate` spreads the last burst's
+//! Every GPU runs its bursts in the resident kernel (no API call per burst: the host writes a
+//! command into mapped memory), one GPU alone or each of several with its share, exchanging the
+//! fired ids over NVLink itself (`exchange.rs`); the brains the resident kernel cannot run take
+//! CUDA graphs. The phases (`kernels/`): `propagate` spreads the last burst's
 //! spikes over (spike, synapse) pairs with integer atomics (exact, order-independent sums), ahead
 //! of the injection; `inject` adds the burst's sensory injection; `step` runs every neuron,
 //! compacts the fired list on the device and writes the read-back neurons straight into mapped

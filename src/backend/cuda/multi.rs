@@ -110,6 +110,12 @@ pub struct MultiGpu {
     info: BackendInfo,
 }
 
+/// Whether the GPUs of a brain with these parts run it in the resident kernel (linked): unless its
+/// procedural synapses are binned or drawn row by row (graphs, as on one GPU).
+fn links(parts: &[Range<u32>], procedural: &[super::layout::ProcMap], has_rows: bool) -> bool {
+    !has_rows && parts.iter().all(|r| !r.is_empty() && !super::procbin::ProcBins::wanted(r.len() as u32, procedural))
+}
+
 /// How long a waiting thread spins before it sleeps: a burst's phases take microseconds, and a
 /// sleeping thread wakes tens of microseconds late.
 const SPIN: Duration = Duration::from_millis(20);
@@ -139,15 +145,24 @@ impl MultiGpu {
     /// in closed form ([`crate::connectome::storage::gpu_buildable`]): each GPU builds its own
     /// part from the seed (`build.rs`: the rows counted, then drawn), all at once; the host holds
     /// no synapse. Any other brain is an error.
-    pub fn built_on_gpus(brain: Brain, plan: &ShardPlan, readback: Readback, devices: &[usize], progress: bool) -> Result<MultiGpu, BackendError> {
+    pub fn built_on_gpus(
+        brain: Brain,
+        plan: &ShardPlan,
+        readback: Readback,
+        devices: &[usize],
+        progress: bool,
+    ) -> Result<MultiGpu, BackendError> {
         let (procedural, rows) = super::device_connectome::gpu_procedural(&brain.connectome)?;
         let c = &brain.connectome;
         let recipe = (c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() && rows.is_empty())
             .then(|| super::build::Recipe::new(procedural, progress))
             .flatten()
-            .ok_or_else(|| BackendError::Device("this brain cannot be built on its GPUs (every mapping must be a fanout in closed form)".into()))?;
+            .ok_or_else(|| {
+                BackendError::Device("this brain cannot be built on its GPUs (every mapping must be a fanout in closed form)".into())
+            })?;
         let mut brain = brain;
-        brain.connectome.parts = plan.ranges.iter().map(|r| crate::connectome::Part { targets_range: r.clone(), ..Default::default() }).collect();
+        brain.connectome.parts =
+            plan.ranges.iter().map(|r| crate::connectome::Part { targets_range: r.clone(), ..Default::default() }).collect();
         Self::placed(brain, plan, Placed::OnGpus(recipe), readback, devices)
     }
 
@@ -179,7 +194,7 @@ impl MultiGpu {
         let procedural = if recipe.is_some() { Vec::new() } else { procedural };
         // linked resident kernels each hold a whole GPU: shards sharing a GPU run on graphs
         let distinct = devices.iter().collect::<std::collections::BTreeSet<_>>().len() == devices.len();
-        let linked = distinct && CudaBackend::links(&plan.ranges, &procedural, !rows.is_empty());
+        let linked = distinct && links(&plan.ranges, &procedural, !rows.is_empty());
         let table = recipe.as_ref().map_or(brain.connectome.contributions, |r| r.table.clone());
         let plastic = brain.connectome.plastic;
         let shards: Vec<GpuShard> = (brain.connectome.parts.into_iter().enumerate())

@@ -1,4 +1,4 @@
-//! The resident kernel (one GPU, the early step): one cooperative launch that stays on the GPU
+//! The resident kernel (every GPU, the early step): one cooperative launch that stays on the GPU
 //! and runs the bursts itself, so that a burst costs the host no API call.
 //!
 //! The host stages a burst as before (the injection's header in its pinned buffer; the ids in the
