@@ -10,7 +10,8 @@
 //! - **Linked** (every brain the resident kernel can run): each GPU runs its share in the resident
 //!   kernel, and the kernels exchange the lists themselves (peer stores and arrival counters over
 //!   NVLink, `exchange.rs`): the host is out of the per-burst loop between the GPUs.
-//! - **Graphs** (brains whose procedural synapses are binned or drawn row by row): each GPU gathers
+//! - **Graphs** (brains whose procedural synapses are binned or drawn row by row, and shards that
+//!   share a GPU, where two resident kernels could not both stay): each GPU gathers
 //!   the others' lists by peer loads in a CUDA graph that its thread launches once every GPU has
 //!   finished the burst (a host barrier).
 //!
