@@ -78,34 +78,6 @@ extern "C" __global__ void materialize_rows(const MatArea* areas, u32 n_areas, u
     }
 }
 
-// Rows of sources lo..hi: a warp per source neuron, its keys (target << 32 | slot) drawn into shared
-// memory (`pow2` per warp: the longest row rounded up to a power of two), sorted (bitonic), written.
-extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* maps, const u16* map_code, const MatArea* areas, u32 n_areas,
-                                                              u32 lo, u32 hi, u32 pow2, u32* targets, u16* codes) {
-    extern __shared__ u64 keys_all[];
-    const u32 lane = threadIdx.x & 31;
-    u64* keys = keys_all + (threadIdx.x >> 5) * pow2;
-    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
-    for (u64 s64 = lo + warp; s64 < hi; s64 += warps) {
-        const u32 s = (u32)s64;
-        const int ai = mat_area(areas, n_areas, s);
-        if (ai < 0) continue;
-        const MatArea a = areas[ai];
-        if (a.len == 0) continue;
-        u32 p = 1;
-        while (p < a.len) p <<= 1;
-        draw_sorted(maps, a, s, p, keys);
-        const u64 at = a.off + (u64)(s - a.first) * a.len;
-        for (u32 i = lane; i < a.len; i += 32) {
-            const u64 k = keys[i];
-            targets[at + i] = (u32)(k >> 32);
-            codes[at + i] = map_code[a.f0 + (u32)(k & 0xffffffffu)];
-        }
-        __syncwarp();
-    }
-}
-
 // One GPU's part of a brain on several (its neurons lo..hi are the targets it stores, rows for
 // every source): the rows' lengths vary, so a count pass, a scan into row pointers, then the rows.
 
@@ -181,11 +153,14 @@ extern "C" __global__ void __launch_bounds__(256) scan_write(const u32* counts, 
     }
 }
 
-// part_rows: as `materialize`, each row's draws that land in lo..hi (a run of the sorted row)
-// written from its row pointer.
-extern "C" __global__ void __launch_bounds__(128) part_rows(const ProcMap* maps, const u16* map_code, const MatArea* areas, u32 n_areas,
-                                                            u32 src_lo, u32 src_hi, u32 pow2, u32 lo, u32 hi, const void* row_ptr,
-                                                            u32 row64, u32* targets, u16* codes) {
+// materialize: the rows of sources src_lo..src_hi whose targets lie in lo..hi (the whole brain:
+// 0..n), written from their row pointers (`materialize_rows`, or a part's counted and scanned), a
+// part's targets relative to its first neuron. A warp per source neuron draws its keys (target <<
+// 32 | slot) into shared memory (`pow2` per warp: the longest row rounded up to a power of two),
+// sorts them (bitonic), and writes the run of them in lo..hi.
+extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* maps, const u16* map_code, const MatArea* areas, u32 n_areas,
+                                                              u32 src_lo, u32 src_hi, u32 pow2, u32 lo, u32 hi, const void* row_ptr,
+                                                              u32 row64, u32* targets, u16* codes) {
     extern __shared__ u64 keys_all[];
     const u32 lane = threadIdx.x & 31;
     u64* keys = keys_all + (threadIdx.x >> 5) * pow2;

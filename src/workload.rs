@@ -143,7 +143,7 @@ impl Workload {
     /// [`Workload::injection`], and with an associative pair of areas, their neurons drawn alike.
     /// The drive of a benchmark, made before it starts so that no burst waits for it: the
     /// injections of bursts 1..=len (at most [`DRIVE_POOL`] and [`DRIVE_POOL_BYTES`] of ids, at
-    /// least one), burst `t` taking those of burst `(t - 1) % len + 1` ([`Workload::driven`]).
+    /// least one), burst `t` taking those of burst `(t - 1) % len + 1` ([`Workload::drive_at`]).
     pub fn drive_pool(&self, learning: &Learning, bursts: u64) -> Vec<Injections> {
         let per_burst = (self.neurons as f64 + 2.0 * learning.associative as f64) * self.rate.clamp(0.0, 1.0) * 4.0;
         let by_bytes = (DRIVE_POOL_BYTES as f64 / per_burst.max(1.0)) as u64;
@@ -158,9 +158,8 @@ impl Workload {
     }
 
     /// Burst `t`'s injection from a [`Workload::drive_pool`].
-    pub fn driven(pool: &[Injections], t: u64, out: &mut Injections) {
-        out.clear();
-        out.extend_from(pool[(t.max(1) - 1) as usize % pool.len()].as_slice());
+    pub fn drive_at(pool: &[Injections], t: u64) -> &Injections {
+        &pool[(t.max(1) - 1) as usize % pool.len()]
     }
 
     pub fn learning_injection(&self, learning: &Learning, t: u64, out: &mut Injections) {

@@ -117,7 +117,8 @@ fn measure(a: &BenchArgs, w: &Workload, learning: &Learning, backend: &mut dyn B
                 // the burst's period starts: its sensor input arrives now
                 c.wait();
             }
-            Workload::driven(&pool, t, &mut injection);
+            injection.clear();
+            injection.extend_from(Workload::drive_at(&pool, t).as_slice());
             let start = Instant::now();
             let out = backend.burst(injection.as_slice())?;
             let dt = start.elapsed();

@@ -107,7 +107,7 @@ pub fn genome(brain: &BrainSpec) -> anyhow::Result<Genome> {
 /// The drive of bursts 1..=DRIVE_POOL of `w`, and a closure that injects it cyclically.
 fn drive(w: &Workload) -> live::Drive {
     let pool = w.drive_pool(&Learning::default(), DRIVE_POOL as u64);
-    Box::new(move |t, inj: &mut Injections| inj.extend_from(pool[(t.max(1) - 1) as usize % pool.len()].as_slice()))
+    Box::new(move |t, inj: &mut Injections| inj.extend_from(Workload::drive_at(&pool, t).as_slice()))
 }
 
 /// Run the bench: `config` is the user's (backend, node.mode, node.realtime, ...); its

@@ -98,68 +98,120 @@ pub(super) struct Built {
 /// Launches of the row kernel per build (each over a slice of the sources), for progress.
 const SLICES: u32 = 64;
 
-/// Build `r`'s rows for `n` neurons on the GPU of stream `s`, with a progress bar (or lines) when
-/// `progress` and the build takes over a second.
+/// The recipe's rules on the device, with the kernels and the device's multiprocessors.
+struct Rules {
+    k: Kernels,
+    maps: CudaSlice<u8>,
+    areas: CudaSlice<MatArea>,
+    sm: u32,
+}
+
+impl Rules {
+    fn upload(s: &Arc<CudaStream>, r: &Recipe) -> Result<Rules, BackendError> {
+        let e = |w: &'static str| dev_err(w);
+        let ctx = s.context();
+        Ok(Rules {
+            k: Kernels::load(ctx, Variant { wide_acc: false, row64: false, code32: false }).map_err(BackendError::Device)?,
+            maps: s.clone_htod(as_bytes::<ProcMap>(&r.maps)).map_err(e("uploading the rules"))?,
+            areas: s.clone_htod(&r.areas).map_err(e("uploading the rules"))?,
+            sm: ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))?
+                as u32,
+        })
+    }
+
+    /// Draw the rows of every source of the brain (`n` neurons) again into `row_ptr`'s rows
+    /// (`synapses` of them, u32 or u64 pointers), keeping the targets in `range` (relative to
+    /// its start), a slice of the sources per launch, with a progress bar (or lines) when
+    /// `progress` and the build takes over a second.
+    #[allow(clippy::too_many_arguments)]
+    fn draw_rows(
+        &self,
+        s: &Arc<CudaStream>,
+        r: &Recipe,
+        n: u32,
+        range: std::ops::Range<u32>,
+        row_ptr: CudaSlice<u8>,
+        synapses: u64,
+        progress: bool,
+    ) -> Result<Built, BackendError> {
+        let e = |w: &'static str| dev_err(w);
+        let map_code = s.clone_htod(&r.map_code).map_err(e("uploading the rules"))?;
+        let targets: CudaSlice<u32> = s.alloc_zeros(synapses.max(1) as usize).map_err(e("alloc synapse targets"))?;
+        let codes: CudaSlice<u8> = s.alloc_zeros(synapses.max(2) as usize * 2).map_err(e("alloc codes"))?;
+        if synapses > 0 {
+            let pow2 = r.longest.next_power_of_two();
+            let shared = 4 * pow2 * 8;
+            if shared > 48 << 10 {
+                self.k
+                    .materialize
+                    .set_attribute(
+                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        shared as i32,
+                    )
+                    .map_err(e("shared memory for materialize"))?;
+            }
+            let cfg = LaunchConfig { grid_dim: (self.sm * 16, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: shared };
+            let (n_areas, lo, hi, row64) = (r.areas.len() as u32, range.start, range.end, (synapses >= u32::MAX as u64) as u32);
+            let bar = crate::progress::Progress::new("building the connectome on the GPU", "slices", SLICES as u64, progress);
+            let slice = n.div_ceil(SLICES);
+            for src_lo in (0..n).step_by(slice.max(1) as usize) {
+                let src_hi = (src_lo + slice).min(n);
+                // SAFETY: each row is written from its own row pointer, within `targets`/`codes`
+                // (sized to `synapses`, the last row pointer); the rules are the recipe's.
+                unsafe {
+                    s.launch_builder(&self.k.materialize)
+                        .arg(&self.maps)
+                        .arg(&map_code)
+                        .arg(&self.areas)
+                        .arg(&n_areas)
+                        .arg(&src_lo)
+                        .arg(&src_hi)
+                        .arg(&pow2)
+                        .arg(&lo)
+                        .arg(&hi)
+                        .arg(&row_ptr)
+                        .arg(&row64)
+                        .arg(&targets)
+                        .arg(&codes)
+                        .launch(cfg)
+                }
+                .map_err(e("launching materialize"))?;
+                s.synchronize().map_err(e("building the connectome on the GPU"))?;
+                bar.inc(1);
+            }
+            bar.finish();
+        }
+        s.synchronize().map_err(e("building the connectome on the GPU"))?;
+        Ok(Built { row_ptr, targets, codes })
+    }
+}
+
+/// Build `r`'s rows for `n` neurons on the GPU of stream `s`: the row pointers in closed form
+/// (`materialize_rows`), then the rows.
 pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool, progress: bool) -> Result<Built, BackendError> {
     let e = |w: &'static str| dev_err(w);
-    let ctx = s.context();
-    let k = Kernels::load(ctx, Variant { wide_acc: false, row64, code32: false }).map_err(BackendError::Device)?;
-    let maps = s.clone_htod(as_bytes::<ProcMap>(&r.maps)).map_err(e("uploading the rules"))?;
-    let areas = s.clone_htod(&r.areas).map_err(e("uploading the rules"))?;
-    let map_code = s.clone_htod(&r.map_code).map_err(e("uploading the rules"))?;
-    let row_bytes = if row64 { 8 } else { 4 };
-    let row_ptr: CudaSlice<u8> = s.alloc_zeros((n as usize + 1) * row_bytes).map_err(e("alloc row pointers"))?;
-    let targets: CudaSlice<u32> = s.alloc_zeros(r.synapses.max(1) as usize).map_err(e("alloc synapse targets"))?;
-    let codes: CudaSlice<u8> = s.alloc_zeros(r.synapses.max(2) as usize * 2).map_err(e("alloc codes"))?;
-    let sm =
-        ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
-    let n_areas = r.areas.len() as u32;
-    let (total, row64_u) = (r.synapses, row64 as u32);
-    let cfg = LaunchConfig { grid_dim: (sm * 8, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let rules = Rules::upload(s, r)?;
+    let row_ptr: CudaSlice<u8> = s.alloc_zeros((n as usize + 1) * if row64 { 8 } else { 4 }).map_err(e("alloc row pointers"))?;
+    let (n_areas, total, row64_u) = (r.areas.len() as u32, r.synapses, row64 as u32);
+    let cfg = LaunchConfig { grid_dim: (rules.sm * 8, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: writes n + 1 row pointers of the width allocated; reads the areas uploaded.
-    unsafe { s.launch_builder(&k.materialize_rows).arg(&areas).arg(&n_areas).arg(&n).arg(&total).arg(&row_ptr).arg(&row64_u).launch(cfg) }
-        .map_err(e("launching materialize_rows"))?;
-    if r.synapses > 0 {
-        let pow2 = r.longest.next_power_of_two();
-        let shared = 4 * pow2 * 8;
-        if shared > 48 << 10 {
-            k.materialize
-                .set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
-                .map_err(e("shared memory for materialize"))?;
-        }
-        let cfg = LaunchConfig { grid_dim: (sm * 16, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: shared };
-        let bar = crate::progress::Progress::new("building the connectome on the GPU", "slices", SLICES as u64, progress);
-        let slice = n.div_ceil(SLICES);
-        for lo in (0..n).step_by(slice.max(1) as usize) {
-            let hi = (lo + slice).min(n);
-            // SAFETY: each row is written at its own offset within `targets`/`codes` (sized to the
-            // recipe's synapse count); the maps, codes and areas are the recipe's, uploaded above.
-            unsafe {
-                s.launch_builder(&k.materialize)
-                    .arg(&maps)
-                    .arg(&map_code)
-                    .arg(&areas)
-                    .arg(&n_areas)
-                    .arg(&lo)
-                    .arg(&hi)
-                    .arg(&pow2)
-                    .arg(&targets)
-                    .arg(&codes)
-                    .launch(cfg)
-            }
-            .map_err(e("launching materialize"))?;
-            s.synchronize().map_err(e("building the connectome on the GPU"))?;
-            bar.inc(1);
-        }
-        bar.finish();
+    unsafe {
+        s.launch_builder(&rules.k.materialize_rows)
+            .arg(&rules.areas)
+            .arg(&n_areas)
+            .arg(&n)
+            .arg(&total)
+            .arg(&row_ptr)
+            .arg(&row64_u)
+            .launch(cfg)
     }
-    s.synchronize().map_err(e("building the connectome on the GPU"))?;
-    Ok(Built { row_ptr, targets, codes })
+    .map_err(e("launching materialize_rows"))?;
+    rules.draw_rows(s, r, n, 0..n, row_ptr, r.synapses, progress)
 }
 
 /// One GPU's part of a brain built on several GPUs (the synapses onto its neurons `range`, rows
 /// for every source): the row pointers, counted on the GPU before the rows are drawn again into
-/// them (`kernels/build.cu`, `part_count`, `scan_tiles`, `scan_write`, `part_rows`).
+/// them (`kernels/build.cu`, `part_count`, `scan_tiles`, `scan_write`, `materialize`).
 pub(super) struct PartRows {
     pub range: std::ops::Range<u32>,
     /// u32, or u64 from u32::MAX synapses on (as [`super::MemoryPlan`] sizes them).
@@ -173,13 +225,8 @@ const SCAN_TILE: u32 = 4096;
 /// The row pointers of the part of `r`'s brain (`n` neurons) onto `range`.
 pub(super) fn count_part(s: &Arc<CudaStream>, r: &Recipe, n: u32, range: std::ops::Range<u32>) -> Result<PartRows, BackendError> {
     let e = |w: &'static str| dev_err(w);
-    let ctx = s.context();
-    let k = Kernels::load(ctx, Variant { wide_acc: false, row64: false, code32: false }).map_err(BackendError::Device)?;
-    let maps = s.clone_htod(as_bytes::<ProcMap>(&r.maps)).map_err(e("uploading the rules"))?;
-    let areas = s.clone_htod(&r.areas).map_err(e("uploading the rules"))?;
+    let Rules { k, maps, areas, sm } = Rules::upload(s, r)?;
     let counts: CudaSlice<u32> = s.alloc_zeros(n.max(1) as usize).map_err(e("alloc row counts"))?;
-    let sm =
-        ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
     let (n_areas, src_lo, lo, hi) = (r.areas.len() as u32, 0u32, range.start, range.end);
     let cfg = LaunchConfig { grid_dim: (sm * 16, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: writes one count per source 0..n (allocated); reads the rules uploaded above.
@@ -217,57 +264,7 @@ pub(super) fn count_part(s: &Arc<CudaStream>, r: &Recipe, n: u32, range: std::op
 
 /// Draw the rows of `part` (counted by [`count_part`]) into targets and codes.
 pub(super) fn materialize_part(s: &Arc<CudaStream>, r: &Recipe, n: u32, part: PartRows, progress: bool) -> Result<Built, BackendError> {
-    let e = |w: &'static str| dev_err(w);
-    let ctx = s.context();
-    let k = Kernels::load(ctx, Variant { wide_acc: false, row64: false, code32: false }).map_err(BackendError::Device)?;
-    let maps = s.clone_htod(as_bytes::<ProcMap>(&r.maps)).map_err(e("uploading the rules"))?;
-    let areas = s.clone_htod(&r.areas).map_err(e("uploading the rules"))?;
-    let map_code = s.clone_htod(&r.map_code).map_err(e("uploading the rules"))?;
-    let targets: CudaSlice<u32> = s.alloc_zeros(part.synapses.max(1) as usize).map_err(e("alloc synapse targets"))?;
-    let codes: CudaSlice<u8> = s.alloc_zeros(part.synapses.max(2) as usize * 2).map_err(e("alloc codes"))?;
-    if part.synapses > 0 {
-        let sm = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))?
-            as u32;
-        let pow2 = r.longest.next_power_of_two();
-        let shared = 4 * pow2 * 8;
-        if shared > 48 << 10 {
-            k.part_rows
-                .set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
-                .map_err(e("shared memory for part_rows"))?;
-        }
-        let cfg = LaunchConfig { grid_dim: (sm * 16, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: shared };
-        let (n_areas, lo, hi, row64) = (r.areas.len() as u32, part.range.start, part.range.end, (part.synapses >= u32::MAX as u64) as u32);
-        let bar = crate::progress::Progress::new("building this GPU's part of the connectome", "slices", SLICES as u64, progress);
-        let slice = n.div_ceil(SLICES);
-        for src_lo in (0..n).step_by(slice.max(1) as usize) {
-            let src_hi = (src_lo + slice).min(n);
-            // SAFETY: each row is written from its own row pointer, within `targets`/`codes` (sized
-            // to the part's count); the rules are the recipe's, uploaded above.
-            unsafe {
-                s.launch_builder(&k.part_rows)
-                    .arg(&maps)
-                    .arg(&map_code)
-                    .arg(&areas)
-                    .arg(&n_areas)
-                    .arg(&src_lo)
-                    .arg(&src_hi)
-                    .arg(&pow2)
-                    .arg(&lo)
-                    .arg(&hi)
-                    .arg(&part.row_ptr)
-                    .arg(&row64)
-                    .arg(&targets)
-                    .arg(&codes)
-                    .launch(cfg)
-            }
-            .map_err(e("launching part_rows"))?;
-            s.synchronize().map_err(e("building the connectome on the GPU"))?;
-            bar.inc(1);
-        }
-        bar.finish();
-    }
-    s.synchronize().map_err(e("building the connectome on the GPU"))?;
-    Ok(Built { row_ptr: part.row_ptr, targets, codes })
+    Rules::upload(s, r)?.draw_rows(s, r, n, part.range, part.row_ptr, part.synapses, progress)
 }
 
 /// Stored synapses as read back: row pointers, targets, codes.

@@ -119,7 +119,6 @@ pub struct Kernels {
     pub part_count: CudaFunction,
     pub scan_tiles: CudaFunction,
     pub scan_write: CudaFunction,
-    pub part_rows: CudaFunction,
     /// A large brain's procedural synapses, sorted by target and summed in shared memory
     /// (`kernels/procbin.cu`); split and sum for [16-bit, 32-bit] sub-bin entries.
     /// [every draw a synapse, draws kept at random]
@@ -167,7 +166,6 @@ impl Kernels {
             part_count: f("part_count".into())?,
             scan_tiles: f("scan_tiles".into())?,
             scan_write: f("scan_write".into())?,
-            part_rows: f("part_rows".into())?,
             proc_bin: [f("proc_bin_n64".into())?, f("proc_bin_keep_n64".into())?],
             proc_split: [f("proc_split_n64_s16".into())?, f("proc_split_n64_s32".into())?],
             proc_sum: [f("proc_sum_n64_s16".into())?, f("proc_sum_n64_s32".into())?],
