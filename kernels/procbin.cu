@@ -101,7 +101,8 @@ __device__ void proc_bin_impl(const Net& net, const Side& rd, u32* bins, u64* co
                 const u32 t = d - net.base;
                 const u32 p = k < n_mine && (!KEEP || d != ~0u) && t < net.n ? t >> bits : DROP;
                 ent[k] = (t & tmask) | hi;
-                rk[k] = atomicAdd(hist + p, 1u) | (p << 16);
+                // (a draw that is no synapse here takes no count: on four GPUs three of four are)
+                rk[k] = p == DROP ? DROP << 16 : atomicAdd(hist + p, 1u) | (p << 16);
                 y += dy;
             }
         } else {

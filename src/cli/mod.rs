@@ -55,6 +55,9 @@ pub enum Command {
     BenchLoop(bench_loop::BenchLoopArgs),
     /// Time W(N, K, rho) in one process and over 2 and 4 shard processes (loopback, namespaces).
     BenchCluster(bench_cluster::BenchClusterArgs),
+    /// One side of bench-cluster's link probe (started by bench-cluster).
+    #[command(hide = true)]
+    BenchLink(bench_cluster::BenchLinkArgs),
     /// Compile the CUDA kernels with NVRTC for a GPU architecture (no GPU needed): checks the
     /// NVRTC install and fills the PTX cache that start-up reads.
     Kernels(kernels::KernelsArgs),
@@ -188,6 +191,7 @@ pub fn main(cli: Cli) -> anyhow::Result<()> {
         Command::Node(a) => node::main(a),
         Command::Shard(a) => shard::main(a),
         Command::BenchCluster(a) => bench_cluster::main(a),
+        Command::BenchLink(a) => bench_cluster::link_main(a),
         Command::BenchLoop(a) => bench_loop::main(a),
         Command::Kernels(a) => kernels::main(a),
     }

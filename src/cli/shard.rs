@@ -224,6 +224,7 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         "compute_p99_us": percentile(&c, 0.99),
         "wait_p50_us": percentile(&w, 0.5),
         "wait_p99_us": percentile(&w, 0.99),
+        "sent_bytes_per_burst": if report.sent_bytes.is_empty() { 0.0 } else { report.sent_bytes.iter().sum::<u64>() as f64 / report.sent_bytes.len() as f64 },
         "threads": rayon::current_num_threads(),
         "io": report.io,
     });

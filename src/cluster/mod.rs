@@ -51,6 +51,7 @@ pub mod live_io;
 pub mod netns;
 mod options;
 mod outbox;
+pub mod probe;
 pub mod record;
 mod run;
 pub mod wire;

@@ -72,6 +72,9 @@ pub struct Report {
     pub compute_us: Vec<f64>,
     /// Per timed burst: time waiting for the peers' spikes (and the input).
     pub wait_us: Vec<f64>,
+    /// Per timed burst: payload bytes this shard put on its links (its spikes, once per peer;
+    /// on the io shard also the peers' input).
+    pub sent_bytes: Vec<u64>,
     /// What the io shard's input and output did (null elsewhere).
     pub io: serde_json::Value,
 }

@@ -63,6 +63,8 @@ struct Shard {
     whole: Vec<u32>,
     input: Vec<Injection>,
     input_cols: Injections,
+    /// Payload bytes put on the links since the last burst's fired list (each peer's copy).
+    bytes_out: u64,
     injection: Vec<Injection>,
     /// What this shard sent lately, to send again while a peer's message is overdue.
     sent: Outbox,
@@ -191,6 +193,7 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         period_us: vec![],
         compute_us: vec![],
         wait_us: vec![],
+        sent_bytes: vec![],
         io: serde_json::Value::Null,
     };
     let mut shard = Shard {
@@ -213,6 +216,7 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         whole: Vec::new(),
         input: Vec::new(),
         input_cols: Injections::new(),
+        bytes_out: 0,
         injection: Vec::new(),
         sent: Outbox::new(n),
         record,
@@ -359,10 +363,11 @@ impl Shard {
         Ok(())
     }
 
-    fn publish_spikes(&mut self, b: u64) -> Result<(), ClusterError> {
+    fn publish_spikes(&mut self, b: u64, members: u64) -> Result<(), ClusterError> {
         let (key, buf) = &mut self.sent.spikes[(b % 2) as usize];
         wire::encode_spikes(buf, self.me, self.epoch, b, &self.own);
         self.keys.data(Topic::Spikes, b, self.me, key);
+        self.bytes_out += buf.len() as u64 * (members & !(1 << self.me)).count_ones() as u64;
         put(&self.session, key, buf)
     }
 
@@ -393,6 +398,7 @@ impl Shard {
                 let (key, buf) = &mut self.sent.inputs[k][(t % 2) as usize];
                 wire::encode_input(buf, k, self.epoch, t, share);
                 self.keys.data(Topic::Input, t, k, key);
+                self.bytes_out += buf.len() as u64;
                 put(&self.session, key, buf)?;
             }
         }
@@ -508,7 +514,7 @@ impl Shard {
         let mut b = c;
         let mut degraded_logged = false;
         loop {
-            self.publish_spikes(b)?;
+            self.publish_spikes(b, members)?;
             let more = b < last;
             if self.is_io() && more {
                 self.io_side.pace(b + 1);
@@ -574,6 +580,7 @@ impl Shard {
                 if let (Some(prev), true) = (prev_done, timed) {
                     self.report.period_us.push((done - prev).as_secs_f64() * 1e6);
                     self.report.wait_us.push((done - wait_start).as_secs_f64() * 1e6);
+                    self.report.sent_bytes.push(self.bytes_out);
                 }
                 self.write_record(b, members)?;
                 if self.is_io() {
@@ -581,6 +588,7 @@ impl Shard {
                 }
             }
             prev_done = Some(done);
+            self.bytes_out = 0;
             self.report.last_burst = b;
             let full = members == self.all();
             if !full && !degraded_logged {

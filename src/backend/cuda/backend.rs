@@ -6,10 +6,13 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaContext, CudaGraph, CudaSlice, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 
-use super::device_connectome::{needs_wide, upload, whole, GpuShard, Placement, Resources};
+use super::device_connectome::{needs_wide, upload, whole, GpuShard, Placement};
 use super::exchange::Exchange;
+pub(crate) use super::gpu_state::{Early, GpuState, Multi};
+use super::host_io::{HostIo, Trace};
+pub(crate) use super::launch::{Launch, Path};
 use super::layout::{dev_err, dptr, Net, BLOCK, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER};
 use super::learn::Learning;
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
@@ -25,141 +28,19 @@ use crate::model::{InjectionSlice, Injections, NeuronState};
 /// its own, and a sixteenth of the neurons.
 const LEND_IDS_MIN: usize = 1 << 16;
 
-/// How the bursts run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Path {
-    /// One GPU: the resident kernel (with the early step).
-    Resident,
-    /// One GPU without cooperative launch: CUDA graphs of the phase kernels.
-    Graphs,
-    /// One GPU of several, driven by the host: graphs that gather every GPU's fired list first
-    /// (a brain whose procedural synapses are binned or drawn row by row, as on one GPU, and a GPU
-    /// of a brain spread over processes, whose spikes the host brings).
-    Shard,
-    /// One GPU of several in the resident kernel: the GPUs exchange every burst's fired lists
-    /// themselves (`exchange.rs`); the host only hands in the input and takes the output.
-    Linked,
-}
-
-impl Path {
-    /// The resident kernel runs the bursts (with the early step).
-    pub(crate) fn resident(self) -> bool {
-        matches!(self, Path::Resident | Path::Linked)
-    }
-
-    /// One GPU of several.
-    pub(crate) fn sharded(self) -> bool {
-        matches!(self, Path::Shard | Path::Linked)
-    }
-}
-
-/// The early step (the resident kernel). Whether a neuron fires depends on the sensory injection
-/// only when it is injected: right after the propagation, `prestep` steps every neuron with its
-/// synaptic input alone, from state buffer r into the other one (bursts reading side r), before
-/// the host has the injection; the burst then only injects and runs `fix`, which steps the
-/// injected neurons again from buffer r with their whole input and mends the fired list and the
-/// read-back. The burst's latency no longer includes the step over every neuron.
-pub(super) struct Early {
-    /// The second state buffer (`v`, `rcc` are the first).
-    pub v: CudaSlice<i64>,
-    pub rcc: CudaSlice<u32>,
-    /// One bit per neuron: fired in `prestep`.
-    _spec: CudaSlice<u32>,
-    /// Of each neuron `prestep` fired: fired slot | read-back slot << 32.
-    _where: CudaSlice<u64>,
-}
-
-/// One GPU of several: the gathered fired list of the whole brain and where the GPUs' own lists lie.
-pub(super) struct Multi {
-    pub fired: CudaSlice<u32>,
-    pub offs: CudaSlice<u64>,
-    /// `Peer` tables, one per side (the side every GPU's last burst wrote).
-    pub peers: [CudaSlice<u8>; 2],
-    pub n_peers: u32,
-}
-
-/// The CUDA backend.
+/// The CUDA backend: one GPU's part of a brain. What it holds is split by who uses it: the
+/// brain's device state ([`GpuState`]), the host's side of a burst ([`HostIo`]: the injection
+/// going up, the read-back coming down) and how the bursts are launched ([`Launch`]: resident
+/// kernel or graphs). `staging.rs` writes an input and reads an output, `resident.rs` and
+/// `graphs.rs` launch, `state.rs` snapshots and restores the state.
 pub struct CudaBackend {
     pub(super) ctx: Arc<CudaContext>,
     pub(super) stream: Arc<CudaStream>,
-    pub(super) kernels: Kernels,
-    pub(super) path: Path,
-    // device state
-    pub(super) v: CudaSlice<i64>,
-    pub(super) rcc: CudaSlice<u32>,
-    /// The accumulators of the bursts reading side 0 and side 1 (each propagation runs ahead into
-    /// its own).
-    pub(super) acc: [CudaSlice<i64>; 2],
-    pub(super) inj: CudaSlice<u64>,
-    pub(super) inj_mask: CudaSlice<u32>,
-    pub(super) fired: [CudaSlice<u32>; 2],
-    pub(super) offs: [CudaSlice<u64>; 2],
-    pub(super) misc: CudaSlice<u64>,
-    pub(super) res: Resources,
-    /// Rows of the row pointer (neurons of the whole brain + 1).
-    pub(super) rows: usize,
-    /// Some: one GPU of several, connected.
-    pub(super) multi: Option<Multi>,
-    /// Some: the early step (the resident kernel).
-    pub(super) early: Option<Early>,
-    // host side
-    pub(super) host_in: Pinned,
-    /// Device copy of the injection (the GPU reading mapped host memory block by block is slow).
-    pub(super) dev_in: CudaSlice<u8>,
-    pub(super) host_out: Pinned,
-    pub(super) out_cap: usize,
-    pub(super) net: Net,
-    /// Graph paths: the burst graph (inject, step) of the bursts reading side 0 and side 1.
-    pub(super) graphs: Vec<CudaGraph>,
-    /// Graph paths: the propagation (gathering first on one GPU of several) of side 0 and side 1.
-    pub(super) pre: Vec<CudaGraph>,
-    /// The propagation (and early step) of the side the next burst reads has been launched.
-    pub(super) pre_pending: bool,
-    /// Blocks of `inject`.
-    pub(super) inj_grid: u32,
-    pub(super) prop_grid: u32,
-    /// Side (fired list) the next burst reads.
-    pub(super) cur: usize,
-    pub(super) burst: u64,
-    /// This GPU's neurons: `base..base + neurons`.
-    pub(super) neurons: u32,
-    pub(super) base: u32,
-    pub(super) count_shift: u32,
-    pub(super) out_ids: Vec<u32>,
-    pub(super) out_v: Vec<i64>,
-    pub(super) scratch_v: Vec<i64>,
-    pub(super) keys: Vec<u64>,
-    /// The read-back entries of a burst, copied out of the mapped buffer.
-    pub(super) rb_raw: Vec<u64>,
+    pub(super) state: GpuState,
+    pub(super) io: HostIo,
+    pub(super) launch: Launch,
     info: BackendInfo,
     plan: MemoryPlan,
-    wide_acc: bool,
-    pub(super) trace: Option<Trace>,
-    /// Some: one GPU of several in the resident kernel ([`Path::Linked`]).
-    pub(super) exchange: Option<Exchange>,
-    /// Some: the resident kernel runs the bursts ([`Path::Resident`], [`Path::Linked`]).
-    pub(super) resident: Option<Resident>,
-    /// Some: the brain learns (`learn.rs`).
-    pub(super) learning: Option<Learning>,
-    /// Some: a large brain's procedural synapses are binned (`procbin.rs`).
-    pub(super) proc_bins: Option<ProcBins>,
-    /// Some: each burst's device time is measured (`graphs.rs`).
-    pub(super) timing: Option<super::graphs::Timing>,
-    /// Multiprocessors of the device.
-    pub(super) sm: u32,
-}
-
-/// Where the host's time of a burst goes (NEUROBURST_CUDA_TRACE=1), summed until reported.
-#[derive(Debug, Default)]
-pub(super) struct Trace {
-    pub bursts: u64,
-    pub write_s: f64,
-    pub launch_s: f64,
-    pub wait_s: f64,
-    pub post_s: f64,
-    /// The part of `post_s` that reads the output (before sorting it).
-    pub read_s: f64,
-    pub spins: u64,
 }
 
 // SAFETY: the raw pointers (pinned buffers, graphs) belong to this backend alone; every call binds
@@ -445,61 +326,66 @@ impl CudaBackend {
         let mut b = CudaBackend {
             ctx,
             stream,
-            kernels,
-            path,
-            v,
-            rcc,
-            acc,
-            inj,
-            inj_mask,
-            fired,
-            offs,
-            misc,
-            res,
-            rows,
-            multi: None,
-            early,
-            host_in,
-            dev_in,
-            host_out,
-            out_cap,
-            net,
-            graphs: Vec::new(),
-            pre: Vec::new(),
-            pre_pending: false,
-            inj_grid: n.div_ceil(BLOCK * 16).clamp(1, sm * 2),
-            prop_grid: sm * 8,
-            cur: 0,
-            burst: 0,
-            neurons: n,
-            base,
-            count_shift,
-            out_ids: Vec::new(),
-            out_v: Vec::new(),
-            scratch_v: Vec::new(),
-            keys: Vec::new(),
-            rb_raw: Vec::new(),
+            state: GpuState {
+                v,
+                rcc,
+                acc,
+                inj,
+                inj_mask,
+                fired,
+                offs,
+                misc,
+                res,
+                rows,
+                multi: None,
+                early,
+                learning,
+                proc_bins,
+                net,
+                neurons: n,
+                base,
+                count_shift,
+                wide_acc,
+            },
+            io: HostIo {
+                host_in,
+                dev_in,
+                host_out,
+                out_cap,
+                out_ids: Vec::new(),
+                out_v: Vec::new(),
+                order: Default::default(),
+                rb_raw: Vec::new(),
+                trace,
+            },
+            launch: Launch {
+                kernels,
+                path,
+                graphs: Vec::new(),
+                pre: Vec::new(),
+                pre_pending: false,
+                inj_grid: n.div_ceil(BLOCK * 16).clamp(1, sm * 2),
+                prop_grid: sm * 8,
+                cur: 0,
+                burst: 0,
+                resident,
+                exchange,
+                timing: None,
+                sm,
+            },
             info,
             plan,
-            wide_acc,
-            trace,
-            resident,
-            exchange,
-            learning,
-            proc_bins,
-            timing: None,
-            sm,
         };
         if path == Path::Graphs {
             b.capture_graphs()?;
         }
-        tracing::debug!(wide_acc = b.wide_acc, ?path, "CUDA backend ready");
+        tracing::debug!(wide_acc = b.state.wide_acc, ?path, "CUDA backend ready");
         Ok(b)
     }
 
     /// Stop the resident kernel, if it runs (before anything reads or replaces device state).
     pub(super) fn park(&mut self) -> Result<(), BackendError> {
-        match &mut self.resident {
+        match &mut self.launch.resident {
             Some(r) => {
                 self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
                 r.park()
@@ -514,7 +400,7 @@ impl CudaBackend {
 
     /// Mean host time per burst of each phase, when NEUROBURST_CUDA_TRACE=1 (and resets the sums).
     pub fn trace_summary(&mut self) -> Option<String> {
-        let tr = std::mem::take(self.trace.as_mut()?);
+        let tr = std::mem::take(self.io.trace.as_mut()?);
         let n = tr.bursts.max(1) as f64;
         Some(format!(
             "per burst: write {:.1} us, launch {:.1} us, wait {:.1} us, post {:.1} us (read {:.1}), spins {:.0}",
@@ -529,19 +415,19 @@ impl CudaBackend {
 
     /// Whether the synaptic accumulators are 64-bit (the brain's input bound exceeds i32).
     pub fn wide_accumulators(&self) -> bool {
-        self.wide_acc
+        self.state.wide_acc
     }
 
     /// Neurons of the whole brain.
     pub(super) fn n_total(&self) -> u32 {
-        (self.rows - 1) as u32
+        (self.state.rows - 1) as u32
     }
 }
 
 impl Backend for CudaBackend {
     fn info(&self) -> BackendInfo {
         let mut info = self.info.clone();
-        match self.path {
+        match self.launch.path {
             Path::Resident => info.device += ", resident kernel",
             Path::Graphs => info.device += ", graphs",
             Path::Shard | Path::Linked => {}
@@ -552,7 +438,7 @@ impl Backend for CudaBackend {
     fn burst(&mut self, input: InjectionSlice<'_>) -> Result<BurstOutput<'_>, BackendError> {
         let staged = self.stage(input)?;
         if !staged.in_range {
-            return Err(out_of_range(input, self.base..self.base + self.neurons));
+            return Err(out_of_range(input, self.state.base..self.state.base + self.state.neurons));
         }
         self.launch(staged)
     }
@@ -576,8 +462,8 @@ impl Backend for CudaBackend {
     /// The resident kernel reads large id columns where the caller wrote them: page-lock the
     /// input's id column.
     fn prepare_input(&mut self, input: &mut Injections) {
-        let Some(r) = &self.resident else { return };
-        let ids = LEND_IDS_MIN.max(self.neurons as usize / 16);
+        let Some(r) = &self.launch.resident else { return };
+        let ids = LEND_IDS_MIN.max(self.state.neurons as usize / 16);
         let (stream, parker) = (self.stream.clone(), r.parker());
         // locking host pages waits for an idle device (and unlocking, should the column move)
         if let Err(e) = self.park() {
@@ -590,7 +476,7 @@ impl Backend for CudaBackend {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
-        if !self.path.sharded() {
+        if !self.launch.path.sharded() {
             if let Some(s) = self.trace_summary() {
                 eprintln!("cuda trace: {s}");
             }

@@ -276,16 +276,16 @@ impl super::CudaBackend {
     pub fn stored_rows(&self) -> Result<Rows, BackendError> {
         let s = &self.stream;
         let e = |w: &'static str| dev_err(w);
-        let raw = s.clone_dtoh(&self.res.row_ptr).map_err(e("reading row pointers"))?;
+        let raw = s.clone_dtoh(&self.state.res.row_ptr).map_err(e("reading row pointers"))?;
         let row_ptr: Vec<u64> = if self.plan().row_ptr_bytes == 8 {
             raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
         } else {
             raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as u64).collect()
         };
         let synapses = row_ptr.last().copied().unwrap_or(0) as usize;
-        let mut targets = s.clone_dtoh(&self.res.targets).map_err(e("reading targets"))?;
+        let mut targets = s.clone_dtoh(&self.state.res.targets).map_err(e("reading targets"))?;
         targets.truncate(synapses);
-        let raw = s.clone_dtoh(&self.res.codes).map_err(e("reading codes"))?;
+        let raw = s.clone_dtoh(&self.state.res.codes).map_err(e("reading codes"))?;
         let codes: Vec<u32> = if self.plan().code_bytes == 4 {
             raw.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
         } else {

@@ -165,3 +165,13 @@ impl ShardEngine for CudaShardEngine {
         Ok(())
     }
 }
+
+impl Drop for CudaShardEngine {
+    fn drop(&mut self) {
+        for g in &mut self.gpus {
+            if let Some(s) = g.backend.trace_summary() {
+                tracing::warn!("GPU shard part {:?} ({}): {s}", g.range, g.backend.info().device);
+            }
+        }
+    }
+}

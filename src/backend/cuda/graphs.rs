@@ -26,7 +26,7 @@ pub(crate) struct Timing {
 impl CudaBackend {
     /// Time each burst from now on, where the bursts run on graphs on one GPU.
     pub(super) fn start_timing(&mut self) -> bool {
-        if self.path != super::backend::Path::Graphs || self.multi.is_some() {
+        if self.launch.path != super::backend::Path::Graphs || self.state.multi.is_some() {
             return false;
         }
         let events = || -> Result<Timing, cudarc::driver::DriverError> {
@@ -34,15 +34,15 @@ impl CudaBackend {
             Ok(Timing { pre: [(ev()?, ev()?), (ev()?, ev()?)], burst: (ev()?, ev()?), side: None })
         };
         match events() {
-            Ok(t) => self.timing = Some(t),
+            Ok(t) => self.launch.timing = Some(t),
             Err(e) => tracing::warn!("CUDA: no events to time the bursts: {e}"),
         }
-        self.timing.is_some()
+        self.launch.timing.is_some()
     }
 
     /// The last burst's device time: its propagation's and its burst graph's, in microseconds.
     pub(super) fn timed_us(&self) -> Option<f64> {
-        let t = self.timing.as_ref()?;
+        let t = self.launch.timing.as_ref()?;
         let (a, b) = &t.pre[t.side?];
         let ms = a.elapsed_ms(b).ok()? + t.burst.0.elapsed_ms(&t.burst.1).ok()?;
         Some(ms as f64 * 1e3)
@@ -51,17 +51,17 @@ impl CudaBackend {
     /// The fired list (and its counter) of side `i`.
     pub(super) fn side(&self, i: usize) -> Side {
         Side {
-            fired: dptr(&self.fired[i], &self.stream),
-            offs: dptr(&self.offs[i], &self.stream),
-            counter: dptr(&self.misc, &self.stream) + 8 * (M_COUNTER + i) as u64,
+            fired: dptr(&self.state.fired[i], &self.stream),
+            offs: dptr(&self.state.offs[i], &self.stream),
+            counter: dptr(&self.state.misc, &self.stream) + 8 * (M_COUNTER + i) as u64,
         }
     }
 
     pub(super) fn gathered_side(&self) -> Option<Side> {
-        self.multi.as_ref().map(|m| Side {
+        self.state.multi.as_ref().map(|m| Side {
             fired: dptr(&m.fired, &self.stream),
             offs: dptr(&m.offs, &self.stream),
-            counter: dptr(&self.misc, &self.stream) + 8 * M_GATHER as u64,
+            counter: dptr(&self.state.misc, &self.stream) + 8 * M_GATHER as u64,
         })
     }
 
@@ -69,26 +69,26 @@ impl CudaBackend {
     /// propagation fills and `step` leaves alone; with the early step, bursts reading side r step
     /// from state buffer r into the other.
     pub(super) fn net_for(&self, r: usize) -> Net {
-        let mut net = self.net;
+        let mut net = self.state.net;
         let s = &self.stream;
-        net.acc = dptr(&self.acc[r], s);
+        net.acc = dptr(&self.state.acc[r], s);
         net.acc_keep = 1;
-        if let Some(x) = &self.early {
-            let (a, b) = ((dptr(&self.v, s), dptr(&self.rcc, s)), (dptr(&x.v, s), dptr(&x.rcc, s)));
+        if let Some(x) = &self.state.early {
+            let (a, b) = ((dptr(&self.state.v, s), dptr(&self.state.rcc, s)), (dptr(&x.v, s), dptr(&x.rcc, s)));
             let ((v, rcc), (v_out, rcc_out)) = if r == 0 { (a, b) } else { (b, a) };
             (net.v, net.rcc, net.v_out, net.rcc_out) = (v, rcc, v_out, rcc_out);
             // `prestep` clears the other side's accumulator (no clear before each propagation)
-            net.acc_other = dptr(&self.acc[1 - r], s);
+            net.acc_other = dptr(&self.state.acc[1 - r], s);
         }
         net
     }
 
     pub(super) fn step_cfg(&self) -> LaunchConfig {
-        LaunchConfig { grid_dim: (self.neurons.div_ceil(BLOCK * STEP_ITEMS), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+        LaunchConfig { grid_dim: (self.state.neurons.div_ceil(BLOCK * STEP_ITEMS), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
     }
 
     fn prop_cfg(&self) -> LaunchConfig {
-        LaunchConfig { grid_dim: (self.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+        LaunchConfig { grid_dim: (self.launch.prop_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
     }
 
     /// Launch (or record, into a capture under way) what runs ahead of the bursts reading side
@@ -99,7 +99,7 @@ impl CudaBackend {
     pub(super) fn run_ahead(&self, r: usize) -> Result<(), BackendError> {
         let s = &self.stream;
         let net = self.net_for(r);
-        let rd = match (&self.multi, self.gathered_side()) {
+        let rd = match (&self.state.multi, self.gathered_side()) {
             (Some(m), Some(g)) => {
                 // SAFETY: zeroes the gathered counter (one u64 in `misc`, owned by self) on our stream.
                 unsafe { sys::cuMemsetD32Async(g.counter, 0, 2, s.cu_stream()) }.result().map_err(dev_err("capturing a clear"))?;
@@ -107,21 +107,23 @@ impl CudaBackend {
                 // SAFETY: reads the peer table (n_peers entries, uploaded in `connect`) and the lists it
                 // names (every GPU's own fired list of the last burst, peer access enabled), writes at
                 // most N slots of the gathered list and the chunk index (sized for this part's synapses).
-                unsafe { s.launch_builder(&self.kernels.gather).arg(&net).arg(&g).arg(&peers).arg(&m.n_peers).launch(self.prop_cfg()) }
-                    .map_err(dev_err("capturing gather"))?;
+                unsafe {
+                    s.launch_builder(&self.launch.kernels.gather).arg(&net).arg(&g).arg(&peers).arg(&m.n_peers).launch(self.prop_cfg())
+                }
+                .map_err(dev_err("capturing gather"))?;
                 g
             }
             _ => self.side(r),
         };
-        if let Some(l) = &self.learning {
+        if let Some(l) = &self.state.learning {
             // learning from the list, before it is propagated
-            l.launch(s, &self.kernels, &net, &rd, self.sm)?;
+            l.launch(s, &self.launch.kernels, &net, &rd, self.launch.sm)?;
         }
-        if let Some(b) = &self.proc_bins {
+        if let Some(b) = &self.state.proc_bins {
             // first: its sums are written to every neuron, so no clear before
-            b.launch(s, &self.kernels, &net, &rd, self.sm)?;
-        } else if self.early.is_none() {
-            let words = if self.wide_accumulators() { 2 } else { 1 } * self.neurons as usize;
+            b.launch(s, &self.launch.kernels, &net, &rd, self.launch.sm)?;
+        } else if self.state.early.is_none() {
+            let words = if self.wide_accumulators() { 2 } else { 1 } * self.state.neurons as usize;
             // SAFETY: clears this side's accumulator (N i32 or i64, allocated in `build`).
             unsafe { sys::cuMemsetD32Async(net.acc, 0, words, s.cu_stream()) }
                 .result()
@@ -130,20 +132,20 @@ impl CudaBackend {
         // SAFETY: every pointer in `net` and `rd` points into buffers owned by `self` that outlive
         // the graphs (rebuilt whenever a buffer is replaced); the kernel indexes them within the
         // sizes allocated in `build` (N fired slots, the chunk index, the synapse count).
-        unsafe { s.launch_builder(&self.kernels.propagate).arg(&net).arg(&rd).launch(self.prop_cfg()) }
+        unsafe { s.launch_builder(&self.launch.kernels.propagate).arg(&net).arg(&rd).launch(self.prop_cfg()) }
             .map_err(dev_err("capturing propagate"))?;
         if net.n_row_areas > 0 {
             // SAFETY: as propagate's; it reads the flat rows (uploaded in `upload`, n_row_areas
             // areas) and adds into this side's accumulator at targets within this GPU's neurons.
-            unsafe { s.launch_builder(&self.kernels.proc_rows).arg(&net).arg(&rd).launch(self.prop_cfg()) }
+            unsafe { s.launch_builder(&self.launch.kernels.proc_rows).arg(&net).arg(&rd).launch(self.prop_cfg()) }
                 .map_err(dev_err("capturing proc_rows"))?;
         }
-        if self.early.is_some() {
+        if self.state.early.is_some() {
             let wr = self.side(1 - r);
             // SAFETY: as above; `prestep` reads N neurons' state from buffer r and writes it into
             // the other buffer, the early fired bits and slots (N neurons), the fired list `wr`
             // and the read-back area of the burst's parity (out_cap entries).
-            unsafe { s.launch_builder(&self.kernels.prestep).arg(&net).arg(&wr).launch(self.step_cfg()) }
+            unsafe { s.launch_builder(&self.launch.kernels.prestep).arg(&net).arg(&wr).launch(self.step_cfg()) }
                 .map_err(dev_err("launching prestep"))?;
         }
         Ok(())
@@ -167,12 +169,13 @@ impl CudaBackend {
     /// before), then `step`, which writes side 1 - r and the output.
     fn record_burst(&self, r: usize) -> Result<(), BackendError> {
         let (net, wr, s) = (self.net_for(r), self.side(1 - r), &self.stream);
-        let inj_cfg = LaunchConfig { grid_dim: (self.inj_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let inj_cfg = LaunchConfig { grid_dim: (self.launch.inj_grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         // SAFETY: as in `run_ahead`; `inject` reads the injection (header + entries, within the
         // device buffer's capacity) and writes `inj`, `inj_mask` (N neurons) and the counters.
-        unsafe { s.launch_builder(&self.kernels.inject).arg(&net).arg(&wr).launch(inj_cfg) }.map_err(dev_err("capturing inject"))?;
+        unsafe { s.launch_builder(&self.launch.kernels.inject).arg(&net).arg(&wr).launch(inj_cfg) }.map_err(dev_err("capturing inject"))?;
         // SAFETY: as above; `step` writes N neurons' state, the fired list `wr` and the output.
-        unsafe { s.launch_builder(&self.kernels.step).arg(&net).arg(&wr).launch(self.step_cfg()) }.map_err(dev_err("capturing step"))?;
+        unsafe { s.launch_builder(&self.launch.kernels.step).arg(&net).arg(&wr).launch(self.step_cfg()) }
+            .map_err(dev_err("capturing step"))?;
         Ok(())
     }
 
@@ -185,23 +188,23 @@ impl CudaBackend {
             graphs.push(self.capture("burst", || self.record_burst(r))?);
             pre.push(self.capture("propagation", || self.run_ahead(r))?);
         }
-        (self.graphs, self.pre) = (graphs, pre);
+        (self.launch.graphs, self.launch.pre) = (graphs, pre);
         Ok(())
     }
 
     /// Launch the propagation for the next burst unless it is already queued. One GPU of several
     /// calls it once every GPU has finished its last burst (it gathers their fired lists).
     pub(crate) fn launch_pre(&mut self) -> Result<(), BackendError> {
-        if !self.pre_pending {
+        if !self.launch.pre_pending {
             self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
-            let timed = self.timing.as_ref().map(|t| &t.pre[self.cur]);
+            let timed = self.launch.timing.as_ref().map(|t| &t.pre[self.launch.cur]);
             timed.map(|e| e.0.record(&self.stream)).transpose().map_err(dev_err("recording an event"))?;
             // SAFETY: launches our own instantiated graph on our own stream.
-            unsafe { result::graph::launch(self.pre[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
+            unsafe { result::graph::launch(self.launch.pre[self.launch.cur].cu_graph_exec(), self.stream.cu_stream()) }
                 .map_err(dev_err("launching the propagate graph"))?;
             timed.map(|e| e.1.record(&self.stream)).transpose().map_err(dev_err("recording an event"))?;
-            self.pre_pending = true;
-            if let Some(l) = &mut self.learning {
+            self.launch.pre_pending = true;
+            if let Some(l) = &mut self.state.learning {
                 l.skip_pending = false;
             }
         }
@@ -212,28 +215,28 @@ impl CudaBackend {
     /// on one GPU, the next burst's propagation right after it.
     pub(super) fn launch_graphs(&mut self, in_bytes: usize) -> Result<(), BackendError> {
         self.launch_pre()?;
-        if let Some(t) = &mut self.timing {
-            t.side = Some(self.cur);
+        if let Some(t) = &mut self.launch.timing {
+            t.side = Some(self.launch.cur);
             t.burst.0.record(&self.stream).map_err(dev_err("recording an event"))?;
         }
         // SAFETY: copies `in_bytes` (<= both buffers' capacity) from our pinned buffer to our
         // device buffer on our stream; the host does not touch the pinned buffer until the burst
         // is done.
-        unsafe { sys::cuMemcpyHtoDAsync_v2(self.net.host_in, self.host_in.ptr() as *const _, in_bytes, self.stream.cu_stream()) }
+        unsafe { sys::cuMemcpyHtoDAsync_v2(self.state.net.host_in, self.io.host_in.ptr() as *const _, in_bytes, self.stream.cu_stream()) }
             .result()
             .map_err(dev_err("copying the injection"))?;
         // SAFETY: launches our own instantiated graph on our own stream.
-        unsafe { result::graph::launch(self.graphs[self.cur].cu_graph_exec(), self.stream.cu_stream()) }
+        unsafe { result::graph::launch(self.launch.graphs[self.launch.cur].cu_graph_exec(), self.stream.cu_stream()) }
             .map_err(dev_err("launching the burst graph"))?;
-        if let Some(t) = &self.timing {
+        if let Some(t) = &self.launch.timing {
             t.burst.1.record(&self.stream).map_err(dev_err("recording an event"))?;
         }
-        self.pre_pending = false;
-        if self.multi.is_none() {
+        self.launch.pre_pending = false;
+        if self.state.multi.is_none() {
             // the propagation of the list this burst writes (side 1 - cur), queued behind it
-            self.cur = 1 - self.cur;
+            self.launch.cur = 1 - self.launch.cur;
             let r = self.launch_pre();
-            self.cur = 1 - self.cur;
+            self.launch.cur = 1 - self.launch.cur;
             r?;
         }
         Ok(())

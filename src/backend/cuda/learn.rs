@@ -282,11 +282,11 @@ impl super::backend::CudaBackend {
     /// What this GPU's part learned (the device is idle); empty when the brain does not learn.
     pub(super) fn learned(&mut self) -> Result<crate::model::plasticity::Learned, BackendError> {
         // the learning from the last burst ran with the propagation launched after it
-        let ran_ahead = self.pre_pending;
-        match &mut self.learning {
+        let ran_ahead = self.launch.pre_pending;
+        match &mut self.state.learning {
             Some(l) => {
                 let ahead = ran_ahead || l.skip_pending;
-                let mut learned = l.snapshot(&self.stream, &self.res)?;
+                let mut learned = l.snapshot(&self.stream, &self.state.res)?;
                 learned.ahead = ahead;
                 Ok(learned)
             }
@@ -296,8 +296,8 @@ impl super::backend::CudaBackend {
 
     /// Take the whole brain's learned state (the device is idle).
     pub(super) fn restore_learned(&mut self, learned: &crate::model::plasticity::Learned, burst: u64) -> Result<(), BackendError> {
-        match &mut self.learning {
-            Some(l) => l.restore(&self.stream, &mut self.res, learned, burst),
+        match &mut self.state.learning {
+            Some(l) => l.restore(&self.stream, &mut self.state.res, learned, burst),
             None => Ok(()),
         }
     }

@@ -6,7 +6,9 @@
 //! - [`memory`]: what a brain needs on the device (usable without a GPU, e.g. by `inspect`), the
 //!   mapped pinned host buffers that carry the injection up and the motor output down, and
 //!   page-locked input columns.
-//! - `backend`: [`CudaBackend`], what it owns and how it is built; `staging` (a burst from the
+//! - `backend`: [`CudaBackend`], what it owns and how it is built: `gpu_state` (the brain's part
+//!   on the device), `host_io` (the host's side of a burst), `launch` (how the bursts run: the
+//!   resident kernel or graphs); `staging` (a burst from the
 //!   host: input, launch, read-back), `resident` (one GPU: the kernel that stays on the GPU),
 //!   `graphs` (binned or row-drawn procedural brains, a GPU without cooperative launch, GPU shards
 //!   fed by the host), `state` (snapshots and restores), `peers` (one GPU of several), `exchange`
@@ -31,7 +33,10 @@ mod build;
 mod device_connectome;
 mod engine;
 mod exchange;
+mod gpu_state;
 mod graphs;
+mod host_io;
+mod launch;
 mod layout;
 mod learn;
 pub mod memory;

@@ -12,8 +12,8 @@ use crate::backend::BackendError;
 impl CudaBackend {
     /// Where this GPU's own fired lists lie, for the other GPUs: `Peer` of side 0 and of side 1.
     pub(crate) fn own_lists(&self) -> [(u64, u64); 2] {
-        let misc = dptr(&self.misc, &self.stream);
-        [0, 1].map(|i| (dptr(&self.fired[i], &self.stream), misc + 8 * (M_COUNTER + i) as u64))
+        let misc = dptr(&self.state.misc, &self.stream);
+        [0, 1].map(|i| (dptr(&self.state.fired[i], &self.stream), misc + 8 * (M_COUNTER + i) as u64))
     }
 
     /// Let this GPU read `other`'s memory (NVLink or PCIe peer access); a clear error when it cannot.
@@ -55,8 +55,8 @@ impl CudaBackend {
 
     /// One GPU of several in the resident kernel: where its inbox lies, for the others.
     pub(crate) fn inbox(&self) -> Option<Inbox> {
-        let blocks = self.resident.as_ref()?.blocks();
-        Some(self.exchange.as_ref()?.inbox(&self.stream, self.base, blocks))
+        let blocks = self.launch.resident.as_ref()?.blocks();
+        Some(self.launch.exchange.as_ref()?.inbox(&self.stream, self.state.base, blocks))
     }
 
     /// GPU `me` of several: where every GPU's own lists lie (`own_lists` of each, this one's
@@ -64,7 +64,7 @@ impl CudaBackend {
     /// resident kernel every GPU's inbox too (`inbox` of each), else the burst graphs are captured,
     /// which start by gathering the lists.
     pub(crate) fn connect(&mut self, me: usize, lists: &[[(u64, u64); 2]], inboxes: &[Inbox]) -> Result<(), BackendError> {
-        assert!(self.path.sharded(), "connect is for one GPU of several");
+        assert!(self.launch.path.sharded(), "connect is for one GPU of several");
         if lists.len() > 64 {
             return Err(BackendError::Device(format!("{} GPUs: at most 64 can share one brain", lists.len())));
         }
@@ -77,13 +77,13 @@ impl CudaBackend {
             s.clone_htod(as_bytes(&v))
         });
         let [p0, p1] = peers;
-        self.multi = Some(Multi {
+        self.state.multi = Some(Multi {
             fired: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered fired list"))?,
             offs: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered offsets"))?,
             peers: [p0.map_err(e("uploading the peer table"))?, p1.map_err(e("uploading the peer table"))?],
             n_peers: lists.len() as u32,
         });
-        if let Some(x) = &mut self.exchange {
+        if let Some(x) = &mut self.launch.exchange {
             x.connect(&s, me, inboxes)?;
             s.synchronize().map_err(e("connecting the GPUs"))?;
             return Ok(());
@@ -118,14 +118,14 @@ impl CudaBackend {
             let mut view = buf.slice_mut(0..spikes.len());
             s.memcpy_htod(spikes, &mut view).map_err(dev_err("uploading the spikes"))?;
         }
-        s.memcpy_htod(&[(spikes.len() as u64) << self.count_shift], ctr).map_err(dev_err("uploading the spike count"))?;
+        s.memcpy_htod(&[(spikes.len() as u64) << self.state.count_shift], ctr).map_err(dev_err("uploading the spike count"))?;
         // the propagation must gather these: it is launched with the next burst
-        self.pre_pending = false;
+        self.launch.pre_pending = false;
         Ok(())
     }
 
     /// Bursts run so far.
     pub(crate) fn bursts(&self) -> u64 {
-        self.burst
+        self.launch.burst
     }
 }

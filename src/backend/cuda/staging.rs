@@ -40,22 +40,22 @@ impl CudaBackend {
     pub(crate) fn stage(&mut self, input: InjectionSlice<'_>) -> Result<Staged, BackendError> {
         let t_start = std::time::Instant::now();
         // no scan for sorted input (the usual case): its bounds are its ends
-        let in_range = input.id_bounds().is_none_or(|(lo, hi)| lo >= self.base && hi < self.base + self.neurons);
+        let in_range = input.id_bounds().is_none_or(|(lo, hi)| lo >= self.state.base && hi < self.state.base + self.state.neurons);
         if !in_range {
             return Ok(Staged { t_start, in_bytes: 0, in_range, lent: None });
         }
-        if self.path.sharded() && self.multi.is_none() {
+        if self.launch.path.sharded() && self.state.multi.is_none() {
             return Err(BackendError::Device("one GPU of several bursts only once connected to the others".into()));
         }
         // the early step with no neuron twice: `fix` injects too (no `inject`, no sums)
-        let fused = self.early.is_some() && input.ascending();
+        let fused = self.state.early.is_some() && input.ascending();
         let ids = input.ids();
         let (fmt, first) = entry_format(input.values());
         let entry = [8, 16, 4][fmt as usize];
         let in_bytes = 16 + entry * ids.len();
         // the resident kernel reads a large id column where `prepare_input` locked it (16-byte
         // aligned), and copies it into device memory itself
-        let lent = (self.resident.is_some() && fmt == 2 && in_bytes > RESIDENT_DIRECT)
+        let lent = (self.launch.resident.is_some() && fmt == 2 && in_bytes > RESIDENT_DIRECT)
             .then(|| {
                 let lock = input.hold().and_then(|h| h.downcast_ref::<ColumnLock>())?;
                 let dev = lock.dev_addr(&self.ctx, ids.as_ptr() as *const u8, 4 * ids.len())?;
@@ -63,7 +63,7 @@ impl CudaBackend {
             })
             .flatten();
         self.ensure_in_capacity(in_bytes)?;
-        let base = self.host_in.ptr();
+        let base = self.io.host_in.ptr();
         // SAFETY: the buffer holds `in_bytes` (ensured above) and nothing reads it now: the previous
         // burst has completed (it published its output after it had read the injection).
         unsafe {
@@ -88,26 +88,26 @@ impl CudaBackend {
             }
             (base as *mut u64).write(ids.len() as u64 | (fused as u64) << 61 | (fmt << 62));
             (base as *mut u64).add(1).write(first as u64);
-            std::ptr::write_volatile(self.host_out.ptr() as *mut u64, u64::MAX);
+            std::ptr::write_volatile(self.io.host_out.ptr() as *mut u64, u64::MAX);
         }
         Ok(Staged { t_start, in_bytes, in_range, lent })
     }
 
     /// Make the injection buffer hold `bytes`; replaces it (and the graphs) when too small.
     fn ensure_in_capacity(&mut self, bytes: usize) -> Result<(), BackendError> {
-        if bytes <= self.host_in.len() {
+        if bytes <= self.io.host_in.len() {
             return Ok(());
         }
         self.park()?;
         self.stream.synchronize().map_err(dev_err("synchronising"))?;
         let cap = bytes.next_power_of_two();
         let new = Pinned::new(&self.ctx, cap).map_err(dev_err("growing the pinned injection buffer"))?;
-        self.dev_in = self.stream.alloc_zeros(cap).map_err(dev_err("growing the injection buffer"))?;
-        self.host_in = new;
-        self.net.host_in = super::layout::dptr(&self.dev_in, &self.stream);
-        self.net.in_cap = cap as u64;
-        self.net.host_map = self.host_in.dev();
-        if self.path.resident() {
+        self.io.dev_in = self.stream.alloc_zeros(cap).map_err(dev_err("growing the injection buffer"))?;
+        self.io.host_in = new;
+        self.state.net.host_in = super::layout::dptr(&self.io.dev_in, &self.stream);
+        self.state.net.in_cap = cap as u64;
+        self.state.net.host_map = self.io.host_in.dev();
+        if self.launch.path.resident() {
             Ok(())
         } else {
             self.capture_graphs()
@@ -120,13 +120,13 @@ impl CudaBackend {
     pub(crate) fn ahead(&mut self) -> Result<(), BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         // (on graphs, the burst launches its own)
-        if !self.pre_pending && self.path.resident() {
-            self.run_ahead(self.cur)?;
-            if let Some(l) = &mut self.learning {
+        if !self.launch.pre_pending && self.launch.path.resident() {
+            self.run_ahead(self.launch.cur)?;
+            if let Some(l) = &mut self.state.learning {
                 l.skip_pending = false;
             }
             // what the kernel would have run after the last burst
-            self.pre_pending = true;
+            self.launch.pre_pending = true;
         }
         self.stream.synchronize().map_err(dev_err("running the propagation"))
     }
@@ -134,8 +134,8 @@ impl CudaBackend {
     /// Hand the staged burst to the resident kernel (launched first if it is parked: after the
     /// propagation and early step of the next burst, if they have not run yet).
     fn command_resident(&mut self, in_bytes: usize, lent: Option<u64>) -> Result<(), BackendError> {
-        if !self.resident.as_ref().is_some_and(|r| r.running()) {
-            if self.path == Path::Linked && !self.pre_pending {
+        if !self.launch.resident.as_ref().is_some_and(|r| r.running()) {
+            if self.launch.path == Path::Linked && !self.launch.pre_pending {
                 return Err(BackendError::Device("one GPU of several ran no propagation ahead of its burst".into()));
             }
             self.ahead()?;
@@ -143,30 +143,30 @@ impl CudaBackend {
             let p = ResParams {
                 net: [self.net_for(0), self.net_for(1)],
                 side: [self.side(0), self.side(1)],
-                cur: self.cur as u32,
-                inj_blocks: self.inj_grid,
-                prop_blocks: self.prop_grid,
-                step_blocks: self.neurons.div_ceil(BLOCK * STEP_ITEMS),
-                learning: self.learning.as_ref().map_or(0, |l| l.flags()),
-                learn: self.learning.as_ref().map(|l| l.params).unwrap_or_default(),
-                x: self.exchange.as_ref().map(|x| x.params(&self.stream, gathered)).unwrap_or_default(),
+                cur: self.launch.cur as u32,
+                inj_blocks: self.launch.inj_grid,
+                prop_blocks: self.launch.prop_grid,
+                step_blocks: self.state.neurons.div_ceil(BLOCK * STEP_ITEMS),
+                learning: self.state.learning.as_ref().map_or(0, |l| l.flags()),
+                learn: self.state.learning.as_ref().map(|l| l.params).unwrap_or_default(),
+                x: self.launch.exchange.as_ref().map(|x| x.params(&self.stream, gathered)).unwrap_or_default(),
                 ..Default::default()
             };
-            tracing::trace!(cur = self.cur, "CUDA: launching the resident kernel");
-            if let Some(r) = &mut self.resident {
+            tracing::trace!(cur = self.launch.cur, "CUDA: launching the resident kernel");
+            if let Some(r) = &mut self.launch.resident {
                 r.start(p)?;
             }
         }
         // the kernel runs the next burst's propagation and early step after this one
-        self.pre_pending = true;
+        self.launch.pre_pending = true;
         let (src, direct) = match lent {
             Some(dev) => (dev, false),
-            None => (self.host_in.dev() + 16, in_bytes <= RESIDENT_DIRECT),
+            None => (self.io.host_in.dev() + 16, in_bytes <= RESIDENT_DIRECT),
         };
-        if let Some(r) = &mut self.resident {
+        if let Some(r) = &mut self.launch.resident {
             r.command(src, in_bytes as u64, direct);
         }
-        if let Some(x) = &mut self.exchange {
+        if let Some(x) = &mut self.launch.exchange {
             x.commanded();
         }
         Ok(())
@@ -177,9 +177,9 @@ impl CudaBackend {
         let Staged { t_start, in_bytes, lent, .. } = staged;
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
-        let t = self.burst + 1;
+        let t = self.launch.burst + 1;
         let t_write = std::time::Instant::now();
-        if self.resident.is_some() {
+        if self.launch.resident.is_some() {
             self.command_resident(in_bytes, lent)?;
         } else {
             self.launch_graphs(in_bytes)?;
@@ -187,16 +187,16 @@ impl CudaBackend {
         let t_launch = std::time::Instant::now();
         self.wait_for(t)?;
         let t_wait = std::time::Instant::now();
-        self.cur = 1 - self.cur;
-        self.burst = t;
+        self.launch.cur = 1 - self.launch.cur;
+        self.launch.burst = t;
         // The device writes the output words with no ordering among them (no system fences); each
         // carries a tag of the burst (32 bits on the header words and ids, 16 on the potentials,
         // never 0), and the host zeroes the entries it has read: a word is this burst's once its
         // tag matches.
         let (tag32, tag16) = (t % 0xFFFF_FFFF + 1, t % 0xFFFF + 1);
-        let hdr = self.host_out.ptr() as *mut u64;
+        let hdr = self.io.host_out.ptr() as *mut u64;
         let base = hdr as usize;
-        let resident = self.resident.as_ref();
+        let resident = self.launch.resident.as_ref();
         let spin_until = |p: *const u64, ok: &dyn Fn(u64) -> bool| -> Result<u64, BackendError> {
             let mut spins = 0u64;
             // the clock is read only once a word is late
@@ -224,32 +224,30 @@ impl CudaBackend {
         let fired_total = spin_until(unsafe { hdr.add(1) }, &|w| w >> 32 == tag32)? & 0xFFFF_FFFF;
         // SAFETY: as above.
         let rb = (spin_until(unsafe { hdr.add(2) }, &|w| w >> 32 == tag32)? & 0xFFFF_FFFF) as usize;
-        if rb > self.out_cap {
-            return Err(BackendError::Device(format!("burst {t}: {rb} read-back neurons overflow the buffer of {}", self.out_cap)));
+        if rb > self.io.out_cap {
+            return Err(BackendError::Device(format!("burst {t}: {rb} read-back neurons overflow the buffer of {}", self.io.out_cap)));
         }
         // The entries live after the header: tagged ids u64[out_cap], then tagged potentials
         // u64[out_cap]; with the early step one such area per burst parity, then the corrections.
-        let area = OUT_HEADER / 8 + if self.early.is_some() { (t & 1) as usize * 2 * self.out_cap } else { 0 };
+        let area = OUT_HEADER / 8 + if self.state.early.is_some() { (t & 1) as usize * 2 * self.io.out_cap } else { 0 };
         // SAFETY: the areas lie within the output buffer (sized in `build`); rb <= out_cap.
-        let (ids, vs) = unsafe { (hdr.add(area), hdr.add(area + self.out_cap)) };
-        self.keys.clear();
-        self.out_v.clear();
+        let (ids, vs) = unsafe { (hdr.add(area), hdr.add(area + self.io.out_cap)) };
         // One bulk copy of both arrays (streaming reads of lines the device wrote: the host's
         // prefetchers keep many misses in flight); an entry whose tag is not there yet is re-read.
-        self.rb_raw.resize(2 * rb, 0);
+        self.io.rb_raw.resize(2 * rb, 0);
         // SAFETY: rb <= out_cap entries of each array; rb_raw holds 2 * rb words.
         unsafe {
-            std::ptr::copy_nonoverlapping(ids, self.rb_raw.as_mut_ptr(), rb);
-            std::ptr::copy_nonoverlapping(vs, self.rb_raw.as_mut_ptr().add(rb), rb);
+            std::ptr::copy_nonoverlapping(ids, self.io.rb_raw.as_mut_ptr(), rb);
+            std::ptr::copy_nonoverlapping(vs, self.io.rb_raw.as_mut_ptr().add(rb), rb);
         }
         for i in 0..rb {
-            if self.rb_raw[i] >> 32 != tag32 {
+            if self.io.rb_raw[i] >> 32 != tag32 {
                 // SAFETY: i < rb <= out_cap.
-                self.rb_raw[i] = spin_until(unsafe { ids.add(i) }, &|w| w >> 32 == tag32)?;
+                self.io.rb_raw[i] = spin_until(unsafe { ids.add(i) }, &|w| w >> 32 == tag32)?;
             }
-            if self.rb_raw[rb + i] >> 48 != tag16 {
+            if self.io.rb_raw[rb + i] >> 48 != tag16 {
                 // SAFETY: as above.
-                self.rb_raw[rb + i] = spin_until(unsafe { vs.add(i) }, &|w| w >> 48 == tag16)?;
+                self.io.rb_raw[rb + i] = spin_until(unsafe { vs.add(i) }, &|w| w >> 48 == tag16)?;
             }
         }
         // SAFETY: zero the entries read (rb <= out_cap words each), so no stale tag can match later.
@@ -257,15 +255,18 @@ impl CudaBackend {
             std::ptr::write_bytes(ids, 0, rb);
             std::ptr::write_bytes(vs, 0, rb);
         }
-        if self.early.is_some() {
+        if self.state.early.is_some() {
             // `fix`'s corrections of the early entries: a new potential at fire, or DEAD_RB
             // SAFETY: header word 4 (corrections).
             let nc = (spin_until(unsafe { hdr.add(4) }, &|w| w >> 32 == tag32)? & 0xFFFF_FFFF) as usize;
-            if nc > self.out_cap {
-                return Err(BackendError::Device(format!("burst {t}: {nc} read-back corrections overflow the buffer of {}", self.out_cap)));
+            if nc > self.io.out_cap {
+                return Err(BackendError::Device(format!(
+                    "burst {t}: {nc} read-back corrections overflow the buffer of {}",
+                    self.io.out_cap
+                )));
             }
             // SAFETY: the corrections follow the two areas: slots u64[out_cap], potentials u64[out_cap].
-            let (cs, cv) = unsafe { (hdr.add(OUT_HEADER / 8 + 4 * self.out_cap), hdr.add(OUT_HEADER / 8 + 5 * self.out_cap)) };
+            let (cs, cv) = unsafe { (hdr.add(OUT_HEADER / 8 + 4 * self.io.out_cap), hdr.add(OUT_HEADER / 8 + 5 * self.io.out_cap)) };
             for i in 0..nc {
                 // SAFETY: i < nc <= out_cap.
                 let slot = spin_until(unsafe { cs.add(i) }, &|w| w >> 32 == tag32)? as u32;
@@ -276,9 +277,9 @@ impl CudaBackend {
                     return Err(BackendError::Device(format!("burst {t}: a read-back correction names entry {k} of {rb}")));
                 }
                 if slot & DEAD_RB != 0 {
-                    self.rb_raw[k] = (tag32 << 32) | DEAD as u64;
+                    self.io.rb_raw[k] = (tag32 << 32) | DEAD as u64;
                 } else {
-                    self.rb_raw[rb + k] = v;
+                    self.io.rb_raw[rb + k] = v;
                 }
             }
             // SAFETY: as above, nc words each.
@@ -287,25 +288,8 @@ impl CudaBackend {
                 std::ptr::write_bytes(cv, 0, nc);
             }
         }
-        for i in 0..rb {
-            let (id, v) = (self.rb_raw[i] as u32, self.rb_raw[rb + i]);
-            if id == DEAD {
-                continue;
-            }
-            self.keys.push(((id as u64) << 32) | self.out_v.len() as u64);
-            // the potential's 48 low bits, sign-extended (|v| < 2^47)
-            self.out_v.push(((v << 16) as i64) >> 16);
-        }
-        let t_read = std::time::Instant::now();
-        self.keys.sort_unstable();
-        self.out_ids.clear();
-        self.scratch_v.clear();
-        for &k in &self.keys {
-            self.out_ids.push((k >> 32) as u32);
-            self.scratch_v.push(self.out_v[(k & 0xFFFF_FFFF) as usize]);
-        }
-        std::mem::swap(&mut self.out_v, &mut self.scratch_v);
-        if let Some(tr) = &mut self.trace {
+        let t_read = self.io.sort_read_back(rb);
+        if let Some(tr) = &mut self.io.trace {
             let t_end = std::time::Instant::now();
             tr.bursts += 1;
             tr.write_s += (t_write - t_start).as_secs_f64();
@@ -314,17 +298,17 @@ impl CudaBackend {
             tr.post_s += (t_end - t_wait).as_secs_f64();
             tr.read_s += (t_read - t_wait).as_secs_f64();
         }
-        Ok(BurstOutput { burst: t, fired: &self.out_ids, potentials: &self.out_v, fired_total })
+        Ok(BurstOutput { burst: t, fired: &self.io.out_ids, potentials: &self.io.out_v, fired_total })
     }
 
     /// Wait until burst `t`'s header is in the output buffer (or the GPU says it failed).
     fn wait_for(&mut self, t: u64) -> Result<(), BackendError> {
-        let hdr = self.host_out.ptr() as *const u64;
+        let hdr = self.io.host_out.ptr() as *const u64;
         let mut spins: u64 = 0;
         // the clock is read only once a burst is slow
         let mut since = None;
         loop {
-            if let Some(tr) = &mut self.trace {
+            if let Some(tr) = &mut self.io.trace {
                 tr.spins += 1;
             }
             // SAFETY: the header is 4 aligned u64 at the start of the mapped output buffer, written by
@@ -336,7 +320,7 @@ impl CudaBackend {
             }
             spins += 1;
             if spins.is_multiple_of(4096) {
-                let stream = match &self.resident {
+                let stream = match &self.launch.resident {
                     Some(r) if r.running() => r.stream().cu_stream(),
                     _ => self.stream.cu_stream(),
                 };
@@ -355,7 +339,7 @@ impl CudaBackend {
                     sys::CUresult::CUDA_ERROR_NOT_READY => {}
                     other => return Err(BackendError::Device(format!("CUDA: burst {t} failed on the GPU: {other:?}"))),
                 }
-                if let Some(r) = self.resident.as_ref().filter(|r| r.running()) {
+                if let Some(r) = self.launch.resident.as_ref().filter(|r| r.running()) {
                     // a kernel that never returns is never "done": a burst this late is lost
                     if since.get_or_insert_with(std::time::Instant::now).elapsed() > RESIDENT_STALL {
                         let e = format!("burst {t} did not come back within {} s: {}", RESIDENT_STALL.as_secs(), r.whereabouts());
