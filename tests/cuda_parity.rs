@@ -3,7 +3,6 @@
 
 mod common;
 
-use common::skip;
 use neuroburst::backend::cuda;
 use neuroburst::backend::GpuProbe;
 use neuroburst::selftest::{cuda_candidate, parity, ParityConfig};
@@ -15,13 +14,13 @@ fn env_or(name: &str, default: u64) -> u64 {
 /// The GPU to test (NEUROBURST_DEVICE, default 0) and its name; None, having said why, when it is
 /// not usable.
 fn gpu() -> Option<(usize, String)> {
-    let device = env_or("NEUROBURST_DEVICE", 0) as usize;
+    if !common::gpus(1) {
+        return None;
+    }
+    let device = common::test_device();
     match cuda::probe(device) {
-        GpuProbe::Unavailable(why) => {
-            skip(&why);
-            None
-        }
         GpuProbe::Available(name) => Some((device, name)),
+        GpuProbe::Unavailable(why) => panic!("GPU {device} was usable a moment ago: {why}"),
     }
 }
 
@@ -73,13 +72,12 @@ fn probe_without_gpu_never_panics() {
 fn several_gpus_match_cpu_for_every_gpu_count_and_strategy() {
     use neuroburst::selftest::sharded_candidate;
     use neuroburst::shard::Strategy;
-    let available = neuroburst::backend::gpu_count();
-    if available < 2 {
-        skip(&format!("{available} GPU(s): the multi-GPU parity check needs at least 2"));
+    if !common::gpus(2) {
         return;
     }
     let brains = env_or("NEUROBURST_PARITY_BRAINS", 20) as usize;
     let bursts = env_or("NEUROBURST_PARITY_BURSTS", 2000);
+    let available = neuroburst::backend::gpu_count();
     let mut k = 2;
     while k <= available {
         for strategy in [Strategy::RoundRobin, Strategy::ByCorticalArea] {

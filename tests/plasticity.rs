@@ -72,9 +72,9 @@ fn the_specs_worked_examples_on_the_cpu() {
 
 #[test]
 fn the_specs_worked_examples_on_the_gpu() {
-    use neuroburst::backend::cuda::{probe, CudaBackend};
-    if let neuroburst::backend::GpuProbe::Unavailable(why) = probe(0) {
-        return common::skip(&why);
+    use neuroburst::backend::cuda::CudaBackend;
+    if !common::gpus(1) {
+        return;
     }
     worked_examples(&|brain| Box::new(CudaBackend::new(brain, Readback::All, 0).unwrap()));
 }
@@ -326,9 +326,8 @@ fn the_conditioning_example_learns_to_back_on_the_cue_alone() {
     assert!(start == 2.0 && end > 20.0, "{line}");
 
     // the GPU gives the same bag, byte for byte
-    use neuroburst::backend::cuda::probe;
-    if let neuroburst::backend::GpuProbe::Unavailable(why) = probe(0) {
-        return common::skip(&why);
+    if !common::gpus(1) {
+        return;
     }
     let gpu = dir.path().join("cuda.mcap");
     replay_conditioning(&gpu, "cuda");

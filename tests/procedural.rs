@@ -138,8 +138,7 @@ fn a_closed_form_gives_the_rows_the_build_draws() {
 /// tiles, probabilities, out-degrees that vary) drawn row by row. Skips, saying why, without a GPU.
 #[test]
 fn gpu_procedural_brains_fire_as_stored_ones_on_the_cpu() {
-    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
-        println!("skipped: no GPU ({why})");
+    if !common::gpus(1) {
         return;
     }
     let gpu = cuda_candidate(0);
@@ -228,8 +227,7 @@ fn closed_form_genome(seed: u64, max_neurons: u32) -> neuroburst::genome::Genome
 #[test]
 fn the_gpu_builds_the_rows_the_host_builds() {
     use neuroburst::backend::cuda::CudaBackend;
-    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
-        println!("skipped: no GPU ({why})");
+    if !common::gpus(1) {
         return;
     }
     let mut genomes: Vec<_> = (0..10).map(|seed| closed_form_genome(seed, 4000)).collect();
@@ -293,8 +291,7 @@ fn the_command_line_checks_inspects_and_measures_procedural_brains() {
 /// stored brain on the CPU, burst by burst. Skips without a GPU.
 #[test]
 fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() {
-    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
-        println!("skipped: no GPU ({why})");
+    if !common::gpus(1) {
         return;
     }
     let w = Workload { neurons: 5_000_000, fanout: 260, rate: 0.01, seed: 21 };
@@ -409,8 +406,7 @@ fn gpus_build_their_own_parts_and_fire_as_the_cpu() {
     use neuroburst::backend::cuda::MultiGpu;
     use neuroburst::backend::{Backend, BackendError};
     use neuroburst::shard::{incoming_per_area, ShardPlan};
-    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
-        common::skip(&format!("no GPU ({why})"));
+    if !common::gpus(1) {
         return;
     }
     let available = neuroburst::backend::gpu_count();

@@ -21,17 +21,9 @@ fn static_genome(seed: u64, max_neurons: u32) -> Genome {
     g
 }
 
-fn gpu_or_skip() -> bool {
-    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::open::probe(0) {
-        println!("skipped: no GPU ({why})");
-        return false;
-    }
-    true
-}
-
 #[test]
 fn a_streamed_brain_holds_the_host_builds_rows_and_fires_and_learns_as_the_cpu() {
-    if !gpu_or_skip() {
+    if !common::gpus(1) {
         return;
     }
     let rover = Genome::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/genomes/rover.yaml"))).unwrap();
@@ -100,7 +92,7 @@ fn a_brain_streamed_to_shards_is_the_sharded_build() {
 /// On a GPU: two shards of a streamed brain (both on GPU 0) fire and learn as the CPU does.
 #[test]
 fn a_brain_streamed_to_gpu_shards_fires_as_the_cpu() {
-    if !gpu_or_skip() {
+    if !common::gpus(1) {
         return;
     }
     for strategy in [Strategy::RoundRobin, Strategy::ByCorticalArea] {

@@ -21,6 +21,28 @@ pub fn required_file(var: &str, what: &str, how: &str) -> Option<PathBuf> {
     None
 }
 
+/// The gate of every GPU test: true when GPU `device` (NEUROBURST_DEVICE overrides 0) is usable
+/// and at least `need` GPUs are; otherwise says why on the real stderr and returns false. With
+/// NEUROBURST_REQUIRE_GPU=1 (a GPU machine) a skip is a failure instead.
+pub fn gpus(need: usize) -> bool {
+    let device = std::env::var("NEUROBURST_DEVICE").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let why = match neuroburst::backend::cuda::probe(device) {
+        neuroburst::backend::GpuProbe::Unavailable(why) => format!("no usable GPU {device} ({why})"),
+        neuroburst::backend::GpuProbe::Available(_) => match neuroburst::backend::cuda::device_count() {
+            n if n >= need => return true,
+            n => format!("{n} GPU(s) here, the test needs {need}"),
+        },
+    };
+    assert!(std::env::var("NEUROBURST_REQUIRE_GPU").as_deref() != Ok("1"), "NEUROBURST_REQUIRE_GPU=1 but {why}");
+    skip(&why);
+    false
+}
+
+/// The GPU the GPU tests run on: NEUROBURST_DEVICE, default 0.
+pub fn test_device() -> usize {
+    std::env::var("NEUROBURST_DEVICE").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
 /// Say why a test skips, on the real stderr: libtest captures `println!` and `eprintln!` of passing
 /// tests, and a skip must never pass silently.
 pub fn skip(why: &str) {

@@ -73,8 +73,7 @@ fn three_hosts_fire_exactly_as_one_process() {
 
 #[test]
 fn gpu_shards_fire_exactly_as_one_process() {
-    if let neuroburst::backend::GpuProbe::Unavailable(why) = neuroburst::backend::cuda::probe(0) {
-        common::skip(&format!("no usable GPU ({why})"));
+    if !common::gpus(1) {
         return;
     }
     let mut c = Cluster::new("g", "");
