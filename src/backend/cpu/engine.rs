@@ -1,31 +1,26 @@
-//! The CPU backend, the reference. The connectome is split into one part per thread by target
-//! range; every thread accumulates the last burst's spikes onto its own targets (no atomics), then
-//! steps its own neurons, then the fired lists are joined in id order.
-//!
-//! Synaptic input is accumulated in `i32` when the connectome proves that no neuron's input sum
-//! can leave the `i32` range (the sum of the magnitudes of its incoming contributions fits), and in
-//! `i64` otherwise; injections are added from a sorted list while stepping. Either way the sums are
-//! exact integers, so the result is the same.
+//! [`CpuEngine`]: one shard of the reference backend, its neurons cut into pieces, one per thread;
+//! every thread accumulates the last burst's spikes onto its own targets (no atomics), then steps
+//! its own neurons; the fired lists are joined in id order.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::learn::{Deferred, Learner, Scatter};
-use super::shard::{ShardEngine, Sharded};
-use super::{BackendError, BackendInfo, Readback};
-use crate::brain::Brain;
-use crate::connectome::{Codes, Drawer, Part, Plastic, Procedural};
+use super::learn::learn_piece;
+use super::procedural::Regen;
+use crate::backend::learn::{Deferred, Learner};
+use crate::backend::shard::ShardEngine;
+use crate::backend::{BackendError, BackendInfo};
+use crate::connectome::{Codes, Part, Plastic, Procedural};
 use crate::memory::{self, prefetch};
 use crate::model::neuron::excited;
 use crate::model::{
     fixed, step, AreaParams, InjectionSlice, NeuronState, FLAG_GRADIENT, FLAG_MP_ACC, FLAG_NEVER_FIRE, FLAG_POWER, LEAK_LINEAR,
 };
-use crate::shard::ShardPlan;
 
 /// An input accumulator element: `i32` when it provably cannot overflow, else `i64`.
-trait Acc: Copy + Default + Send + Sync {
+pub(super) trait Acc: Copy + Default + Send + Sync {
     fn plus(self, c: i32) -> Self;
     fn wide(self) -> i64;
 }
@@ -53,7 +48,7 @@ impl Acc for i64 {
 }
 
 /// Synaptic input gathered for the coming burst, in LSBs.
-enum Input {
+pub(super) enum Input {
     Narrow(Vec<i32>),
     Wide(Vec<i64>),
 }
@@ -67,13 +62,13 @@ struct Segment {
 }
 
 /// One thread's neurons, and the synapses onto them.
-struct Shard {
-    conn: Part,
+pub(super) struct Shard {
+    pub(super) conn: Part,
     /// Learning's deferred depressions (a brain with plasticity only).
-    deferred: Deferred,
-    input: Input,
-    /// The learning put the last burst's rows into `input` already (see [`Fused`]).
-    fused: bool,
+    pub(super) deferred: Deferred,
+    pub(super) input: Input,
+    /// The learning put the last burst's rows into `input` already (see `learn.rs`).
+    pub(super) fused: bool,
     /// Scratch: synapse ranges of the spiking rows.
     rows: Vec<(usize, usize)>,
     state: State,
@@ -213,39 +208,6 @@ impl State {
     }
 }
 
-/// A piece's share of the learning after burst `t - 1` (after [`CpuEngine::learn`]): its synapses'
-/// update, the rows that fired propagated as they are brought up to date, and the pairs just
-/// grown onto its neurons.
-fn learn_piece(l: &Learner, t: u64, p: &mut Shard, table: &[i32]) {
-    l.update(t - 1, &mut p.conn, &mut p.deferred, &mut Fused { input: &mut p.input, table });
-    l.apply_growth(&mut p.conn, &mut p.deferred, &mut Fused { input: &mut p.input, table });
-    p.fused = true;
-}
-
-/// The propagation of the rows that fired, fused with their update by the learner (see
-/// [`Scatter`]): each row is added to the input while it is in cache.
-struct Fused<'a> {
-    input: &'a mut Input,
-    table: &'a [i32],
-}
-
-impl Scatter for Fused<'_> {
-    fn row<C: Copy + Into<u32>>(&mut self, targets: &[u32], codes: &[C]) {
-        match self.input {
-            Input::Narrow(input) => add_row(input, self.table, targets, codes),
-            Input::Wide(input) => add_row(input, self.table, targets, codes),
-        }
-    }
-
-    fn changed(&mut self, target: u32, was: u32, now: u32) {
-        let delta = self.table[now as usize].wrapping_sub(self.table[was as usize]);
-        match self.input {
-            Input::Narrow(input) => input[target as usize] = input[target as usize].plus(delta),
-            Input::Wide(input) => input[target as usize] = input[target as usize].plus(delta),
-        }
-    }
-}
-
 impl Input {
     fn clear(&mut self) {
         match self {
@@ -322,64 +284,10 @@ fn accumulate<A: Acc, C: Copy + Into<u32>>(
 
 /// Add one row's contributions onto its targets.
 #[inline(always)]
-fn add_row<A: Acc, C: Copy + Into<u32>>(input: &mut [A], table: &[i32], targets: &[u32], codes: &[C]) {
+pub(super) fn add_row<A: Acc, C: Copy + Into<u32>>(input: &mut [A], table: &[i32], targets: &[u32], codes: &[C]) {
     for (&t, &c) in targets.iter().zip(codes) {
         let slot = &mut input[t as usize];
         *slot = slot.plus(table[c.into() as usize]);
-    }
-}
-
-/// The procedural synapses of the last burst's spikes (see [`Procedural`]), drawn again over both
-/// cores in chunks of spikes and sorted by the piece their target is in.
-#[derive(Default)]
-struct Regen {
-    rules: Option<Arc<Procedural>>,
-    /// The engine's neurons, and where each piece starts (ascending, the first is `range.start`).
-    range: Range<u32>,
-    starts: Vec<u32>,
-    /// Per chunk of spikes: its drawer and, per piece, `(target - piece start, contribution)`.
-    chunks: Vec<(Drawer, Vec<Drawn>)>,
-    /// Chunks filled by the last [`Regen::draw`].
-    used: usize,
-}
-
-/// Procedural synapses onto one piece: `(target - piece start, contribution)`.
-type Drawn = Vec<(u32, i32)>;
-
-/// Spikes per chunk of [`Regen`].
-const REGEN_CHUNK: usize = 256;
-
-impl Regen {
-    /// Draw the procedural rows of `spikes`, keeping the synapses onto the engine's neurons, cut
-    /// at the pieces' starts.
-    fn draw(&mut self, spikes: &[u32]) {
-        let Some(rules) = &self.rules else { return };
-        let (starts, range) = (&self.starts[..], &self.range);
-        let n = spikes.len().div_ceil(REGEN_CHUNK);
-        if self.chunks.len() < n {
-            self.chunks.resize_with(n, || (Drawer::default(), vec![Vec::new(); starts.len()]));
-        }
-        self.used = n;
-        self.chunks[..n].par_iter_mut().zip(spikes.par_chunks(REGEN_CHUNK)).for_each(|((drawer, out), sources)| {
-            out.iter_mut().for_each(Vec::clear);
-            for &s in sources {
-                rules.each(drawer, s, |t, c| {
-                    if range.contains(&t) {
-                        let p = starts.partition_point(|&a| a <= t) - 1;
-                        out[p].push((t - starts[p], c));
-                    }
-                });
-            }
-        });
-    }
-
-    /// Add piece `me`'s procedural input.
-    fn add(&self, me: usize, input: &mut [i64]) {
-        for (_, out) in &self.chunks[..self.used] {
-            for &(t, c) in &out[me] {
-                input[t as usize] = input[t as usize].wrapping_add(c as i64);
-            }
-        }
     }
 }
 
@@ -417,7 +325,7 @@ impl CpuEngine {
         let drawn = procedural.is_some();
         let pieces: Vec<Shard> = parts.into_par_iter().map(|p| Shard::new(p, &params, &bounds, learns, drawn)).collect();
         let starts = pieces.iter().map(|p| p.conn.targets_range.start).collect();
-        let regen = Regen { rules: procedural, range: range.clone(), starts, ..Default::default() };
+        let regen = Regen::new(procedural, range.clone(), starts);
         let bytes: u64 = pieces.iter().map(|p| p.conn.bytes() + p.deferred.bytes()).sum::<u64>() + contributions.len() as u64 * 4;
         let bytes_per_synapse = if synapses == 0 { 0.0 } else { bytes as f64 / synapses as f64 };
         let learner = plastic.map(|p| Learner::new(p, neurons));
@@ -529,7 +437,7 @@ impl ShardEngine for CpuEngine {
     }
 
     fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
-        super::shard::check_lengths(st, self.range.len())?;
+        crate::backend::shard::check_lengths(st, self.range.len())?;
         for s in &mut self.pieces {
             let r = (s.conn.targets_range.start - self.range.start) as usize..(s.conn.targets_range.end - self.range.start) as usize;
             s.state.potential.copy_from_slice(&st.potential[r.clone()]);
@@ -548,45 +456,4 @@ impl ShardEngine for CpuEngine {
         self.fired_v.clear();
         Ok(())
     }
-}
-
-/// The reference backend: CPU shards (one by default) exchanging fired lists in host memory.
-pub type CpuBackend = Sharded<CpuEngine>;
-
-impl Sharded<CpuEngine> {
-    /// Take a built brain as one shard; its connectome's parts become the threads' pieces.
-    pub fn new(brain: Brain, readback: Readback) -> CpuBackend {
-        let n = brain.layout.neurons;
-        let c = brain.connectome;
-        let engine = CpuEngine::new(c.parts, brain.layout.params, c.contributions, c.plastic, c.procedural, n);
-        Sharded::from_engines(vec![engine], n, readback, "cpu")
-    }
-
-    /// Take a brain built for `plan` (see [`Brain::build_sharded`]): one CPU shard per range.
-    pub fn with_plan(brain: Brain, plan: &ShardPlan, readback: Readback) -> CpuBackend {
-        let n = brain.layout.neurons;
-        let params = brain.layout.params;
-        let c = brain.connectome;
-        let engines = parts_by_shard(c.parts, plan)
-            .into_iter()
-            .map(|mine| CpuEngine::new(mine, params.clone(), c.contributions.clone(), c.plastic.clone(), c.procedural.clone(), n))
-            .collect();
-        Sharded::from_engines(engines, n, readback, format!("cpu, {}", plan.strategy))
-    }
-}
-
-impl CpuEngine {
-    /// Shard `k` of a brain built for `plan` (see [`Brain::build_sharded`]), alone: the engine of
-    /// one process of a brain spread over processes or hosts (the other shards' parts are dropped).
-    pub fn for_shard(brain: Brain, plan: &ShardPlan, k: usize) -> CpuEngine {
-        let c = brain.connectome;
-        let mine = parts_by_shard(c.parts, plan).swap_remove(k);
-        CpuEngine::new(mine, brain.layout.params, c.contributions, c.plastic, c.procedural, brain.layout.neurons)
-    }
-}
-
-/// The connectome's parts (ascending) grouped by the plan's shard ranges.
-fn parts_by_shard(parts: Vec<Part>, plan: &ShardPlan) -> Vec<Vec<Part>> {
-    let mut parts = parts.into_iter().peekable();
-    plan.ranges.iter().map(|r| std::iter::from_fn(|| parts.next_if(|p| p.targets_range.end <= r.end)).collect()).collect()
 }
