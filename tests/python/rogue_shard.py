@@ -1,6 +1,7 @@
 """A rogue in a cluster (tests/multi_machine/secure.rs), played by PyPI eclipse-zenoh: a client
 with a certificate of the cluster's CA but not a member's, connected to a shard, publishing
-garbage and forged spikes on the brain's keys for --seconds. Prints one JSON line."""
+garbage and forged spikes on the brain's keys for --seconds. Prints one JSON line once it is
+connected (or could not connect), and one at the end."""
 import argparse
 import json
 import os
@@ -23,6 +24,7 @@ try:
 except Exception as e:
     print(json.dumps({"connected": False, "error": str(e)[:200]}), flush=True)
     os._exit(0)
+print(json.dumps({"connected": True}), flush=True)
 rng = random.Random(7)
 sent = 0
 t0 = time.time()
@@ -37,5 +39,5 @@ while time.time() - t0 < args.seconds:
         session.put(key, payload)
         sent += 1
     time.sleep(0.002)
-print(json.dumps({"connected": True, "sent": sent}), flush=True)
+print(json.dumps({"done": True, "sent": sent}), flush=True)
 os._exit(0)
