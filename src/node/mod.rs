@@ -1,7 +1,7 @@
 //! The loop around the brain, independent of where messages come from: [`intake`] (latest message
 //! per topic wins, encoded into injections), [`outputs`] (motor areas decoded into messages, the
 //! per-burst activity), and drivers: [`replay`] (a bag, lock-stepped to bag time). The live ROS 2
-//! node (issue 5) reuses intake and outputs.
+//! node (`src/live/`) reuses intake and outputs.
 
 pub mod intake;
 pub mod outputs;

@@ -55,3 +55,30 @@ pub use engine::CudaShardEngine;
 pub use memory::{device_bytes_needed, MemoryPlan};
 pub use multi::MultiGpu;
 pub use probe::{device_count, free_memory, probe};
+
+#[cfg(test)]
+mod tests {
+    /// docs/cuda.md's files table names every file of `kernels/` and `src/backend/cuda/`, and no
+    /// file that is not there.
+    #[test]
+    fn the_files_table_names_every_file() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let doc = std::fs::read_to_string(root.join("docs/cuda.md")).unwrap();
+        let table = &doc[doc.find("### Files").unwrap()..doc.find("### Kernels").unwrap()];
+        let named: Vec<&str> = table.lines().filter_map(|l| l.strip_prefix("| `")).filter_map(|l| l.split('`').next()).collect();
+        let name = |p: &str| p.rsplit('/').next().unwrap().to_string();
+        let mut listed: Vec<String> = named.iter().map(|p| name(p)).collect();
+        let mut files = vec![];
+        for dir in ["kernels", "src/backend/cuda"] {
+            for e in std::fs::read_dir(root.join(dir)).unwrap() {
+                files.push(e.unwrap().file_name().to_string_lossy().into_owned());
+            }
+        }
+        listed.sort();
+        files.sort();
+        assert_eq!(listed, files, "docs/cuda.md's files table against kernels/ and src/backend/cuda/");
+        for p in named.iter().filter(|p| p.contains('/')) {
+            assert!(root.join(p).is_file(), "docs/cuda.md names {p}, which is not there");
+        }
+    }
+}
