@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::BackendKind;
+use crate::backend::BackendConfig;
 use crate::decode::DecoderConfig;
 use crate::encode::EncoderConfig;
 
@@ -62,50 +62,6 @@ pub struct ReplayConfig {
 impl Default for ReplayConfig {
     fn default() -> Self {
         ReplayConfig { activity_topic: "/neuroburst/activity".into(), max_bursts: 0, pace: 0.0 }
-    }
-}
-
-/// Which backend runs the brain, and on what.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct BackendConfig {
-    /// auto | cpu | cuda
-    pub kind: BackendKind,
-    /// CUDA device ordinal.
-    pub device: usize,
-    /// Smallest brain that `auto` puts on a GPU.
-    pub gpu_min_neurons: u64,
-    /// CPU backend threads; 0 = one per core.
-    pub cpu_threads: usize,
-    /// Shards: a count or `auto`. With the CUDA backend one shard per GPU (`auto`: as many GPUs as
-    /// keep `shard_min_neurons` each); with the CPU backend CPU shards in one process (`auto`: 1).
-    pub shards: crate::shard::ShardCount,
-    /// GPUs to shard over (device ordinals); empty = `device`, `device + 1`, ...
-    pub gpus: Vec<usize>,
-    /// round_robin | by_cortical_area
-    pub strategy: crate::shard::Strategy,
-    /// `shards: auto` gives each GPU at least this many neurons. Measured on H100s
-    /// (docs/sharding.md): from 10M neurons on, several GPUs burst W(N, 100, 1%) both faster back
-    /// to back and with no more latency when paced; at 5M, one GPU answers sooner when paced.
-    pub shard_min_neurons: u64,
-    /// auto | stored | procedural: where the synapses live (docs/capacity.md). `auto` stores what
-    /// fits the memory and draws the largest mappings again when their sources fire.
-    pub connectome: crate::connectome::storage::Storage,
-}
-
-impl Default for BackendConfig {
-    fn default() -> Self {
-        BackendConfig {
-            kind: BackendKind::Auto,
-            device: 0,
-            gpu_min_neurons: 50_000,
-            cpu_threads: 0,
-            shards: crate::shard::ShardCount::Count(1),
-            gpus: Vec::new(),
-            strategy: crate::shard::Strategy::RoundRobin,
-            shard_min_neurons: 5_000_000,
-            connectome: crate::connectome::storage::Storage::Auto,
-        }
     }
 }
 
@@ -229,7 +185,7 @@ mod tests {
     #[test]
     fn overrides_apply_in_order_and_keep_types() {
         let c = Config::load(None, &["backend.kind=cpu".into(), "backend.cpu_threads=3".into(), "log.progress=false".into()]).unwrap();
-        assert_eq!(c.backend.kind, BackendKind::Cpu);
+        assert_eq!(c.backend.kind, crate::backend::BackendKind::Cpu);
         assert_eq!(c.backend.cpu_threads, 3);
         assert!(!c.log.progress);
     }

@@ -1,6 +1,7 @@
 //! Backends run bursts. They all implement [`Backend`]; the CPU backend ([`cpu`]) is the
 //! reference, and every other backend must produce the same fired sets bit for bit.
 
+mod config;
 pub mod cpu;
 pub mod cuda;
 pub mod learn;
@@ -12,6 +13,7 @@ use std::ops::Range;
 
 use crate::model::{InjectionSlice, Injections, NeuronState};
 
+pub use config::BackendConfig;
 pub use select::{choose, BackendKind, Choice, GpuProbe};
 
 /// Which fired neurons a backend hands back after every burst.

@@ -3,9 +3,9 @@
 
 use super::cpu::CpuBackend;
 use super::select::{choose, BackendKind, Choice, GpuProbe};
+use super::BackendConfig;
 use super::{Backend, Readback};
 use crate::brain::Brain;
-use crate::config::BackendConfig;
 use crate::connectome::storage;
 use crate::genome::Genome;
 use crate::model::Layout;

@@ -11,7 +11,8 @@ use clap::Args;
 use super::ros_args;
 use crate::config::Config;
 use crate::genome::Genome;
-use crate::live::{self, Control, TransportKind};
+use crate::live::{self, Control};
+use crate::transport::TransportKind;
 
 #[derive(Args, Debug)]
 pub struct NodeArgs {

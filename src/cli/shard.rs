@@ -22,8 +22,8 @@ use crate::cluster::live_io::LiveIo;
 use crate::cluster::{run, Outcome, ShardOptions};
 use crate::config::Config;
 use crate::genome::Genome;
-use crate::live::TransportKind;
 use crate::model::Layout;
+use crate::transport::TransportKind;
 use crate::workload::Workload;
 
 #[derive(Args, Debug)]

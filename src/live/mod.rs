@@ -35,7 +35,7 @@ use crate::ros::{registry, RosMessage};
 use crate::transport::{names, Qos, TopicSpec, Transport};
 use topics::LiveTopics;
 
-pub use settings::{Mode, NodeConfig, RealtimeConfig, ReflexConfig, TransportKind};
+pub use settings::{Mode, NodeConfig, RealtimeConfig, ReflexConfig};
 
 /// Requests from outside the burst thread (signals, trigger topics, tests).
 #[derive(Debug, Default)]

@@ -6,16 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Which transport carries the node's topics.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum TransportKind {
-    /// A Zenoh session (see the `zenoh` section); no ROS install needed.
-    #[default]
-    Zenoh,
-    /// The robot's ROS 2 through r2r (needs the `ros2` cargo feature and a sourced ROS 2).
-    Ros2,
-}
+use crate::transport::TransportKind;
 
 /// When the node bursts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

@@ -16,7 +16,20 @@ pub mod zenoh;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+
 pub use topic::{Qos, Reliability, TopicSpec};
+
+/// Which transport carries the node's topics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    /// A Zenoh session (see the `zenoh` section); no ROS install needed.
+    #[default]
+    Zenoh,
+    /// The robot's ROS 2 through r2r (needs the `ros2` cargo feature and a sourced ROS 2).
+    Ros2,
+}
 
 /// The rmw_zenoh attachment of a received sample, or why there is none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! Choosing and opening a transport from the configuration.
 
 use super::zenoh::ZenohTransport;
+use super::TransportKind;
 use super::{Transport, TransportError};
 use crate::config::Config;
-use crate::live::TransportKind;
 
 /// Open the transport that `config.node.transport` names.
 pub fn open(config: &Config) -> Result<Box<dyn Transport>, TransportError> {
