@@ -106,7 +106,9 @@ pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
         print!("{}", serde_yaml::to_string(&config)?);
         return Ok(());
     }
-    let mut transport = crate::transport::select::open(&config).context("cannot open the transport")?;
+    let mut transport =
+        crate::transport::select::open(config.node.transport, &config.zenoh, &config.node.name, &config.node.namespace, config.node.domain)
+            .context("cannot open the transport")?;
     let control = Arc::new(Control::default());
     if let Some(addr) = &a.view {
         let _ = control.view.set(Arc::new(crate::view::View::start(addr, &genome, &config.view)?));

@@ -298,7 +298,14 @@ fn io_side(
             (genome.burst_rate_hz, "the genome's burst_rate_hz")
         };
         check_period(&config.cluster, rate, from)?;
-        let transport = crate::transport::select::open(config).context("cannot open the transport")?;
+        let transport = crate::transport::select::open(
+            config.node.transport,
+            &config.zenoh,
+            &config.node.name,
+            &config.node.namespace,
+            config.node.domain,
+        )
+        .context("cannot open the transport")?;
         return Ok(Box::new(LiveIo::new(config, Layout::from_genome(genome), transport, rate)?));
     }
     let precompute = if a.precompute_input { a.bursts } else { 0 };

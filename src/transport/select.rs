@@ -1,17 +1,22 @@
 //! Choosing and opening a transport from the configuration.
 
-use super::zenoh::ZenohTransport;
+use super::zenoh::{ZenohConfig, ZenohTransport};
 use super::TransportKind;
 use super::{Transport, TransportError};
-use crate::config::Config;
 
-/// Open the transport that `config.node.transport` names.
-pub fn open(config: &Config) -> Result<Box<dyn Transport>, TransportError> {
-    let n = &config.node;
-    let namespace = super::names::normalize_namespace(&n.namespace).map_err(TransportError::Unsupported)?;
-    match n.transport {
-        TransportKind::Zenoh => Ok(Box::new(ZenohTransport::open(&config.zenoh, n.domain, &namespace, &n.name)?)),
-        TransportKind::Ros2 => open_ros2(&n.name, &namespace, n.domain),
+/// Open a transport of `kind` for the node `name` in `namespace` on ROS domain `domain` (Zenoh's
+/// session from the `zenoh` section).
+pub fn open(
+    kind: TransportKind,
+    zenoh: &ZenohConfig,
+    name: &str,
+    namespace: &str,
+    domain: u32,
+) -> Result<Box<dyn Transport>, TransportError> {
+    let namespace = super::names::normalize_namespace(namespace).map_err(TransportError::Unsupported)?;
+    match kind {
+        TransportKind::Zenoh => Ok(Box::new(ZenohTransport::open(zenoh, domain, &namespace, name)?)),
+        TransportKind::Ros2 => open_ros2(name, &namespace, domain),
     }
 }
 
