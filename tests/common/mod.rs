@@ -25,7 +25,7 @@ pub fn required_file(var: &str, what: &str, how: &str) -> Option<PathBuf> {
 /// and at least `need` GPUs are; otherwise says why on the real stderr and returns false. With
 /// NEUROBURST_REQUIRE_GPU=1 (a GPU machine) a skip is a failure instead.
 pub fn gpus(need: usize) -> bool {
-    let device = std::env::var("NEUROBURST_DEVICE").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let device = test_device();
     let why = match neuroburst::backend::cuda::probe(device) {
         neuroburst::backend::GpuProbe::Unavailable(why) => format!("no usable GPU {device} ({why})"),
         neuroburst::backend::GpuProbe::Available(_) => match neuroburst::backend::cuda::device_count() {
