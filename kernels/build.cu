@@ -78,25 +78,59 @@ extern "C" __global__ void materialize_rows(const MatArea* areas, u32 n_areas, u
     }
 }
 
-// One GPU's part of a brain on several (its neurons lo..hi are the targets it stores, rows for
-// every source): the rows' lengths vary, so a count pass, a scan into row pointers, then the rows.
+// Where one GPU's part of a brain lies (its neurons lo..hi: the targets it stores, rows for every
+// source; one GPU's whole brain: 0..n): its rows' counts (one u32 a source), its row pointers (u32,
+// or u64 when row64), counted and scanned or in closed form, its targets (relative to lo) and u16
+// codes. Another GPU's part is written by peer stores (NVLink).
+struct Owner {
+    u64 counts;
+    u64 row_ptr;
+    u64 targets;
+    u64 codes;
+    u32 lo;
+    u32 hi;
+    u32 row64;
+    u32 pad;
+};
 
-// part_count: a warp per source s of src_lo..src_hi counts its draws that land in lo..hi.
-extern "C" __global__ void part_count(const ProcMap* maps, const MatArea* areas, u32 n_areas, u32 src_lo, u32 src_hi, u32 lo, u32 hi,
-                                      u32* counts) {
+// One GPU's part of a brain on several: the rows' lengths vary, so a count pass, a scan into row
+// pointers, then the rows. Each GPU draws the rows of its own neurons in both passes.
+
+// part_count: a warp per source s of src_lo..src_hi counts its draws that land in each part
+// (at most 64 parts, ranges ascending) into that part's counts.
+extern "C" __global__ void part_count(const ProcMap* maps, const MatArea* areas, u32 n_areas, u32 src_lo, u32 src_hi, const Owner* owners,
+                                      u32 n_owners) {
     const u32 lane = threadIdx.x & 31;
     const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;
     for (u64 s64 = src_lo + warp; s64 < src_hi; s64 += warps) {
         const u32 s = (u32)s64;
         const int ai = mat_area(areas, n_areas, s);
-        u32 c = 0;
+        // lane k counts part k's draws (c0) and part k + 32's (c1)
+        u32 c0 = 0, c1 = 0;
         if (ai >= 0) {
             const MatArea a = areas[ai];
-            for (u32 i = lane; i < a.len; i += 32) c += ((u32)(mat_key(maps, a, s, i) >> 32) - lo) < hi - lo;
+            for (u32 i0 = 0; i0 < a.len; i0 += 32) {
+                u32 o = n_owners; // the part of this lane's draw: none past the row
+                if (i0 + lane < a.len) {
+                    const u32 t = (u32)(mat_key(maps, a, s, i0 + lane) >> 32);
+                    u32 lo = 0, hi = n_owners - 1;
+                    while (lo < hi) {
+                        const u32 mid = (lo + hi + 1) / 2;
+                        if (owners[mid].lo <= t) lo = mid; else hi = mid - 1;
+                    }
+                    if (t - owners[lo].lo < owners[lo].hi - owners[lo].lo) o = lo;
+                }
+                for (u32 k = 0; k < n_owners; k++) {
+                    const u32 b = __popc(__ballot_sync(0xffffffffu, o == k));
+                    if (lane == (k & 31)) {
+                        if (k < 32) c0 += b; else c1 += b;
+                    }
+                }
+            }
         }
-        for (int d = 16; d > 0; d >>= 1) c += __shfl_xor_sync(0xffffffffu, c, d);
-        if (lane == 0) counts[s] = c;
+        if (lane < n_owners) ((u32*)owners[lane].counts)[s] = c0;
+        if (lane + 32 < n_owners) ((u32*)owners[lane + 32].counts)[s] = c1;
     }
 }
 
@@ -153,14 +187,13 @@ extern "C" __global__ void __launch_bounds__(256) scan_write(const u32* counts, 
     }
 }
 
-// materialize: the rows of sources src_lo..src_hi whose targets lie in lo..hi (the whole brain:
-// 0..n), written from their row pointers (`materialize_rows`, or a part's counted and scanned), a
-// part's targets relative to its first neuron. A warp per source neuron draws its keys (target <<
-// 32 | slot) into shared memory (`pow2` per warp: the longest row rounded up to a power of two),
-// sorts them (bitonic), and writes the run of them in lo..hi.
+// materialize: the rows of sources src_lo..src_hi, each drawn once, sorted and cut into the runs
+// of targets of every part (`owners`, ascending ranges), each run written at its part's row
+// pointer. A warp per source neuron draws its keys (target << 32 | slot) into shared memory
+// (`pow2` per warp: the longest row rounded up to a power of two) and sorts them (bitonic). So on
+// several GPUs each draws and sorts the rows of its own neurons only, not every row of the brain.
 extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* maps, const u16* map_code, const MatArea* areas, u32 n_areas,
-                                                              u32 src_lo, u32 src_hi, u32 pow2, u32 lo, u32 hi, const void* row_ptr,
-                                                              u32 row64, u32* targets, u16* codes) {
+                                                              u32 src_lo, u32 src_hi, u32 pow2, const Owner* owners, u32 n_owners) {
     extern __shared__ u64 keys_all[];
     const u32 lane = threadIdx.x & 31;
     u64* keys = keys_all + (threadIdx.x >> 5) * pow2;
@@ -175,16 +208,21 @@ extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* map
         u32 p = 1;
         while (p < a.len) p <<= 1;
         draw_sorted(maps, a, s, p, keys);
-        // the run of targets in lo..hi starts after those below lo
-        u32 below = 0;
-        for (u32 i = lane; i < a.len; i += 32) below += (u32)(keys[i] >> 32) < lo;
-        for (int d = 16; d > 0; d >>= 1) below += __shfl_xor_sync(0xffffffffu, below, d);
-        const u64 r0 = row64 ? ((const u64*)row_ptr)[s] : ((const u32*)row_ptr)[s];
-        const u64 r1 = row64 ? ((const u64*)row_ptr)[s + 1] : ((const u32*)row_ptr)[s + 1];
-        for (u32 i = lane; i < r1 - r0; i += 32) {
-            const u64 k = keys[below + i];
-            targets[r0 + i] = (u32)(k >> 32) - lo; // a part's targets are relative to its first neuron
-            codes[r0 + i] = map_code[a.f0 + (u32)(k & 0xffffffffu)];
+        for (u32 o = 0; o < n_owners; o++) {
+            const Owner w = owners[o];
+            // the part's run starts after the targets below its range
+            u32 below = 0;
+            for (u32 i = lane; i < a.len; i += 32) below += (u32)(keys[i] >> 32) < w.lo;
+            for (int d = 16; d > 0; d >>= 1) below += __shfl_xor_sync(0xffffffffu, below, d);
+            const u64 r0 = w.row64 ? ((const u64*)w.row_ptr)[s] : ((const u32*)w.row_ptr)[s];
+            const u64 r1 = w.row64 ? ((const u64*)w.row_ptr)[s + 1] : ((const u32*)w.row_ptr)[s + 1];
+            u32* targets = (u32*)w.targets;
+            u16* codes = (u16*)w.codes;
+            for (u32 i = lane; i < r1 - r0; i += 32) {
+                const u64 k = keys[below + i];
+                targets[r0 + i] = (u32)(k >> 32) - w.lo;
+                codes[r0 + i] = map_code[a.f0 + (u32)(k & 0xffffffffu)];
+            }
         }
         __syncwarp();
     }

@@ -26,6 +26,14 @@ impl Brain {
         Brain::of(genome, layout, connectome)
     }
 
+    /// A brain whose synapses are all built where they live (on its GPUs, from closed forms): the
+    /// layout and the connectome's rules and counts, no part and no row on the host.
+    pub fn without_rows(genome: &Genome, progress: bool) -> Brain {
+        let layout = Layout::from_genome(genome);
+        let connectome = connectome::build(genome, &layout, &opts(genome, Vec::new(), progress));
+        Brain::of(genome, layout, connectome)
+    }
+
     /// The first pass of a streamed build ([`connectome::stream::plan`]) in one part: the brain's
     /// connectome holds the row pointers, the synapses are drawn when copied where they live.
     pub fn planned(genome: &Genome, progress: bool) -> (Brain, connectome::stream::Streamed) {

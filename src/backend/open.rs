@@ -105,7 +105,7 @@ fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: 
     if storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64) {
         let marked = storage::all_marked(genome);
         crate::capacity::check_build(&marked, &layout, true, &crate::capacity::host_available())?;
-        let brain = Brain::build(&marked, 1, progress);
+        let brain = Brain::without_rows(&marked, progress);
         let drawn = brain.connectome.procedural_synapses();
         let incoming = crate::shard::incoming_per_area(&layout, &brain.connectome.mappings);
         let plan = ShardPlan::new(&layout, &incoming, devices.len(), cfg.strategy).map_err(|e| e.to_string())?;
@@ -136,7 +136,7 @@ fn on_one_gpu(genome: &Genome, layout: &Layout, readback: Readback, progress: bo
         if storage::gpu_buildable(genome, layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64) {
             let marked = storage::all_marked(genome);
             crate::capacity::check_build(&marked, layout, true, &crate::capacity::host_available())?;
-            let brain = Brain::build(&marked, 1, progress);
+            let brain = Brain::without_rows(&marked, progress);
             let drawn = brain.connectome.procedural_synapses();
             tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
             (Box::new(super::cuda::CudaBackend::built_on_gpu(brain, readback, device, progress).map_err(|e| e.to_string())?), drawn, 0)

@@ -199,19 +199,23 @@ pub(super) fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32
     let mut slot_code: Vec<u32> = Vec::new();
     let mut drawer = Drawer::default();
     let mut area = layout.area_of(range.start);
-    for s in range {
+    let mut s = range.start;
+    while s < range.end {
         while s >= layout.params[area].first + layout.params[area].count {
             area += 1;
         }
         let mappings = &by_area[area];
         if let Some(counts) = &rows.skip[area] {
+            // rows of a fixed size (no attractivity) are counted for the area's run at once
+            let run = if counts.iter().all(|c| c.keep.is_none()) { (layout.params[area].first + layout.params[area].count).min(range.end) - s } else { 1 };
             for (m, c) in mappings.iter().zip(counts) {
-                let n = c.kept(s);
+                let n = if run > 1 { c.fanout as u64 * run as u64 } else { c.kept(s) };
                 let dead = if c.contribution == 0 { n } else { 0 };
                 out.counts[m.index].0 += n;
                 out.counts[m.index].1 += dead;
             }
-            out.parts.iter_mut().for_each(|cp| cp.lens.push(0));
+            out.parts.iter_mut().for_each(|cp| cp.lens.resize(cp.lens.len() + run as usize, 0));
+            s += run;
             continue;
         }
         let local = s - layout.params[area].first;
@@ -286,6 +290,7 @@ pub(super) fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32
             }
             cp.lens.push((cp.targets.len() - before) as u32);
         }
+        s += 1;
     }
     out
 }

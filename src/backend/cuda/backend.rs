@@ -125,13 +125,17 @@ impl CudaBackend {
     /// in the resident kernel (every GPU of the brain alike), else on
     /// graphs.
     pub(crate) fn new_shard(shard: GpuShard, readback: Readback, device: usize, linked: bool) -> Result<CudaBackend, BackendError> {
+        let t0 = std::time::Instant::now();
         let ctx = CudaContext::new(device).map_err(dev_err("creating the context"))?;
+        tracing::debug!(device, context_s = t0.elapsed().as_secs_f64(), "CUDA: a GPU's context made");
         if linked && !super::resident::cooperative(&ctx) {
             return Err(BackendError::Device(format!(
                 "GPU {device} has no cooperative launch: it cannot run a brain's share in the resident kernel"
             )));
         }
-        Self::build(ctx, shard, readback, device, if linked { Path::Linked } else { Path::Shard })
+        let gpu = Self::build(ctx, shard, readback, device, if linked { Path::Linked } else { Path::Shard });
+        tracing::debug!(device, shard_s = t0.elapsed().as_secs_f64(), "CUDA: a GPU's share made");
+        gpu
     }
 
     fn build(
@@ -145,8 +149,8 @@ impl CudaBackend {
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(dev_err("creating a stream"))?;
         // one GPU of several built on the GPU: its rows' lengths vary, so they are counted first
-        if let Some(r) = shard.recipe.as_ref().filter(|_| shard.part.targets_range != (0..shard.neurons)) {
-            shard.part_rows = Some(super::build::count_part(&stream, r, shard.neurons, shard.part.targets_range.clone())?);
+        if let (Some(r), Some((parts, me))) = (&shard.recipe, &shard.parts) {
+            shard.part_rows = Some(parts.count(*me, &stream, r, shard.neurons, shard.part.targets_range.clone())?);
         }
         let name = ctx.name().map_err(dev_err("device name"))?;
         let total_mem = ctx.total_mem().map_err(dev_err("device memory"))? as u64;

@@ -3,11 +3,12 @@
 //! the host holds the genome and the layout, and uploads a few hundred bytes of rules. The rows
 //! are the host build's, in the same order and with the same codes (a test compares them).
 
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::{Arc, Condvar, Mutex};
 
-use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use super::layout::{as_bytes, dev_err, ProcMap};
+use super::layout::{as_bytes, dev_err, dptr, ProcMap};
 use super::module::{Kernels, Variant};
 use crate::backend::BackendError;
 
@@ -95,6 +96,43 @@ pub(super) struct Built {
     pub codes: CudaSlice<u8>,
 }
 
+/// Mirror of `struct Owner` in build.cu: where one part's rows lie (device addresses, a peer's
+/// over NVLink).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Owner {
+    counts: u64,
+    row_ptr: u64,
+    targets: u64,
+    codes: u64,
+    lo: u32,
+    hi: u32,
+    row64: u32,
+    pad: u32,
+}
+// SAFETY: plain old data with the layout of the kernel's `Owner`.
+unsafe impl DeviceRepr for Owner {}
+
+impl Built {
+    /// Targets and codes for `synapses` synapses after `row_ptr`; where they lie, for the kernel.
+    fn alloc(s: &Arc<CudaStream>, row_ptr: CudaSlice<u8>, synapses: u64, range: Range<u32>, row64: bool) -> Result<(Built, Owner), BackendError> {
+        let e = |w: &'static str| dev_err(w);
+        let targets: CudaSlice<u32> = s.alloc_zeros(synapses.max(1) as usize).map_err(e("alloc synapse targets"))?;
+        let codes: CudaSlice<u8> = s.alloc_zeros(synapses.max(2) as usize * 2).map_err(e("alloc codes"))?;
+        let owner = Owner {
+            counts: 0,
+            row_ptr: dptr(&row_ptr, s),
+            targets: dptr(&targets, s),
+            codes: dptr(&codes, s),
+            lo: range.start,
+            hi: range.end,
+            row64: row64 as u32,
+            pad: 0,
+        };
+        Ok((Built { row_ptr, targets, codes }, owner))
+    }
+}
+
 /// Launches of the row kernel per build (each over a slice of the sources), for progress.
 const SLICES: u32 = 64;
 
@@ -119,70 +157,51 @@ impl Rules {
         })
     }
 
-    /// Draw the rows of every source of the brain (`n` neurons) again into `row_ptr`'s rows
-    /// (`synapses` of them, u32 or u64 pointers), keeping the targets in `range` (relative to
-    /// its start), a slice of the sources per launch, with a progress bar (or lines) when
-    /// `progress` and the build takes over a second.
-    #[allow(clippy::too_many_arguments)]
-    fn draw_rows(
-        &self,
-        s: &Arc<CudaStream>,
-        r: &Recipe,
-        n: u32,
-        range: std::ops::Range<u32>,
-        row_ptr: CudaSlice<u8>,
-        synapses: u64,
-        progress: bool,
-    ) -> Result<Built, BackendError> {
+    /// Draw the rows of the sources `src` and write each part's run of them where `owners` say
+    /// (`materialize` in build.cu), a slice of the sources per launch, with a progress bar (or
+    /// lines) when `progress` and the build takes over a second.
+    fn draw(&self, s: &Arc<CudaStream>, r: &Recipe, src: Range<u32>, owners: &[Owner], progress: bool) -> Result<(), BackendError> {
         let e = |w: &'static str| dev_err(w);
-        let map_code = s.clone_htod(&r.map_code).map_err(e("uploading the rules"))?;
-        let targets: CudaSlice<u32> = s.alloc_zeros(synapses.max(1) as usize).map_err(e("alloc synapse targets"))?;
-        let codes: CudaSlice<u8> = s.alloc_zeros(synapses.max(2) as usize * 2).map_err(e("alloc codes"))?;
-        if synapses > 0 {
-            let pow2 = r.longest.next_power_of_two();
-            let shared = 4 * pow2 * 8;
-            if shared > 48 << 10 {
-                self.k
-                    .materialize
-                    .set_attribute(
-                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        shared as i32,
-                    )
-                    .map_err(e("shared memory for materialize"))?;
-            }
-            let cfg = LaunchConfig { grid_dim: (self.sm * 16, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: shared };
-            let (n_areas, lo, hi, row64) = (r.areas.len() as u32, range.start, range.end, (synapses >= u32::MAX as u64) as u32);
-            let bar = crate::progress::Progress::new("building the connectome on the GPU", "slices", SLICES as u64, progress);
-            let slice = n.div_ceil(SLICES);
-            for src_lo in (0..n).step_by(slice.max(1) as usize) {
-                let src_hi = (src_lo + slice).min(n);
-                // SAFETY: each row is written from its own row pointer, within `targets`/`codes`
-                // (sized to `synapses`, the last row pointer); the rules are the recipe's.
-                unsafe {
-                    s.launch_builder(&self.k.materialize)
-                        .arg(&self.maps)
-                        .arg(&map_code)
-                        .arg(&self.areas)
-                        .arg(&n_areas)
-                        .arg(&src_lo)
-                        .arg(&src_hi)
-                        .arg(&pow2)
-                        .arg(&lo)
-                        .arg(&hi)
-                        .arg(&row_ptr)
-                        .arg(&row64)
-                        .arg(&targets)
-                        .arg(&codes)
-                        .launch(cfg)
-                }
-                .map_err(e("launching materialize"))?;
-                s.synchronize().map_err(e("building the connectome on the GPU"))?;
-                bar.inc(1);
-            }
-            bar.finish();
+        if r.synapses == 0 || src.is_empty() {
+            return Ok(());
         }
-        s.synchronize().map_err(e("building the connectome on the GPU"))?;
-        Ok(Built { row_ptr, targets, codes })
+        let map_code = s.clone_htod(&r.map_code).map_err(e("uploading the rules"))?;
+        let table = s.clone_htod(owners).map_err(e("uploading the parts' addresses"))?;
+        let pow2 = r.longest.next_power_of_two();
+        let shared = 4 * pow2 * 8;
+        if shared > 48 << 10 {
+            self.k
+                .materialize
+                .set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+                .map_err(e("shared memory for materialize"))?;
+        }
+        let cfg = LaunchConfig { grid_dim: (self.sm * 16, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: shared };
+        let (n_areas, n_owners) = (r.areas.len() as u32, owners.len() as u32);
+        let bar = crate::progress::Progress::new("building the connectome on the GPU", "slices", SLICES as u64, progress);
+        let slice = src.len().div_ceil(SLICES as usize).max(1);
+        for src_lo in src.clone().step_by(slice) {
+            let src_hi = (src_lo + slice as u32).min(src.end);
+            // SAFETY: each part's run of a row is written from its own row pointer, within that
+            // part's targets/codes (sized to its last row pointer); the rules are the recipe's.
+            unsafe {
+                s.launch_builder(&self.k.materialize)
+                    .arg(&self.maps)
+                    .arg(&map_code)
+                    .arg(&self.areas)
+                    .arg(&n_areas)
+                    .arg(&src_lo)
+                    .arg(&src_hi)
+                    .arg(&pow2)
+                    .arg(&table)
+                    .arg(&n_owners)
+                    .launch(cfg)
+            }
+            .map_err(e("launching materialize"))?;
+            s.synchronize().map_err(e("building the connectome on the GPU"))?;
+            bar.inc(1);
+        }
+        bar.finish();
+        Ok(())
     }
 }
 
@@ -206,39 +225,149 @@ pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool, 
             .launch(cfg)
     }
     .map_err(e("launching materialize_rows"))?;
-    rules.draw_rows(s, r, n, 0..n, row_ptr, r.synapses, progress)
+    let t0 = std::time::Instant::now();
+    let (built, owner) = Built::alloc(s, row_ptr, r.synapses, 0..n, row64)?;
+    rules.draw(s, r, 0..n, &[owner], progress)?;
+    s.synchronize().map_err(e("building the connectome on the GPU"))?;
+    tracing::debug!(materialize_s = t0.elapsed().as_secs_f64(), "CUDA: the rows drawn");
+    Ok(built)
 }
 
 /// One GPU's part of a brain built on several GPUs (the synapses onto its neurons `range`, rows
-/// for every source): the row pointers, counted on the GPU before the rows are drawn again into
-/// them (`kernels/build.cu`, `part_count`, `scan_tiles`, `scan_write`, `materialize`).
+/// for every source): the row pointers, counted on the GPUs before the rows are drawn into them
+/// (`kernels/build.cu`, `part_count`, `scan_tiles`, `scan_write`, `materialize`).
 pub(super) struct PartRows {
-    pub range: std::ops::Range<u32>,
+    pub range: Range<u32>,
     /// u32, or u64 from u32::MAX synapses on (as [`super::MemoryPlan`] sizes them).
     pub row_ptr: CudaSlice<u8>,
     pub synapses: u64,
+    rules: Rules,
 }
 
 /// Counts of a scan tile (SCAN_TILE in build.cu).
 const SCAN_TILE: u32 = 4096;
 
-/// The row pointers of the part of `r`'s brain (`n` neurons) onto `range`.
-pub(super) fn count_part(s: &Arc<CudaStream>, r: &Recipe, n: u32, range: std::ops::Range<u32>) -> Result<PartRows, BackendError> {
-    let e = |w: &'static str| dev_err(w);
-    let Rules { k, maps, areas, sm } = Rules::upload(s, r)?;
-    let counts: CudaSlice<u32> = s.alloc_zeros(n.max(1) as usize).map_err(e("alloc row counts"))?;
-    let (n_areas, src_lo, lo, hi) = (r.areas.len() as u32, 0u32, range.start, range.end);
-    let cfg = LaunchConfig { grid_dim: (sm * 16, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-    // SAFETY: writes one count per source 0..n (allocated); reads the rules uploaded above.
-    unsafe {
-        s.launch_builder(&k.part_count).arg(&maps).arg(&areas).arg(&n_areas).arg(&src_lo).arg(&n).arg(&lo).arg(&hi).arg(&counts).launch(cfg)
+/// The parts of a brain that its GPUs build together. Each GPU draws the rows of its own neurons
+/// only, twice: to count each part's share of them into that part's counts, then, once every
+/// part has scanned its counts into row pointers, to sort them and write each part's run where
+/// that part lies (peer stores over NVLink). Each GPU's thread publishes where its part lies and
+/// meets the others before each pass and after the last.
+pub(super) struct Parts {
+    n: usize,
+    state: Mutex<PartsState>,
+    cv: Condvar,
+}
+
+struct PartsState {
+    owners: Vec<Option<(Arc<CudaContext>, Owner)>>,
+    /// Threads arrived at each meeting.
+    arrived: [usize; 4],
+    failed: bool,
+}
+
+/// What a GPU's thread returns when another GPU's build failed (the caller reports that one's).
+pub(super) const ANOTHER_FAILED: &str = "CUDA: another GPU's build failed";
+
+impl Parts {
+    pub(super) fn new(n: usize) -> Arc<Parts> {
+        Arc::new(Parts {
+            n,
+            state: Mutex::new(PartsState { owners: vec![None; n], arrived: [0; 4], failed: false }),
+            cv: Condvar::new(),
+        })
     }
-    .map_err(e("launching part_count"))?;
+
+    /// A GPU's build failed or stopped: the others stop waiting.
+    pub(super) fn fail(&self) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).failed = true;
+        self.cv.notify_all();
+    }
+
+    /// GPU `me` publishes `owner` (None: nothing new) and waits at meeting `m` until every GPU has
+    /// come, or one failed; then every GPU's context and part.
+    fn meet(&self, m: usize, me: usize, owner: Option<(Arc<CudaContext>, Owner)>) -> Result<Vec<(Arc<CudaContext>, Owner)>, BackendError> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if owner.is_some() {
+            st.owners[me] = owner;
+        }
+        st.arrived[m] += 1;
+        self.cv.notify_all();
+        let st = self.cv.wait_while(st, |st| st.arrived[m] < self.n && !st.failed).unwrap_or_else(|p| p.into_inner());
+        if st.arrived[m] < self.n {
+            return Err(BackendError::Device(ANOTHER_FAILED.into()));
+        }
+        Ok(st.owners.iter().flatten().cloned().collect())
+    }
+
+    /// GPU `me`'s row pointers for the part of `r`'s brain (`n` neurons) onto `range`: every GPU
+    /// counts the rows of its own neurons into every part's counts, then each scans its own.
+    pub(super) fn count(&self, me: usize, s: &Arc<CudaStream>, r: &Recipe, n: u32, range: Range<u32>) -> Result<PartRows, BackendError> {
+        let e = |w: &'static str| dev_err(w);
+        let t0 = std::time::Instant::now();
+        let rules = Rules::upload(s, r)?;
+        let counts: CudaSlice<u32> = s.alloc_zeros(n.max(1) as usize).map_err(e("alloc row counts"))?;
+        s.synchronize().map_err(e("alloc row counts"))?;
+        let ctx = s.context().clone();
+        let owner = Owner { counts: dptr(&counts, s), lo: range.start, hi: range.end, ..Default::default() };
+        let peers = self.meet(0, me, Some((ctx.clone(), owner)))?;
+        for (other, _) in &peers {
+            super::peers::peer_access(&ctx, other)?;
+        }
+        let owners: Vec<Owner> = peers.iter().map(|p| p.1).collect();
+        let table = s.clone_htod(&owners).map_err(e("uploading the parts' addresses"))?;
+        let (n_areas, n_owners) = (r.areas.len() as u32, owners.len() as u32);
+        let cfg = LaunchConfig { grid_dim: (rules.sm * 16, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: writes one count per source of `range` into each part's counts (n each,
+        // allocated by their GPUs, which wait at the next meeting); reads the rules uploaded.
+        unsafe {
+            s.launch_builder(&rules.k.part_count)
+                .arg(&rules.maps)
+                .arg(&rules.areas)
+                .arg(&n_areas)
+                .arg(&range.start)
+                .arg(&range.end)
+                .arg(&table)
+                .arg(&n_owners)
+                .launch(cfg)
+        }
+        .map_err(e("launching part_count"))?;
+        s.synchronize().map_err(e("counting the parts' rows on the GPUs"))?;
+        self.meet(1, me, None)?;
+        let t1 = std::time::Instant::now();
+        let (row_ptr, synapses) = scan(s, &rules, &counts, n)?;
+        tracing::debug!(synapses, ?range, count_s = (t1 - t0).as_secs_f64(), scan_s = t1.elapsed().as_secs_f64(), "CUDA: the part's rows counted");
+        Ok(PartRows { range, row_ptr, synapses, rules })
+    }
+
+    /// GPU `me`'s part (counted by [`Parts::count`]): targets and codes allocated, the rows of its
+    /// own neurons drawn into every part, once every GPU is there; returns when every GPU has
+    /// drawn.
+    pub(super) fn build(&self, me: usize, s: &Arc<CudaStream>, r: &Recipe, part: PartRows, progress: bool) -> Result<Built, BackendError> {
+        let t0 = std::time::Instant::now();
+        let row64 = part.synapses >= u32::MAX as u64;
+        let own = part.range.clone();
+        let (built, mut owner) = Built::alloc(s, part.row_ptr, part.synapses, part.range, row64)?;
+        s.synchronize().map_err(dev_err("allocating the part"))?;
+        owner.counts = 0;
+        let owners: Vec<Owner> = self.meet(2, me, Some((s.context().clone(), owner)))?.into_iter().map(|p| p.1).collect();
+        part.rules.draw(s, r, own, &owners, progress)?;
+        s.synchronize().map_err(dev_err("building the connectome on the GPUs"))?;
+        self.meet(3, me, None)?;
+        tracing::debug!(materialize_s = t0.elapsed().as_secs_f64(), "CUDA: the part's rows drawn");
+        Ok(built)
+    }
+}
+
+/// The row pointers of `counts` (`n` rows): tiles summed on the GPU, the sums scanned on the host,
+/// each tile's pointers written from its offset; u64 pointers from u32::MAX synapses on.
+fn scan(s: &Arc<CudaStream>, rules: &Rules, counts: &CudaSlice<u32>, n: u32) -> Result<(CudaSlice<u8>, u64), BackendError> {
+    let e = |w: &'static str| dev_err(w);
+    let k = &rules.k;
     let tiles = n.div_ceil(SCAN_TILE).max(1);
     let sums: CudaSlice<u64> = s.alloc_zeros(tiles as usize).map_err(e("alloc scan tiles"))?;
     let tile_cfg = LaunchConfig { grid_dim: (tiles, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: reads n counts, writes one sum per tile (allocated).
-    unsafe { s.launch_builder(&k.scan_tiles).arg(&counts).arg(&n).arg(&sums).launch(tile_cfg) }.map_err(e("launching scan_tiles"))?;
+    unsafe { s.launch_builder(&k.scan_tiles).arg(counts).arg(&n).arg(&sums).launch(tile_cfg) }.map_err(e("launching scan_tiles"))?;
     let sums = s.clone_dtoh(&sums).map_err(e("reading the scan's tiles"))?;
     let mut offs = Vec::with_capacity(sums.len());
     let mut synapses = 0u64;
@@ -252,19 +381,13 @@ pub(super) fn count_part(s: &Arc<CudaStream>, r: &Recipe, n: u32, range: std::op
     let offs = s.clone_htod(&offs).map_err(e("uploading the scan's offsets"))?;
     let row64_u = row64 as u32;
     // SAFETY: reads n counts and one offset per tile, writes row pointers 0..n of the width allocated.
-    unsafe { s.launch_builder(&k.scan_write).arg(&counts).arg(&n).arg(&offs).arg(&row_ptr).arg(&row64_u).launch(tile_cfg) }
+    unsafe { s.launch_builder(&k.scan_write).arg(counts).arg(&n).arg(&offs).arg(&row_ptr).arg(&row64_u).launch(tile_cfg) }
         .map_err(e("launching scan_write"))?;
     let end = n as usize * width;
     let last = if row64 { synapses.to_le_bytes().to_vec() } else { (synapses as u32).to_le_bytes().to_vec() };
     s.memcpy_htod(&last, &mut row_ptr.slice_mut(end..end + width)).map_err(e("writing the last row pointer"))?;
     s.synchronize().map_err(e("counting the part's rows on the GPU"))?;
-    tracing::debug!(synapses, ?range, "CUDA: the part's rows counted");
-    Ok(PartRows { range, row_ptr, synapses })
-}
-
-/// Draw the rows of `part` (counted by [`count_part`]) into targets and codes.
-pub(super) fn materialize_part(s: &Arc<CudaStream>, r: &Recipe, n: u32, part: PartRows, progress: bool) -> Result<Built, BackendError> {
-    Rules::upload(s, r)?.draw_rows(s, r, n, part.range, part.row_ptr, part.synapses, progress)
+    Ok((row_ptr, synapses))
 }
 
 /// Stored synapses as read back: row pointers, targets, codes.

@@ -30,8 +30,10 @@ pub struct GpuShard {
     pub(super) rows: FlatRows,
     /// Some: the synapses are built on the GPU from this (`part` holds none).
     pub(super) recipe: Option<super::build::Recipe>,
-    /// One GPU of several built on the GPU: its rows' pointers, counted there first.
+    /// One GPU of several built on the GPUs: its rows' pointers, counted there first.
     pub(super) part_rows: Option<super::build::PartRows>,
+    /// One GPU of several built on the GPUs: their meeting, and this GPU's index in it.
+    pub(super) parts: Option<(Arc<super::build::Parts>, usize)>,
     /// Some: the synapses are drawn on the host chunk by chunk and copied to the GPU (part
     /// `.1` of the stream; `part` holds its row pointers only).
     pub(super) streamed: Option<(Arc<Streamed>, usize)>,
@@ -114,12 +116,19 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
         procedural.clear();
     }
     let mut conn = brain.connectome;
-    if streamed.is_none() {
+    if recipe.is_some() {
+        // built on the GPU: no row on the host
+        conn.parts.clear();
+    } else if streamed.is_none() {
         conn.repartition(std::slice::from_ref(&(0..n)));
     } else if conn.parts.len() != 1 {
         return Err(BackendError::Device(format!("a streamed brain for one GPU has one part, not {}", conn.parts.len())));
     }
-    let part = conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() });
+    let part = match conn.parts.pop() {
+        Some(p) => p,
+        None if recipe.is_some() => Part { targets_range: 0..n, ..Default::default() },
+        None => Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() },
+    };
     let contributions = recipe.as_ref().map_or(conn.contributions, |r| r.table.clone());
     Ok(GpuShard {
         part,
@@ -131,6 +140,7 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
         rows,
         recipe,
         part_rows: None,
+        parts: None,
         streamed,
     })
 }
@@ -152,9 +162,9 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row6
     };
     let (_row_ptr, _targets, _codes) = match (&shard.recipe, &shard.streamed) {
         (Some(r), _) => {
-            let b = match part_rows {
-                Some(p) => super::build::materialize_part(s, r, shard.neurons, p, r.progress)?,
-                None => super::build::materialize(s, r, shard.neurons, row64, r.progress)?,
+            let b = match (part_rows, &shard.parts) {
+                (Some(p), Some((parts, me))) => parts.build(*me, s, r, p, r.progress)?,
+                _ => super::build::materialize(s, r, shard.neurons, row64, r.progress)?,
             };
             (b.row_ptr, b.targets, b.codes)
         }

@@ -84,6 +84,7 @@ impl CudaShardEngine {
                 rows: rows.clone(),
                 recipe: None,
                 part_rows: None,
+                parts: None,
                 streamed: None,
             };
             let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device, false)?;

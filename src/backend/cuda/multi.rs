@@ -117,6 +117,18 @@ fn links(parts: &[Range<u32>], procedural: &[super::layout::ProcMap], has_rows: 
     !has_rows && parts.iter().all(|r| !r.is_empty() && !super::procbin::ProcBins::wanted(r.len() as u32, procedural))
 }
 
+/// Dropped by a GPU's build thread that failed or panicked: the GPUs building together stop
+/// waiting for it.
+struct StopOthers(Option<Arc<super::build::Parts>>);
+
+impl Drop for StopOthers {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            p.fail();
+        }
+    }
+}
+
 /// How long a waiting thread spins before it sleeps: a burst's phases take microseconds, and a
 /// sleeping thread wakes tens of microseconds late.
 const SPIN: Duration = Duration::from_millis(20);
@@ -198,6 +210,8 @@ impl MultiGpu {
         let linked = distinct && links(&plan.ranges, &procedural, !rows.is_empty());
         let table = recipe.as_ref().map_or(brain.connectome.contributions, |r| r.table.clone());
         let plastic = brain.connectome.plastic;
+        // built on the GPUs: they meet to draw each other's parts
+        let parts = recipe.as_ref().map(|_| super::build::Parts::new(plan.len()));
         let shards: Vec<GpuShard> = (brain.connectome.parts.into_iter().enumerate())
             .map(|(i, part)| GpuShard {
                 part,
@@ -213,24 +227,37 @@ impl MultiGpu {
                     r
                 }),
                 part_rows: None,
+                parts: parts.clone().map(|p| (p, i)),
                 streamed: streamed.clone().map(|st| (st, i)),
             })
             .collect();
         // every GPU builds (or takes) its part at once
-        let gpus = std::thread::scope(|sc| {
+        let t0 = Instant::now();
+        let results: Vec<Result<CudaBackend, BackendError>> = std::thread::scope(|sc| {
             let handles: Vec<_> = shards
                 .into_iter()
                 .zip(devices)
                 .map(|(shard, &device)| {
                     let rb = readback.clone();
-                    sc.spawn(move || CudaBackend::new_shard(shard, rb, device, linked))
+                    let stop = StopOthers(shard.parts.as_ref().map(|p| p.0.clone()));
+                    sc.spawn(move || {
+                        let r = CudaBackend::new_shard(shard, rb, device, linked);
+                        if r.is_ok() {
+                            std::mem::forget(stop);
+                        }
+                        r
+                    })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(BackendError::Device("a GPU's build stopped".into()))))
-                .collect::<Result<Vec<_>, _>>()
-        })?;
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(BackendError::Device("a GPU's build stopped".into())))).collect()
+        });
+        // the error of the GPU that failed, not the others' that stopped waiting for it
+        let another = |e: &BackendError| matches!(e, BackendError::Device(m) if m == super::build::ANOTHER_FAILED);
+        if let Some(i) = results.iter().position(|r| r.as_ref().is_err_and(|e| !another(e))).or(results.iter().position(|r| r.is_err())) {
+            return Err(results.into_iter().nth(i).and_then(|r| r.err()).expect("an error"));
+        }
+        let gpus: Vec<CudaBackend> = results.into_iter().flatten().collect();
+        let t1 = Instant::now();
         let mut gpus = gpus;
         for a in &gpus {
             for b in &gpus {
@@ -247,6 +274,7 @@ impl MultiGpu {
                 g.ahead()?;
             }
         }
+        tracing::debug!(parts_s = (t1 - t0).as_secs_f64(), linking_s = t1.elapsed().as_secs_f64(), "CUDA: the GPUs' parts built and linked");
         let infos: Vec<BackendInfo> = gpus.iter().map(|g| g.info()).collect();
         let info = BackendInfo {
             backend: "cuda".into(),

@@ -2,7 +2,7 @@
 //! GPUs, and the connection to the others' lists (on one host: `multi.rs`), or to a buffer the
 //! host fills with the whole brain's spikes (a brain over processes: `engine.rs`).
 
-use cudarc::driver::{sys, CudaSlice};
+use cudarc::driver::{sys, CudaContext, CudaSlice};
 
 use super::backend::{CudaBackend, Multi};
 use super::exchange::Inbox;
@@ -18,39 +18,7 @@ impl CudaBackend {
 
     /// Let this GPU read `other`'s memory (NVLink or PCIe peer access); a clear error when it cannot.
     pub(crate) fn enable_peer_access(&self, other: &CudaBackend) -> Result<(), BackendError> {
-        let (a, b) = (self.ctx.ordinal(), other.ctx.ordinal());
-        if a == b {
-            return Ok(());
-        }
-        let mut can = 0;
-        // SAFETY: writes one int; both ordinals name existing devices (their contexts exist).
-        unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.ctx.cu_device(), other.ctx.cu_device()) }
-            .result()
-            .map_err(dev_err("querying peer access"))?;
-        if can == 0 {
-            return Err(BackendError::Device(format!(
-                "GPU {a} cannot access the memory of GPU {b} (no peer access between them): the spike exchange needs it; use GPUs with NVLink or P2P, or fewer GPUs"
-            )));
-        }
-        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
-        // SAFETY: enables access from our (current) context to the other's; already enabled is fine.
-        match unsafe { sys::cuCtxEnablePeerAccess(other.ctx.cu_ctx(), 0) } {
-            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
-            other_err => return Err(BackendError::Device(format!("CUDA: enabling peer access from GPU {a} to GPU {b}: {other_err:?}"))),
-        }
-        // The buffers come from the other GPU's stream-ordered memory pool, which peer access does
-        // not cover: grant this GPU access to that pool too.
-        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: writes one handle; the device exists.
-        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, other.ctx.cu_device()) }.result().map_err(dev_err("getting a memory pool"))?;
-        let desc = sys::CUmemAccessDesc {
-            location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: a as i32 },
-            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        };
-        // SAFETY: one valid descriptor for a valid pool.
-        unsafe { sys::cuMemPoolSetAccess(pool, &desc, 1) }
-            .result()
-            .map_err(|e| BackendError::Device(format!("CUDA: granting GPU {a} access to the memory pool of GPU {b}: {e}")))
+        peer_access(&self.ctx, &other.ctx)
     }
 
     /// One GPU of several in the resident kernel: where its inbox lies, for the others.
@@ -128,4 +96,42 @@ impl CudaBackend {
     pub(crate) fn bursts(&self) -> u64 {
         self.launch.burst
     }
+}
+
+/// Let the GPU of `ctx` read and write `other`'s memory (NVLink or PCIe peer access), its memory
+/// pool's included; a clear error when it cannot.
+pub(super) fn peer_access(ctx: &CudaContext, other: &CudaContext) -> Result<(), BackendError> {
+    let (a, b) = (ctx.ordinal(), other.ordinal());
+    if a == b {
+        return Ok(());
+    }
+    let mut can = 0;
+    // SAFETY: writes one int; both ordinals name existing devices (their contexts exist).
+    unsafe { sys::cuDeviceCanAccessPeer(&mut can, ctx.cu_device(), other.cu_device()) }
+        .result()
+        .map_err(dev_err("querying peer access"))?;
+    if can == 0 {
+        return Err(BackendError::Device(format!(
+            "GPU {a} cannot access the memory of GPU {b} (no peer access between them): the spike exchange needs it; use GPUs with NVLink or P2P, or fewer GPUs"
+        )));
+    }
+    ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+    // SAFETY: enables access from our (current) context to the other's; already enabled is fine.
+    match unsafe { sys::cuCtxEnablePeerAccess(other.cu_ctx(), 0) } {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+        other_err => return Err(BackendError::Device(format!("CUDA: enabling peer access from GPU {a} to GPU {b}: {other_err:?}"))),
+    }
+    // The buffers come from the other GPU's stream-ordered memory pool, which peer access does
+    // not cover: grant this GPU access to that pool too.
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: writes one handle; the device exists.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, other.cu_device()) }.result().map_err(dev_err("getting a memory pool"))?;
+    let desc = sys::CUmemAccessDesc {
+        location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: a as i32 },
+        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    // SAFETY: one valid descriptor for a valid pool.
+    unsafe { sys::cuMemPoolSetAccess(pool, &desc, 1) }
+        .result()
+        .map_err(|e| BackendError::Device(format!("CUDA: granting GPU {a} access to the memory pool of GPU {b}: {e}")))
 }
