@@ -115,7 +115,13 @@ unsafe impl DeviceRepr for Owner {}
 
 impl Built {
     /// Targets and codes for `synapses` synapses after `row_ptr`; where they lie, for the kernel.
-    fn alloc(s: &Arc<CudaStream>, row_ptr: CudaSlice<u8>, synapses: u64, range: Range<u32>, row64: bool) -> Result<(Built, Owner), BackendError> {
+    fn alloc(
+        s: &Arc<CudaStream>,
+        row_ptr: CudaSlice<u8>,
+        synapses: u64,
+        range: Range<u32>,
+        row64: bool,
+    ) -> Result<(Built, Owner), BackendError> {
         let e = |w: &'static str| dev_err(w);
         let targets: CudaSlice<u32> = s.alloc_zeros(synapses.max(1) as usize).map_err(e("alloc synapse targets"))?;
         let codes: CudaSlice<u8> = s.alloc_zeros(synapses.max(2) as usize * 2).map_err(e("alloc codes"))?;
@@ -270,11 +276,7 @@ pub(super) const ANOTHER_FAILED: &str = "CUDA: another GPU's build failed";
 
 impl Parts {
     pub(super) fn new(n: usize) -> Arc<Parts> {
-        Arc::new(Parts {
-            n,
-            state: Mutex::new(PartsState { owners: vec![None; n], arrived: [0; 4], failed: false }),
-            cv: Condvar::new(),
-        })
+        Arc::new(Parts { n, state: Mutex::new(PartsState { owners: vec![None; n], arrived: [0; 4], failed: false }), cv: Condvar::new() })
     }
 
     /// A GPU's build failed or stopped: the others stop waiting.
@@ -335,7 +337,13 @@ impl Parts {
         self.meet(1, me, None)?;
         let t1 = std::time::Instant::now();
         let (row_ptr, synapses) = scan(s, &rules, &counts, n)?;
-        tracing::debug!(synapses, ?range, count_s = (t1 - t0).as_secs_f64(), scan_s = t1.elapsed().as_secs_f64(), "CUDA: the part's rows counted");
+        tracing::debug!(
+            synapses,
+            ?range,
+            count_s = (t1 - t0).as_secs_f64(),
+            scan_s = t1.elapsed().as_secs_f64(),
+            "CUDA: the part's rows counted"
+        );
         Ok(PartRows { range, row_ptr, synapses, rules })
     }
 

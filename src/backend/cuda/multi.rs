@@ -274,7 +274,11 @@ impl MultiGpu {
                 g.ahead()?;
             }
         }
-        tracing::debug!(parts_s = (t1 - t0).as_secs_f64(), linking_s = t1.elapsed().as_secs_f64(), "CUDA: the GPUs' parts built and linked");
+        tracing::debug!(
+            parts_s = (t1 - t0).as_secs_f64(),
+            linking_s = t1.elapsed().as_secs_f64(),
+            "CUDA: the GPUs' parts built and linked"
+        );
         let infos: Vec<BackendInfo> = gpus.iter().map(|g| g.info()).collect();
         let info = BackendInfo {
             backend: "cuda".into(),
