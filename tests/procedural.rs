@@ -309,6 +309,12 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     let fired = binned_as_the_cpu(&w, &g, 30);
     println!("binned procedural brain of 5M neurons: {fired} fired in 30 bursts, as the CPU");
     assert!(fired > 1_000_000);
+    // in two parts (each binning the draws onto its own neurons, dropping the others'): on one
+    // GPU (graphs), and on two where the machine has them
+    for devices in [vec![0, 0], vec![0, 1]].into_iter().filter(|d| d.iter().all(|&k| k < neuroburst::backend::gpu_count())) {
+        let fired = binned_parts_as_the_cpu(&w, &g, 20, &devices);
+        println!("binned procedural brain of 5M neurons on GPUs {devices:?}: {fired} fired in 20 bursts, as the CPU");
+    }
     // five maps: a sub-bin entry's target and map index no longer fit 16 bits (32-bit entries)
     for weight in [0.25, 0.75, 1.5] {
         let mut more = g.mappings[1].clone();
@@ -392,6 +398,33 @@ fn binned_as_the_cpu(w: &Workload, g: &neuroburst::genome::Genome, bursts: u64) 
         let (af, av) = (a.fired.to_vec(), a.potentials.to_vec());
         let b = gpu.burst(inj.as_slice()).unwrap();
         assert!(af == b.fired && av == b.potentials, "burst {t}: {} fired on the CPU, {} on the GPU", af.len(), b.fired.len());
+        fired += af.len();
+    }
+    fired
+}
+
+/// As [`binned_as_the_cpu`], the brain in parts on `devices` (one each, in round-robin ranges).
+fn binned_parts_as_the_cpu(w: &Workload, g: &neuroburst::genome::Genome, bursts: u64, devices: &[usize]) -> usize {
+    use neuroburst::backend::cpu::CpuBackend;
+    use neuroburst::backend::cuda::MultiGpu;
+    use neuroburst::backend::Backend;
+    let mut cpu = CpuBackend::new(Brain::build(g, rayon::current_num_threads(), false), Readback::All);
+    let (brain, plan) = Brain::build_sharded(&all_procedural(g), devices.len(), Strategy::RoundRobin, 1, false).unwrap();
+    let mut gpu = MultiGpu::new(brain, &plan, Readback::All, devices).unwrap();
+    assert!(gpu.info().device.contains("graphs"), "binned parts run on graphs: {}", gpu.info().device);
+    let mut inj = neuroburst::model::Injections::new();
+    let mut fired = 0;
+    for t in 1..=bursts {
+        w.injection(t, &mut inj);
+        let a = cpu.burst(inj.as_slice()).unwrap();
+        let (af, av) = (a.fired.to_vec(), a.potentials.to_vec());
+        let b = gpu.burst(inj.as_slice()).unwrap();
+        assert!(
+            af == b.fired && av == b.potentials,
+            "burst {t} on {devices:?}: {} fired on the CPU, {} on the GPUs",
+            af.len(),
+            b.fired.len()
+        );
         fired += af.len();
     }
     fired
