@@ -336,7 +336,7 @@ fn the_conditioning_example_learns_to_back_on_the_cue_alone() {
 
 #[test]
 fn a_learned_genome_holds_the_weights_and_grown_pairs_and_loads_like_any_genome() {
-    use neuroburst::model::plasticity::learned_genome;
+    use neuroburst::genome::learned_genome;
     let g = random_plastic(7);
     let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
     let learned = run(&mut b, 7, 0..30).pop().unwrap().learned;

@@ -35,7 +35,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<()> {
         "{}: the checkpoint holds no learned synapses (the genome has no plastic mapping, or an older neuroburst wrote it)",
         a.checkpoint.display()
     );
-    let out = crate::model::plasticity::learned_genome(&genome, learned, c.state.burst);
+    let out = crate::genome::learned_genome(&genome, learned, c.state.burst);
     let yaml = format!(
         "# learned by neuroburst {}: {} at burst {} (checkpoint {})\n{}",
         env!("CARGO_PKG_VERSION"),

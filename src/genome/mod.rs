@@ -4,6 +4,7 @@
 //! A genome describes *what* the brain is: cortical areas, their neuron parameters, the named
 //! morphologies and the mappings between areas. [`crate::connectome`] turns it into synapses.
 
+mod compile;
 pub mod feagi;
 pub mod morphology;
 mod validate;
@@ -14,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::AreaKind;
+pub use compile::learned_genome;
 pub use morphology::{Morphology, PatternCoord, PatternVoxel, RandomSpec};
 
 /// A whole brain description.
@@ -45,20 +48,6 @@ pub struct Genome {
 
 fn default_burst_rate() -> f64 {
     30.0
-}
-
-/// What an area is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AreaKind {
-    /// Receives injected sensor input (FEAGI's IPU).
-    Sensor,
-    /// Its firing is decoded into motor commands (FEAGI's OPU); it comes back from the GPU every burst.
-    Motor,
-    /// Everything in between (FEAGI's custom and memory areas).
-    Interneuron,
-    /// Core areas: `_power` is driven with 1.0 every burst, `_death` never fires.
-    Core,
 }
 
 /// A cortical area: a 3-D voxel grid of neurons sharing one set of parameters.

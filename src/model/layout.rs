@@ -1,8 +1,22 @@
 //! Where every neuron is: areas as contiguous id ranges, and (area, x, y, z, k) <-> id arithmetic.
 
-use super::fixed::{self, Potential};
-use super::{AreaParams, FLAG_GRADIENT, FLAG_MP_ACC, FLAG_NEVER_FIRE, FLAG_POWER, LEAK_FRACTION, LEAK_LINEAR};
-use crate::genome::{AreaKind, Genome, Leak};
+use serde::{Deserialize, Serialize};
+
+use super::AreaParams;
+
+/// What an area is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AreaKind {
+    /// Receives injected sensor input (FEAGI's IPU).
+    Sensor,
+    /// Its firing is decoded into motor commands (FEAGI's OPU); it comes back from the GPU every burst.
+    Motor,
+    /// Everything in between (FEAGI's custom and memory areas).
+    Interneuron,
+    /// Core areas: `_power` is driven with 1.0 every burst, `_death` never fires.
+    Core,
+}
 
 /// The descriptive half of an area (the numeric half is [`AreaParams`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -28,56 +42,6 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Compile a (validated) genome's areas into fixed-point parameters and id ranges.
-    pub fn from_genome(g: &Genome) -> Layout {
-        let mut first: u32 = 0;
-        let mut meta = Vec::with_capacity(g.areas.len());
-        let mut params = Vec::with_capacity(g.areas.len());
-        for a in &g.areas {
-            let n = &a.neuron;
-            let count = a.neurons() as u32;
-            let q = |v: f64| Potential::from_f64(v).0;
-            let (leak_kind, leak_keep, leak_linear) = match n.leak {
-                Leak::Fraction(f) => (LEAK_FRACTION, fixed::leak_keep_factor(f), 0),
-                Leak::Linear(u) => (LEAK_LINEAR, 1 << fixed::LEAK_BITS, q(u)),
-            };
-            let mut flags = 0;
-            if n.mp_charge_accumulation {
-                flags |= FLAG_MP_ACC;
-            }
-            if a.kind == AreaKind::Core && a.id == "_power" {
-                flags |= FLAG_POWER;
-            }
-            if a.kind == AreaKind::Core && a.id == "_death" {
-                flags |= FLAG_NEVER_FIRE;
-            }
-            let inc = n.threshold_gradient.map(q);
-            if inc != [0; 3] {
-                flags |= FLAG_GRADIENT;
-            }
-            params.push(AreaParams {
-                threshold: q(n.threshold),
-                threshold_inc: inc,
-                threshold_limit: q(n.threshold_limit),
-                leak_linear,
-                excitability: fixed::excitability_threshold(n.excitability),
-                first,
-                count,
-                dims: a.dims,
-                neurons_per_voxel: a.neurons_per_voxel,
-                leak_keep,
-                leak_kind,
-                refractory: n.refractory_period,
-                fire_limit: n.consecutive_fire_limit,
-                snooze: n.snooze_period,
-                flags,
-            });
-            meta.push(AreaMeta { id: a.id.clone(), name: a.name.clone(), kind: a.kind });
-            first += count;
-        }
-        Layout { meta, params, neurons: first }
-    }
-
     /// Index of the area that holds neuron `n`.
     pub fn area_of(&self, n: u32) -> usize {
         self.params.partition_point(|p| p.first + p.count <= n)

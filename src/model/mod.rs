@@ -12,7 +12,7 @@ pub mod rng;
 
 pub use fixed::Potential;
 pub use injections::{ColumnHold, InjectionSlice, Injections, Values, PAGE};
-pub use layout::{AreaMeta, Layout, NeuronCoord};
+pub use layout::{AreaKind, AreaMeta, Layout, NeuronCoord};
 pub use neuron::{step, NeuronState};
 
 /// `AreaParams::flags`: the potential carries over between bursts.

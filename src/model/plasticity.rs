@@ -3,8 +3,6 @@
 //! Pure functions of the rule and the two neurons' firing histories, so that every backend that
 //! keeps the same histories computes the same weights.
 
-use crate::genome::Plasticity;
-
 /// The longest window a history holds (bits of a `u32`).
 pub const MAX_WINDOW: u32 = 32;
 
@@ -90,27 +88,6 @@ pub enum Change {
 }
 
 impl Rule {
-    /// The rule of a genome's `plasticity` entry: `Δ± = clamp(constant × multiplier, 0, 255)`
-    /// (rounded to the nearest integer), `window` in 1..=32. An error names the field
-    /// (`plasticity.window`, ...) and says what is wrong.
-    pub fn compile(p: &Plasticity) -> Result<Rule, (&'static str, String)> {
-        let delta = |m: f64, field: &'static str| {
-            let v = p.constant * m;
-            if !p.constant.is_finite() || !m.is_finite() || v.abs() > OVERFLOW {
-                return Err((field, format!("plasticity.constant x {field} = {v}: not a number in -{OVERFLOW}..={OVERFLOW}")));
-            }
-            Ok(v.round().clamp(0.0, 255.0) as u8)
-        };
-        if p.window == 0 || p.window > MAX_WINDOW {
-            return Err(("plasticity.window", format!("{} bursts: must be 1..={MAX_WINDOW}", p.window)));
-        }
-        Ok(Rule {
-            ltp: delta(p.ltp_multiplier, "plasticity.ltp_multiplier")?,
-            ltd: delta(p.ltd_multiplier, "plasticity.ltd_multiplier")?,
-            window: p.window,
-        })
-    }
-
     /// The bits of a history that the window covers.
     #[inline(always)]
     pub fn mask(&self) -> History {
@@ -168,23 +145,6 @@ impl Rule {
     }
 }
 
-/// `genome` with the learned synapses of every plastic mapping listed (`Mapping::synapses`).
-pub fn learned_genome(genome: &crate::genome::Genome, learned: &Learned, burst: u64) -> crate::genome::Genome {
-    let layout = super::Layout::from_genome(genome);
-    let first = |id: &str| layout.area_index(id).map_or(0, |i| layout.params[i].first);
-    let mut out = genome.clone();
-    for (i, m) in out.mappings.iter_mut().enumerate() {
-        if m.plasticity.is_none() {
-            continue;
-        }
-        let (s0, d0) = (first(&m.source), first(&m.destination));
-        let list = learned.synapses.iter().filter(|s| s.mapping == i as u32).map(|s| [s.source - s0, s.target - d0, s.weight as u32]);
-        m.synapses = Some(list.collect());
-    }
-    out.description = format!("{} (learned: burst {burst})", genome.description).trim().to_string();
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,17 +180,6 @@ mod tests {
         assert!(!RULE.grows(1, (0, record(0, true)), (1, record(0, true))));
         assert!(RULE.grows(2, (0, a), (1, b)));
         assert!(!RULE.grows(2, (0, a), (0, b)), "no self-pair");
-    }
-
-    #[test]
-    fn a_rule_compiles_from_the_genome_or_names_the_field() {
-        let p = |constant, window| Plasticity { constant, ltp_multiplier: 2.0, ltd_multiplier: 0.5, window };
-        assert_eq!(Rule::compile(&p(3.0, 2)), Ok(Rule { ltp: 6, ltd: 2, window: 2 }));
-        assert_eq!(Rule::compile(&p(300.0, 2)).unwrap().ltp, 255, "clamped, as FEAGI does");
-        assert_eq!(Rule::compile(&p(3.0, 0)).unwrap_err().0, "plasticity.window");
-        assert!(Rule::compile(&p(3.0, 33)).unwrap_err().1.contains("33 bursts"));
-        assert_eq!(Rule::compile(&p(f64::NAN, 2)).unwrap_err().0, "plasticity.ltp_multiplier");
-        assert_eq!(Rule::compile(&p(1e300, 2)).unwrap_err().0, "plasticity.ltp_multiplier");
     }
 
     proptest! {

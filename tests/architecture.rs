@@ -1,0 +1,141 @@
+//! The layering of docs/architecture.md, checked against the tree: every import between the
+//! top-level modules of `src/` (a line of code, not a comment, naming `crate::X`) goes to the
+//! module's own layer or one below, but for the exceptions named here; the imports make no circle
+//! but the one named; only the command line and the exceptions' run loops import the whole
+//! configuration. An exception that no longer occurs fails too, so that the list only shrinks.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The layers, bottom first (docs/architecture.md).
+const LAYERS: &[&[&str]] = &[
+    &["errors", "memory", "progress"],
+    &["model", "genome"],
+    &["brain", "connectome", "shard", "capacity", "workload"],
+    &["backend", "checkpoint"],
+    &["transport", "bag", "ros", "encode", "decode"],
+    &["live", "node", "cluster", "loopbench", "selftest", "view"],
+    &["config"],
+    &["cli"],
+];
+
+/// Imports against the layers that stand today: (module, what it imports, why).
+const EXCEPTIONS: &[(&str, &str, &str)] = &[
+    ("cluster", "config", "the io shard's loop takes the whole configuration"),
+    ("live", "config", "the live node's loop takes the whole configuration"),
+    ("loopbench", "config", "bench-loop's loop takes the whole configuration"),
+    ("node", "config", "the replay's loop takes the whole configuration"),
+    ("connectome", "selftest", "its unit tests build the selftest's random brains"),
+];
+
+/// Modules that import each other today (the replay borrows the live node's pieces and the node
+/// the replay's intake and outputs).
+const CIRCLES: &[&[&str]] = &[&["live", "node"]];
+
+fn layer_of(m: &str) -> usize {
+    LAYERS.iter().position(|l| l.contains(&m)).unwrap_or_else(|| panic!("src/{m}: a top-level module in no layer of LAYERS"))
+}
+
+/// The top-level modules each module imports.
+fn imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        let mut files = Vec::new();
+        collect(&path, &mut files);
+        let mut set = BTreeSet::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                for (i, _) in line.match_indices("crate::") {
+                    let m: String = line[i + 7..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+                    if !m.is_empty() && m != name {
+                        set.insert(m);
+                    }
+                }
+            }
+        }
+        out.insert(name, set);
+    }
+    out
+}
+
+fn collect(path: &Path, out: &mut Vec<std::path::PathBuf>) {
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).unwrap() {
+            collect(&e.unwrap().path(), out);
+        }
+    } else if path.extension().is_some_and(|e| e == "rs") {
+        out.push(path.to_path_buf());
+    }
+}
+
+#[test]
+fn every_import_goes_down_the_layers_but_the_named_exceptions() {
+    let imports = imports();
+    let mut bad = Vec::new();
+    let mut used = BTreeSet::new();
+    for (m, set) in &imports {
+        for i in set {
+            if layer_of(i) <= layer_of(m) {
+                continue;
+            }
+            match EXCEPTIONS.iter().find(|e| e.0 == m && e.1 == i) {
+                Some(e) => {
+                    used.insert((e.0, e.1));
+                }
+                None => bad.push(format!("{m} imports {i}, a layer above it")),
+            }
+        }
+    }
+    for e in EXCEPTIONS {
+        if !used.contains(&(e.0, e.1)) {
+            bad.push(format!("{} no longer imports {}: remove the exception", e.0, e.1));
+        }
+    }
+    assert!(bad.is_empty(), "against docs/architecture.md:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_imports_make_no_circle_but_the_named_one() {
+    let imports = imports();
+    // the modules each reaches (exceptions left out: they are named above)
+    let reach = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_string()];
+        while let Some(m) = todo.pop() {
+            for i in imports.get(&m).into_iter().flatten() {
+                if EXCEPTIONS.iter().any(|e| e.0 == m && e.1 == i) {
+                    continue;
+                }
+                if seen.insert(i.clone()) {
+                    todo.push(i.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut circles: BTreeSet<Vec<String>> = BTreeSet::new();
+    for m in imports.keys() {
+        let r = reach(m);
+        if r.contains(m) {
+            let mut members: Vec<String> = r.into_iter().filter(|o| reach(o).contains(m)).collect();
+            members.sort();
+            circles.insert(members);
+        }
+    }
+    let named: BTreeSet<Vec<String>> = CIRCLES.iter().map(|c| c.iter().map(|s| s.to_string()).collect()).collect();
+    assert_eq!(circles, named, "circles among the top-level modules (the ones found, the ones named)");
+}
+
+#[test]
+fn the_model_and_the_genome_import_in_one_direction() {
+    let imports = imports();
+    assert!(imports["model"].is_empty(), "the model imports {:?}", imports["model"]);
+    assert!(imports["genome"].iter().all(|i| i == "model"), "the genome imports {:?}", imports["genome"]);
+}
