@@ -382,36 +382,35 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
 /// Run `g` on the CPU (stored where it fits) and procedural (binned) on GPU 0 for `bursts` bursts of `w`'s
 /// injections: the same fired neurons and potentials every burst. Returns the neurons fired.
 fn binned_as_the_cpu(w: &Workload, g: &neuroburst::genome::Genome, bursts: u64) -> usize {
-    use neuroburst::backend::cpu::CpuBackend;
     use neuroburst::backend::cuda::CudaBackend;
-    use neuroburst::backend::Backend;
-    // stored on the CPU, unless too large to store
-    let stored = w.neurons as u64 * w.fanout as u64 <= 2_000_000_000;
-    let on_cpu = if stored { g.clone() } else { all_procedural(g) };
-    let mut cpu = CpuBackend::new(Brain::build(&on_cpu, rayon::current_num_threads(), false), Readback::All);
     let mut gpu = CudaBackend::new(Brain::build(&all_procedural(g), 1, false), Readback::All, 0).unwrap();
-    let mut inj = neuroburst::model::Injections::new();
-    let mut fired = 0;
-    for t in 1..=bursts {
-        w.injection(t, &mut inj);
-        let a = cpu.burst(inj.as_slice()).unwrap();
-        let (af, av) = (a.fired.to_vec(), a.potentials.to_vec());
-        let b = gpu.burst(inj.as_slice()).unwrap();
-        assert!(af == b.fired && av == b.potentials, "burst {t}: {} fired on the CPU, {} on the GPU", af.len(), b.fired.len());
-        fired += af.len();
-    }
-    fired
+    fires_as_the_cpu(w, g, bursts, &mut gpu, "GPU 0")
 }
 
 /// As [`binned_as_the_cpu`], the brain in parts on `devices` (one each, in round-robin ranges).
 fn binned_parts_as_the_cpu(w: &Workload, g: &neuroburst::genome::Genome, bursts: u64, devices: &[usize]) -> usize {
-    use neuroburst::backend::cpu::CpuBackend;
     use neuroburst::backend::cuda::MultiGpu;
     use neuroburst::backend::Backend;
-    let mut cpu = CpuBackend::new(Brain::build(g, rayon::current_num_threads(), false), Readback::All);
     let (brain, plan) = Brain::build_sharded(&all_procedural(g), devices.len(), Strategy::RoundRobin, 1, false).unwrap();
     let mut gpu = MultiGpu::new(brain, &plan, Readback::All, devices).unwrap();
     assert!(gpu.info().device.contains("graphs"), "binned parts run on graphs: {}", gpu.info().device);
+    fires_as_the_cpu(w, g, bursts, &mut gpu, &format!("GPUs {devices:?}"))
+}
+
+/// `gpu` against `g` on the CPU (stored where it fits, else procedural) for `bursts` bursts of
+/// `w`'s injections: the same fired neurons and potentials every burst. Returns the neurons fired.
+fn fires_as_the_cpu(
+    w: &Workload,
+    g: &neuroburst::genome::Genome,
+    bursts: u64,
+    gpu: &mut dyn neuroburst::backend::Backend,
+    on: &str,
+) -> usize {
+    use neuroburst::backend::cpu::CpuBackend;
+    use neuroburst::backend::Backend;
+    let stored = w.neurons as u64 * w.fanout as u64 <= 2_000_000_000;
+    let on_cpu = if stored { g.clone() } else { all_procedural(g) };
+    let mut cpu = CpuBackend::new(Brain::build(&on_cpu, rayon::current_num_threads(), false), Readback::All);
     let mut inj = neuroburst::model::Injections::new();
     let mut fired = 0;
     for t in 1..=bursts {
@@ -419,12 +418,7 @@ fn binned_parts_as_the_cpu(w: &Workload, g: &neuroburst::genome::Genome, bursts:
         let a = cpu.burst(inj.as_slice()).unwrap();
         let (af, av) = (a.fired.to_vec(), a.potentials.to_vec());
         let b = gpu.burst(inj.as_slice()).unwrap();
-        assert!(
-            af == b.fired && av == b.potentials,
-            "burst {t} on {devices:?}: {} fired on the CPU, {} on the GPUs",
-            af.len(),
-            b.fired.len()
-        );
+        assert!(af == b.fired && av == b.potentials, "burst {t}: {} fired on the CPU, {} on {on}", af.len(), b.fired.len());
         fired += af.len();
     }
     fired

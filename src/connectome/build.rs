@@ -206,14 +206,15 @@ pub(super) fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32
         }
         let mappings = &by_area[area];
         if let Some(counts) = &rows.skip[area] {
-            // rows of a fixed size (no attractivity) are counted for the area's run at once
+            // rows of a fixed size (no attractivity: `kept` is the fanout) are counted for the
+            // area's run at once
             let run = if counts.iter().all(|c| c.keep.is_none()) {
                 (layout.params[area].first + layout.params[area].count).min(range.end) - s
             } else {
                 1
             };
             for (m, c) in mappings.iter().zip(counts) {
-                let n = if run > 1 { c.fanout as u64 * run as u64 } else { c.kept(s) };
+                let n = c.kept(s) * run as u64;
                 let dead = if c.contribution == 0 { n } else { 0 };
                 out.counts[m.index].0 += n;
                 out.counts[m.index].1 += dead;

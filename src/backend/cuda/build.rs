@@ -247,6 +247,8 @@ pub(super) struct PartRows {
     /// u32, or u64 from u32::MAX synapses on (as [`super::MemoryPlan`] sizes them).
     pub row_ptr: CudaSlice<u8>,
     pub synapses: u64,
+    /// The row pointers are u64 (`row_ptr`'s width).
+    row64: bool,
     rules: Rules,
 }
 
@@ -336,7 +338,7 @@ impl Parts {
         s.synchronize().map_err(e("counting the parts' rows on the GPUs"))?;
         self.meet(1, me, None)?;
         let t1 = std::time::Instant::now();
-        let (row_ptr, synapses) = scan(s, &rules, &counts, n)?;
+        let (row_ptr, synapses, row64) = scan(s, &rules, &counts, n)?;
         tracing::debug!(
             synapses,
             ?range,
@@ -344,7 +346,7 @@ impl Parts {
             scan_s = t1.elapsed().as_secs_f64(),
             "CUDA: the part's rows counted"
         );
-        Ok(PartRows { range, row_ptr, synapses, rules })
+        Ok(PartRows { range, row_ptr, synapses, row64, rules })
     }
 
     /// GPU `me`'s part (counted by [`Parts::count`]): targets and codes allocated, the rows of its
@@ -352,11 +354,9 @@ impl Parts {
     /// drawn.
     pub(super) fn build(&self, me: usize, s: &Arc<CudaStream>, r: &Recipe, part: PartRows, progress: bool) -> Result<Built, BackendError> {
         let t0 = std::time::Instant::now();
-        let row64 = part.synapses >= u32::MAX as u64;
         let own = part.range.clone();
-        let (built, mut owner) = Built::alloc(s, part.row_ptr, part.synapses, part.range, row64)?;
+        let (built, owner) = Built::alloc(s, part.row_ptr, part.synapses, part.range, part.row64)?;
         s.synchronize().map_err(dev_err("allocating the part"))?;
-        owner.counts = 0;
         let owners: Vec<Owner> = self.meet(2, me, Some((s.context().clone(), owner)))?.into_iter().map(|p| p.1).collect();
         part.rules.draw(s, r, own, &owners, progress)?;
         s.synchronize().map_err(dev_err("building the connectome on the GPUs"))?;
@@ -366,9 +366,10 @@ impl Parts {
     }
 }
 
-/// The row pointers of `counts` (`n` rows): tiles summed on the GPU, the sums scanned on the host,
-/// each tile's pointers written from its offset; u64 pointers from u32::MAX synapses on.
-fn scan(s: &Arc<CudaStream>, rules: &Rules, counts: &CudaSlice<u32>, n: u32) -> Result<(CudaSlice<u8>, u64), BackendError> {
+/// The row pointers of `counts` (`n` rows), the synapses and whether the pointers are u64 (from
+/// u32::MAX synapses on): tiles summed on the GPU, the sums scanned on the host, each tile's
+/// pointers written from its offset.
+fn scan(s: &Arc<CudaStream>, rules: &Rules, counts: &CudaSlice<u32>, n: u32) -> Result<(CudaSlice<u8>, u64, bool), BackendError> {
     let e = |w: &'static str| dev_err(w);
     let k = &rules.k;
     let tiles = n.div_ceil(SCAN_TILE).max(1);
@@ -395,7 +396,7 @@ fn scan(s: &Arc<CudaStream>, rules: &Rules, counts: &CudaSlice<u32>, n: u32) -> 
     let last = if row64 { synapses.to_le_bytes().to_vec() } else { (synapses as u32).to_le_bytes().to_vec() };
     s.memcpy_htod(&last, &mut row_ptr.slice_mut(end..end + width)).map_err(e("writing the last row pointer"))?;
     s.synchronize().map_err(e("counting the part's rows on the GPU"))?;
-    Ok((row_ptr, synapses))
+    Ok((row_ptr, synapses, row64))
 }
 
 /// Stored synapses as read back: row pointers, targets, codes.

@@ -116,18 +116,16 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
         procedural.clear();
     }
     let mut conn = brain.connectome;
-    if recipe.is_some() {
+    let part = if recipe.is_some() {
         // built on the GPU: no row on the host
-        conn.parts.clear();
-    } else if streamed.is_none() {
-        conn.repartition(std::slice::from_ref(&(0..n)));
-    } else if conn.parts.len() != 1 {
-        return Err(BackendError::Device(format!("a streamed brain for one GPU has one part, not {}", conn.parts.len())));
-    }
-    let part = match conn.parts.pop() {
-        Some(p) => p,
-        None if recipe.is_some() => Part { targets_range: 0..n, ..Default::default() },
-        None => Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() },
+        Part { targets_range: 0..n, ..Default::default() }
+    } else {
+        if streamed.is_none() {
+            conn.repartition(std::slice::from_ref(&(0..n)));
+        } else if conn.parts.len() != 1 {
+            return Err(BackendError::Device(format!("a streamed brain for one GPU has one part, not {}", conn.parts.len())));
+        }
+        conn.parts.pop().unwrap_or_else(|| Part { targets_range: 0..n, row_ptr: vec![0; n as usize + 1], ..Default::default() })
     };
     let contributions = recipe.as_ref().map_or(conn.contributions, |r| r.table.clone());
     Ok(GpuShard {

@@ -117,9 +117,16 @@ fn links(parts: &[Range<u32>], procedural: &[super::layout::ProcMap], has_rows: 
     !has_rows && parts.iter().all(|r| !r.is_empty() && !super::procbin::ProcBins::wanted(r.len() as u32, procedural))
 }
 
-/// Dropped by a GPU's build thread that failed or panicked: the GPUs building together stop
-/// waiting for it.
+/// Dropped by a GPU's build thread that failed or panicked (still holding the meeting): the GPUs
+/// building together stop waiting for it. A thread that built its share takes the meeting out.
 struct StopOthers(Option<Arc<super::build::Parts>>);
+
+impl StopOthers {
+    /// The thread built its share: nothing to stop.
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for StopOthers {
     fn drop(&mut self) {
@@ -239,11 +246,11 @@ impl MultiGpu {
                 .zip(devices)
                 .map(|(shard, &device)| {
                     let rb = readback.clone();
-                    let stop = StopOthers(shard.parts.as_ref().map(|p| p.0.clone()));
+                    let mut stop = StopOthers(shard.parts.as_ref().map(|p| p.0.clone()));
                     sc.spawn(move || {
                         let r = CudaBackend::new_shard(shard, rb, device, linked);
                         if r.is_ok() {
-                            std::mem::forget(stop);
+                            stop.disarm();
                         }
                         r
                     })
