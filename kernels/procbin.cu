@@ -13,6 +13,13 @@
 // A bucket that would overflow its room adds into a spill accumulator instead (exact, slower),
 // which proc_sum folds in. The sums are exact integers: the same input as the direct path, bit for
 // bit.
+//
+// Several GPUs of one process (docs/sharding.md): each GPU draws the rows of its own fired
+// neurons only, binned over the whole brain, and proc_sum writes 32-bit partial sums of every
+// neuron (a flag a sub-bin when its exact sum is left in the spill); once every GPU has its
+// partials, proc_fold adds every GPU's partials of this GPU's neurons (peer loads over NVLink)
+// into its accumulator. On four GPUs, a draw of a target elsewhere cost as much as one kept; a
+// partial sum costs 4 bytes a neuron a GPU on NVLink.
 
 #define SPLIT_K 16
 
@@ -239,9 +246,12 @@ __device__ void proc_split_impl(const Net& net, const u32* bins, const u64* coun
 // in and clears. A step that leaves the i32 range (seen from the value the atomic returns) makes
 // the block add its entries again into the 64-bit accumulator instead: when no step overflowed,
 // every partial sum, the last included, is the exact one.
-template <typename ACC, typename S>
+// PART (several GPUs): the sums go to `part` (32-bit, every neuron of the brain) instead; a
+// sub-bin whose sum overflowed adds its entries into the spill instead, and `flags` says which
+// sub-bins' spill holds some of their sum (proc_fold takes it).
+template <typename ACC, typename S, bool PART>
 __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcounts, u64 subroom, u32 n_subs, u32 sbits, const u64* counts, u64 room,
-                              u32 bits, i64* spill) {
+                              u32 bits, i64* spill, int* part, u32* flags) {
     extern __shared__ int sums[];
     __shared__ int over;
     const u32 smask = (1u << sbits) - 1;
@@ -280,6 +290,19 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
         for (u64 i = c / PER * PER + tid; i < c; i += bd) add(b[i]);
         if (of) over = 1;
         __syncthreads();
+        if (PART) {
+            if (over) {
+                // the entries again, in 64 bits, into the spill (which may hold others of its neurons)
+                for (u64 i = tid; i < c; i += bd) {
+                    const u32 e = b[i];
+                    acc_add<ACC>(spill, (u32)first + (e & smask), net.proc[e >> sbits].contribution);
+                }
+            }
+            for (u32 i = tid; i < len; i += bd) part[first + i] = over ? 0 : sums[i];
+            if (tid == 0) flags[g] = over || spilled;
+            __syncthreads();
+            continue;
+        }
         if (over) {
             // the entries again, in 64 bits (into the accumulator, zeroed first, then into `sums`' place)
             for (u32 i = tid; i < len; i += bd) acc[first + i] = 0;
@@ -306,6 +329,51 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
 // draws keep every entry and rank live). W(100M, 1000) on an H100 10.03 ms a burst against 10.14 with 5 blocks (48
 // registers, spilled) and 10.43 with 6 (40); with a branch per draw, 6 blocks 10.15. 3 blocks of
 // proc_split (its shared memory).
+// Where one GPU's partial sums lie, for the others (mirrored in layout.rs).
+struct SumPeer {
+    int* part;
+    i64* spill;
+    u32* flags;
+};
+
+// This GPU's neurons' input (net.acc, written): every GPU's partial sums of them, and what a flagged
+// sub-bin left in a GPU's spill (taken: zeroed for the next burst). Four neurons a thread, 16 bytes
+// a load from each GPU.
+__device__ void proc_fold_impl(const Net& net, const SumPeer* peers, u32 n_peers, u32 sbits) {
+    i64* const acc = (i64*)net.acc;
+    const u64 lo = net.base, hi = (u64)net.base + net.n;
+    const u64 q0 = lo / 4, q1 = (hi + 3) / 4;
+    for (u64 q = q0 + (u64)blockIdx.x * blockDim.x + threadIdx.x; q < q1; q += (u64)gridDim.x * blockDim.x) {
+        i64 v[4] = {0, 0, 0, 0};
+        for (u32 p = 0; p < n_peers; p++) {
+            const SumPeer x = peers[p];
+            const int4 w = __ldcs((const int4*)x.part + q);
+            v[0] += w.x;
+            v[1] += w.y;
+            v[2] += w.z;
+            v[3] += w.w;
+            // (four neurons share a sub-bin: 2^sbits is a multiple of 4)
+            if (__ldcs(x.flags + ((q * 4) >> sbits))) {
+                for (u32 j = 0; j < 4; j++) {
+                    const u64 g = q * 4 + j;
+                    if (g >= lo && g < hi) {
+                        v[j] += x.spill[g];
+                        x.spill[g] = 0;
+                    }
+                }
+            }
+        }
+        for (u32 j = 0; j < 4; j++) {
+            const u64 g = q * 4 + j;
+            if (g >= lo && g < hi) acc[g - lo] = v[j];
+        }
+    }
+}
+
+extern "C" __global__ void proc_fold(Net net, const SumPeer* peers, u32 n_peers, u32 sbits) {
+    proc_fold_impl(net, peers, n_peers, sbits);
+}
+
 extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 4) proc_bin_n64(Net net, Side rd, u32* bins, u64* counts, u64 room, u32 n_tiles, u32 bits, u32 kmax) {
     proc_bin_impl<i64, SPLIT_K, false>(net, rd, bins, counts, room, n_tiles, bits, kmax);
 }
@@ -318,8 +386,12 @@ extern "C" __global__ void __launch_bounds__(BIN_BLOCK, 4) proc_bin_keep_n64(Net
         proc_split_impl<i64, S>(net, bins, counts, room, n_tiles, bits, sbits, subs, subcounts, subroom); \
     } \
     extern "C" __global__ void __launch_bounds__(1024) proc_sum_n64_##suffix(Net net, const S* subs, const u64* subcounts, u64 subroom, u32 n_subs, u32 sbits, \
-                                                                          const u64* counts, u64 room, u32 bits, i64* spill) { \
-        proc_sum_impl<i64, S>(net, subs, subcounts, subroom, n_subs, sbits, counts, room, bits, spill); \
+                                                                          const u64* counts, u64 room, u32 bits, i64* spill, int* part, u32* flags) { \
+        if (part) { \
+            proc_sum_impl<i64, S, true>(net, subs, subcounts, subroom, n_subs, sbits, counts, room, bits, spill, part, flags); \
+        } else { \
+            proc_sum_impl<i64, S, false>(net, subs, subcounts, subroom, n_subs, sbits, counts, room, bits, spill, part, flags); \
+        } \
     }
 PROC_SPLIT_SUM(u16, s16)
 PROC_SPLIT_SUM(u32, s32)

@@ -309,11 +309,17 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     let fired = binned_as_the_cpu(&w, &g, 30);
     println!("binned procedural brain of 5M neurons: {fired} fired in 30 bursts, as the CPU");
     assert!(fired > 1_000_000);
-    // in two parts (each binning the draws onto its own neurons, dropping the others'): on one
-    // GPU (graphs), and on two where the machine has them
+    // in parts (each binning its own fired neurons' draws onto the whole brain, then adding every
+    // part's partial sums of its neurons): two on one GPU (graphs), and on two GPUs where the
+    // machine has them; on four, a brain whose parts bin (2M neurons or more each)
     for devices in [vec![0, 0], vec![0, 1]].into_iter().filter(|d| d.iter().all(|&k| k < neuroburst::backend::gpu_count())) {
         let fired = binned_parts_as_the_cpu(&w, &g, 20, &devices);
         println!("binned procedural brain of 5M neurons on GPUs {devices:?}: {fired} fired in 20 bursts, as the CPU");
+    }
+    if neuroburst::backend::gpu_count() >= 4 {
+        let w = Workload { neurons: 10_000_000, fanout: 300, rate: 0.01, seed: 26 };
+        let fired = binned_parts_as_the_cpu(&w, &w.genome(), 8, &[0, 1, 2, 3]);
+        println!("binned procedural brain of 10M neurons on GPUs [0, 1, 2, 3]: {fired} fired in 8 bursts, as the CPU");
     }
     // five maps: a sub-bin entry's target and map index no longer fit 16 bits (32-bit entries)
     for weight in [0.25, 0.75, 1.5] {
@@ -357,6 +363,10 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     g.areas.iter_mut().for_each(|a| a.psp = 255.0);
     let fired = binned_as_the_cpu(&w, &g, 5);
     println!("binned brain of the largest contributions: {fired} fired in 5 bursts, as the CPU");
+    // in two parts on GPU 0 (on two GPUs, parts this small run linked, unbinned): a partial sum
+    // that overflows leaves its sub-bin's sum in the spill, flagged
+    binned_parts_as_the_cpu(&w, &g, 5, &[0, 0]);
+    println!("binned brain of the largest contributions in two parts: as the CPU");
     // more than the bins hold: 60% of 2.1M neurons fire onto a 100K-neuron area of the second
     // tile, 3.2e8 synapses into a bin of 2.7e8 entries and six sub-bins of 2.1e6; what finds no
     // room is added into the spill, which `proc_sum` adds in
@@ -371,6 +381,10 @@ fn a_large_procedural_brain_bins_its_synapses_on_the_gpu_and_fires_as_the_cpu() 
     let fired = binned_as_the_cpu(&w, &g, 3);
     println!("binned brain past its bins' room: {fired} fired in 3 bursts, as the CPU");
     assert!(fired > 3_000_000);
+    // in two parts on GPU 0: each part's sub-bins overflow, the spill's sums taken by the
+    // neurons' owner
+    binned_parts_as_the_cpu(&w, &g, 3, &[0, 0]);
+    println!("binned brain past its bins' room in two parts: as the CPU");
     // 25 tiles of 2M neurons (the CPU draws it again too: too large
     // to store here)
     let w = Workload { neurons: 52_000_000, fanout: 256, rate: 0.001, seed: 23 };

@@ -118,6 +118,19 @@ fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: 
         let build_seconds = start.elapsed().as_secs_f64();
         return Ok(Made { backend: Box::new(backend), synapses: drawn, drawn: 0, build_seconds, plan: Some(plan) });
     }
+    if nothing_stored(genome) {
+        // every mapping drawn again: no rows to count or copy, each GPU gets its neurons' range
+        let mut brain = Brain::without_rows(genome, progress);
+        let drawn = brain.connectome.procedural_synapses();
+        let incoming = crate::shard::incoming_per_area(&layout, &brain.connectome.mappings);
+        let plan = ShardPlan::new(&layout, &incoming, devices.len(), cfg.strategy).map_err(|e| e.to_string())?;
+        log_plan(&plan);
+        brain.connectome.parts =
+            plan.ranges.iter().map(|r| crate::connectome::Part { targets_range: r.clone(), ..Default::default() }).collect();
+        let backend = super::cuda::MultiGpu::new(brain, &plan, readback.clone(), devices).map_err(|e| e.to_string())?;
+        let build_seconds = start.elapsed().as_secs_f64();
+        return Ok(Made { backend: Box::new(backend), synapses: 0, drawn, build_seconds, plan: Some(plan) });
+    }
     let (brain, plan, st) = Brain::planned_sharded(genome, devices.len(), cfg.strategy, progress).map_err(|e| e.to_string())?;
     log_plan(&plan);
     let (synapses, drawn) = (st.total_synapses(), brain.connectome.procedural_synapses());
@@ -140,6 +153,11 @@ fn on_one_gpu(genome: &Genome, layout: &Layout, readback: Readback, progress: bo
             let drawn = brain.connectome.procedural_synapses();
             tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
             (Box::new(super::cuda::CudaBackend::built_on_gpu(brain, readback, device, progress).map_err(|e| e.to_string())?), drawn, 0)
+        } else if nothing_stored(genome) {
+            // every mapping drawn again: no rows to count or copy
+            let brain = Brain::without_rows(genome, progress);
+            let drawn = brain.connectome.procedural_synapses();
+            (Box::new(super::cuda::CudaBackend::new(brain, readback, device).map_err(|e| e.to_string())?), 0, drawn)
         } else {
             let (brain, streamed) = Brain::planned(genome, progress);
             let (synapses, drawn) = (streamed.total_synapses(), brain.connectome.procedural_synapses());
@@ -151,6 +169,11 @@ fn on_one_gpu(genome: &Genome, layout: &Layout, readback: Readback, progress: bo
     // the build on the host, and on the GPU (with the backend's start) when it builds there
     let build_seconds = start.elapsed().as_secs_f64();
     Ok(Made { backend, synapses, drawn, build_seconds, plan: None })
+}
+
+/// Whether every mapping of the placed `genome` is drawn again (none stored).
+fn nothing_stored(genome: &Genome) -> bool {
+    genome.mappings.iter().all(|m| m.procedural)
 }
 
 /// `genome` with the mappings that `backend.connectome` draws again marked procedural (logged);

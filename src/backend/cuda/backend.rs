@@ -291,9 +291,13 @@ impl CudaBackend {
             None => needs_wide(&ctx, s, &wide_kernels, &net, &misc, synapses)?,
         };
         // the bins take half of what is left, past the reserve
-        let proc_bins = if !path.resident() && ProcBins::wanted(n, &shard.procedural) {
+        // one GPU of several in this process bins onto the whole brain where the whole brain
+        // bins (every GPU alike), else onto its own neurons where they bin
+        let spread = shard.together && ProcBins::wanted(n_total, &shard.procedural);
+        let proc_bins = if !path.resident() && (spread || ProcBins::wanted(n, &shard.procedural)) {
             let (free, _) = ctx.mem_get_info().map_err(dev_err("free memory"))?;
-            Some(ProcBins::new(s, n, &shard.procedural, (free as u64).saturating_sub(2 * RESERVE_BYTES) / 2)?)
+            let spread = spread.then_some(n_total);
+            Some(ProcBins::new(s, base, n, spread, &shard.procedural, (free as u64).saturating_sub(2 * RESERVE_BYTES) / 2)?)
         } else {
             None
         };
@@ -367,6 +371,8 @@ impl CudaBackend {
                 path,
                 graphs: Vec::new(),
                 pre: Vec::new(),
+                folds: Vec::new(),
+                seat: None,
                 pre_pending: false,
                 inj_grid: n.div_ceil(BLOCK * 16).clamp(1, sm * 2),
                 prop_grid: sm * 8,

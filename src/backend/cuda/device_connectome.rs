@@ -37,6 +37,9 @@ pub struct GpuShard {
     /// Some: the synapses are drawn on the host chunk by chunk and copied to the GPU (part
     /// `.1` of the stream; `part` holds its row pointers only).
     pub(super) streamed: Option<(Arc<Streamed>, usize)>,
+    /// One GPU of several in this process: its binned procedural synapses are summed with the
+    /// others' (`procbin.rs`, `Spread`).
+    pub(super) together: bool,
 }
 
 /// Where a brain's synapses are made.
@@ -116,8 +119,8 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
         procedural.clear();
     }
     let mut conn = brain.connectome;
-    let part = if recipe.is_some() {
-        // built on the GPU: no row on the host
+    let part = if recipe.is_some() || (streamed.is_none() && conn.parts.is_empty()) {
+        // built on the GPU, or nothing stored (every mapping drawn again): no row on the host
         Part { targets_range: 0..n, ..Default::default() }
     } else {
         if streamed.is_none() {
@@ -140,6 +143,7 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
         part_rows: None,
         parts: None,
         streamed,
+        together: false,
     })
 }
 
@@ -151,6 +155,11 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row6
     let part = &shard.part;
     let e = |w: &'static str| dev_err(w);
     let row_ptr = || {
+        if part.row_ptr.is_empty() {
+            // nothing stored: every row empty
+            let width = if row64 { 8 } else { 4 };
+            return s.alloc_zeros::<u8>((shard.neurons as usize + 1) * width).map_err(e("alloc row pointers"));
+        }
         if row64 {
             s.clone_htod(as_bytes(&part.row_ptr)).map_err(e("uploading row pointers"))
         } else {

@@ -86,6 +86,7 @@ impl CudaShardEngine {
                 part_rows: None,
                 parts: None,
                 streamed: None,
+                together: false,
             };
             let mut backend = CudaBackend::new_shard(shard, Readback::Ranges(vec![r.clone()]), device, false)?;
             let (spikes, count) = backend.connect_host()?;

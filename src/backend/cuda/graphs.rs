@@ -24,9 +24,9 @@ pub(crate) struct Timing {
 }
 
 impl CudaBackend {
-    /// Time each burst from now on, where the bursts run on graphs on one GPU.
+    /// Time each burst from now on, where the bursts run on graphs (one GPU, or one of several).
     pub(super) fn start_timing(&mut self) -> bool {
-        if self.launch.path != super::backend::Path::Graphs || self.state.multi.is_some() {
+        if self.launch.path.resident() {
             return false;
         }
         let events = || -> Result<Timing, cudarc::driver::DriverError> {
@@ -40,9 +40,12 @@ impl CudaBackend {
         self.launch.timing.is_some()
     }
 
-    /// The last burst's device time: its propagation's and its burst graph's, in microseconds.
+    /// The last burst's device time: its propagation's (with its wait for the other GPUs' partial
+    /// sums, on one GPU of several) and its burst graph's, in microseconds.
     pub(super) fn timed_us(&self) -> Option<f64> {
         let t = self.launch.timing.as_ref()?;
+        // (the output is read before the burst graph's end is recorded as done)
+        t.burst.1.synchronize().ok()?;
         let (a, b) = &t.pre[t.side?];
         let ms = a.elapsed_ms(b).ok()? + t.burst.0.elapsed_ms(&t.burst.1).ok()?;
         Some(ms as f64 * 1e3)
@@ -95,39 +98,67 @@ impl CudaBackend {
     /// `r`: on one GPU of several, the gather of every GPU's list of the last burst (their side
     /// r); the binned procedural synapses' sums into side r's accumulator (written, not added),
     /// else, without the early step, its clear; the propagation into it; with the early step,
-    /// `prestep`.
+    /// `prestep`. Where the GPUs sum their binned synapses together, in two halves with every
+    /// GPU's partial sums made between them ([`Self::ahead_sums`], then [`Self::ahead_rest`]).
     pub(super) fn run_ahead(&self, r: usize) -> Result<(), BackendError> {
+        self.ahead_sums(r)?;
+        self.ahead_rest(r)
+    }
+
+    /// Whether the propagation runs in two halves (see `run_ahead`).
+    fn halves(&self) -> bool {
+        self.state.proc_bins.as_ref().is_some_and(|b| b.spread())
+    }
+
+    /// The list the propagation reads: on one GPU of several, the gathered one.
+    fn read_side(&self, r: usize) -> Side {
+        self.gathered_side().unwrap_or_else(|| self.side(r))
+    }
+
+    /// The first half of `run_ahead`: the gather, the learning, and the binned procedural synapses'
+    /// sums (spread: this GPU's own list, binned onto every neuron of the brain).
+    fn ahead_sums(&self, r: usize) -> Result<(), BackendError> {
         let s = &self.stream;
         let net = self.net_for(r);
-        let rd = match (&self.state.multi, self.gathered_side()) {
-            (Some(m), Some(g)) => {
-                // SAFETY: zeroes the gathered counter (one u64 in `misc`, owned by self) on our stream.
-                unsafe { sys::cuMemsetD32Async(g.counter, 0, 2, s.cu_stream()) }.result().map_err(dev_err("capturing a clear"))?;
-                let peers = dptr(&m.peers[r], s);
-                // SAFETY: reads the peer table (n_peers entries, uploaded in `connect`) and the lists it
-                // names (every GPU's own fired list of the last burst, peer access enabled), writes at
-                // most N slots of the gathered list and the chunk index (sized for this part's synapses).
-                unsafe {
-                    s.launch_builder(&self.launch.kernels.gather).arg(&net).arg(&g).arg(&peers).arg(&m.n_peers).launch(self.prop_cfg())
-                }
+        let rd = self.read_side(r);
+        if let Some(m) = &self.state.multi {
+            // SAFETY: zeroes the gathered counter (one u64 in `misc`, owned by self) on our stream.
+            unsafe { sys::cuMemsetD32Async(rd.counter, 0, 2, s.cu_stream()) }.result().map_err(dev_err("capturing a clear"))?;
+            let peers = dptr(&m.peers[r], s);
+            // SAFETY: reads the peer table (n_peers entries, uploaded in `connect`) and the lists it
+            // names (every GPU's own fired list of the last burst, peer access enabled), writes at
+            // most N slots of the gathered list and the chunk index (sized for this part's synapses).
+            unsafe { s.launch_builder(&self.launch.kernels.gather).arg(&net).arg(&rd).arg(&peers).arg(&m.n_peers).launch(self.prop_cfg()) }
                 .map_err(dev_err("capturing gather"))?;
-                g
-            }
-            _ => self.side(r),
-        };
+        }
         if let Some(l) = &self.state.learning {
             // learning from the list, before it is propagated
             l.launch(s, &self.launch.kernels, &net, &rd, self.launch.sm)?;
         }
         if let Some(b) = &self.state.proc_bins {
             // first: its sums are written to every neuron, so no clear before
-            b.launch(s, &self.launch.kernels, &net, &rd, self.launch.sm)?;
-        } else if self.state.early.is_none() {
-            let words = if self.wide_accumulators() { 2 } else { 1 } * self.state.neurons as usize;
-            // SAFETY: clears this side's accumulator (N i32 or i64, allocated in `build`).
-            unsafe { sys::cuMemsetD32Async(net.acc, 0, words, s.cu_stream()) }
-                .result()
-                .map_err(dev_err("capturing the accumulator clear"))?;
+            let from = if b.spread() { self.side(r) } else { rd };
+            b.launch(s, &self.launch.kernels, &net, &from, self.launch.sm)?;
+        }
+        Ok(())
+    }
+
+    /// The second half of `run_ahead`: spread, every GPU's partial sums of this GPU's neurons
+    /// folded into side r's accumulator; the rest of the propagation.
+    fn ahead_rest(&self, r: usize) -> Result<(), BackendError> {
+        let s = &self.stream;
+        let net = self.net_for(r);
+        let rd = self.read_side(r);
+        match &self.state.proc_bins {
+            Some(b) => b.fold(s, &self.launch.kernels, &net, self.launch.sm)?,
+            None if self.state.early.is_none() => {
+                let words = if self.wide_accumulators() { 2 } else { 1 } * self.state.neurons as usize;
+                // SAFETY: clears this side's accumulator (N i32 or i64, allocated in `build`).
+                unsafe { sys::cuMemsetD32Async(net.acc, 0, words, s.cu_stream()) }
+                    .result()
+                    .map_err(dev_err("capturing the accumulator clear"))?;
+            }
+            None => {}
         }
         // SAFETY: every pointer in `net` and `rd` points into buffers owned by `self` that outlive
         // the graphs (rebuilt whenever a buffer is replaced); the kernel indexes them within the
@@ -182,13 +213,17 @@ impl CudaBackend {
     /// Capture the graphs of both sides (again after a buffer they name was replaced).
     pub(super) fn capture_graphs(&mut self) -> Result<(), BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
-        let mut graphs = vec![];
-        let mut pre = vec![];
+        let (mut graphs, mut pre, mut folds) = (vec![], vec![], vec![]);
         for r in 0..2 {
             graphs.push(self.capture("burst", || self.record_burst(r))?);
-            pre.push(self.capture("propagation", || self.run_ahead(r))?);
+            if self.halves() {
+                pre.push(self.capture("partial sums", || self.ahead_sums(r))?);
+                folds.push(self.capture("propagation", || self.ahead_rest(r))?);
+            } else {
+                pre.push(self.capture("propagation", || self.run_ahead(r))?);
+            }
         }
-        (self.launch.graphs, self.launch.pre) = (graphs, pre);
+        (self.launch.graphs, self.launch.pre, self.launch.folds) = (graphs, pre, folds);
         Ok(())
     }
 
@@ -200,8 +235,17 @@ impl CudaBackend {
             let timed = self.launch.timing.as_ref().map(|t| &t.pre[self.launch.cur]);
             timed.map(|e| e.0.record(&self.stream)).transpose().map_err(dev_err("recording an event"))?;
             // SAFETY: launches our own instantiated graph on our own stream.
-            unsafe { result::graph::launch(self.launch.pre[self.launch.cur].cu_graph_exec(), self.stream.cu_stream()) }
-                .map_err(dev_err("launching the propagate graph"))?;
+            let launched = unsafe { result::graph::launch(self.launch.pre[self.launch.cur].cu_graph_exec(), self.stream.cu_stream()) }
+                .map_err(dev_err("launching the propagate graph"));
+            if let Some(seat) = &mut self.launch.seat {
+                // the second half once every GPU has made its partial sums
+                seat.meet(&self.stream, launched)?;
+                // SAFETY: as above.
+                unsafe { result::graph::launch(self.launch.folds[self.launch.cur].cu_graph_exec(), self.stream.cu_stream()) }
+                    .map_err(dev_err("launching the propagate graph"))?;
+            } else {
+                launched?;
+            }
             timed.map(|e| e.1.record(&self.stream)).transpose().map_err(dev_err("recording an event"))?;
             self.launch.pre_pending = true;
             if let Some(l) = &mut self.state.learning {

@@ -45,6 +45,11 @@ pub(crate) struct Launch {
     pub graphs: Vec<CudaGraph>,
     /// Graph paths: the propagation (gathering first on one GPU of several) of side 0 and side 1.
     pub pre: Vec<CudaGraph>,
+    /// One GPU of several whose binned procedural synapses are summed with the others': the
+    /// second half of side 0's and side 1's propagation (`pre` is the first), launched once every
+    /// GPU's first half is queued (its seat at the meeting, `meeting.rs`).
+    pub folds: Vec<CudaGraph>,
+    pub seat: Option<super::meeting::Seat>,
     /// The propagation (and early step) of the side the next burst reads has been launched.
     pub pre_pending: bool,
     /// Blocks of `inject`.

@@ -141,6 +141,15 @@ pub(super) struct Peer {
     pub counter: u64,
 }
 
+/// Mirror of `struct SumPeer` in procbin.cu: where one GPU's partial sums lie.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SumPeer {
+    pub part: u64,
+    pub spill: u64,
+    pub flags: u64,
+}
+
 /// Mirror of `struct ResParams` in resident.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -345,6 +354,7 @@ mod tests {
         assert_eq!(c_layout(&src, "Net", &sizes), net, "Net");
         assert_eq!(c_layout(&src, "Side", &sizes), rust_layout!(Side: fired, offs, counter), "Side");
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");
+        assert_eq!(c_layout(&src, "SumPeer", &sizes), rust_layout!(SumPeer: part, spill, flags), "SumPeer");
         let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, prop_blocks, step_blocks, learning, learn, x);
         assert_eq!(c_layout(&src, "ResParams", &sizes), res, "ResParams");
         assert_eq!(c_layout(&src, "Link", &sizes), rust_layout!(Link: ids, count, arrivals), "Link");

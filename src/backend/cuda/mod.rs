@@ -12,7 +12,8 @@
 //!   host: input, launch, read-back), `resident` (one GPU: the kernel that stays on the GPU),
 //!   `graphs` (binned or row-drawn procedural brains, a GPU without cooperative launch, GPU shards
 //!   fed by the host), `state` (snapshots and restores), `peers` (one GPU of several), `exchange`
-//!   (the linked resident kernels' spike exchange), `learn` (plasticity: the device buffers and
+//!   (the linked resident kernels' spike exchange), `meeting` (the GPUs of one process meeting
+//!   between the halves of a propagation whose binned synapses they sum together), `learn` (plasticity: the device buffers and
 //!   launches of `kernels/learn.cu`).
 //! - [`multi`], [`engine`]: several GPUs of one host; a GPU shard of a brain over processes.
 //!
@@ -39,6 +40,7 @@ mod host_io;
 mod launch;
 mod layout;
 mod learn;
+mod meeting;
 pub mod memory;
 pub mod module;
 mod multi;

@@ -125,6 +125,8 @@ pub struct Kernels {
     pub proc_bin: [CudaFunction; 2],
     pub proc_split: [CudaFunction; 2],
     pub proc_sum: [CudaFunction; 2],
+    /// One GPU of several: every GPU's partial sums of its neurons added.
+    pub proc_fold: CudaFunction,
     /// The procedural mappings drawn row by row (`kernels/rows.cu`), after `propagate`.
     pub proc_rows: CudaFunction,
 }
@@ -169,6 +171,7 @@ impl Kernels {
             proc_bin: [f("proc_bin_n64".into())?, f("proc_bin_keep_n64".into())?],
             proc_split: [f("proc_split_n64_s16".into())?, f("proc_split_n64_s32".into())?],
             proc_sum: [f("proc_sum_n64_s16".into())?, f("proc_sum_n64_s32".into())?],
+            proc_fold: f("proc_fold".into())?,
             proc_rows: f(format!("proc_rows_{n}"))?,
             module,
         })

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use super::backend::CudaBackend;
 use super::device_connectome::GpuShard;
+use super::meeting::{wait_until, Meeting, SPIN};
 use crate::backend::shard::{check_state, state_slice};
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
@@ -57,6 +58,8 @@ struct Out {
     fired: Vec<u32>,
     potentials: Vec<i64>,
     fired_total: u64,
+    /// Its GPU's time of the burst, once timed (`Control::Time`).
+    device_us: Option<f64>,
     error: Option<BackendError>,
 }
 
@@ -66,11 +69,14 @@ enum Control {
     Restore(NeuronState),
     /// The propagation ahead of the next burst, once every GPU has its state (`CudaBackend::ahead`).
     Ahead,
+    /// Time each burst on the GPU from now on (graphs).
+    Time,
 }
 
 enum Reply {
     State(Result<NeuronState, BackendError>),
     Done(Result<(), BackendError>),
+    Timed(bool),
 }
 
 /// Shared between the calling thread and the workers.
@@ -98,12 +104,16 @@ struct Worker {
 /// The brain on several GPUs.
 pub struct MultiGpu {
     shared: Arc<Shared>,
+    /// Where the GPUs sum their binned synapses together: their meeting (abandoned on drop).
+    meeting: Option<Arc<Meeting>>,
     workers: Vec<Worker>,
     neurons: u32,
     burst: u64,
     round: u64,
     /// Neurons fired in the whole brain in the last burst (the workers' counts summed).
     fired_total: u64,
+    /// The last burst's device time: the slowest GPU's, where they are timed.
+    device_us: Option<f64>,
     fired: Vec<u32>,
     potentials: Vec<i64>,
     /// The input, sorted, when it came unsorted.
@@ -132,24 +142,6 @@ impl Drop for StopOthers {
     fn drop(&mut self) {
         if let Some(p) = &self.0 {
             p.fail();
-        }
-    }
-}
-
-/// How long a waiting thread spins before it sleeps: a burst's phases take microseconds, and a
-/// sleeping thread wakes tens of microseconds late.
-const SPIN: Duration = Duration::from_millis(20);
-
-/// Spin, then doze, until `f` holds (the other side is another thread on another core).
-fn wait_until(f: impl Fn() -> bool) {
-    let start = Instant::now();
-    let mut spins = 0u32;
-    while !f() {
-        spins = spins.wrapping_add(1);
-        if !spins.is_multiple_of(256) || start.elapsed() < SPIN {
-            std::hint::spin_loop();
-        } else {
-            std::thread::sleep(Duration::from_micros(20));
         }
     }
 }
@@ -236,6 +228,7 @@ impl MultiGpu {
                 part_rows: None,
                 parts: parts.clone().map(|p| (p, i)),
                 streamed: streamed.clone().map(|st| (st, i)),
+                together: true,
             })
             .collect();
         // every GPU builds (or takes) its part at once
@@ -273,8 +266,12 @@ impl MultiGpu {
         }
         let lists: Vec<[(u64, u64); 2]> = gpus.iter().map(|g| g.own_lists()).collect();
         let inboxes: Vec<_> = gpus.iter().filter_map(|g| g.inbox()).collect();
+        // binned procedural synapses: every GPU sums its own neurons' rows onto the whole brain
+        let sums: Vec<_> = gpus.iter().filter_map(|g| g.sum_peer()).collect();
+        let meeting =
+            if sums.len() == gpus.len() { Some(Meeting::new(&gpus.iter().map(|g| g.ctx.clone()).collect::<Vec<_>>())?) } else { None };
         for (k, g) in gpus.iter_mut().enumerate() {
-            g.connect(k, &lists, &inboxes)?;
+            g.connect(k, &lists, &inboxes, meeting.clone().map(|m| (&sums[..], m)))?;
         }
         if linked {
             for g in &mut gpus {
@@ -326,11 +323,13 @@ impl MultiGpu {
             .collect::<Result<Vec<_>, BackendError>>()?;
         Ok(MultiGpu {
             shared,
+            meeting,
             workers,
             neurons,
             burst: 0,
             round: 0,
             fired_total: 0,
+            device_us: None,
             fired: Vec::new(),
             potentials: Vec::new(),
             sorted: Injections::new(),
@@ -364,8 +363,10 @@ impl MultiGpu {
         self.potentials.clear();
         let mut error = None;
         self.fired_total = 0;
+        let mut device_us = Some(0.0f64);
         for w in &self.workers {
             let mut o = w.out.lock().unwrap();
+            device_us = device_us.zip(o.device_us).map(|(a, b)| a.max(b));
             if let Some(e) = o.error.take() {
                 error.get_or_insert(e);
             }
@@ -373,6 +374,7 @@ impl MultiGpu {
             self.potentials.extend_from_slice(&o.potentials);
             self.fired_total += o.fired_total;
         }
+        self.device_us = device_us;
         match error {
             Some(e) => Err(e),
             None => {
@@ -433,6 +435,7 @@ fn worker(
                         Control::Snapshot => Reply::State(gpu.snapshot()),
                         Control::Restore(st) => Reply::Done(gpu.restore(&st)),
                         Control::Ahead => Reply::Done(gpu.ahead()),
+                        Control::Time => Reply::Timed(gpu.start_timing()),
                     };
                     let _ = reply.send(r);
                     break None;
@@ -459,8 +462,13 @@ fn worker(
                 o.potentials.extend_from_slice(b.potentials);
                 o.fired_total = b.fired_total;
                 o.error = None;
+                o.device_us = gpu.timed_us();
             }
-            Err(e) => o.error = Some(e),
+            Err(e) => {
+                // the brain cannot go on: no GPU waits for this one at a meeting
+                gpu.abandon_meeting();
+                o.error = Some(e);
+            }
         }
         drop(o);
         done.store(t, Ordering::Release);
@@ -497,6 +505,19 @@ impl Backend for MultiGpu {
             r?;
         }
         Ok(BurstOutput { burst: t, fired: &self.fired, potentials: &self.potentials, fired_total: self.fired_total })
+    }
+
+    /// Every GPU's bursts timed (on graphs: the linked resident kernels have no burst of their own).
+    fn time_device(&mut self) -> bool {
+        let mut all = true;
+        for w in &self.workers {
+            all &= matches!(self.ask(w, Control::Time), Ok(Reply::Timed(true)));
+        }
+        all
+    }
+
+    fn device_us(&mut self) -> Option<f64> {
+        self.device_us
     }
 
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
@@ -543,6 +564,9 @@ impl Backend for MultiGpu {
 impl Drop for MultiGpu {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(m) = &self.meeting {
+            m.abandon();
+        }
         for w in &mut self.workers {
             if let Some(h) = w.handle.take() {
                 let _ = h.join();

@@ -2,11 +2,14 @@
 //! GPUs, and the connection to the others' lists (on one host: `multi.rs`), or to a buffer the
 //! host fills with the whole brain's spikes (a brain over processes: `engine.rs`).
 
+use std::sync::Arc;
+
 use cudarc::driver::{sys, CudaContext, CudaSlice};
 
 use super::backend::{CudaBackend, Multi};
 use super::exchange::Inbox;
-use super::layout::{as_bytes, dev_err, dptr, Peer, M_COUNTER};
+use super::layout::{as_bytes, dev_err, dptr, Peer, SumPeer, M_COUNTER};
+use super::meeting::{Meeting, Seat};
 use crate::backend::BackendError;
 
 impl CudaBackend {
@@ -27,11 +30,24 @@ impl CudaBackend {
         Some(self.launch.exchange.as_ref()?.inbox(&self.stream, self.state.base, blocks))
     }
 
+    /// One GPU of several in this process that sums its binned procedural synapses with the
+    /// others': where its partial sums lie, for them.
+    pub(super) fn sum_peer(&self) -> Option<SumPeer> {
+        self.state.proc_bins.as_ref()?.sum_peer(&self.stream)
+    }
+
     /// GPU `me` of several: where every GPU's own lists lie (`own_lists` of each, this one's
     /// included, in shard order), which the propagation ahead of a (re)start gathers; in the
     /// resident kernel every GPU's inbox too (`inbox` of each), else the burst graphs are captured,
-    /// which start by gathering the lists.
-    pub(crate) fn connect(&mut self, me: usize, lists: &[[(u64, u64); 2]], inboxes: &[Inbox]) -> Result<(), BackendError> {
+    /// which start by gathering the lists. `sums`: where the GPUs sum their binned synapses
+    /// together, every GPU's partial sums (`sum_peer` of each) and their meeting.
+    pub(super) fn connect(
+        &mut self,
+        me: usize,
+        lists: &[[(u64, u64); 2]],
+        inboxes: &[Inbox],
+        sums: Option<(&[SumPeer], Arc<Meeting>)>,
+    ) -> Result<(), BackendError> {
         assert!(self.launch.path.sharded(), "connect is for one GPU of several");
         if lists.len() > 64 {
             return Err(BackendError::Device(format!("{} GPUs: at most 64 can share one brain", lists.len())));
@@ -51,6 +67,10 @@ impl CudaBackend {
             peers: [p0.map_err(e("uploading the peer table"))?, p1.map_err(e("uploading the peer table"))?],
             n_peers: lists.len() as u32,
         });
+        if let (Some(b), Some((all, meeting))) = (&mut self.state.proc_bins, sums) {
+            b.connect(&s, all)?;
+            self.launch.seat = Some(Seat::new(meeting, me));
+        }
         if let Some(x) = &mut self.launch.exchange {
             x.connect(&s, me, inboxes)?;
             s.synchronize().map_err(e("connecting the GPUs"))?;
@@ -58,6 +78,13 @@ impl CudaBackend {
         }
         s.synchronize().map_err(e("connecting the GPUs"))?;
         self.capture_graphs()
+    }
+
+    /// The other GPUs of the brain stop waiting for this one at their meetings (its burst failed).
+    pub(super) fn abandon_meeting(&self) {
+        if let Some(seat) = &self.launch.seat {
+            seat.abandon();
+        }
     }
 
     /// One GPU of a brain spread over processes: the whole brain's fired list of each burst comes
@@ -69,7 +96,7 @@ impl CudaBackend {
         let buf: CudaSlice<u32> = s.alloc_zeros((self.n_total() as usize).max(1)).map_err(dev_err("alloc the spike buffer"))?;
         let ctr: CudaSlice<u64> = s.alloc_zeros(1).map_err(dev_err("alloc the spike counter"))?;
         let peer = (dptr(&buf, &s), dptr(&ctr, &s));
-        self.connect(0, &[[peer, peer]], &[])?;
+        self.connect(0, &[[peer, peer]], &[], None)?;
         Ok((buf, ctr))
     }
 

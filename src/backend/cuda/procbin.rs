@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::layout::{dev_err, dptr, Net, ProcMap, Side};
+use super::layout::{as_bytes, dev_err, dptr, Net, ProcMap, Side, SumPeer};
 use super::module::Kernels;
 use crate::backend::BackendError;
 
@@ -49,6 +49,25 @@ pub(super) struct ProcBins {
     kmax: u32,
     /// Some map keeps its draws at random (an attractivity): `proc_bin` checks each draw.
     keep: bool,
+    /// One GPU of several in this process: the sums it makes of the whole brain.
+    spread: Option<Spread>,
+}
+
+/// One GPU of several in this process: it draws its own fired neurons' synapses onto every neuron
+/// of the brain, and sums them into partials that each GPU folds for its own neurons (`proc_fold`).
+struct Spread {
+    /// Neurons of the brain.
+    total: u32,
+    /// This GPU's neurons: from `base`, `n`.
+    base: u32,
+    n: u32,
+    /// 32-bit partial sums of every neuron of the brain (a multiple of 4: `proc_fold` reads 16
+    /// bytes at a time).
+    part: CudaSlice<i32>,
+    /// Per sub-bin of the brain: 1 when the spill holds some of its sum.
+    flags: CudaSlice<u32>,
+    /// Once connected: every GPU's [`SumPeer`], in shard order, and how many.
+    peers: Option<(CudaSlice<u8>, u32)>,
 }
 
 impl ProcBins {
@@ -60,9 +79,18 @@ impl ProcBins {
         fanout >= MIN_FANOUT && n > 1 << TILE_BITS && n.div_ceil(1 << TILE_BITS) <= MAX_TILES && maps.len() < 1 << (32 - TILE_BITS)
     }
 
-    /// Bins for `n` neurons, in at most `bytes` of device memory.
-    pub(super) fn new(s: &Arc<CudaStream>, n: u32, maps: &[ProcMap], bytes: u64) -> Result<ProcBins, BackendError> {
+    /// Bins for `n` neurons from `base`, in at most `bytes` of device memory; `spread`: Some(the
+    /// brain's neurons) for one GPU of several in this process, which bins onto every neuron.
+    pub(super) fn new(
+        s: &Arc<CudaStream>,
+        base: u32,
+        n: u32,
+        spread: Option<u32>,
+        maps: &[ProcMap],
+        bytes: u64,
+    ) -> Result<ProcBins, BackendError> {
         let e = |w: &'static str| dev_err(w);
+        let (own, n) = (n, spread.unwrap_or(n));
         let tiles = n.div_ceil(1 << TILE_BITS);
         let nsub = 1u64 << (TILE_BITS - SUB_BITS);
         let kmax = maps.iter().map(|m| m.fanout).max().unwrap_or(0);
@@ -95,19 +123,59 @@ impl ProcBins {
         );
         let spill = s.alloc_zeros::<i64>(n as usize).map_err(e("alloc the procedural spill"))?;
         let keep = maps.iter().any(|m| m.draws > 1);
-        Ok(ProcBins { bins, counts, subs, spill, room, subroom, tiles, kmax, keep })
+        let spread = match spread {
+            Some(total) => Some(Spread {
+                total,
+                base,
+                n: own,
+                part: s.alloc_zeros::<i32>(total.next_multiple_of(4) as usize).map_err(e("alloc the partial sums"))?,
+                flags: s.alloc_zeros::<u32>((tiles as u64 * nsub) as usize).map_err(e("alloc the partial sums' flags"))?,
+                peers: None,
+            }),
+            None => None,
+        };
+        Ok(ProcBins { bins, counts, subs, spill, room, subroom, tiles, kmax, keep, spread })
     }
 
     /// Device bytes of the bins.
     pub(super) fn bytes(&self) -> u64 {
-        self.bins.len() as u64 * 4 + self.counts.len() as u64 * 8 + self.subs.bytes() + self.spill.len() as u64 * 8
+        let spread = self.spread.as_ref().map_or(0, |x| x.part.len() as u64 * 4 + x.flags.len() as u64 * 4);
+        self.bins.len() as u64 * 4 + self.counts.len() as u64 * 8 + self.subs.bytes() + self.spill.len() as u64 * 8 + spread
+    }
+
+    /// One GPU of several in this process: where its partial sums lie, for the others.
+    pub(super) fn sum_peer(&self, s: &CudaStream) -> Option<SumPeer> {
+        let x = self.spread.as_ref()?;
+        Some(SumPeer { part: dptr(&x.part, s), spill: dptr(&self.spill, s), flags: dptr(&x.flags, s) })
+    }
+
+    /// One GPU of several in this process: every GPU's partial sums ([`Self::sum_peer`] of each,
+    /// in shard order), which `proc_fold` adds.
+    pub(super) fn connect(&mut self, s: &Arc<CudaStream>, all: &[SumPeer]) -> Result<(), BackendError> {
+        if let Some(x) = &mut self.spread {
+            let table = s.clone_htod(as_bytes(all)).map_err(dev_err("uploading the partial sums' table"))?;
+            x.peers = Some((table, all.len() as u32));
+        }
+        Ok(())
+    }
+
+    /// Whether this GPU's sums are folded from every GPU's partials (see [`Spread`]): the
+    /// propagation runs in two halves, every GPU's partials made between them.
+    pub(super) fn spread(&self) -> bool {
+        self.spread.is_some()
     }
 
     /// Launch (or record) the counts' clear, the binning of side `rd`'s fired sources, the split and
     /// the sums, which `proc_sum` writes to every neuron of `net.acc`: no clear before, and other
-    /// additions after.
+    /// additions after. Spread over several GPUs (see [`Spread`]), `rd` is this GPU's own list, and
+    /// the sums are partials of every neuron of the brain, which [`Self::fold`] adds.
     pub(super) fn launch(&self, s: &CudaStream, k: &Kernels, net: &Net, rd: &Side, sm: u32) -> Result<(), BackendError> {
         let n_subs = self.tiles << (TILE_BITS - SUB_BITS);
+        // spread: the whole brain's neurons are this GPU's targets
+        let net = &match &self.spread {
+            Some(x) => Net { base: 0, n: x.total, ..*net },
+            None => *net,
+        };
         // SAFETY: zeroes the counts (u64, two words each) allocated in `new`, on our stream.
         unsafe { sys::cuMemsetD32Async(dptr(&self.counts, s), 0, self.counts.len() * 2, s.cu_stream()) }
             .result()
@@ -146,9 +214,29 @@ impl ProcBins {
         l.arg(net);
         self.subs.arg(&mut l);
         l.arg(&sub_counts).arg(&self.subroom).arg(&n_subs).arg(&SUB_BITS).arg(&bin_counts).arg(&self.room).arg(&TILE_BITS).arg(&self.spill);
+        let (part, flags) = self.spread.as_ref().map_or((0, 0), |x| (dptr(&x.part, s), dptr(&x.flags, s)));
+        l.arg(&part).arg(&flags);
         // SAFETY: reads at most `subroom` entries of each sub-bin, writes the neurons of `net.acc`
-        // each block owns and clears the spill's (N each; sub-bins past N neurons are skipped).
+        // each block owns and clears the spill's (N each; sub-bins past N neurons are skipped);
+        // spread, writes the partials (N) and the flags (a sub-bin each) instead, and adds into the
+        // spill.
         unsafe { l.launch(cfg) }.map_err(dev_err("launching proc_sum"))?;
+        Ok(())
+    }
+
+    /// Spread over several GPUs, once every GPU has made its partials: this GPU's neurons' sums,
+    /// written to every neuron of `net.acc` (no clear before, other additions after).
+    pub(super) fn fold(&self, s: &CudaStream, k: &Kernels, net: &Net, sm: u32) -> Result<(), BackendError> {
+        let Some(x) = &self.spread else { return Ok(()) };
+        let Some((peers, n_peers)) = &x.peers else {
+            return Err(BackendError::Device("one GPU of several folds partial sums before it was connected".into()));
+        };
+        debug_assert_eq!((net.base, net.n), (x.base, x.n));
+        let cfg = grid(&k.proc_fold, sm, SUM_BLOCK, 0)?;
+        // SAFETY: reads every GPU's partials and flags of this GPU's neurons (peer access enabled,
+        // each sized for the brain), takes their spill's; writes this GPU's N neurons of `net.acc`.
+        unsafe { s.launch_builder(&k.proc_fold).arg(net).arg(peers).arg(n_peers).arg(&SUB_BITS).launch(cfg) }
+            .map_err(dev_err("launching proc_fold"))?;
         Ok(())
     }
 }
