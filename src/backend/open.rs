@@ -100,6 +100,15 @@ pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: 
 /// The placed `genome` on several GPUs, one shard each: each GPU builds its part (every mapping a
 /// closed form), or the parts are streamed to them.
 fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: bool, devices: &[usize]) -> Result<Made, String> {
+    // every GPU of the brain checked first, at once (each GPU's context made then, as the first
+    // one's was by `open`)
+    let probes: Vec<GpuProbe> = std::thread::scope(|sc| {
+        let hs: Vec<_> = devices.iter().filter(|&&d| d != cfg.device).map(|&d| sc.spawn(move || probe(d))).collect();
+        hs.into_iter().map(|h| h.join().unwrap_or_else(|_| GpuProbe::Unavailable("its probe stopped".into()))).collect()
+    });
+    if let Some(GpuProbe::Unavailable(why)) = probes.into_iter().find(|p| matches!(p, GpuProbe::Unavailable(_))) {
+        return Err(format!("a GPU of the brain cannot be used: {why}"));
+    }
     let start = std::time::Instant::now();
     let layout = Layout::from_genome(genome);
     if storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64) {

@@ -105,7 +105,9 @@ impl CudaBackend {
             crate::backend::GpuProbe::Available(_) => {}
             crate::backend::GpuProbe::Unavailable(why) => return Err(BackendError::Device(why)),
         }
+        let t0 = std::time::Instant::now();
         let ctx = CudaContext::new(device).map_err(dev_err("creating the context"))?;
+        tracing::debug!(device, context_s = t0.elapsed().as_secs_f64(), "CUDA: a GPU's context made");
         let coop = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).map_err(dev_err("attribute"))?;
         let path = path.unwrap_or(if coop != 0 {
             Path::Resident
@@ -145,6 +147,7 @@ impl CudaBackend {
         device: usize,
         path: Path,
     ) -> Result<CudaBackend, BackendError> {
+        let t0 = std::time::Instant::now();
         // SAFETY: one stream does all the work; no cross-stream event tracking is needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(dev_err("creating a stream"))?;
@@ -201,6 +204,7 @@ impl CudaBackend {
         let s = &stream;
         let e = |w: &'static str| dev_err(w);
         let res = upload(s, &mut shard, &rb_host, row64)?;
+        let t_up = t0.elapsed().as_secs_f64();
         let nn = n as usize;
         let early_on = path.resident() && n > 0;
         let alloc_acc = || s.alloc_zeros::<i64>(nn.max(1)).map_err(e("alloc accumulators"));
@@ -316,6 +320,7 @@ impl CudaBackend {
         s.memset_zeros(&mut inj).map_err(e("clearing"))?;
         s.memset_zeros(&mut misc).map_err(e("clearing"))?;
         s.synchronize().map_err(e("building the brain on the GPU"))?;
+        tracing::debug!(device, rows_s = t_up, state_s = t0.elapsed().as_secs_f64() - t_up, "CUDA: a GPU's brain placed");
 
         let sm = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
         let resident = match early {

@@ -140,11 +140,31 @@ pub struct Variant {
     pub code32: bool,
 }
 
+/// The kernels' module of each context loaded so far (the device's primary context, kept for the
+/// process): every variant is in one module, and the probe, the GPU build and the backend of a GPU
+/// each take their kernels from it instead of loading it again (the driver parses the PTX each
+/// time).
+static MODULES: std::sync::Mutex<Vec<(usize, Arc<CudaModule>)>> = std::sync::Mutex::new(Vec::new());
+
+/// The kernels' module on `ctx`, loaded once.
+fn module(ctx: &Arc<CudaContext>) -> Result<Arc<CudaModule>, String> {
+    let key = ctx.cu_ctx() as usize;
+    let mut loaded = MODULES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, m)) = loaded.iter().find(|(k, _)| *k == key) {
+        return Ok(m.clone());
+    }
+    let (major, minor) = ctx.compute_capability().map_err(|e| format!("cannot read the compute capability: {e}"))?;
+    let ptx = ptx_for(major, minor)?;
+    let t0 = std::time::Instant::now();
+    let module = ctx.load_module(ptx).map_err(|e| format!("the driver could not load the compiled kernels: {e}"))?;
+    tracing::debug!(device = ctx.ordinal(), load_s = t0.elapsed().as_secs_f64(), "CUDA: the kernels' module loaded");
+    loaded.push((key, module.clone()));
+    Ok(module)
+}
+
 impl Kernels {
     pub fn load(ctx: &Arc<CudaContext>, v: Variant) -> Result<Kernels, String> {
-        let (major, minor) = ctx.compute_capability().map_err(|e| format!("cannot read the compute capability: {e}"))?;
-        let ptx = ptx_for(major, minor)?;
-        let module = ctx.load_module(ptx).map_err(|e| format!("the driver could not load the compiled kernels: {e}"))?;
+        let module = module(ctx)?;
         let n = if v.wide_acc { "n64" } else { "n32" };
         let r = if v.row64 { "r64" } else { "r32" };
         let c = if v.code32 { "c32" } else { "c16" };
