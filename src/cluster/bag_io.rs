@@ -85,9 +85,10 @@ impl BagIo {
     ) -> Result<BagIo, ClusterError> {
         let err = |e: &dyn std::fmt::Display| ClusterError::Io(format!("--bag {}: {e}", bag_path.display()));
         let intake = Intake::new(&config.encoders, &layout).map_err(|e| err(&e))?;
-        let schedule = BagSchedule::for_config(&bag, burst_rate_hz, config.replay.max_bursts, &config.node, &intake)
-            .map_err(|e| err(&e))?
-            .ok_or_else(|| err(&"the bag holds no messages: nothing to replay"))?;
+        let schedule =
+            BagSchedule::for_mode(&bag, burst_rate_hz, config.replay.max_bursts, (config.node.mode, &config.node.reflex), &intake)
+                .map_err(|e| err(&e))?
+                .ok_or_else(|| err(&"the bag holds no messages: nothing to replay"))?;
         let outputs = Outputs::new(&config.decoders, &layout).map_err(|e| err(&e))?;
         check_topics(&bag, &intake).map_err(|e| err(&e))?;
         let (writer, channels) = match out {

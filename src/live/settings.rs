@@ -6,38 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::node::schedule::{Mode, ReflexConfig};
 use crate::transport::TransportKind;
-
-/// When the node bursts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// On the clock's grid, `rate_hz` bursts per second: a message waits for the next burst.
-    #[default]
-    Clock,
-    /// As soon as a sensor message has been encoded, `reflex.bursts` bursts back to back; the
-    /// clock's grid when nothing arrives. `rate_hz` stays the average rate: the node runs at most
-    /// `reflex.lead` bursts ahead of the clock (later grid points are skipped), never behind it.
-    Reflex,
-}
-
-/// Reflex mode's settings (`node.mode: reflex`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ReflexConfig {
-    /// Bursts run back to back after a sensor message (2: the sensor area fires in the first, an
-    /// area one synapse away answers in the second).
-    pub bursts: u32,
-    /// Bursts the node may run ahead of the clock's grid (the ceiling: never more than
-    /// `rate_hz` x T + `lead` bursts in any T seconds).
-    pub lead: u32,
-}
-
-impl Default for ReflexConfig {
-    fn default() -> Self {
-        ReflexConfig { bursts: 2, lead: 8 }
-    }
-}
 
 /// Real-time settings of the burst thread, applied when the process is permitted to (root, or
 /// CAP_SYS_NICE / CAP_IPC_LOCK, or an rtprio / memlock limit), logged when not.

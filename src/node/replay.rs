@@ -258,7 +258,7 @@ pub fn replay(
     opts: &ReplayOptions<'_>,
 ) -> Result<ReplaySummary, ReplayError> {
     let mut intake = Intake::new(&config.encoders, layout)?;
-    let schedule = BagSchedule::for_config(bag, opts.burst_rate_hz, opts.max_bursts, &config.node, &intake)?;
+    let schedule = BagSchedule::for_mode(bag, opts.burst_rate_hz, opts.max_bursts, (config.node.mode, &config.node.reflex), &intake)?;
     let mut outputs = Outputs::new(&config.decoders, layout).map_err(ReplayError::Config)?;
     check_topics(bag, &intake)?;
     let channels = OutputChannels::add(writer, &outputs, &opts.activity_topic)?;

@@ -16,8 +16,40 @@ use std::collections::BTreeMap;
 
 use super::intake::Intake;
 use super::replay::ReplayError;
+use serde::{Deserialize, Serialize};
+
 use crate::bag::Bag;
-use crate::live::{Mode, NodeConfig};
+
+/// When the node bursts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// On the clock's grid, `rate_hz` bursts per second: a message waits for the next burst.
+    #[default]
+    Clock,
+    /// As soon as a sensor message has been encoded, `reflex.bursts` bursts back to back; the
+    /// clock's grid when nothing arrives. `rate_hz` stays the average rate: the node runs at most
+    /// `reflex.lead` bursts ahead of the clock (later grid points are skipped), never behind it.
+    Reflex,
+}
+
+/// Reflex mode's settings (`node.mode: reflex`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReflexConfig {
+    /// Bursts run back to back after a sensor message (2: the sensor area fires in the first, an
+    /// area one synapse away answers in the second).
+    pub bursts: u32,
+    /// Bursts the node may run ahead of the clock's grid (the ceiling: never more than
+    /// `rate_hz` x T + `lead` bursts in any T seconds).
+    pub lead: u32,
+}
+
+impl Default for ReflexConfig {
+    fn default() -> Self {
+        ReflexConfig { bursts: 2, lead: 8 }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct BagSchedule {
@@ -36,18 +68,19 @@ impl BagSchedule {
         Self::plan(bag, burst_rate_hz, max_bursts, None)
     }
 
-    /// The schedule `node` asks for (its `mode` and `reflex`); the intake's topics are the inputs.
-    pub fn for_config(
+    /// The schedule of `mode` (with `reflex`'s settings in reflex mode); the intake's topics are
+    /// the inputs.
+    pub fn for_mode(
         bag: &Bag,
         burst_rate_hz: f64,
         max_bursts: u64,
-        node: &NodeConfig,
+        (mode, reflex): (Mode, &ReflexConfig),
         intake: &Intake,
     ) -> Result<Option<BagSchedule>, ReplayError> {
-        match node.mode {
+        match mode {
             Mode::Clock => Self::new(bag, burst_rate_hz, max_bursts),
             Mode::Reflex => {
-                let r = &node.reflex;
+                let r = reflex;
                 if r.bursts == 0 || r.lead < r.bursts {
                     return Err(ReplayError::Config(format!(
                         "node.reflex: bursts {} and lead {}: a reflex needs at least one burst, and lead >= bursts",
