@@ -9,9 +9,10 @@
 //! - [`super::live_io::LiveIo`]: the live node's sensor topics in, its motor topics out, over the
 //!   node's transport.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::options::ClusterError;
+use crate::live::clock::Clock;
 use crate::model::{Injection, Injections};
 use crate::workload::Workload;
 
@@ -49,36 +50,6 @@ pub trait ShardIo: Send {
     fn finish(&mut self) -> Result<serde_json::Value, ClusterError>;
 }
 
-/// A drift-free pace of `rate_hz` bursts per second (0: as fast as possible); a late burst moves
-/// the grid, it is never caught up in a rush.
-#[derive(Debug)]
-pub struct RatePace {
-    period: Option<Duration>,
-    next_at: Instant,
-}
-
-impl RatePace {
-    pub fn new(rate_hz: f64) -> RatePace {
-        RatePace { period: (rate_hz > 0.0).then(|| Duration::from_secs_f64(1.0 / rate_hz)), next_at: Instant::now() }
-    }
-
-    pub fn restart(&mut self) {
-        self.next_at = Instant::now();
-    }
-
-    pub fn wait(&mut self) {
-        if let Some(p) = self.period {
-            self.next_at += p;
-            let now = Instant::now();
-            if self.next_at > now {
-                std::thread::sleep(self.next_at - now);
-            } else {
-                self.next_at = now;
-            }
-        }
-    }
-}
-
 /// W's input every burst, or nothing (`--genome` without a bag or a transport: the brain runs on
 /// its `_power` drive), at `cluster.rate_hz`.
 pub struct WorkloadIo {
@@ -86,7 +57,9 @@ pub struct WorkloadIo {
     /// Bursts 1..=len computed before the start (benchmarks: their cost stays out of the timing).
     precomputed: Vec<Vec<Injection>>,
     scratch: Injections,
-    pace: RatePace,
+    /// The burst clock at `cluster.rate_hz` (None: 0, as fast as the shards go).
+    clock: Option<Clock>,
+    rate_hz: f64,
 }
 
 impl WorkloadIo {
@@ -102,7 +75,8 @@ impl WorkloadIo {
                 .collect(),
             None => Vec::new(),
         };
-        WorkloadIo { workload, precomputed, scratch: Injections::new(), pace: RatePace::new(rate_hz) }
+        let clock = (rate_hz > 0.0).then(|| Clock::new(rate_hz, Instant::now()));
+        WorkloadIo { workload, precomputed, scratch: Injections::new(), clock, rate_hz }
     }
 }
 
@@ -115,12 +89,18 @@ impl ShardIo for WorkloadIo {
     }
 
     fn start(&mut self, _c: u64) -> Result<(), ClusterError> {
-        self.pace.restart();
+        if let Some(c) = &mut self.clock {
+            c.restart(self.rate_hz, Instant::now());
+        }
         Ok(())
     }
 
     fn pace(&mut self, _t: u64) {
-        self.pace.wait();
+        // on the clock's grid: a late burst moves on to the next grid point, never caught up
+        if let Some(c) = &mut self.clock {
+            c.wait();
+            c.finished(Instant::now());
+        }
     }
 
     fn injection(&mut self, t: u64, out: &mut Vec<Injection>) -> Result<(), ClusterError> {
