@@ -126,7 +126,7 @@ fn bad_messages_are_dropped_counted_and_named() {
     let s = ok(replay(&bag, &out, &[]));
     let row = |topic: &str| s.lines().find(|l| l.starts_with(topic)).unwrap_or_else(|| panic!("no row for {topic}: {s}")).to_string();
     let cols = |topic: &str| row(topic).split_whitespace().skip(1).map(String::from).collect::<Vec<_>>();
-    // received, encoded, superseded, dropped
+    // received, encoded, replaced, malformed
     assert_eq!(cols("/camera/image_raw"), ["3", "1", "0", "2"], "{s}");
     assert_eq!(cols("/imu"), ["2", "0", "0", "2"], "{s}");
     assert!(row("/chatter").contains("(no encoder)"), "{s}");

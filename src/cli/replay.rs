@@ -118,9 +118,9 @@ fn print_summary(a: &ReplayArgs, genome: &Genome, s: &ReplaySummary, backend: St
         backend,
         if s.interrupted { " (interrupted)" } else { "" }
     );
-    let mut rows = vec![vec!["input topic".into(), "received".into(), "encoded".into(), "superseded".into(), "dropped".into()]];
+    let mut rows = vec![vec!["input topic".into(), "received".into(), "encoded".into(), "replaced".into(), "malformed".into()]];
     for (t, st) in &s.inputs {
-        rows.push(vec![t.clone(), st.received.to_string(), st.encoded.to_string(), st.superseded.to_string(), st.dropped.to_string()]);
+        rows.push(vec![t.clone(), st.received.to_string(), st.encoded.to_string(), st.replaced.to_string(), st.malformed.to_string()]);
     }
     for (t, n) in &s.ignored {
         rows.push(vec![format!("{t} (no encoder)"), n.to_string(), "-".into(), "-".into(), "-".into()]);

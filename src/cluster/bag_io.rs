@@ -282,7 +282,7 @@ impl ShardIo for BagIo {
             .stats
             .iter()
             .map(|(t, s)| {
-                (t.clone(), json!({"received": s.received, "encoded": s.encoded, "superseded": s.superseded, "dropped": s.dropped}))
+                (t.clone(), json!({"received": s.received, "encoded": s.encoded, "replaced": s.replaced, "malformed": s.malformed}))
             })
             .collect();
         Ok(json!({

@@ -17,7 +17,8 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Counters of one topic (totals since start).
+/// Counters of one topic (totals since start), counted across the intake's threads: the replay's
+/// per-topic counters (`node::intake::TopicCounts`) by the same names, with the transport's own.
 #[derive(Debug, Default)]
 pub struct TopicCounters {
     pub received: AtomicU64,

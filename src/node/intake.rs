@@ -11,17 +11,18 @@ use std::collections::BTreeMap;
 use crate::encode::{Encoder, EncoderConfig};
 use crate::model::{Injection, Injections, Layout};
 
-/// Counters of one input topic.
+/// Counters of one input topic, named as the live node's (`TopicCounters` in `live/intake.rs`
+/// counts them across its threads).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TopicStats {
+pub struct TopicCounts {
     /// Messages received.
     pub received: u64,
     /// Messages encoded into an injection.
     pub encoded: u64,
     /// Messages replaced by a newer one before a burst used them.
-    pub superseded: u64,
-    /// Messages that could not be decoded or encoded.
-    pub dropped: u64,
+    pub replaced: u64,
+    /// Messages that could not be decoded or encoded: dropped.
+    pub malformed: u64,
     /// Times the topic went stale (silent for `stale_after`) and stopped being injected.
     pub went_stale: u64,
 }
@@ -44,7 +45,7 @@ pub struct Intake {
     /// Latest unencoded message per topic: (type, payload).
     pending: BTreeMap<String, (String, Vec<u8>)>,
     held: Vec<Vec<Injection>>,
-    pub stats: BTreeMap<String, TopicStats>,
+    pub stats: BTreeMap<String, TopicCounts>,
     /// Errors of the first dropped message of each topic.
     pub first_errors: BTreeMap<String, String>,
     /// Error of the latest dropped message of each topic.
@@ -68,7 +69,7 @@ impl Intake {
             by_topic.entry(c.topic().to_string()).or_default().push(encoders.len());
             encoders.push(Some(e));
         }
-        let stats = by_topic.keys().map(|t| (t.clone(), TopicStats::default())).collect();
+        let stats = by_topic.keys().map(|t| (t.clone(), TopicCounts::default())).collect();
         let held = vec![Vec::new(); encoders.len()];
         let stale = vec![false; encoders.len()];
         Ok(Intake {
@@ -126,7 +127,7 @@ impl Intake {
             self.last_at[i] = Some(at_ns);
         }
         if self.pending.insert(topic.to_string(), (type_name.to_string(), payload.to_vec())).is_some() {
-            stats.superseded += 1;
+            stats.replaced += 1;
         }
         true
     }
@@ -232,7 +233,7 @@ impl Intake {
                 }
             }
             Err(e) => {
-                stats.dropped += 1;
+                stats.malformed += 1;
                 self.first_errors.entry(topic.to_string()).or_insert_with(|| e.clone());
                 self.last_errors.insert(topic.to_string(), e);
             }
@@ -264,7 +265,7 @@ impl Intake {
             if ok {
                 stats.encoded += 1;
             } else {
-                stats.dropped += 1;
+                stats.malformed += 1;
             }
         }
     }

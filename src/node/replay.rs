@@ -11,7 +11,7 @@ use crate::bag::qos::Qos;
 use crate::bag::{Bag, BagError, BagWriter};
 use crate::genome::Genome;
 use crate::model::{Injections, Layout};
-use crate::node::intake::{Intake, TopicStats};
+use crate::node::intake::{Intake, TopicCounts};
 use crate::node::outputs::{BurstProducts, Outputs};
 pub use crate::node::schedule::BagSchedule;
 use crate::ros::neuroburst_msgs::BurstActivity;
@@ -89,7 +89,7 @@ pub struct ReplaySummary {
     pub bursts: u64,
     /// Bag seconds covered.
     pub duration_s: f64,
-    pub inputs: BTreeMap<String, TopicStats>,
+    pub inputs: BTreeMap<String, TopicCounts>,
     /// Messages on topics no encoder listens to, per topic.
     pub ignored: BTreeMap<String, u64>,
     pub first_errors: BTreeMap<String, String>,
