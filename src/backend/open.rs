@@ -111,34 +111,30 @@ fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: 
     }
     let start = std::time::Instant::now();
     let layout = Layout::from_genome(genome);
-    if storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64) {
-        let marked = storage::all_marked(genome);
-        crate::capacity::check_build(&marked, &layout, true, &crate::capacity::host_available())?;
+    // no rows on the host: built on the GPUs (every mapping a closed form), or none stored
+    let buildable = storage::gpu_buildable(genome, &layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64);
+    if buildable || nothing_stored(genome) {
+        let marked = if buildable { storage::all_marked(genome) } else { genome.clone() };
+        if buildable {
+            crate::capacity::check_build(&marked, &layout, true, &crate::capacity::host_available())?;
+        }
         let brain = Brain::without_rows(&marked, progress);
         let drawn = brain.connectome.procedural_synapses();
         let incoming = crate::shard::incoming_per_area(&layout, &brain.connectome.mappings);
         let plan = ShardPlan::new(&layout, &incoming, devices.len(), cfg.strategy).map_err(|e| e.to_string())?;
         log_plan(&plan);
-        tracing::info!(
-            "connectome: every mapping is a fanout in closed form: each of the {} GPUs builds its part of the {drawn} synapses",
-            devices.len()
-        );
-        let backend = super::cuda::MultiGpu::built_on_gpus(brain, &plan, readback.clone(), devices, progress).map_err(|e| e.to_string())?;
+        let (backend, synapses, drawn) = if buildable {
+            tracing::info!(
+                "connectome: every mapping is a fanout in closed form: each of the {} GPUs builds its part of the {drawn} synapses",
+                devices.len()
+            );
+            (super::cuda::MultiGpu::built_on_gpus(brain, &plan, readback.clone(), devices, progress), drawn, 0)
+        } else {
+            (super::cuda::MultiGpu::drawn_again(brain, &plan, readback.clone(), devices), 0, drawn)
+        };
+        let backend = backend.map_err(|e| e.to_string())?;
         let build_seconds = start.elapsed().as_secs_f64();
-        return Ok(Made { backend: Box::new(backend), synapses: drawn, drawn: 0, build_seconds, plan: Some(plan) });
-    }
-    if nothing_stored(genome) {
-        // every mapping drawn again: no rows to count or copy, each GPU gets its neurons' range
-        let mut brain = Brain::without_rows(genome, progress);
-        let drawn = brain.connectome.procedural_synapses();
-        let incoming = crate::shard::incoming_per_area(&layout, &brain.connectome.mappings);
-        let plan = ShardPlan::new(&layout, &incoming, devices.len(), cfg.strategy).map_err(|e| e.to_string())?;
-        log_plan(&plan);
-        brain.connectome.parts =
-            plan.ranges.iter().map(|r| crate::connectome::Part { targets_range: r.clone(), ..Default::default() }).collect();
-        let backend = super::cuda::MultiGpu::new(brain, &plan, readback.clone(), devices).map_err(|e| e.to_string())?;
-        let build_seconds = start.elapsed().as_secs_f64();
-        return Ok(Made { backend: Box::new(backend), synapses: 0, drawn, build_seconds, plan: Some(plan) });
+        return Ok(Made { backend: Box::new(backend), synapses, drawn, build_seconds, plan: Some(plan) });
     }
     let (brain, plan, st) = Brain::planned_sharded(genome, devices.len(), cfg.strategy, progress).map_err(|e| e.to_string())?;
     log_plan(&plan);

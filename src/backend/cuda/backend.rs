@@ -301,7 +301,7 @@ impl CudaBackend {
         let proc_bins = if !path.resident() && (spread || ProcBins::wanted(n, &shard.procedural)) {
             let (free, _) = ctx.mem_get_info().map_err(dev_err("free memory"))?;
             let spread = spread.then_some(n_total);
-            Some(ProcBins::new(s, base, n, spread, &shard.procedural, (free as u64).saturating_sub(2 * RESERVE_BYTES) / 2)?)
+            Some(ProcBins::new(s, n, spread, &shard.procedural, (free as u64).saturating_sub(2 * RESERVE_BYTES) / 2)?)
         } else {
             None
         };

@@ -121,6 +121,13 @@ pub struct MultiGpu {
     info: BackendInfo,
 }
 
+/// `brain` (built without rows) with one empty part per range of `plan`.
+fn with_ranges(mut brain: Brain, plan: &ShardPlan) -> Brain {
+    brain.connectome.parts =
+        plan.ranges.iter().map(|r| crate::connectome::Part { targets_range: r.clone(), ..Default::default() }).collect();
+    brain
+}
+
 /// Whether the GPUs of a brain with these parts run it in the resident kernel (linked): unless its
 /// procedural synapses are binned or drawn row by row (graphs, as on one GPU).
 fn links(parts: &[Range<u32>], procedural: &[super::layout::ProcMap], has_rows: bool) -> bool {
@@ -172,10 +179,13 @@ impl MultiGpu {
             .ok_or_else(|| {
                 BackendError::Device("this brain cannot be built on its GPUs (every mapping must be a fanout in closed form)".into())
             })?;
-        let mut brain = brain;
-        brain.connectome.parts =
-            plan.ranges.iter().map(|r| crate::connectome::Part { targets_range: r.clone(), ..Default::default() }).collect();
-        Self::placed(brain, plan, Placed::OnGpus(recipe), readback, devices)
+        Self::placed(with_ranges(brain, plan), plan, Placed::OnGpus(recipe), readback, devices)
+    }
+
+    /// As [`MultiGpu::new`] for a brain that stores nothing (every mapping drawn again, built by
+    /// [`Brain::without_rows`]): each GPU gets its neurons' range and no rows.
+    pub fn drawn_again(brain: Brain, plan: &ShardPlan, readback: Readback, devices: &[usize]) -> Result<MultiGpu, BackendError> {
+        Self::placed(with_ranges(brain, plan), plan, Placed::Host, readback, devices)
     }
 
     /// As [`MultiGpu::new`] for a brain planned by [`Brain::planned_sharded`] (its parts hold row

@@ -58,9 +58,6 @@ pub(super) struct ProcBins {
 struct Spread {
     /// Neurons of the brain.
     total: u32,
-    /// This GPU's neurons: from `base`, `n`.
-    base: u32,
-    n: u32,
     /// 32-bit partial sums of every neuron of the brain (a multiple of 4: `proc_fold` reads 16
     /// bytes at a time).
     part: CudaSlice<i32>,
@@ -79,18 +76,11 @@ impl ProcBins {
         fanout >= MIN_FANOUT && n > 1 << TILE_BITS && n.div_ceil(1 << TILE_BITS) <= MAX_TILES && maps.len() < 1 << (32 - TILE_BITS)
     }
 
-    /// Bins for `n` neurons from `base`, in at most `bytes` of device memory; `spread`: Some(the
+    /// Bins for `n` neurons, in at most `bytes` of device memory; `spread`: Some(the
     /// brain's neurons) for one GPU of several in this process, which bins onto every neuron.
-    pub(super) fn new(
-        s: &Arc<CudaStream>,
-        base: u32,
-        n: u32,
-        spread: Option<u32>,
-        maps: &[ProcMap],
-        bytes: u64,
-    ) -> Result<ProcBins, BackendError> {
+    pub(super) fn new(s: &Arc<CudaStream>, n: u32, spread: Option<u32>, maps: &[ProcMap], bytes: u64) -> Result<ProcBins, BackendError> {
         let e = |w: &'static str| dev_err(w);
-        let (own, n) = (n, spread.unwrap_or(n));
+        let n = spread.unwrap_or(n);
         let tiles = n.div_ceil(1 << TILE_BITS);
         let nsub = 1u64 << (TILE_BITS - SUB_BITS);
         let kmax = maps.iter().map(|m| m.fanout).max().unwrap_or(0);
@@ -126,8 +116,6 @@ impl ProcBins {
         let spread = match spread {
             Some(total) => Some(Spread {
                 total,
-                base,
-                n: own,
                 part: s.alloc_zeros::<i32>(total.next_multiple_of(4) as usize).map_err(e("alloc the partial sums"))?,
                 flags: s.alloc_zeros::<u32>((tiles as u64 * nsub) as usize).map_err(e("alloc the partial sums' flags"))?,
                 peers: None,
@@ -231,7 +219,6 @@ impl ProcBins {
         let Some((peers, n_peers)) = &x.peers else {
             return Err(BackendError::Device("one GPU of several folds partial sums before it was connected".into()));
         };
-        debug_assert_eq!((net.base, net.n), (x.base, x.n));
         let cfg = grid(&k.proc_fold, sm, SUM_BLOCK, 0)?;
         // SAFETY: reads every GPU's partials and flags of this GPU's neurons (peer access enabled,
         // each sized for the brain), takes their spill's; writes this GPU's N neurons of `net.acc`.
