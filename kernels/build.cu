@@ -81,7 +81,7 @@ extern "C" __global__ void materialize_rows(const MatArea* areas, u32 n_areas, u
 // Where one GPU's part of a brain lies (its neurons lo..hi: the targets it stores, rows for every
 // source; one GPU's whole brain: 0..n): its rows' counts (one u32 a source), its row pointers (u32,
 // or u64 when row64), counted and scanned or in closed form, its targets (relative to lo) and u16
-// codes. Another GPU's part is written by peer stores (NVLink).
+// codes. Another GPU's part is written by peer stores (NVLink). `bound` is the drawing GPU's own.
 struct Owner {
     u64 counts;
     u64 row_ptr;
@@ -91,7 +91,11 @@ struct Owner {
     u32 hi;
     u32 row64;
     u32 pad;
+    u64 bound; // u64 a block of BOUND_SHIFT neurons of the brain: the input its GPU's rows give it
 };
+
+// Neurons per block of the input bounds (materialize, bound_fold): 2^BOUND_SHIFT.
+#define BOUND_SHIFT 6
 
 // One GPU's part of a brain on several: the rows' lengths vary, so a count pass, a scan into row
 // pointers, then the rows. Each GPU draws the rows of its own neurons in both passes.
@@ -192,8 +196,12 @@ extern "C" __global__ void __launch_bounds__(256) scan_write(const u32* counts, 
 // pointer. A warp per source neuron draws its keys (target << 32 | slot) into shared memory
 // (`pow2` per warp: the longest row rounded up to a power of two) and sorts them (bitonic). So on
 // several GPUs each draws and sorts the rows of its own neurons only, not every row of the brain.
+// Each synapse drawn also adds its contribution's magnitude to its target's block of 2^BOUND_SHIFT
+// neurons in `bound` (small enough to stay in L2): no neuron's input of one burst exceeds its
+// block's, known without another pass over the rows (`bound_fold`).
 extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* maps, const u16* map_code, const MatArea* areas, u32 n_areas,
-                                                              u32 src_lo, u32 src_hi, u32 pow2, const Owner* owners, u32 n_owners) {
+                                                              u32 src_lo, u32 src_hi, u32 pow2, const Owner* owners, u32 n_owners,
+                                                              u64* bound) {
     extern __shared__ u64 keys_all[];
     const u32 lane = threadIdx.x & 31;
     u64* keys = keys_all + (threadIdx.x >> 5) * pow2;
@@ -207,15 +215,32 @@ extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* map
         if (a.len == 0) continue;
         u32 p = 1;
         while (p < a.len) p <<= 1;
+        // lane o reads part o's row pointers before the draw, so that a peer's (over NVLink)
+        // arrive while the row is sorted
+        u64 my_r0 = 0, my_r1 = 0;
+        if (lane < n_owners) {
+            const Owner w = owners[lane];
+            my_r0 = w.row64 ? ((const u64*)w.row_ptr)[s] : ((const u32*)w.row_ptr)[s];
+            my_r1 = w.row64 ? ((const u64*)w.row_ptr)[s + 1] : ((const u32*)w.row_ptr)[s + 1];
+        }
         draw_sorted(maps, a, s, p, keys);
+        for (u32 i = lane; i < a.len; i += 32) {
+            const u64 k = keys[i];
+            const int c = maps[a.f0 + (u32)(k & 0xffffffffu)].contribution;
+            const u64 m = c < 0 ? (u64)(-(i64)c) : (u64)c;
+            if (m) atomicAdd(bound + ((k >> 32) >> BOUND_SHIFT), m);
+        }
         for (u32 o = 0; o < n_owners; o++) {
             const Owner w = owners[o];
             // the part's run starts after the targets below its range
             u32 below = 0;
             for (u32 i = lane; i < a.len; i += 32) below += (u32)(keys[i] >> 32) < w.lo;
             for (int d = 16; d > 0; d >>= 1) below += __shfl_xor_sync(0xffffffffu, below, d);
-            const u64 r0 = w.row64 ? ((const u64*)w.row_ptr)[s] : ((const u32*)w.row_ptr)[s];
-            const u64 r1 = w.row64 ? ((const u64*)w.row_ptr)[s + 1] : ((const u32*)w.row_ptr)[s + 1];
+            u64 r0 = __shfl_sync(0xffffffffu, my_r0, o & 31), r1 = __shfl_sync(0xffffffffu, my_r1, o & 31);
+            if (o >= 32) {
+                r0 = w.row64 ? ((const u64*)w.row_ptr)[s] : ((const u32*)w.row_ptr)[s];
+                r1 = w.row64 ? ((const u64*)w.row_ptr)[s + 1] : ((const u32*)w.row_ptr)[s + 1];
+            }
             u32* targets = (u32*)w.targets;
             u16* codes = (u16*)w.codes;
             for (u32 i = lane; i < r1 - r0; i += 32) {
@@ -226,4 +251,18 @@ extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* map
         }
         __syncwarp();
     }
+}
+
+// bound_fold: the largest input of one burst of the blocks of the neurons lo..hi (lo < hi), each
+// the sum of every part's `bound` (a peer's over NVLink), atomically maxed into `out`.
+extern "C" __global__ void bound_fold(const Owner* owners, u32 n_owners, u32 lo, u32 hi, u64* out) {
+    u64 m = 0;
+    const u32 first = lo >> BOUND_SHIFT, end = ((hi - 1) >> BOUND_SHIFT) + 1;
+    for (u64 i = first + (u64)blockIdx.x * blockDim.x + threadIdx.x; i < end; i += (u64)gridDim.x * blockDim.x) {
+        u64 sum = 0;
+        for (u32 o = 0; o < n_owners; o++) sum += ((const u64*)owners[o].bound)[i];
+        m = max(m, sum);
+    }
+    for (int d = 16; d > 0; d >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, d));
+    if ((threadIdx.x & 31) == 0 && m) atomicMax((unsigned long long*)out, (unsigned long long)m);
 }

@@ -240,7 +240,21 @@ fn the_gpu_builds_the_rows_the_host_builds() {
         let marked = Brain::build(&all_procedural(g), 1, false);
         let gpu = CudaBackend::built_on_gpu(marked, Readback::All, 0, false).unwrap();
         synapses += common::assert_rows(gpu.stored_rows().unwrap(), &host.connectome.parts[0], &g.name);
+        // the accumulators the uploaded rows' exact input bound gives: the bound of the blocks
+        // summed as the rows were drawn holds it
+        let uploaded = CudaBackend::new(host, Readback::All, 0).unwrap();
+        assert_eq!(gpu.wide_accumulators(), uploaded.wide_accumulators(), "{}", g.name);
+        assert!(gpu.input_bound() >= uploaded.input_bound() && uploaded.input_bound() > Some(0), "{}", g.name);
     }
+    // heavy synapses (weight 255, PSP 255): the blocks' bound passes i32, so the input is summed
+    // neuron by neuron, as over the uploaded rows
+    let mut heavy = Workload { neurons: 300_000, fanout: 100, rate: 0.01, seed: 9 }.genome();
+    heavy.areas[0].psp = 255.0;
+    heavy.mappings[0].weight = 255.0;
+    let gpu = CudaBackend::built_on_gpu(Brain::build(&all_procedural(&heavy), 1, false), Readback::All, 0, false).unwrap();
+    let uploaded = CudaBackend::new(Brain::build(&heavy, 1, false), Readback::All, 0).unwrap();
+    assert!(gpu.wide_accumulators() && uploaded.wide_accumulators());
+    assert_eq!(gpu.input_bound(), uploaded.input_bound());
     println!("{} brains built on the GPU, {synapses} synapses compared", genomes.len());
     let cand = |g: &neuroburst::genome::Genome, _: Brain, r: Readback| {
         let marked = Brain::build(&all_procedural(g), 1, false);
@@ -464,5 +478,19 @@ fn gpus_build_their_own_parts_and_fire_as_the_cpu() {
         };
         let cfg = ParityConfig { brains: 6, bursts: 300, seed: 610, max_neurons: 4000, candidate_parts: 1 };
         println!("GPUs {devices:?}: {}", parity_with(&cfg, &closed_form_genome, &cand).unwrap());
+        // the input bounds of the blocks, summed from every GPU's draws, hold the whole brain's
+        // (uploaded to one GPU), and choose the same accumulators
+        for g in [closed_form_genome(611, 4000), Workload { neurons: 300_000, fanout: 100, rate: 0.01, seed: 9 }.genome()] {
+            let uploaded = neuroburst::backend::cuda::CudaBackend::new(Brain::build(&g, 1, false), Readback::All, 0).unwrap();
+            let layout = neuroburst::model::Layout::from_genome(&g);
+            let marked = Brain::build(&all_procedural(&g), 1, false);
+            let plan =
+                ShardPlan::new(&layout, &incoming_per_area(&layout, &marked.connectome.mappings), devices.len(), Strategy::RoundRobin)
+                    .unwrap();
+            let multi = MultiGpu::built_on_gpus(marked, &plan, Readback::All, &devices, false).unwrap();
+            assert!(multi.input_bound() >= uploaded.input_bound() && uploaded.input_bound() > Some(0), "GPUs {devices:?}: {}", g.name);
+            let one = uploaded.wide_accumulators();
+            assert!(multi.input_bound().is_some_and(|b| (b > i32::MAX as u64) == one), "GPUs {devices:?}: {}", g.name);
+        }
     }
 }

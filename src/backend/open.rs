@@ -123,6 +123,7 @@ fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: 
         let incoming = crate::shard::incoming_per_area(&layout, &brain.connectome.mappings);
         let plan = ShardPlan::new(&layout, &incoming, devices.len(), cfg.strategy).map_err(|e| e.to_string())?;
         log_plan(&plan);
+        tracing::debug!(host_s = start.elapsed().as_secs_f64(), "the brain's layout and plan made on the host");
         let (backend, synapses, drawn) = if buildable {
             tracing::info!(
                 "connectome: every mapping is a fanout in closed form: each of the {} GPUs builds its part of the {drawn} synapses",
@@ -156,6 +157,7 @@ fn on_one_gpu(genome: &Genome, layout: &Layout, readback: Readback, progress: bo
             crate::capacity::check_build(&marked, layout, true, &crate::capacity::host_available())?;
             let brain = Brain::without_rows(&marked, progress);
             let drawn = brain.connectome.procedural_synapses();
+            tracing::debug!(host_s = start.elapsed().as_secs_f64(), "the brain's layout made on the host");
             tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
             (Box::new(super::cuda::CudaBackend::built_on_gpu(brain, readback, device, progress).map_err(|e| e.to_string())?), drawn, 0)
         } else if nothing_stored(genome) {

@@ -89,11 +89,14 @@ impl Recipe {
     }
 }
 
-/// The device's connectome arrays: row pointers (u32 or u64 as bytes), targets, u16 codes.
+/// The device's connectome arrays: row pointers (u32 or u64 as bytes), targets, u16 codes; and an
+/// upper bound of any neuron's input of one burst: the largest of its blocks of 2^[`BOUND_SHIFT`]
+/// neurons', summed as the rows were drawn.
 pub(super) struct Built {
     pub row_ptr: CudaSlice<u8>,
     pub targets: CudaSlice<u32>,
     pub codes: CudaSlice<u8>,
+    pub bound: u64,
 }
 
 /// Mirror of `struct Owner` in build.cu: where one part's rows lie (device addresses, a peer's
@@ -109,18 +112,21 @@ pub(super) struct Owner {
     hi: u32,
     row64: u32,
     pad: u32,
+    bound: u64,
 }
 // SAFETY: plain old data with the layout of the kernel's `Owner`.
 unsafe impl DeviceRepr for Owner {}
 
 impl Built {
-    /// Targets and codes for `synapses` synapses after `row_ptr`; where they lie, for the kernel.
+    /// Targets and codes for `synapses` synapses after `row_ptr`; where they lie, for the kernel,
+    /// with `bound`, the drawing GPU's input bounds of every neuron.
     fn alloc(
         s: &Arc<CudaStream>,
         row_ptr: CudaSlice<u8>,
         synapses: u64,
         range: Range<u32>,
         row64: bool,
+        bound: &CudaSlice<u64>,
     ) -> Result<(Built, Owner), BackendError> {
         let e = |w: &'static str| dev_err(w);
         let targets: CudaSlice<u32> = s.alloc_zeros(synapses.max(1) as usize).map_err(e("alloc synapse targets"))?;
@@ -134,9 +140,20 @@ impl Built {
             hi: range.end,
             row64: row64 as u32,
             pad: 0,
+            bound: dptr(bound, s),
         };
-        Ok((Built { row_ptr, targets, codes }, owner))
+        Ok((Built { row_ptr, targets, codes, bound: 0 }, owner))
     }
+}
+
+/// Neurons per block of the input bounds: 2^BOUND_SHIFT (as build.cu). A block's input (64
+/// neurons of 100 synapses of weight 1: 2.6e7) stays far below i32, and the blocks of 200M
+/// neurons (25 MB) in L2, where the draws add to them.
+const BOUND_SHIFT: u32 = 6;
+
+/// The input bounds of the blocks of `n` neurons, zeroed.
+fn block_bounds(s: &Arc<CudaStream>, n: u32) -> Result<CudaSlice<u64>, BackendError> {
+    s.alloc_zeros((n >> BOUND_SHIFT) as usize + 1).map_err(dev_err("alloc the input bounds"))
 }
 
 /// Launches of the row kernel per build (each over a slice of the sources), for progress.
@@ -164,9 +181,18 @@ impl Rules {
     }
 
     /// Draw the rows of the sources `src` and write each part's run of them where `owners` say
-    /// (`materialize` in build.cu), a slice of the sources per launch, with a progress bar (or
+    /// (`materialize` in build.cu), each synapse's magnitude added to its target's block in
+    /// `bound` (a u64 for every block of the brain), a slice of the sources per launch, with a progress bar (or
     /// lines) when `progress` and the build takes over a second.
-    fn draw(&self, s: &Arc<CudaStream>, r: &Recipe, src: Range<u32>, owners: &[Owner], progress: bool) -> Result<(), BackendError> {
+    fn draw(
+        &self,
+        s: &Arc<CudaStream>,
+        r: &Recipe,
+        src: Range<u32>,
+        owners: &[Owner],
+        bound: &CudaSlice<u64>,
+        progress: bool,
+    ) -> Result<(), BackendError> {
         let e = |w: &'static str| dev_err(w);
         if r.synapses == 0 || src.is_empty() {
             return Ok(());
@@ -188,7 +214,8 @@ impl Rules {
         for src_lo in src.clone().step_by(slice) {
             let src_hi = (src_lo + slice as u32).min(src.end);
             // SAFETY: each part's run of a row is written from its own row pointer, within that
-            // part's targets/codes (sized to its last row pointer); the rules are the recipe's.
+            // part's targets/codes (sized to its last row pointer); the rules are the recipe's;
+            // `bound` has a u64 for the block of every target the rules draw.
             unsafe {
                 s.launch_builder(&self.k.materialize)
                     .arg(&self.maps)
@@ -200,6 +227,7 @@ impl Rules {
                     .arg(&pow2)
                     .arg(&table)
                     .arg(&n_owners)
+                    .arg(bound)
                     .launch(cfg)
             }
             .map_err(e("launching materialize"))?;
@@ -208,6 +236,27 @@ impl Rules {
         }
         bar.finish();
         Ok(())
+    }
+}
+
+impl Rules {
+    /// The largest input of one burst of the blocks of the neurons `range`: each the sum of every
+    /// part's bounds (`bound_fold`; a peer's read over NVLink).
+    fn largest(&self, s: &Arc<CudaStream>, owners: &[Owner], range: Range<u32>) -> Result<u64, BackendError> {
+        let e = |w: &'static str| dev_err(w);
+        if range.is_empty() {
+            return Ok(0);
+        }
+        let table = s.clone_htod(owners).map_err(e("uploading the parts' addresses"))?;
+        let out: CudaSlice<u64> = s.alloc_zeros(1).map_err(e("alloc the input bound"))?;
+        let cfg = LaunchConfig { grid_dim: (self.sm * 4, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let n_owners = owners.len() as u32;
+        // SAFETY: reads each part's bounds of the neurons `range` (allocated for every neuron of
+        // the brain, alive until every GPU has folded), writes one u64.
+        unsafe { s.launch_builder(&self.k.bound_fold).arg(&table).arg(&n_owners).arg(&range.start).arg(&range.end).arg(&out).launch(cfg) }
+            .map_err(e("launching bound_fold"))?;
+        let m = s.clone_dtoh(&out).map_err(e("reading the input bound"))?;
+        Ok(m[0])
     }
 }
 
@@ -232,10 +281,11 @@ pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool, 
     }
     .map_err(e("launching materialize_rows"))?;
     let t0 = std::time::Instant::now();
-    let (built, owner) = Built::alloc(s, row_ptr, r.synapses, 0..n, row64)?;
-    rules.draw(s, r, 0..n, &[owner], progress)?;
-    s.synchronize().map_err(e("building the connectome on the GPU"))?;
-    tracing::debug!(materialize_s = t0.elapsed().as_secs_f64(), "CUDA: the rows drawn");
+    let bounds = block_bounds(s, n)?;
+    let (mut built, owner) = Built::alloc(s, row_ptr, r.synapses, 0..n, row64, &bounds)?;
+    rules.draw(s, r, 0..n, &[owner], &bounds, progress)?;
+    built.bound = rules.largest(s, &[owner], 0..n)?;
+    tracing::debug!(materialize_s = t0.elapsed().as_secs_f64(), input_bound = built.bound, "CUDA: the rows drawn");
     Ok(built)
 }
 
@@ -244,6 +294,8 @@ pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool, 
 /// (`kernels/build.cu`, `part_count`, `scan_tiles`, `scan_write`, `materialize`).
 pub(super) struct PartRows {
     pub range: Range<u32>,
+    /// Neurons of the brain.
+    n: u32,
     /// u32, or u64 from u32::MAX synapses on (as [`super::MemoryPlan`] sizes them).
     pub row_ptr: CudaSlice<u8>,
     pub synapses: u64,
@@ -269,7 +321,7 @@ pub(super) struct Parts {
 struct PartsState {
     owners: Vec<Option<(Arc<CudaContext>, Owner)>>,
     /// Threads arrived at each meeting.
-    arrived: [usize; 4],
+    arrived: [usize; 5],
     failed: bool,
 }
 
@@ -278,7 +330,7 @@ pub(super) const ANOTHER_FAILED: &str = "CUDA: another GPU's build failed";
 
 impl Parts {
     pub(super) fn new(n: usize) -> Arc<Parts> {
-        Arc::new(Parts { n, state: Mutex::new(PartsState { owners: vec![None; n], arrived: [0; 4], failed: false }), cv: Condvar::new() })
+        Arc::new(Parts { n, state: Mutex::new(PartsState { owners: vec![None; n], arrived: [0; 5], failed: false }), cv: Condvar::new() })
     }
 
     /// A GPU's build failed or stopped: the others stop waiting.
@@ -346,22 +398,27 @@ impl Parts {
             scan_s = t1.elapsed().as_secs_f64(),
             "CUDA: the part's rows counted"
         );
-        Ok(PartRows { range, row_ptr, synapses, row64, rules })
+        Ok(PartRows { range, n, row_ptr, synapses, row64, rules })
     }
 
     /// GPU `me`'s part (counted by [`Parts::count`]): targets and codes allocated, the rows of its
-    /// own neurons drawn into every part, once every GPU is there; returns when every GPU has
-    /// drawn.
+    /// own neurons drawn into every part, once every GPU is there, and the largest input of its
+    /// neurons from every GPU's bounds; returns when every GPU has done so.
     pub(super) fn build(&self, me: usize, s: &Arc<CudaStream>, r: &Recipe, part: PartRows, progress: bool) -> Result<Built, BackendError> {
         let t0 = std::time::Instant::now();
         let own = part.range.clone();
-        let (built, owner) = Built::alloc(s, part.row_ptr, part.synapses, part.range, part.row64)?;
+        let bounds = block_bounds(s, part.n)?;
+        let (mut built, owner) = Built::alloc(s, part.row_ptr, part.synapses, part.range, part.row64, &bounds)?;
         s.synchronize().map_err(dev_err("allocating the part"))?;
         let owners: Vec<Owner> = self.meet(2, me, Some((s.context().clone(), owner)))?.into_iter().map(|p| p.1).collect();
-        part.rules.draw(s, r, own, &owners, progress)?;
+        part.rules.draw(s, r, own, &owners, &bounds, progress)?;
         s.synchronize().map_err(dev_err("building the connectome on the GPUs"))?;
         self.meet(3, me, None)?;
-        tracing::debug!(materialize_s = t0.elapsed().as_secs_f64(), "CUDA: the part's rows drawn");
+        built.bound = part.rules.largest(s, &owners, owner.lo..owner.hi)?;
+        // every GPU's bounds are read by the others until all have folded
+        self.meet(4, me, None)?;
+        drop(bounds);
+        tracing::debug!(materialize_s = t0.elapsed().as_secs_f64(), input_bound = built.bound, "CUDA: the part's rows drawn");
         Ok(built)
     }
 }

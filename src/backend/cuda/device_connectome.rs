@@ -96,6 +96,8 @@ pub(super) struct Resources {
     pub(super) _proc: CudaSlice<u8>,
     /// The flat rows' areas, maps and list (`rows.cu`).
     pub(super) _rows: [CudaSlice<u8>; 3],
+    /// Built on the GPU: the largest input of one burst a neuron can get (summed as drawn).
+    pub(super) bound: Option<u64>,
 }
 
 /// The whole brain as GPU 0's part. `Placement::OnGpu`: a brain built with every mapping
@@ -167,12 +169,14 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row6
             s.clone_htod(as_bytes(&r32)).map_err(e("uploading row pointers"))
         }
     };
+    let mut bound = None;
     let (_row_ptr, _targets, _codes) = match (&shard.recipe, &shard.streamed) {
         (Some(r), _) => {
             let b = match (part_rows, &shard.parts) {
                 (Some(p), Some((parts, me))) => parts.build(*me, s, r, p, r.progress)?,
                 _ => super::build::materialize(s, r, shard.neurons, row64, r.progress)?,
             };
+            bound = Some(b.bound);
             (b.row_ptr, b.targets, b.codes)
         }
         (None, Some((st, p))) => {
@@ -219,21 +223,22 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row6
             up(as_bytes::<FlatMap>(&shard.rows.maps))?,
             up(as_bytes::<i64>(&shard.rows.list))?,
         ],
+        bound,
     })
 }
 
-/// Whether the brain needs 64-bit accumulators: the largest synaptic input one burst can give a
-/// neuron, summed on the device (`in_bound`, into `scratch`: N zeroed u64), exceeds i32.
-pub(super) fn needs_wide(
+/// The largest synaptic input one burst can give a neuron, summed on the device (`in_bound`, into
+/// `scratch`: N zeroed u64).
+pub(super) fn input_bound(
     ctx: &Arc<CudaContext>,
     s: &Arc<CudaStream>,
     k: &Kernels,
     net: &Net,
     misc: &CudaSlice<u64>,
     synapses: u64,
-) -> Result<bool, BackendError> {
+) -> Result<u64, BackendError> {
     if synapses == 0 {
-        return Ok(false);
+        return Ok(0);
     }
     let e = |w: &'static str| dev_err(w);
     let sm = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
@@ -248,5 +253,5 @@ pub(super) fn needs_wide(
     unsafe { s.launch_builder(&k.max_reduce).arg(&scratch).arg(&net.n).arg(&bound_p).launch(cfg) }.map_err(e("launching max_reduce"))?;
     let m = s.clone_dtoh(misc).map_err(e("reading the input bound"))?;
     tracing::debug!(input_bound = m[M_BOUND], "CUDA: the brain's largest input of one burst");
-    Ok(m[M_BOUND] > i32::MAX as u64)
+    Ok(m[M_BOUND])
 }

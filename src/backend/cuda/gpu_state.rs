@@ -39,6 +39,9 @@ pub(crate) struct GpuState {
     pub neurons: u32,
     pub base: u32,
     pub count_shift: u32,
+    /// The largest synaptic input of one burst a neuron can get, or a bound of it within i32 (None:
+    /// drawn again, unbounded).
+    pub input_bound: Option<u64>,
     /// The synaptic accumulators are 64-bit (the brain's input bound exceeds i32).
     pub wide_acc: bool,
 }

@@ -117,6 +117,8 @@ pub struct Kernels {
     pub materialize_rows: CudaFunction,
     pub materialize: CudaFunction,
     pub part_count: CudaFunction,
+    /// The largest input of one burst among a GPU's neurons, from every part's bounds.
+    pub bound_fold: CudaFunction,
     pub scan_tiles: CudaFunction,
     pub scan_write: CudaFunction,
     /// A large brain's procedural synapses, sorted by target and summed in shared memory
@@ -186,6 +188,7 @@ impl Kernels {
             materialize_rows: f("materialize_rows".into())?,
             materialize: f("materialize".into())?,
             part_count: f("part_count".into())?,
+            bound_fold: f("bound_fold".into())?,
             scan_tiles: f("scan_tiles".into())?,
             scan_write: f("scan_write".into())?,
             proc_bin: [f("proc_bin_n64".into())?, f("proc_bin_keep_n64".into())?],
@@ -222,6 +225,7 @@ mod tests {
             "gather_r64",
             "in_bound_c32",
             "max_reduce",
+            "bound_fold",
             "learn_shift",
             "learn_rows_n32_r64_c16",
             "learn_grow_n64_r32_c32",

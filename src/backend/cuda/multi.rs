@@ -114,6 +114,8 @@ pub struct MultiGpu {
     fired_total: u64,
     /// The last burst's device time: the slowest GPU's, where they are timed.
     device_us: Option<f64>,
+    /// The largest synaptic input of one burst a neuron can get (the GPUs' largest).
+    input_bound: Option<u64>,
     fired: Vec<u32>,
     potentials: Vec<i64>,
     /// The input, sorted, when it came unsorted.
@@ -294,6 +296,7 @@ impl MultiGpu {
             "CUDA: the GPUs' parts built and linked"
         );
         let infos: Vec<BackendInfo> = gpus.iter().map(|g| g.info()).collect();
+        let input_bound = gpus.iter().map(|g| g.input_bound()).try_fold(0, |m, b| b.map(|b| m.max(b)));
         let info = BackendInfo {
             backend: "cuda".into(),
             device: format!(
@@ -340,6 +343,7 @@ impl MultiGpu {
             round: 0,
             fired_total: 0,
             device_us: None,
+            input_bound,
             fired: Vec::new(),
             potentials: Vec::new(),
             sorted: Injections::new(),
@@ -398,6 +402,12 @@ impl MultiGpu {
         w.control.send(c).map_err(|_| BackendError::Device("a GPU shard's thread has stopped".into()))?;
         w.thread.unpark();
         w.reply.recv().map_err(|_| BackendError::Device("a GPU shard's thread has stopped".into()))
+    }
+
+    /// The largest synaptic input of one burst a neuron can get, or a bound of it that fits i32
+    /// (built on the GPUs); None: procedural synapses.
+    pub fn input_bound(&self) -> Option<u64> {
+        self.input_bound
     }
 
     /// Neurons of each GPU.
