@@ -3,7 +3,7 @@
 //! bad messages (unsupported image encoding, image data not matching its size, CDR payloads that
 //! are too short or have a wrong header) are dropped, counted per topic and named in the summary.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Parity of the CUDA backend with the CPU reference on random brains. Skips, saying why, when no
 //! usable GPU is there. NEUROBURST_PARITY_BRAINS / _BURSTS / _SEED override the size.
 
-mod common;
+use crate::common;
 
 use neuroburst::backend::cuda;
 use neuroburst::backend::GpuProbe;

@@ -3,7 +3,7 @@
 //! points with padding and extra fields, both byte orders, 16UC1 and 32FC1 depth), numpy computes
 //! the voxels each message must light, and neuroburst's encoders must light exactly those.
 
-mod common;
+use crate::common;
 
 use common::python;
 use neuroburst::encode::{Encoder, EncoderConfig};

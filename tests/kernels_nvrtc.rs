@@ -3,7 +3,7 @@
 //! for the architectures the project runs on. A kernel that does not compile fails here, not at
 //! a robot's start-up.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! rmw_zenoh keys, attachments and liveliness tokens; the zenoh-bridge-ros2dds format; bad input;
 //! a router that stops and comes back. Everything on 127.0.0.1, multicast scouting off.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

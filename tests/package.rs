@@ -3,7 +3,7 @@
 //! `tests/run.sh` builds (colcon-ros-cargo + cargo-ament-build and rosidl, against ROS 2 Jazzy
 //! from PyPI) installs the layout `ros2 launch` and rclpy expect.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

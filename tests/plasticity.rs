@@ -1,7 +1,7 @@
 //! Learning (docs/plasticity.md): the spec's worked examples through the CPU backend, associative
 //! growth and its cap, learned state across snapshots and shards, and the genome's errors.
 
-mod common;
+use crate::common;
 
 use neuroburst::backend::cpu::CpuBackend;
 use neuroburst::backend::{Backend, Readback};

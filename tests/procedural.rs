@@ -1,7 +1,7 @@
 //! Procedural connectivity: a brain whose mappings are drawn again when their sources fire gives
 //! the same fired sets and state, bit for bit, as the same brain stored (docs/capacity.md).
 
-mod common;
+use crate::common;
 
 use neuroburst::backend::Readback;
 use neuroburst::brain::Brain;

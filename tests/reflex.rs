@@ -5,7 +5,7 @@
 //! writes the same bytes run to run. The live node's reflex mode runs the same schedule on the
 //! wall clock (`neuroburst bench-loop --mode reflex` times it; a test below runs it briefly).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::AtomicBool;
 

@@ -5,7 +5,7 @@
 //! the robot's router, no ROS) in another, joined by a private bridge. Where namespaces cannot be
 //! made (or NEUROBURST_TEST_LOOPBACK=1), both sides run on 127.0.0.1 and the test says so.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 //! directory with a .db3 and a split MCAP directory replay like the single file, and Ctrl-C leaves a
 //! readable bag.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

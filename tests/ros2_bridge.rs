@@ -5,7 +5,7 @@
 //! NEUROBURST_ROS2DDS_BRIDGE; without it (or without the ROS 2 workspace) the test says why and
 //! passes, unless NEUROBURST_REQUIRE_ROS2=1 (CI).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -4,7 +4,7 @@
 //! `--features ros2`) and sets NEUROBURST_ROS2_ENV; without it these tests say why on stderr and
 //! pass, unless NEUROBURST_REQUIRE_ROS2=1 (CI) makes that a failure.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

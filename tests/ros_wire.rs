@@ -3,7 +3,7 @@
 //! and serializes them back unchanged; neuroburst decodes rosbags' bytes to the same values; and
 //! the RIHS01 type hashes equal rosbags' `hash_rihs01`.
 
-mod common;
+use crate::common;
 
 use neuroburst::ros::builtin::*;
 use neuroburst::ros::diagnostic_msgs::*;

@@ -2,7 +2,7 @@
 # The test command (README, .ci/run): installs what the tests need, builds the r2r node in a
 # colcon workspace against a real ROS 2 Jazzy (PyPI wheels, tests/ros2/jazzy.sh), then runs
 # `cargo test --release`. The real-ROS tests (tests/ros2_rcl.rs) find that workspace through
-# NEUROBURST_ROS2_ENV. Arguments go to `cargo test` (e.g. `tests/run.sh --test ros2_rcl`).
+# NEUROBURST_ROS2_ENV. Arguments go to `cargo test` (e.g. `tests/run.sh ros2_rcl::`: one file's tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -51,6 +51,6 @@ log=$root/target/test-output.log
 cargo test --release "$@" 2>&1 | tee "$log"
 # How many tests ran on the real ROS 2 (a skip says so above; CI makes it a failure).
 for t in ros2_rcl ros2_bridge; do
-  n=$(awk -v t="tests/$t.rs" '$1 == "Running" && $2 == t {f = 1} f && /^test result:/ {print $4; exit}' "$log")
-  if [ -n "$n" ]; then echo "tests/run.sh: $n tests of tests/$t.rs passed on ROS 2 Jazzy (rcl, Fast DDS, rclpy; $ws)"; fi
+  n=$(grep -c "^test $t::.* \.\.\. ok$" "$log" || true)
+  if [ "$n" -gt 0 ]; then echo "tests/run.sh: $n tests of tests/$t.rs passed on ROS 2 Jazzy (rcl, Fast DDS, rclpy; $ws)"; fi
 done

@@ -6,7 +6,7 @@
 //! liveliness tokens) through the router. The certificates are made here (rcgen): a fleet CA and another one.
 //! Everything on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! Sharding through the binary, where there is no GPU: CPU shards in one process give the same
 //! spikes as one shard, for every strategy; bad sharding requests get clear errors.
 
-mod common;
+use crate::common;
 
 use common::{neuroburst, root};
 

@@ -2,7 +2,7 @@
 //! time as it copies them, and never holds them whole. The GPU must then hold the host build's
 //! rows, in the same order, with the same codes, and fire (and learn) as the CPU does.
 
-mod common;
+use crate::common;
 
 use neuroburst::backend::cuda::{CudaBackend, MultiGpu};
 use neuroburst::backend::{BackendError, Readback};

@@ -4,7 +4,7 @@
 //! what the client receives is what the replay records (same log times, same bytes). And the
 //! `--plot` picture explains itself. Everything on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

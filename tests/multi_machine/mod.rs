@@ -28,8 +28,7 @@
 //! The cluster harness (hosts, shard processes, the one-process reference) is in harness.rs; the
 //! bag and live-topic tests through the io shard are in io.rs.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod harness;
 mod io;
 mod secure;
