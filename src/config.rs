@@ -31,7 +31,7 @@ pub struct Config {
     pub replay: ReplayConfig,
     /// `neuroburst node`: the live ROS 2 node.
     #[serde(default)]
-    pub node: crate::live::NodeConfig,
+    pub node: crate::node::NodeConfig,
     /// The Zenoh transport.
     #[serde(default)]
     pub zenoh: crate::transport::zenoh::ZenohConfig,

@@ -8,9 +8,9 @@
 //! - [`ros`]: ROS 2 messages as CDR bytes (no ROS install), type hashes, `.msg` definitions;
 //! - [`encode`] / [`decode`]: sensor messages -> injections, motor firing -> messages;
 //! - [`bag`]: rosbag2 bags (MCAP, sqlite3) read and MCAP written;
-//! - [`node`]: the loop around the brain (intake, outputs) and the bag replay;
+//! - [`replay`]: the bag replay (`neuroburst replay`), and the intake and outputs it shares;
 //! - [`transport`]: ROS 2 topics as CDR bytes over Zenoh (rmw_zenoh, zenoh-bridge-ros2dds) or r2r;
-//! - [`live`]: the live ROS 2 node loop; [`checkpoint`]: the brain state on disk;
+//! - [`node`]: the live ROS 2 node loop (`neuroburst node`); [`checkpoint`]: the brain state on disk;
 //! - [`loopbench`]: the closed-loop benchmark (a robot over Zenoh loopback, the live node);
 //! - [`cluster`]: one brain sharded over processes or hosts, exchanging spikes over Zenoh;
 //! - [`cli`]: the command line.
@@ -28,12 +28,12 @@ pub mod decode;
 pub mod encode;
 pub mod errors;
 pub mod genome;
-pub mod live;
 pub mod loopbench;
 pub mod memory;
 pub mod model;
 pub mod node;
 pub mod progress;
+pub mod replay;
 pub mod ros;
 pub mod selftest;
 pub mod shard;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use neuroburst::config::Config;
 use neuroburst::genome::Genome;
-use neuroburst::live::{self, Control};
+use neuroburst::node::{self, Control};
 use neuroburst::transport::{Publisher, SampleHandler, TopicSpec, Transport, TransportError};
 
 /// The packages of ROS 2's `ros_core`/`ros_base` that the node's types come from.
@@ -116,14 +116,14 @@ impl Transport for Recorder {
     }
 }
 
-fn run(missing: Vec<&'static str>) -> (anyhow::Result<live::Summary>, Log) {
+fn run(missing: Vec<&'static str>) -> (anyhow::Result<node::Summary>, Log) {
     let genome: Genome = serde_yaml::from_str(GENOME).unwrap();
     let config: Config = serde_yaml::from_str(CONFIG).unwrap();
     let log = Arc::new(Mutex::new(Log::default()));
     let mut transport = Recorder { log: log.clone(), missing };
     let control = Arc::new(Control::default());
     control.stop.store(true, Ordering::Relaxed);
-    let result = live::run(&genome, &config, false, &mut transport, control, None);
+    let result = node::run(&genome, &config, false, &mut transport, control, None);
     drop(transport);
     let log = Arc::try_unwrap(log).ok().unwrap().into_inner().unwrap();
     (result, log)

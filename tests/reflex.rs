@@ -15,7 +15,7 @@ use neuroburst::bag::{Bag, BagMessage, BagWriter, Topic};
 use neuroburst::config::Config;
 use neuroburst::genome::Genome;
 use neuroburst::model::Layout;
-use neuroburst::node::replay::{replay, ReplayOptions};
+use neuroburst::replay::{replay, ReplayOptions};
 use neuroburst::ros::builtin::{Header, Time};
 use neuroburst::ros::geometry_msgs::Twist;
 use neuroburst::ros::neuroburst_msgs::BurstActivity;

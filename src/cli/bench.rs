@@ -11,8 +11,8 @@ use super::table;
 use crate::backend::open::open;
 use crate::backend::{Backend, Readback};
 use crate::genome::Genome;
-use crate::live::clock::Clock;
 use crate::model::{Injections, Layout};
+use crate::node::clock::Clock;
 use crate::view::{Feed, View};
 use crate::workload::{Learning, Workload};
 

@@ -9,9 +9,9 @@ use clap::Args;
 
 use super::table;
 use crate::genome::Genome;
-use crate::live::trace::Percentiles;
-use crate::live::Mode;
 use crate::loopbench::{self, robot::Rates, BrainSpec, LoopReport, Options};
+use crate::node::trace::Percentiles;
+use crate::node::Mode;
 use crate::workload::{Learning, Workload};
 
 #[derive(Args, Debug)]

@@ -1,5 +1,5 @@
 //! `neuroburst node`: the live ROS 2 node. Tokio waits for the signals (SIGINT/SIGTERM stop,
-//! SIGUSR1 saves a checkpoint); the burst loop runs on its own thread (`live::run`).
+//! SIGUSR1 saves a checkpoint); the burst loop runs on its own thread (`node::run`).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -11,7 +11,7 @@ use clap::Args;
 use super::ros_args;
 use crate::config::Config;
 use crate::genome::Genome;
-use crate::live::{self, Control};
+use crate::node::{self, Control};
 use crate::transport::TransportKind;
 
 #[derive(Args, Debug)]
@@ -118,7 +118,7 @@ pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
     let burster = std::thread::Builder::new()
         .name("burst".into())
         .spawn(move || {
-            let r = live::run(&genome, &config, resume, transport.as_mut(), c.clone(), None);
+            let r = node::run(&genome, &config, resume, transport.as_mut(), c.clone(), None);
             c.stop.store(true, Ordering::Relaxed);
             drop(transport);
             r

@@ -14,8 +14,8 @@ use crate::backend::Readback;
 use crate::bag::BagWriter;
 use crate::genome::Genome;
 use crate::model::Layout;
-use crate::node::replay::{replay, ReplayOptions};
-use crate::node::{plot, replay::ReplaySummary};
+use crate::replay::{plot, ReplaySummary};
+use crate::replay::{replay, ReplayOptions};
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {

@@ -1,5 +1,5 @@
 //! The io shard replays a bag through the distributed brain: `neuroburst replay` with the brain
-//! spread over the shards. The same pieces as a replay in one process ([`crate::node::replay`]:
+//! spread over the shards. The same pieces as a replay in one process ([`crate::replay::replay`]:
 //! the bag schedule, the intake's encoders, the outputs' decoders, the output bag's channels), so
 //! the output bag holds the same messages, at the same bag times, with the same bytes.
 //!
@@ -28,9 +28,9 @@ use super::options::ClusterError;
 use crate::bag::{Bag, BagWriter};
 use crate::config::Config;
 use crate::model::{Injection, Layout};
-use crate::node::intake::Intake;
-use crate::node::outputs::Outputs;
-use crate::node::replay::{check_topics, BagSchedule, OutputChannels};
+use crate::replay::intake::Intake;
+use crate::replay::outputs::Outputs;
+use crate::replay::{check_topics, BagSchedule, OutputChannels};
 
 /// A message of the output bag not written yet.
 struct Kept {

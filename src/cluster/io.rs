@@ -12,8 +12,8 @@
 use std::time::Instant;
 
 use super::options::ClusterError;
-use crate::live::clock::Clock;
 use crate::model::{Injection, Injections};
+use crate::node::clock::Clock;
 use crate::workload::Workload;
 
 /// The io shard's input and output.

@@ -1,7 +1,7 @@
 //! The io shard as the live node: the configuration's `encoders` read their sensor topics and its
 //! `decoders` publish their motor topics over the node's transport (`node` and `zenoh` sections,
 //! as `neuroburst node`), while the brain is spread over the shards. The same pieces as the live
-//! node ([`crate::live`]): a slot per topic where the latest sample wins, the intake's encoders,
+//! node ([`crate::node`]): a slot per topic where the latest sample wins, the intake's encoders,
 //! the outputs' decoders, BurstStats on `node.stats_topic`, problems logged once per interval.
 //!
 //! Bursts run on the live node's drift-free clock at `cluster.rate_hz`, else `node.rate_hz`, else
@@ -17,8 +17,8 @@ use serde_json::json;
 use super::io::{sort_injection, ShardIo};
 use super::options::ClusterError;
 use crate::config::Config;
-use crate::live::topics::LiveTopics;
 use crate::model::{Injection, Layout};
+use crate::node::topics::LiveTopics;
 use crate::transport::Transport;
 
 pub struct LiveIo {

@@ -1,7 +1,7 @@
 //! `neuroburst bench-loop`: the closed loop as a robot gets it. A robot ([`robot`], its own Zenoh
 //! session, rmw_zenoh format, loopback) publishes a camera, an IMU and a laser scan at realistic
 //! rates, and times a reflex (an obstacle in the scan -> a turning Twist); the node
-//! ([`crate::live::run`], the same code as `neuroburst node`) runs W(N, K, rho) or a given genome,
+//! ([`crate::node::run`], the same code as `neuroburst node`) runs W(N, K, rho) or a given genome,
 //! plus the sensory and motor areas of `sensors.yaml`.
 //!
 //! The W drive stands for sensors the robot does not publish, and is not charged to the loop as
@@ -20,9 +20,9 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::genome::Genome;
-use crate::live::trace::{Percentiles, PhaseSummary};
-use crate::live::{self, Control};
 use crate::model::Injections;
+use crate::node::trace::{Percentiles, PhaseSummary};
+use crate::node::{self, Control};
 use crate::transport::zenoh::{ZenohConfig, ZenohTransport};
 use crate::workload::{Learning, Workload, DRIVE_POOL};
 
@@ -105,7 +105,7 @@ pub fn genome(brain: &BrainSpec) -> anyhow::Result<Genome> {
 }
 
 /// The drive of bursts 1..=DRIVE_POOL of `w`, and a closure that injects it cyclically.
-fn drive(w: &Workload) -> live::Drive {
+fn drive(w: &Workload) -> node::Drive {
     let pool = w.drive_pool(&Learning::default(), DRIVE_POOL as u64);
     Box::new(move |t, inj: &mut Injections| inj.extend_from(Workload::drive_at(&pool, t).as_slice()))
 }
@@ -135,9 +135,9 @@ pub fn run(mut config: Config, opts: Options) -> anyhow::Result<LoopReport> {
     let control = Arc::new(Control::default());
     let c = control.clone();
     let node_config = config.clone();
-    let node = std::thread::Builder::new().name("burst".into()).spawn(move || -> anyhow::Result<live::Summary> {
+    let node = std::thread::Builder::new().name("burst".into()).spawn(move || -> anyhow::Result<node::Summary> {
         let mut t = ZenohTransport::open(&node_config.zenoh, node_config.node.domain, "/", &node_config.node.name)?;
-        let r = live::run(&genome, &node_config, false, &mut t, c.clone(), drive);
+        let r = node::run(&genome, &node_config, false, &mut t, c.clone(), drive);
         c.stop.store(true, Ordering::Relaxed);
         r
     })?;

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use zenoh::Wait;
 
-use crate::live::pace::system_now_ns;
-use crate::live::trace::Durations;
+use crate::node::pace::system_now_ns;
+use crate::node::trace::Durations;
 use crate::ros::builtin::{Header, Time};
 use crate::ros::geometry_msgs::{Quaternion, Twist, Vector3};
 use crate::ros::sensor_msgs::{Image, Imu, LaserScan};

@@ -1,272 +1,251 @@
-//! Sensor intake: the latest message of every configured topic wins; at each burst the new ones are
-//! encoded, and each encoder's injection stands until its topic's next message. A message that
-//! cannot be decoded is dropped and counted (the first error of each topic is logged with the
-//! topic's name); the previous injection of that topic stays. A topic silent for its encoder's
-//! `stale_after` seconds stops being injected until its next message (counted, logged once): a
-//! dead sensor is not injected forever. Times are nanoseconds of the caller's clock (bag time in a
-//! replay, ROS or simulation time in the live node).
+//! The live node's sensor intake, off the burst thread. Per subscribed topic: a slot where the
+//! latest sample wins (transport callbacks put samples in), and a thread that encodes the latest
+//! sample with the topic's encoders as soon as it arrives and leaves the result in a cell, where
+//! the latest result wins too. The burst thread only takes the results out (a pointer swap): a
+//! camera frame's decoding and encoding never delays a burst, and a transport callback never
+//! shares a lock with the burst thread. Samples and results that never reach a burst are counted.
 
-use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use crate::encode::{Encoder, EncoderConfig};
-use crate::model::{Injection, Injections, Layout};
+use crate::encode::Encoder;
+use crate::model::Injection;
+use crate::transport::{AttachmentStatus, Sample, SampleHandler};
 
-/// Counters of one input topic, named as the live node's (`TopicCounters` in `live/intake.rs`
-/// counts them across its threads).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TopicCounts {
-    /// Messages received.
-    pub received: u64,
-    /// Messages encoded into an injection.
-    pub encoded: u64,
-    /// Messages replaced by a newer one before a burst used them.
-    pub replaced: u64,
-    /// Messages that could not be decoded or encoded: dropped.
-    pub malformed: u64,
-    /// Times the topic went stale (silent for `stale_after`) and stopped being injected.
-    pub went_stale: u64,
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Why the intake cannot start.
-#[derive(Debug, thiserror::Error)]
-pub enum IntakeError {
-    #[error("{0}")]
-    Config(String),
-    #[error("topic {topic}: type {found} is not one the {kind} encoder accepts ({accepted})")]
-    WrongType { topic: String, found: String, kind: String, accepted: String },
+/// Counters of one topic (totals since start), counted across the intake's threads: the replay's
+/// per-topic counters (`replay::intake::TopicCounts`) by the same names, with the transport's own.
+#[derive(Debug, Default)]
+pub struct TopicCounters {
+    pub received: AtomicU64,
+    /// Replaced by a newer sample (or its encoding by a newer one) before a burst took it.
+    pub replaced: AtomicU64,
+    /// rmw_zenoh samples without a (well-formed) attachment: dropped.
+    pub bad_attachment: AtomicU64,
+    /// Samples that could not be decoded or encoded: dropped.
+    pub malformed: AtomicU64,
 }
 
-pub struct Intake {
-    configs: Vec<EncoderConfig>,
-    /// The encoders (None: taken out to run on a thread of their own, [`Intake::take_encoders`]).
-    encoders: Vec<Option<Encoder>>,
-    /// Encoder indices per topic.
-    by_topic: BTreeMap<String, Vec<usize>>,
-    /// Latest unencoded message per topic: (type, payload).
-    pending: BTreeMap<String, (String, Vec<u8>)>,
-    held: Vec<Vec<Injection>>,
-    pub stats: BTreeMap<String, TopicCounts>,
-    /// Errors of the first dropped message of each topic.
-    pub first_errors: BTreeMap<String, String>,
-    /// Error of the latest dropped message of each topic.
-    pub last_errors: BTreeMap<String, String>,
-    /// Log the first error of each topic (the live node logs its own way: [`Intake::quiet`]).
-    log_errors: bool,
-    /// Per encoder: the time of its topic's latest message (read every burst: no topic lookup).
-    last_at: Vec<Option<u64>>,
-    /// Per encoder: whether it was stale at the last injection.
-    stale: Vec<bool>,
-    /// Encoder indices in the order their injections are emitted (by first neuron).
-    order: Vec<usize>,
+/// A sensor message encoded: one injection per encoder of its topic (configuration order), or
+/// the error that dropped it.
+pub struct Encoded {
+    pub injections: Result<Vec<Vec<Injection>>, String>,
+    /// When the transport handed the sample over.
+    pub received: Instant,
 }
 
-impl Intake {
-    pub fn new(configs: &[EncoderConfig], layout: &Layout) -> Result<Intake, IntakeError> {
-        let mut encoders = Vec::new();
-        let mut by_topic: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for c in configs {
-            let e = Encoder::new(c, layout).map_err(|e| IntakeError::Config(e.to_string()))?;
-            by_topic.entry(c.topic().to_string()).or_default().push(encoders.len());
-            encoders.push(Some(e));
-        }
-        let stats = by_topic.keys().map(|t| (t.clone(), TopicCounts::default())).collect();
-        let held = vec![Vec::new(); encoders.len()];
-        let stale = vec![false; encoders.len()];
-        Ok(Intake {
-            order: (0..encoders.len()).collect(),
-            configs: configs.to_vec(),
-            last_at: vec![None; encoders.len()],
-            stale,
-            encoders,
-            by_topic,
-            pending: BTreeMap::new(),
-            held,
-            stats,
-            first_errors: BTreeMap::new(),
-            last_errors: BTreeMap::new(),
-            log_errors: true,
+/// Sensor messages have been encoded: what reflex mode waits on.
+#[derive(Default)]
+pub struct Wake {
+    /// Encoded messages so far.
+    seq: AtomicU64,
+    lock: Mutex<()>,
+    moved: Condvar,
+}
+
+impl Wake {
+    pub fn new() -> Arc<Wake> {
+        Arc::new(Wake::default())
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
+    fn notify(&self) {
+        let _g = locked(&self.lock);
+        self.seq.fetch_add(1, Ordering::AcqRel);
+        self.moved.notify_all();
+    }
+
+    /// Wait until `seq` moves past `seen` or `until` passes.
+    pub fn wait(&self, seen: u64, until: Instant) {
+        let g = locked(&self.lock);
+        let left = until.saturating_duration_since(Instant::now());
+        let _ = self.moved.wait_timeout_while(g, left, |_| self.seq() == seen);
+    }
+}
+
+pub struct Slot {
+    pub topic: String,
+    latest: Mutex<Option<Sample>>,
+    arrived: Condvar,
+    /// A sample waits in `latest` (what a busy-polling encoder watches).
+    ready: AtomicBool,
+    closed: AtomicBool,
+    encoded: Mutex<Option<Encoded>>,
+    pub counters: TopicCounters,
+    /// The latest encoding error.
+    pub last_error: Mutex<Option<String>>,
+    /// The live view, shown every message the encoder read (at most `view.rate_hz` per second).
+    pub view: std::sync::OnceLock<Arc<crate::view::View>>,
+}
+
+impl Slot {
+    pub fn new(topic: &str) -> Arc<Slot> {
+        Arc::new(Slot {
+            topic: topic.to_string(),
+            latest: Mutex::new(None),
+            arrived: Condvar::new(),
+            ready: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            encoded: Mutex::new(None),
+            counters: TopicCounters::default(),
+            last_error: Mutex::new(None),
+            view: std::sync::OnceLock::new(),
         })
     }
 
-    /// Do not log errors (they are still recorded and counted).
-    pub fn quiet(mut self) -> Intake {
-        self.log_errors = false;
-        self
+    /// Store `sample`, replacing an unencoded older one.
+    pub fn put(&self, sample: Sample) {
+        self.counters.received.fetch_add(1, Ordering::Relaxed);
+        if matches!(sample.attachment, AttachmentStatus::Missing | AttachmentStatus::Malformed) {
+            self.counters.bad_attachment.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let old = {
+            let mut g = locked(&self.latest);
+            self.ready.store(true, Ordering::Release);
+            g.replace(sample)
+        };
+        self.arrived.notify_one();
+        if old.is_some() {
+            self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
-    /// The message types the encoders of `topic` accept (those of its first encoder).
-    pub fn message_types(&self, topic: &str) -> &'static [&'static str] {
-        self.by_topic.get(topic).and_then(|v| v.first()).map_or(&[], |&i| self.configs[i].message_types())
-    }
-
-    /// The configured input topics.
-    pub fn topics(&self) -> impl Iterator<Item = &str> {
-        self.by_topic.keys().map(String::as_str)
-    }
-
-    /// Check a topic's type before any message arrives (bag metadata, ROS discovery).
-    pub fn check_type(&self, topic: &str, type_name: &str) -> Result<(), IntakeError> {
-        for &i in self.by_topic.get(topic).into_iter().flatten() {
-            let accepted = self.configs[i].message_types();
-            if !accepted.contains(&type_name) {
-                let kind = serde_yaml::to_value(&self.configs[i])
-                    .ok()
-                    .and_then(|v| v.get("kind").and_then(|k| k.as_str().map(String::from)))
-                    .unwrap_or_default();
-                return Err(IntakeError::WrongType { topic: topic.into(), found: type_name.into(), kind, accepted: accepted.join(", ") });
+    /// The next sample to encode; None once the slot is closed. `busy`: spin until it comes
+    /// instead of sleeping.
+    fn next(&self, busy: bool) -> Option<Sample> {
+        while busy && !self.ready.load(Ordering::Acquire) && !self.closed.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        let mut g = locked(&self.latest);
+        loop {
+            if self.closed.load(Ordering::Relaxed) {
+                return None;
             }
+            if let Some(s) = g.take() {
+                self.ready.store(false, Ordering::Release);
+                return Some(s);
+            }
+            g = self.arrived.wait_timeout(g, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
         }
-        Ok(())
     }
 
-    /// A message arrived at `at_ns`. Returns false when no encoder listens to `topic`.
-    pub fn offer(&mut self, topic: &str, type_name: &str, payload: &[u8], at_ns: u64) -> bool {
-        let Some(stats) = self.stats.get_mut(topic) else { return false };
-        stats.received += 1;
-        for &i in &self.by_topic[topic] {
-            self.last_at[i] = Some(at_ns);
-        }
-        if self.pending.insert(topic.to_string(), (type_name.to_string(), payload.to_vec())).is_some() {
-            stats.replaced += 1;
-        }
-        true
+    /// The latest encoded message, if one came since the last call.
+    pub fn take(&self) -> Option<Encoded> {
+        locked(&self.encoded).take()
     }
 
-    /// Encode what arrived since the last burst; `out` becomes the injection of the burst at
-    /// `now_ns` (stale topics left out).
-    pub fn injection(&mut self, out: &mut Injections, now_ns: u64) {
-        out.clear();
-        self.append_injection(out, now_ns);
+    fn set_encoded(&self, e: Encoded) {
+        if locked(&self.encoded).replace(e).is_some() {
+            self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
-    /// [`Intake::injection`] added to what `out` holds. The encoders' injections come in the
-    /// order of their first neuron: sorted injections onto distinct areas make an ascending
-    /// whole, which a backend takes fastest (the order never changes the result).
-    pub fn append_injection(&mut self, out: &mut Injections, now_ns: u64) {
-        self.advance(now_ns);
-        let held = &self.held;
-        self.order.sort_unstable_by_key(|&i| held[i].first().map_or(u32::MAX, |x| x.neuron));
-        for &i in &self.order {
-            if !self.stale[i] {
-                for x in &held[i] {
-                    out.push(x.neuron, x.potential);
+    /// Stop the slot's encoder thread.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        let _g = locked(&self.latest);
+        self.arrived.notify_all();
+    }
+
+    /// The transport callback feeding this slot.
+    pub fn handler(self: &Arc<Self>) -> SampleHandler {
+        let slot = self.clone();
+        Arc::new(move |s| slot.put(s))
+    }
+
+    /// Messages lost before a burst used them: replaced, malformed, or without a valid attachment.
+    pub fn lost(&self) -> u64 {
+        let c = &self.counters;
+        c.replaced.load(Ordering::Relaxed) + c.bad_attachment.load(Ordering::Relaxed) + c.malformed.load(Ordering::Relaxed)
+    }
+
+    /// Start the thread that encodes this slot's samples with `encoders` (messages of type
+    /// `type_name`) and wakes `wake` after each; `busy`: it polls for samples instead of sleeping.
+    pub fn spawn_encoder(
+        self: &Arc<Self>,
+        mut encoders: Vec<Encoder>,
+        type_name: &'static str,
+        wake: Arc<Wake>,
+        busy: bool,
+    ) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let slot = self.clone();
+        let name = format!("encode {}", self.topic);
+        std::thread::Builder::new().name(name.chars().take(15).collect()).spawn(move || {
+            while let Some(sample) = slot.next(busy) {
+                // sorted here, off the burst thread: ascending injections are a backend's fastest
+                let injections: Result<Vec<_>, String> = encoders
+                    .iter_mut()
+                    .map(|e| {
+                        let mut v = e.encode(type_name, &sample.payload).map_err(|e| e.to_string())?;
+                        v.sort_by_key(|x| x.neuron);
+                        Ok(v)
+                    })
+                    .collect();
+                if let Err(e) = &injections {
+                    slot.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                    *locked(&slot.last_error) = Some(e.clone());
+                }
+                slot.set_encoded(Encoded { injections, received: sample.received });
+                wake.notify();
+                if let Some(view) = slot.view.get() {
+                    view.ros(&slot.topic, type_name, &sample.payload, crate::node::pace::system_now_ns(), true);
                 }
             }
-        }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encode::EncoderConfig;
+    use crate::model::Layout;
+
+    fn sample(a: AttachmentStatus, p: u8) -> Sample {
+        Sample { topic: "/scan".into(), payload: vec![p], attachment: a, received: Instant::now() }
     }
 
-    /// [`Intake::injection`] as a list of entries (the cluster's wire format).
-    pub fn injection_vec(&mut self, out: &mut Vec<Injection>, now_ns: u64) {
-        self.advance(now_ns);
-        out.clear();
-        out.extend(self.held.iter().zip(&self.stale).filter(|(_, &stale)| !stale).flat_map(|(h, _)| h.iter().copied()));
+    #[test]
+    fn latest_wins_and_losses_are_counted() {
+        let s = Slot::new("/scan");
+        s.put(sample(AttachmentStatus::NotExpected, 1));
+        s.put(sample(AttachmentStatus::NotExpected, 2));
+        s.put(sample(AttachmentStatus::Missing, 3));
+        s.put(sample(AttachmentStatus::Malformed, 4));
+        // a busy-polling encoder sees the waiting sample; then the slot is empty again
+        assert_eq!(s.next(true).unwrap().payload, vec![2]);
+        assert!(!s.ready.load(Ordering::Acquire));
+        assert_eq!(s.counters.replaced.load(Ordering::Relaxed), 1);
+        assert_eq!(s.counters.bad_attachment.load(Ordering::Relaxed), 2);
+        assert_eq!(s.lost(), 3);
     }
 
-    /// Whether every input is stale at the last injection: the brain is blind, and the decoders
-    /// send their stop commands. False without encoders (a brain with no inputs is never blind).
-    pub fn blind(&self) -> bool {
-        !self.stale.is_empty() && self.stale.iter().all(|&s| s)
-    }
-
-    /// Per topic (in the order of [`Intake::topics`]): whether one of its encoders was stale at
-    /// the last injection.
-    pub fn stale_flags(&self) -> Vec<bool> {
-        self.by_topic.values().map(|ids| ids.iter().any(|&i| self.stale[i])).collect()
-    }
-
-    /// The topics stale at the last injection.
-    pub fn stale_topics(&self) -> impl Iterator<Item = &str> {
-        self.configs.iter().zip(&self.stale).filter(|(_, &s)| s).map(|(c, _)| c.topic())
-    }
-
-    /// Mark the encoders whose topic has been silent for their `stale_after` (never heard counts
-    /// as silent); count and log each change.
-    fn update_stale(&mut self, now_ns: u64) {
-        for (i, c) in self.configs.iter().enumerate() {
-            let after = c.stale_after();
-            let topic = c.topic();
-            let last = self.last_at[i];
-            let stale = after > 0.0 && last.is_none_or(|t| now_ns.saturating_sub(t) as f64 > after * 1e9);
-            if stale == self.stale[i] {
-                continue;
-            }
-            self.stale[i] = stale;
-            if stale && last.is_some() {
-                self.stats.get_mut(topic).expect("configured topic").went_stale += 1;
-                tracing::warn!("topic {topic}: no message for {after} s: not injected until the next one");
-            } else if !stale && self.stats[topic].went_stale > 0 {
-                tracing::info!("topic {topic}: messages again");
-            }
-        }
-    }
-
-    /// Move the encoders' state on to the burst at `now_ns` without building its injection (what
-    /// [`Intake::injection`] does first): encode the new messages, mark the stale topics.
-    pub fn advance(&mut self, now_ns: u64) {
-        self.encode_pending();
-        self.update_stale(now_ns);
-    }
-
-    /// Take the encoders of `topic` out, in configuration order, to encode its messages elsewhere
-    /// (the live node runs them on a thread per topic); their results come back through
-    /// [`Intake::offer_encoded`].
-    pub fn take_encoders(&mut self, topic: &str) -> Vec<Encoder> {
-        let Some(ids) = self.by_topic.get(topic) else { return vec![] };
-        ids.iter().filter_map(|&i| self.encoders[i].take()).collect()
-    }
-
-    /// A message of `topic` that arrived at `at_ns`, encoded elsewhere by the encoders of
-    /// [`Intake::take_encoders`] (one injection each, same order), or the error that dropped it
-    /// (the previous injections stand). Returns false when no encoder listens to `topic`.
-    pub fn offer_encoded(&mut self, topic: &str, encoded: Result<Vec<Vec<Injection>>, String>, at_ns: u64) -> bool {
-        let Some(ids) = self.by_topic.get(topic) else { return false };
-        let stats = self.stats.get_mut(topic).expect("configured topic");
-        stats.received += 1;
-        for &i in ids {
-            self.last_at[i] = Some(at_ns);
-        }
-        match encoded {
-            Ok(injections) => {
-                stats.encoded += 1;
-                for (&i, inj) in ids.iter().zip(injections) {
-                    self.held[i] = inj;
-                }
-            }
-            Err(e) => {
-                stats.malformed += 1;
-                self.first_errors.entry(topic.to_string()).or_insert_with(|| e.clone());
-                self.last_errors.insert(topic.to_string(), e);
-            }
-        }
-        true
-    }
-
-    /// Encode the latest message of every topic that received one since the last burst.
-    fn encode_pending(&mut self) {
-        for (topic, (type_name, payload)) in std::mem::take(&mut self.pending) {
-            let stats = self.stats.get_mut(&topic).expect("pending topics are configured");
-            let mut ok = true;
-            for &i in &self.by_topic[&topic] {
-                let Some(encoder) = self.encoders[i].as_mut() else { continue };
-                match encoder.encode(&type_name, &payload) {
-                    Ok(inj) => self.held[i] = inj,
-                    Err(e) => {
-                        ok = false;
-                        if !self.first_errors.contains_key(&topic) {
-                            if self.log_errors {
-                                tracing::warn!("topic {topic}: message dropped: {e}");
-                            }
-                            self.first_errors.insert(topic.clone(), e.to_string());
-                        }
-                        self.last_errors.insert(topic.clone(), e.to_string());
-                    }
-                }
-            }
-            if ok {
-                stats.encoded += 1;
-            } else {
-                stats.malformed += 1;
-            }
-        }
+    #[test]
+    fn the_encoder_thread_encodes_and_wakes() {
+        let genome =
+            crate::genome::Genome::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/genomes/rover.yaml"))).unwrap();
+        let layout = Layout::from_genome(&genome);
+        let config: EncoderConfig = serde_yaml::from_str("{kind: laser_scan, topic: scan, area: scan, max_range: 2.0}").unwrap();
+        let encoder = Encoder::new(&config, &layout).unwrap();
+        let (slot, wake) = (Slot::new("/scan"), Wake::new());
+        let thread = slot.spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", wake.clone(), false).unwrap();
+        let seen = wake.seq();
+        slot.put(sample(AttachmentStatus::NotExpected, 7));
+        wake.wait(seen, Instant::now() + Duration::from_secs(10));
+        assert_eq!(wake.seq(), seen + 1);
+        let e = slot.take().expect("encoded");
+        assert!(e.injections.is_err(), "one byte is no LaserScan");
+        assert_eq!(slot.counters.malformed.load(Ordering::Relaxed), 1);
+        assert!(slot.last_error.lock().unwrap().is_some());
+        slot.close();
+        thread.join().unwrap();
     }
 }

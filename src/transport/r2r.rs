@@ -4,7 +4,7 @@
 //! (remappings, `__node`, `__ns`, parameters files) and the environment (ROS_DOMAIN_ID,
 //! RMW_IMPLEMENTATION). An untyped topic needs its type's bindings, which r2r generates at build
 //! time from the message packages of the sourced ROS 2: every type the node uses is a standard one
-//! but `neuroburst_msgs/msg/BurstStats`, which the node does without (see `live::topics`).
+//! but `neuroburst_msgs/msg/BurstStats`, which the node does without (see `node::topics`).
 //! Tested against a real ROS 2 Jazzy (tests/ros2_rcl.rs); CI also type-checks it through r2r's
 //! `doc-only` feature (`cargo check --features ros2-doc-check`).
 

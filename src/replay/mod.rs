@@ -1,7 +1,19 @@
+//! The bag replay, and the loop's pieces that the live node (`src/node/`) shares: [`intake`]
+//! (latest message per topic wins, encoded into injections), [`outputs`] (motor areas decoded into
+//! messages, the per-burst activity), [`schedule`] (which bursts run at which bag time) and
+//! [`plot`]. The replay itself, below:
+//!
 //! Replay: a bag drives the brain, lock-stepped to bag time ([`BagSchedule`]: on the clock's grid
 //! at the genome's `burst_rate_hz`, or in reflex mode at the messages' log times too); each
 //! burst's motor messages and activity message are recorded at its bag time. Nothing depends on
 //! the wall clock, so two runs (and the CPU and CUDA backends) write the same bytes.
+
+pub mod intake;
+pub mod outputs;
+pub mod plot;
+pub mod schedule;
+
+pub use schedule::BagSchedule;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,14 +23,13 @@ use crate::bag::qos::Qos;
 use crate::bag::{Bag, BagError, BagWriter};
 use crate::genome::Genome;
 use crate::model::{Injections, Layout};
-use crate::node::intake::{Intake, TopicCounts};
-use crate::node::outputs::{BurstProducts, Outputs};
-pub use crate::node::schedule::BagSchedule;
 use crate::ros::neuroburst_msgs::BurstActivity;
 use crate::ros::{encode, registry, RosMessage};
 use crate::view::scene::Geometry;
 use crate::view::{View, POINTS_TOPIC, SCENE_TOPIC};
 use foxglove::Encode;
+use intake::{Intake, TopicCounts};
+use outputs::{BurstProducts, Outputs};
 
 /// Per-burst record for plots.
 #[derive(Clone, Debug, PartialEq)]
@@ -110,7 +121,7 @@ pub enum ReplayError {
     #[error(transparent)]
     Bag(#[from] BagError),
     #[error(transparent)]
-    Intake(#[from] super::intake::IntakeError),
+    Intake(#[from] intake::IntakeError),
     #[error("{0}")]
     Config(String),
     #[error("burst {burst}: {message}")]

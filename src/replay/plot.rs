@@ -9,7 +9,7 @@ use std::path::Path;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use super::replay::ReplaySummary;
+use super::ReplaySummary;
 use crate::view::scene::PALETTE;
 
 const FONT: &str = "sans-serif";

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use super::intake::Intake;
-use super::replay::ReplayError;
+use super::ReplayError;
 use serde::{Deserialize, Serialize};
 
 use crate::bag::Bag;
