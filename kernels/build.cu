@@ -215,14 +215,6 @@ extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* map
         if (a.len == 0) continue;
         u32 p = 1;
         while (p < a.len) p <<= 1;
-        // lane o reads part o's row pointers before the draw, so that a peer's (over NVLink)
-        // arrive while the row is sorted
-        u64 my_r0 = 0, my_r1 = 0;
-        if (lane < n_owners) {
-            const Owner w = owners[lane];
-            my_r0 = w.row64 ? ((const u64*)w.row_ptr)[s] : ((const u32*)w.row_ptr)[s];
-            my_r1 = w.row64 ? ((const u64*)w.row_ptr)[s + 1] : ((const u32*)w.row_ptr)[s + 1];
-        }
         draw_sorted(maps, a, s, p, keys);
         for (u32 i = lane; i < a.len; i += 32) {
             const u64 k = keys[i];
@@ -236,11 +228,8 @@ extern "C" __global__ void __launch_bounds__(128) materialize(const ProcMap* map
             u32 below = 0;
             for (u32 i = lane; i < a.len; i += 32) below += (u32)(keys[i] >> 32) < w.lo;
             for (int d = 16; d > 0; d >>= 1) below += __shfl_xor_sync(0xffffffffu, below, d);
-            u64 r0 = __shfl_sync(0xffffffffu, my_r0, o & 31), r1 = __shfl_sync(0xffffffffu, my_r1, o & 31);
-            if (o >= 32) {
-                r0 = w.row64 ? ((const u64*)w.row_ptr)[s] : ((const u32*)w.row_ptr)[s];
-                r1 = w.row64 ? ((const u64*)w.row_ptr)[s + 1] : ((const u32*)w.row_ptr)[s + 1];
-            }
+            const u64 r0 = w.row64 ? ((const u64*)w.row_ptr)[s] : ((const u32*)w.row_ptr)[s];
+            const u64 r1 = w.row64 ? ((const u64*)w.row_ptr)[s + 1] : ((const u32*)w.row_ptr)[s + 1];
             u32* targets = (u32*)w.targets;
             u16* codes = (u16*)w.codes;
             for (u32 i = lane; i < r1 - r0; i += 32) {

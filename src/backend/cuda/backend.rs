@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 
-use super::device_connectome::{input_bound, upload, whole, GpuShard, Placement};
+use super::device_connectome::{summed_input_bound, upload, whole, GpuShard, Placement};
 use super::exchange::Exchange;
 pub(crate) use super::gpu_state::{Early, GpuState, Multi};
 use super::host_io::{HostIo, Trace};
@@ -284,22 +284,20 @@ impl CudaBackend {
         };
         // accumulator width: the largest possible synaptic input of one burst must fit in i32
         let wide_kernels = Kernels::load(&ctx, Variant { wide_acc: true, row64, code32 }).map_err(BackendError::Device)?;
-        let t_bound = std::time::Instant::now();
         let input_bound = match &shard.plastic {
             // procedural input has no bound worked out
             _ if !shard.procedural.is_empty() || !shard.rows.is_empty() => None,
             // a plastic synapse can reach weight 255: the bound of its group, summed on the device
             Some(p) => {
                 let bounds = s.clone_htod(&p.bounds(&shard.contributions)).map_err(e("uploading the plastic bounds"))?;
-                Some(input_bound(&ctx, s, &wide_kernels, &Net { table: dptr(&bounds, s), ..net }, &misc, synapses)?)
+                Some(summed_input_bound(&ctx, s, &wide_kernels, &Net { table: dptr(&bounds, s), ..net }, &misc, synapses)?)
             }
             // built on the GPU: the input of the neurons' blocks, summed as the rows were drawn,
             // bounds each neuron's; summed neuron by neuron only where a block's exceeds i32
             None if res.bound.is_some_and(|b| b <= i32::MAX as u64) => res.bound,
-            None => Some(input_bound(&ctx, s, &wide_kernels, &net, &misc, synapses)?),
+            None => Some(summed_input_bound(&ctx, s, &wide_kernels, &net, &misc, synapses)?),
         };
         let wide_acc = input_bound.is_none_or(|b| b > i32::MAX as u64);
-        let bound_s = t_bound.elapsed().as_secs_f64();
         // the bins take half of what is left, past the reserve
         // one GPU of several in this process bins onto the whole brain where the whole brain
         // bins (every GPU alike), else onto its own neurons where they bin
@@ -326,7 +324,7 @@ impl CudaBackend {
         s.memset_zeros(&mut inj).map_err(e("clearing"))?;
         s.memset_zeros(&mut misc).map_err(e("clearing"))?;
         s.synchronize().map_err(e("building the brain on the GPU"))?;
-        tracing::debug!(device, rows_s = t_up, bound_s, state_s = t0.elapsed().as_secs_f64() - t_up, "CUDA: a GPU's brain placed");
+        tracing::debug!(device, rows_s = t_up, state_s = t0.elapsed().as_secs_f64() - t_up, "CUDA: a GPU's brain placed");
 
         let sm = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
         let resident = match early {

@@ -182,8 +182,8 @@ impl Rules {
 
     /// Draw the rows of the sources `src` and write each part's run of them where `owners` say
     /// (`materialize` in build.cu), each synapse's magnitude added to its target's block in
-    /// `bound` (a u64 for every block of the brain), a slice of the sources per launch, with a progress bar (or
-    /// lines) when `progress` and the build takes over a second.
+    /// `bound` (a u64 for every block of the brain), a slice of the sources per launch, with a
+    /// progress bar (or lines) when `progress` and the build takes over a second.
     fn draw(
         &self,
         s: &Arc<CudaStream>,
@@ -237,9 +237,7 @@ impl Rules {
         bar.finish();
         Ok(())
     }
-}
 
-impl Rules {
     /// The largest input of one burst of the blocks of the neurons `range`: each the sum of every
     /// part's bounds (`bound_fold`; a peer's read over NVLink).
     fn largest(&self, s: &Arc<CudaStream>, owners: &[Owner], range: Range<u32>) -> Result<u64, BackendError> {

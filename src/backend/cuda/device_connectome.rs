@@ -229,7 +229,7 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row6
 
 /// The largest synaptic input one burst can give a neuron, summed on the device (`in_bound`, into
 /// `scratch`: N zeroed u64).
-pub(super) fn input_bound(
+pub(super) fn summed_input_bound(
     ctx: &Arc<CudaContext>,
     s: &Arc<CudaStream>,
     k: &Kernels,
