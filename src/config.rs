@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::BackendConfig;
 use crate::decode::DecoderConfig;
 use crate::encode::EncoderConfig;
+use crate::replay::{ReplayConfig, ReplaySetup};
 
 /// The commented default configuration shipped in `config/`.
 pub const DEFAULT_YAML: &str = include_str!("../config/neuroburst.yaml");
@@ -46,25 +47,6 @@ pub struct Config {
     pub view: crate::view::ViewConfig,
 }
 
-/// Settings of `neuroburst replay`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ReplayConfig {
-    /// Topic of the per-burst activity (neuroburst_msgs/msg/BurstActivity); empty = not recorded.
-    pub activity_topic: String,
-    /// Stop after this many bursts; 0 = until the end of the bag.
-    pub max_bursts: u64,
-    /// Pace of the replay against the wall clock: 0 = as fast as possible, 1 = bag time, 2 = twice
-    /// as fast. Never changes the output.
-    pub pace: f64,
-}
-
-impl Default for ReplayConfig {
-    fn default() -> Self {
-        ReplayConfig { activity_topic: "/neuroburst/activity".into(), max_bursts: 0, pace: 0.0 }
-    }
-}
-
 /// Logging and progress display.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -94,6 +76,30 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The sections the live node reads.
+    pub fn node_setup(&self) -> crate::node::NodeSetup<'_> {
+        crate::node::NodeSetup {
+            node: &self.node,
+            encoders: &self.encoders,
+            decoders: &self.decoders,
+            backend: &self.backend,
+            checkpoint: &self.checkpoint,
+            view: &self.view,
+        }
+    }
+
+    /// The sections a replay reads.
+    pub fn replay_setup(&self) -> ReplaySetup {
+        ReplaySetup {
+            encoders: self.encoders.clone(),
+            decoders: self.decoders.clone(),
+            mode: self.node.mode,
+            reflex: self.node.reflex.clone(),
+            replay: self.replay.clone(),
+            view: self.view.clone(),
+        }
+    }
+
     /// Defaults, then `file` (if any), then each `key=value` override, checked strictly.
     pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Config, ConfigError> {
         let text = match file {

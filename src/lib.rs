@@ -8,7 +8,8 @@
 //! - [`ros`]: ROS 2 messages as CDR bytes (no ROS install), type hashes, `.msg` definitions;
 //! - [`encode`] / [`decode`]: sensor messages -> injections, motor firing -> messages;
 //! - [`bag`]: rosbag2 bags (MCAP, sqlite3) read and MCAP written;
-//! - [`replay`]: the bag replay (`neuroburst replay`), and the intake and outputs it shares;
+//! - [`run`]: the run loop every way of running a brain shares: pacing, intake, outputs;
+//! - [`replay`]: the bag replay (`neuroburst replay`);
 //! - [`transport`]: ROS 2 topics as CDR bytes over Zenoh (rmw_zenoh, zenoh-bridge-ros2dds) or r2r;
 //! - [`node`]: the live ROS 2 node loop (`neuroburst node`); [`checkpoint`]: the brain state on disk;
 //! - [`loopbench`]: the closed-loop benchmark (a robot over Zenoh loopback, the live node);
@@ -35,6 +36,7 @@ pub mod node;
 pub mod progress;
 pub mod replay;
 pub mod ros;
+pub mod run;
 pub mod selftest;
 pub mod shard;
 pub mod transport;

@@ -123,7 +123,7 @@ fn run(missing: Vec<&'static str>) -> (anyhow::Result<node::Summary>, Log) {
     let mut transport = Recorder { log: log.clone(), missing };
     let control = Arc::new(Control::default());
     control.stop.store(true, Ordering::Relaxed);
-    let result = node::run(&genome, &config, false, &mut transport, control, None);
+    let result = node::run(&genome, config.node_setup(), false, &mut transport, control, None);
     drop(transport);
     let log = Arc::try_unwrap(log).ok().unwrap().into_inner().unwrap();
     (result, log)

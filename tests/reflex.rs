@@ -7,11 +7,12 @@
 
 use crate::common;
 
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use neuroburst::backend::open::open;
 use neuroburst::backend::Readback;
-use neuroburst::bag::{Bag, BagMessage, BagWriter, Topic};
+use neuroburst::bag::{Bag, BagMessage, Topic};
 use neuroburst::config::Config;
 use neuroburst::genome::Genome;
 use neuroburst::model::Layout;
@@ -76,20 +77,9 @@ fn run(bag: &Bag, mode: &str) -> (Vec<u8>, Vec<(u64, u64, bool)>) {
     let mut opened = open(&genome, &config.backend, Readback::All, false).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.mcap");
-    let mut writer = BagWriter::create(&out).unwrap();
     let stop = AtomicBool::new(false);
-    let opts = ReplayOptions {
-        burst_rate_hz: genome.burst_rate_hz,
-        max_bursts: 0,
-        activity_topic: "/neuroburst/activity".into(),
-        progress: false,
-        pace: 0.0,
-        stop: &stop,
-        view: None,
-        genome: &genome,
-    };
-    replay(bag, &layout, opened.backend.as_mut(), &config, &mut writer, &opts).unwrap();
-    writer.finish().unwrap();
+    let opts = ReplayOptions { burst_rate_hz: genome.burst_rate_hz, progress: false, stop: &stop, view: None, genome: &genome };
+    replay(bag.clone(), Path::new("test.mcap"), &layout, opened.backend.as_mut(), config.replay_setup(), &out, &opts).unwrap();
     let bytes = std::fs::read(&out).unwrap();
     let recorded = neuroburst::bag::open(&out).unwrap();
     let index = |name: &str| recorded.topics.iter().position(|t| t.name.trim_start_matches('/') == name).unwrap();

@@ -12,7 +12,7 @@ use crate::backend::open::open;
 use crate::backend::{Backend, Readback};
 use crate::genome::Genome;
 use crate::model::{Injections, Layout};
-use crate::node::clock::Clock;
+use crate::run::Pace;
 use crate::view::{Feed, View};
 use crate::workload::{Learning, Workload};
 
@@ -106,17 +106,16 @@ fn measure(a: &BenchArgs, w: &Workload, learning: &Learning, backend: &mut dyn B
         let mut injection = Injections::new();
         backend.prepare_input(&mut injection);
         let mut m = Measured { lat_us: Vec::with_capacity(a.bursts as usize), ..Default::default() };
-        // paced (--hz): the node's clock (sleep, then spin through the last 200 us)
-        let mut clock = (a.hz > 0.0).then(|| Clock::new(a.hz, Instant::now()));
+        // paced (--hz): the node's pacer (sleep, then spin through the last 200 us)
+        let mut pace = Pace::rate(a.hz);
+        let never = std::sync::atomic::AtomicBool::new(false);
         let mut measured_from = Instant::now();
         for t in 1..=a.warmup + a.bursts {
             if t == a.warmup + 1 {
                 measured_from = Instant::now();
             }
-            if let Some(c) = &clock {
-                // the burst's period starts: its sensor input arrives now
-                c.wait();
-            }
+            // the burst's period starts: its sensor input arrives now
+            pace.wait(t, &never);
             injection.clear();
             injection.extend_from(Workload::drive_at(&pool, t).as_slice());
             let start = Instant::now();
@@ -134,9 +133,7 @@ fn measure(a: &BenchArgs, w: &Workload, learning: &Learning, backend: &mut dyn B
                 m.injected += injection.len() as u64;
                 m.dev_us.extend(backend.device_us());
             }
-            if let Some(c) = &mut clock {
-                c.finished(Instant::now());
-            }
+            pace.finished(Instant::now());
         }
         m.wall_s = measured_from.elapsed().as_secs_f64();
         Ok(m)

@@ -10,8 +10,8 @@ use clap::Args;
 use super::table;
 use crate::genome::Genome;
 use crate::loopbench::{self, robot::Rates, BrainSpec, LoopReport, Options};
-use crate::node::trace::Percentiles;
-use crate::node::Mode;
+use crate::run::schedule::Mode;
+use crate::run::trace::Percentiles;
 use crate::workload::{Learning, Workload};
 
 #[derive(Args, Debug)]
@@ -120,7 +120,7 @@ pub fn main(a: BenchLoopArgs) -> anyhow::Result<()> {
         warmup: Duration::from_secs_f64(a.warmup),
         rates: Rates { image_hz: a.image_hz, scan_hz: a.scan_hz, imu_hz: a.imu_hz },
     };
-    let report = loopbench::run(config, opts)?;
+    let report = loopbench::run(config.node, config.backend, opts)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

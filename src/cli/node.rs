@@ -118,7 +118,7 @@ pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
     let burster = std::thread::Builder::new()
         .name("burst".into())
         .spawn(move || {
-            let r = node::run(&genome, &config, resume, transport.as_mut(), c.clone(), None);
+            let r = node::run(&genome, config.node_setup(), resume, transport.as_mut(), c.clone(), None);
             c.stop.store(true, Ordering::Relaxed);
             drop(transport);
             r

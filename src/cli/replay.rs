@@ -11,7 +11,6 @@ use clap::Args;
 use super::table;
 use crate::backend::open::open;
 use crate::backend::Readback;
-use crate::bag::BagWriter;
 use crate::genome::Genome;
 use crate::model::Layout;
 use crate::replay::{plot, ReplaySummary};
@@ -63,29 +62,21 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
         Some(addr) => Some(crate::view::View::start(addr, &genome, &config.view)?),
         None => None,
     };
-    let pace = match (&view, config.replay.pace) {
-        (Some(_), 0.0) => 1.0,
-        (_, p) => p,
-    };
+    let mut setup = config.replay_setup();
+    if view.is_some() && setup.replay.pace == 0.0 {
+        setup.replay.pace = 1.0;
+    }
     if let Some(v) = &view {
         v.wait_for_client(&stop);
     }
-    let mut writer = BagWriter::create(&a.out)?;
     let opts = ReplayOptions {
         burst_rate_hz: genome.burst_rate_hz,
-        max_bursts: config.replay.max_bursts,
-        activity_topic: config.replay.activity_topic.clone(),
         progress: config.log.progress,
-        pace,
         stop: &stop,
         view: view.as_ref(),
         genome: &genome,
     };
-    let result = replay(&bag, &layout, opened.backend.as_mut(), &config, &mut writer, &opts);
-    // the output is finished whatever happened, so it stays readable
-    let finished = writer.finish();
-    let summary = result?;
-    finished?;
+    let summary = replay(bag, &a.bag, &layout, opened.backend.as_mut(), setup, &a.out, &opts)?;
 
     print_summary(&a, &genome, &summary, opened.backend.info().backend);
     if let Some(path) = &a.checkpoint {
@@ -120,7 +111,8 @@ fn print_summary(a: &ReplayArgs, genome: &Genome, s: &ReplaySummary, backend: St
     );
     let mut rows = vec![vec!["input topic".into(), "received".into(), "encoded".into(), "replaced".into(), "malformed".into()]];
     for (t, st) in &s.inputs {
-        rows.push(vec![t.clone(), st.received.to_string(), st.encoded.to_string(), st.replaced.to_string(), st.malformed.to_string()]);
+        let n = [&st.received, &st.encoded, &st.replaced, &st.malformed].map(|c| c.get().to_string());
+        rows.push([vec![t.clone()], n.to_vec()].concat());
     }
     for (t, n) in &s.ignored {
         rows.push(vec![format!("{t} (no encoder)"), n.to_string(), "-".into(), "-".into(), "-".into()]);

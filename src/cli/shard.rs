@@ -16,13 +16,14 @@ use clap::Args;
 use serde_json::json;
 
 use super::bench::percentile;
-use crate::cluster::bag_io::BagIo;
-use crate::cluster::io::{ShardIo, WorkloadIo};
-use crate::cluster::live_io::LiveIo;
+use crate::cluster::io::WorkloadIo;
 use crate::cluster::{run, Outcome, ShardOptions};
 use crate::config::Config;
 use crate::genome::Genome;
 use crate::model::Layout;
+use crate::node::topics::LiveTopics;
+use crate::replay::BagIo;
+use crate::run::Io;
 use crate::transport::TransportKind;
 use crate::workload::Workload;
 
@@ -141,7 +142,7 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
     let (text_record, bag_record) = records(&a.record)?;
     let is_io = a.index == config.cluster.io_shard;
     let mut config = config;
-    let io: Option<Box<dyn ShardIo>> = if is_io {
+    let io: Option<Box<dyn Io>> = if is_io {
         Some(io_side(&a, &mut config, &genome, input, bag_record.as_deref())?)
     } else {
         if a.bag.is_some() || a.transport.is_some() {
@@ -263,7 +264,7 @@ fn io_side(
     genome: &Genome,
     workload: Option<Workload>,
     bag_record: Option<&std::path::Path>,
-) -> anyhow::Result<Box<dyn ShardIo>> {
+) -> anyhow::Result<Box<dyn Io>> {
     let cluster = &config.cluster;
     if let (Some(p), None) = (bag_record, &a.bag) {
         return Err(anyhow!("--record {}: an .mcap record holds a replay's motor topics: it needs --bag", p.display()));
@@ -279,8 +280,12 @@ fn io_side(
             tracing::info!("cluster.rate_hz is not used with --bag: replay.pace paces a replay");
         }
         let bag = crate::bag::open(path)?;
+        if bag.messages.is_empty() {
+            return Err(anyhow!("--bag {}: the bag holds no messages: nothing to replay", path.display()));
+        }
         let keep_back = cluster.on_shard_loss == crate::cluster::OnShardLoss::Degraded;
-        let io = BagIo::new(bag, path, Layout::from_genome(genome), config, genome.burst_rate_hz, bag_record, keep_back)?;
+        let layout = Layout::from_genome(genome);
+        let io = BagIo::new(bag, path, layout, config.replay_setup(), genome.burst_rate_hz, bag_record, keep_back, None)?;
         if config.replay.pace > 0.0 {
             check_period(cluster, genome.burst_rate_hz * config.replay.pace, "replay.pace")?;
         }
@@ -298,7 +303,7 @@ fn io_side(
             (genome.burst_rate_hz, "the genome's burst_rate_hz")
         };
         check_period(&config.cluster, rate, from)?;
-        let transport = crate::transport::select::open(
+        let mut transport = crate::transport::select::open(
             config.node.transport,
             &config.zenoh,
             &config.node.name,
@@ -306,7 +311,11 @@ fn io_side(
             config.node.domain,
         )
         .context("cannot open the transport")?;
-        return Ok(Box::new(LiveIo::new(config, Layout::from_genome(genome), transport, rate)?));
+        let layout = Layout::from_genome(genome);
+        let mut topics = LiveTopics::open(&config.node_setup(), &layout, transport.as_mut(), rate, "the io shard")
+            .map_err(|e| anyhow!("live topics: {}", crate::errors::said_once(&e)))?;
+        topics.keep(transport);
+        return Ok(Box::new(topics));
     }
     let precompute = if a.precompute_input { a.bursts } else { 0 };
     Ok(Box::new(WorkloadIo::new(workload, cluster.rate_hz, precompute)))

@@ -1,65 +1,22 @@
-//! The io shard's side of the brain: where every burst's injection comes from and where the whole
-//! brain's fired list goes. The burst loop ([`super::run`]) asks a [`ShardIo`] for burst `t`'s
-//! injection (then sends every shard its share) and hands it burst `t`'s fired neurons once every
-//! member's have come in. Three kinds:
-//!
-//! - [`WorkloadIo`]: W's input, or none (the `_power` drive only), paced at `cluster.rate_hz`;
-//! - [`super::bag_io::BagIo`]: a bag replayed lock-stepped to bag time, the motor topics recorded
-//!   (what `neuroburst replay` does in one process);
-//! - [`super::live_io::LiveIo`]: the live node's sensor topics in, its motor topics out, over the
-//!   node's transport.
+//! W's input for a brain's bursts ([`crate::run::Io`]): the io shard of a cluster runs on it when
+//! it replays no bag and serves no topics (`replay::BagIo`, `node::topics::LiveTopics` then),
+//! and so do the benchmarks.
 
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use super::options::ClusterError;
 use crate::model::{Injection, Injections};
-use crate::node::clock::Clock;
+use crate::run::{BurstProducts, Io, Pace};
 use crate::workload::Workload;
 
-/// The io shard's input and output.
-pub trait ShardIo: Send {
-    /// One line for the logs.
-    fn describe(&self) -> String;
-
-    /// The last burst of the input (a bag's end); None where it goes on until stopped.
-    fn last_burst(&self) -> Option<u64> {
-        None
-    }
-
-    /// An epoch starts from the state of burst `c` (0: the initial state): the start, or every
-    /// shard rolled back to `c` after a rejoin.
-    fn start(&mut self, c: u64) -> Result<(), ClusterError>;
-
-    /// Return when burst `t` is due.
-    fn pace(&mut self, t: u64);
-
-    /// Burst `t`'s injection into `out`, sorted by neuron (repeats add up).
-    fn injection(&mut self, t: u64, out: &mut Vec<Injection>) -> Result<(), ClusterError>;
-
-    /// The whole brain's fired neurons of burst `t`, ascending (a missing shard's count as none).
-    fn fired(&mut self, t: u64, fired: &[u32]) -> Result<(), ClusterError>;
-
-    /// Every shard saved its checkpoint of a burst; the io shard now holds checkpoints of `held`
-    /// (no rollback goes before the oldest unless a shard lost its own).
-    fn checkpointed(&mut self, _held: &[u64]) -> Result<(), ClusterError> {
-        Ok(())
-    }
-
-    /// The run ended (completed, stopped or interrupted): finish the outputs. What it did, for
-    /// the shard's summary line.
-    fn finish(&mut self) -> Result<serde_json::Value, ClusterError>;
-}
-
 /// W's input every burst, or nothing (`--genome` without a bag or a transport: the brain runs on
-/// its `_power` drive), at `cluster.rate_hz`.
+/// its `_power` drive), at `rate_hz` on the wall clock's grid (0: as fast as the bursts go).
 pub struct WorkloadIo {
     workload: Option<Workload>,
     /// Bursts 1..=len computed before the start (benchmarks: their cost stays out of the timing).
     precomputed: Vec<Vec<Injection>>,
     scratch: Injections,
-    /// The burst clock at `cluster.rate_hz` (None: 0, as fast as the shards go).
-    clock: Option<Clock>,
-    rate_hz: f64,
+    pace: Pace,
 }
 
 impl WorkloadIo {
@@ -75,12 +32,11 @@ impl WorkloadIo {
                 .collect(),
             None => Vec::new(),
         };
-        let clock = (rate_hz > 0.0).then(|| Clock::new(rate_hz, Instant::now()));
-        WorkloadIo { workload, precomputed, scratch: Injections::new(), clock, rate_hz }
+        WorkloadIo { workload, precomputed, scratch: Injections::new(), pace: Pace::rate(rate_hz) }
     }
 }
 
-impl ShardIo for WorkloadIo {
+impl Io for WorkloadIo {
     fn describe(&self) -> String {
         match &self.workload {
             Some(w) => format!("the input of W({}, {}, {})", w.neurons, w.fanout, w.rate),
@@ -88,78 +44,68 @@ impl ShardIo for WorkloadIo {
         }
     }
 
-    fn start(&mut self, _c: u64) -> Result<(), ClusterError> {
-        if let Some(c) = &mut self.clock {
-            c.restart(self.rate_hz, Instant::now());
-        }
+    fn start(&mut self, _c: u64) -> anyhow::Result<()> {
+        self.pace.start(0);
         Ok(())
     }
 
-    fn pace(&mut self, _t: u64) {
-        // on the clock's grid: a late burst moves on to the next grid point, never caught up
-        if let Some(c) = &mut self.clock {
-            c.wait();
-            c.finished(Instant::now());
-        }
+    fn wait(&mut self, t: u64, stop: &AtomicBool) -> Option<u64> {
+        self.pace.wait(t, stop)
     }
 
-    fn injection(&mut self, t: u64, out: &mut Vec<Injection>) -> Result<(), ClusterError> {
-        out.clear();
+    fn injection(&mut self, t: u64, out: &mut Injections) -> anyhow::Result<()> {
         match &self.workload {
-            Some(_) if (1..=self.precomputed.len() as u64).contains(&t) => out.extend_from_slice(&self.precomputed[t as usize - 1]),
+            Some(_) if (1..=self.precomputed.len() as u64).contains(&t) => {
+                for i in &self.precomputed[t as usize - 1] {
+                    out.push(i.neuron, i.potential);
+                }
+            }
             Some(w) => {
                 w.injection(t, &mut self.scratch);
-                out.extend(self.scratch.iter());
+                out.extend_from(self.scratch.as_slice());
             }
             None => {}
         }
         Ok(())
     }
 
-    fn fired(&mut self, _t: u64, _fired: &[u32]) -> Result<(), ClusterError> {
+    fn decode(&mut self, t: u64, _fired: &[u32], fired_total: u64) -> anyhow::Result<BurstProducts> {
+        Ok(BurstProducts { burst: t, fired_total, motor: vec![], fired_per_area: vec![] })
+    }
+
+    /// Nothing goes out; the burst closes on the grid.
+    fn hand_over(&mut self, _t: u64, _products: BurstProducts, _fired: &[u32], _started: Instant) -> anyhow::Result<()> {
+        self.pace.finished(Instant::now());
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<serde_json::Value, ClusterError> {
+    fn finish(&mut self, _fatal: Option<&str>) -> anyhow::Result<serde_json::Value> {
         Ok(serde_json::Value::Null)
-    }
-}
-
-/// Sort an injection by neuron (stable: repeats keep their order; they add up anyway).
-pub fn sort_injection(inj: &mut [Injection]) {
-    if !inj.is_sorted_by_key(|i| i.neuron) {
-        inj.sort_by_key(|i| i.neuron);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Potential;
 
     #[test]
     fn workload_input_is_w_and_precomputed_bursts_are_the_same() {
         let w = Workload { neurons: 1000, fanout: 5, rate: 0.05, seed: 3 };
         let mut plain = WorkloadIo::new(Some(w), 0.0, 0);
         let mut pre = WorkloadIo::new(Some(w), 0.0, 3);
-        let (mut a, mut b, mut direct) = (vec![], vec![], Injections::new());
+        let (mut direct, mut a, mut b) = (Injections::new(), Injections::new(), Injections::new());
         for t in 1..=5 {
+            a.clear();
+            b.clear();
             plain.injection(t, &mut a).unwrap();
             pre.injection(t, &mut b).unwrap();
             w.injection(t, &mut direct);
-            assert_eq!(a, direct.as_slice().to_vec());
-            assert_eq!(b, direct.as_slice().to_vec());
+            assert_eq!(a.as_slice().to_vec(), direct.as_slice().to_vec());
+            assert_eq!(b.as_slice().to_vec(), direct.as_slice().to_vec());
         }
         let mut none = WorkloadIo::new(None, 0.0, 0);
+        a.clear();
         none.injection(1, &mut a).unwrap();
         assert!(a.is_empty());
-    }
-
-    #[test]
-    fn injections_sort_by_neuron() {
-        let i = |n, p| Injection { neuron: n, potential: Potential(p) };
-        let mut v = vec![i(5, 1), i(2, 2), i(5, 3), i(0, 4)];
-        sort_injection(&mut v);
-        assert_eq!(v, vec![i(0, 4), i(2, 2), i(5, 1), i(5, 3)]);
     }
 }

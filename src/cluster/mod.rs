@@ -31,9 +31,11 @@
 //!   it is doing, restores `c'` and runs on from there. Everything after `c'` is computed again,
 //!   so the brain is again exactly the brain that never lost a shard. Messages carry their epoch;
 //!   older epochs are ignored, newer ones kept until their directive arrives.
-//! - **The io shard's input and output** ([`io::ShardIo`]): W's input or none
-//!   ([`io::WorkloadIo`]), a bag replayed lock-stepped to bag time with the motor topics recorded
-//!   ([`bag_io::BagIo`]), or the live node's topics over its transport ([`live_io::LiveIo`]).
+//! - **The io shard's input and output** (a [`crate::run::Io`], the run loop's, around the
+//!   spike exchange where one process has its backend): W's input or none ([`io::WorkloadIo`]),
+//!   a bag replayed lock-stepped to bag time with the motor topics recorded
+//!   ([`crate::replay::BagIo`]), or the live node's topics over its transport
+//!   ([`crate::node::topics::LiveTopics`]).
 //!   The io shard announces where its input ends (a bag's last burst) in its directives.
 //! - **Left behind**: a shard that stalled and wakes up to find its peers bursts ahead (or a
 //!   directive without it) exits with status 4; restart it with `--resume` to rejoin.
@@ -42,12 +44,10 @@
 //! may reach some peers and not others, so their states differ from that burst on (the rejoin's
 //! rollback repairs it); at most 64 shards.
 
-pub mod bag_io;
 pub mod checkpoints;
 pub mod config;
 pub mod inbox;
 pub mod io;
-pub mod live_io;
 pub mod netns;
 mod options;
 mod outbox;

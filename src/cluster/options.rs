@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use super::checkpoints::ShardCheckpointError;
 use super::config::ClusterConfig;
-use super::io::ShardIo;
 use crate::backend::BackendError;
 use crate::genome::Genome;
 use crate::shard::{PlanError, Strategy};
@@ -29,7 +28,7 @@ pub struct ShardOptions {
     pub resume: bool,
     /// The io shard's sensor input and motor output (unused on the other shards); None: no
     /// input, bursts at `cluster.rate_hz`.
-    pub io: Option<Box<dyn ShardIo>>,
+    pub io: Option<Box<dyn crate::run::Io>>,
     /// The neurons the record counts as motor (None: the genome's motor areas).
     pub motor: Option<Vec<Range<u32>>>,
     /// The io shard writes its record here (see [`record`]).

@@ -12,7 +12,7 @@ use ::zenoh::{Session, Wait};
 use super::checkpoints::ShardCheckpoints;
 use super::config::OnShardLoss;
 use super::inbox::Shared;
-use super::io::{ShardIo, WorkloadIo};
+use super::io::WorkloadIo;
 use super::options::{session_config, zerr, ClusterError, Outcome, Report, ShardOptions};
 use super::outbox::{put, Outbox};
 use super::record::{self, Line};
@@ -22,6 +22,7 @@ use crate::backend::shard::ShardEngine;
 use crate::brain::Brain;
 use crate::genome::{AreaKind, Genome};
 use crate::model::{Injection, Injections, Layout, NeuronState};
+use crate::run::Io;
 
 /// Why a gather ended.
 enum Gathered {
@@ -49,7 +50,9 @@ struct Shard {
     initial: NeuronState,
     ckpts: ShardCheckpoints,
     /// The io shard's input and output.
-    io_side: Box<dyn ShardIo>,
+    io_side: Box<dyn Io>,
+    /// When the io shard's current burst began.
+    io_started: Instant,
     /// The last burst of the current epoch (u64::MAX: until stopped).
     last: u64,
     keys: Keys,
@@ -66,10 +69,17 @@ struct Shard {
     /// Payload bytes put on the links since the last burst's fired list (each peer's copy).
     bytes_out: u64,
     injection: Vec<Injection>,
+    /// The io shard's injection as the [`Io`] gives it.
+    io_cols: Injections,
     /// What this shard sent lately, to send again while a peer's message is overdue.
     sent: Outbox,
     record: Option<std::io::BufWriter<std::fs::File>>,
     report: Report,
+}
+
+/// An error of the io shard's input or output.
+fn io_error(e: anyhow::Error) -> ClusterError {
+    ClusterError::Io(crate::errors::said_once(&e))
 }
 
 /// How long a shard waits for its Zenoh session to close.
@@ -138,7 +148,7 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         }
         _ => None,
     };
-    let io_side: Box<dyn ShardIo> = o.io.take().unwrap_or_else(|| Box::new(WorkloadIo::new(None, c.rate_hz, 0)));
+    let io_side: Box<dyn Io> = o.io.take().unwrap_or_else(|| Box::new(WorkloadIo::new(None, c.rate_hz, 0)));
     if me == c.io_shard {
         tracing::info!("io shard: {}", io_side.describe());
     }
@@ -218,13 +228,15 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         input_cols: Injections::new(),
         bytes_out: 0,
         injection: Vec::new(),
+        io_cols: Injections::new(),
+        io_started: Instant::now(),
         sent: Outbox::new(n),
         record,
         report,
         o,
     };
     let outcome = shard.main();
-    let io_summary = if shard.is_io() { Some(shard.io_side.finish()) } else { None };
+    let io_summary = if shard.is_io() { Some(shard.io_side.finish(None).map_err(io_error)) } else { None };
     // Close explicitly: the session sends what it still holds (the last spikes) before the
     // links go down, and the peers see this shard's token go. Over a dead link (a cut cable)
     // Zenoh would wait 10 s for answers that cannot come: after 2 s this shard exits anyway.
@@ -384,7 +396,13 @@ impl Shard {
     /// The io shard: the injection of burst `t`, each member's share sent, this shard's kept.
     fn send_inputs(&mut self, t: u64, members: u64) -> Result<(), ClusterError> {
         let mut inj = std::mem::take(&mut self.injection);
-        self.io_side.injection(t, &mut inj)?;
+        let cols = &mut self.io_cols;
+        cols.clear();
+        self.io_side.drive(t, cols);
+        self.io_side.injection(t, cols).map_err(io_error)?;
+        cols.sort();
+        inj.clear();
+        inj.extend(cols.iter());
         for k in 0..self.n {
             if members & (1 << k) == 0 {
                 continue;
@@ -508,7 +526,7 @@ impl Shard {
         }
         self.last = last;
         if self.is_io() {
-            self.io_side.start(c)?;
+            self.io_side.start(c).map_err(io_error)?;
         }
         let mut prev_done: Option<Instant> = None;
         let mut b = c;
@@ -517,7 +535,10 @@ impl Shard {
             self.publish_spikes(b, members)?;
             let more = b < last;
             if self.is_io() && more {
-                self.io_side.pace(b + 1);
+                if self.io_side.wait(b + 1, &self.o.stop).is_none() {
+                    return Ok(EpochEnd::Done(Outcome::Interrupted));
+                }
+                self.io_started = Instant::now();
                 self.send_inputs(b + 1, members)?;
             }
             let timeout = if b == c { cfg.startup_timeout() } else { cfg.burst_timeout() };
@@ -584,7 +605,8 @@ impl Shard {
                 }
                 self.write_record(b, members)?;
                 if self.is_io() {
-                    self.io_side.fired(b, &self.whole)?;
+                    let products = self.io_side.decode(b, &self.whole, self.whole.len() as u64).map_err(io_error)?;
+                    self.io_side.hand_over(b, products, &self.whole, self.io_started).map_err(io_error)?;
                 }
             }
             prev_done = Some(done);
@@ -602,7 +624,7 @@ impl Shard {
                 let path = self.ckpts.save(&self.o.genome, st)?;
                 tracing::debug!("checkpoint {}", path.display());
                 if self.is_io() {
-                    self.io_side.checkpointed(&self.ckpts.list())?;
+                    self.io_side.checkpointed(&self.ckpts.list()).map_err(io_error)?;
                 }
             }
             if !more {

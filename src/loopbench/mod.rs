@@ -18,11 +18,14 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 use serde::Serialize;
 
-use crate::config::Config;
+use crate::backend::BackendConfig;
+use crate::checkpoint::CheckpointConfig;
+use crate::decode::DecoderConfig;
+use crate::encode::EncoderConfig;
 use crate::genome::Genome;
 use crate::model::Injections;
-use crate::node::trace::{Percentiles, PhaseSummary};
 use crate::node::{self, Control};
+use crate::run::trace::{Percentiles, PhaseSummary};
 use crate::transport::zenoh::{ZenohConfig, ZenohTransport};
 use crate::workload::{Learning, Workload, DRIVE_POOL};
 
@@ -110,18 +113,23 @@ fn drive(w: &Workload) -> node::Drive {
     Box::new(move |t, inj: &mut Injections| inj.extend_from(Workload::drive_at(&pool, t).as_slice()))
 }
 
-/// Run the bench: `config` is the user's (backend, node.mode, node.realtime, ...); its
-/// encoders, decoders and Zenoh endpoints are the bench's.
-pub fn run(mut config: Config, opts: Options) -> anyhow::Result<LoopReport> {
+/// The bench's topics: its encoders and decoder.
+#[derive(serde::Deserialize)]
+struct Topics {
+    encoders: Vec<EncoderConfig>,
+    decoders: Vec<DecoderConfig>,
+}
+
+/// Run the bench: the user's `node` and `backend` sections (node.mode, node.realtime, ...); the
+/// encoders, decoders and Zenoh endpoints are the bench's, and it writes no checkpoints.
+pub fn run(nc: node::NodeConfig, backend: BackendConfig, opts: Options) -> anyhow::Result<LoopReport> {
     let genome = genome(&opts.brain)?;
-    let topics: Config = serde_yaml::from_str(TOPICS).expect("bench-loop's topics parse");
-    (config.encoders, config.decoders) = (topics.encoders, topics.decoders);
-    config.checkpoint.on_shutdown = false;
-    config.checkpoint.trigger_topic.clear();
+    let topics: Topics = serde_yaml::from_str(TOPICS).expect("bench-loop's topics parse");
+    let checkpoint = CheckpointConfig { on_shutdown: false, trigger_topic: String::new(), ..CheckpointConfig::default() };
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let endpoint = format!("tcp/127.0.0.1:{port}");
-    config.zenoh = ZenohConfig { listen: vec![endpoint.clone()], connect: vec![], ..ZenohConfig::default() };
-    let rate = if config.node.rate_hz > 0.0 { config.node.rate_hz } else { genome.burst_rate_hz };
+    let zenoh = ZenohConfig { listen: vec![endpoint.clone()], connect: vec![], ..ZenohConfig::default() };
+    let rate = if nc.rate_hz > 0.0 { nc.rate_hz } else { genome.burst_rate_hz };
     let (drive, drive_note) = match &opts.brain {
         BrainSpec::Workload(w, _) => {
             (Some(drive(w)), format!("W's injections of bursts 1..={DRIVE_POOL} generated before the start, copied in cyclically"))
@@ -130,21 +138,24 @@ pub fn run(mut config: Config, opts: Options) -> anyhow::Result<LoopReport> {
     };
     let neurons = crate::model::Layout::from_genome(&genome).neurons;
     let brain = genome.name.clone();
-    let mode = config.node.mode_name().to_string();
+    let mode = nc.mode_name().to_string();
 
     let control = Arc::new(Control::default());
     let c = control.clone();
-    let node_config = config.clone();
+    let domain = nc.domain;
     let node = std::thread::Builder::new().name("burst".into()).spawn(move || -> anyhow::Result<node::Summary> {
-        let mut t = ZenohTransport::open(&node_config.zenoh, node_config.node.domain, "/", &node_config.node.name)?;
-        let r = node::run(&genome, &node_config, false, &mut t, c.clone(), drive);
+        let mut t = ZenohTransport::open(&zenoh, nc.domain, "/", &nc.name)?;
+        let view = crate::view::ViewConfig::default();
+        let (encoders, decoders) = (&topics.encoders, &topics.decoders);
+        let setup = node::NodeSetup { node: &nc, encoders, decoders, backend: &backend, checkpoint: &checkpoint, view: &view };
+        let r = node::run(&genome, setup, false, &mut t, c.clone(), drive);
         c.stop.store(true, Ordering::Relaxed);
         r
     })?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let (ready, counting) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-    let (s, r, k, rates, domain) = (stop.clone(), ready.clone(), counting.clone(), opts.rates, config.node.domain);
+    let (s, r, k, rates, domain) = (stop.clone(), ready.clone(), counting.clone(), opts.rates, domain);
     let robot = std::thread::Builder::new().name("robot".into()).spawn(move || robot::run(&endpoint, domain, rates, &s, &r, &k))?;
 
     // the node builds its brain and the route comes up: the first Twist

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use zenoh::Wait;
 
-use crate::node::pace::system_now_ns;
-use crate::node::trace::Durations;
 use crate::ros::builtin::{Header, Time};
 use crate::ros::geometry_msgs::{Quaternion, Twist, Vector3};
 use crate::ros::sensor_msgs::{Image, Imu, LaserScan};
 use crate::ros::{decode, encode, type_hash, RosMessage};
+use crate::run::pace::system_now_ns;
+use crate::run::trace::Durations;
 use crate::transport::zenoh::{attachment, ZenohConfig};
 
 /// Sensor rates (messages per second).

@@ -1,21 +1,20 @@
-//! The live node: subscriptions feed per-topic slots (latest message wins), a burst thread runs
-//! bursts on a drift-free clock at the configured rate, publishes the motor topics and BurstStats
-//! at its own rate, counts missed deadlines and dropped messages, and saves checkpoints on demand
-//! and at shutdown. The messages are those of a replay: the configuration's `encoders` and
-//! `decoders` ([`crate::replay::intake`], [`crate::replay::outputs`]) with the [`crate::ros`] codecs.
+//! The live node (`neuroburst node`): subscriptions feed per-topic slots (latest message wins),
+//! the burst thread runs the run loop ([`crate::run::bursts`]) on the node's pace (the wall
+//! clock's drift-free grid at the configured rate, `/clock`, or reflex mode), a publisher thread
+//! publishes the motor topics and BurstStats at its own rate; missed deadlines and dropped
+//! messages are counted, and checkpoints saved on demand and at shutdown. The messages are those
+//! of a replay: the configuration's `encoders` and `decoders` ([`crate::run::intake`],
+//! [`crate::run::outputs`]) with the [`crate::ros`] codecs.
 //! Signals and the transports' I/O live elsewhere (`cli/node.rs`, `transport/`); this module only
 //! needs a [`Transport`] and a [`Control`].
 
-pub mod clock;
 pub mod health;
-pub mod intake;
-pub mod output;
-pub mod pace;
 pub mod problems;
+pub mod publish;
 pub mod realtime;
 pub mod settings;
+pub mod slots;
 pub mod topics;
-pub mod trace;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,15 +23,18 @@ use std::time::Instant;
 use anyhow::{anyhow, Context};
 
 use crate::backend::open::open;
-use crate::backend::{Backend, Readback};
-use crate::checkpoint::Checkpoint;
-use crate::config::Config;
+use crate::backend::{Backend, BackendConfig, Readback};
+use crate::checkpoint::{Checkpoint, CheckpointConfig};
+use crate::decode::DecoderConfig;
+use crate::encode::EncoderConfig;
 use crate::genome::Genome;
 use crate::model::{Injections, Layout};
-use crate::replay::intake::Intake;
 use crate::ros::builtin::Empty;
 use crate::ros::{registry, RosMessage};
+use crate::run::trace;
+use crate::run::Intake;
 use crate::transport::{names, Qos, TopicSpec, Transport};
+use crate::view::ViewConfig;
 use topics::LiveTopics;
 
 pub use settings::{Mode, NodeConfig, RealtimeConfig, ReflexConfig};
@@ -44,12 +46,23 @@ pub struct Control {
     pub save: AtomicBool,
     /// Last burst run (for observers).
     pub burst: AtomicU64,
-    /// Missed deadlines so far (for observers).
-    pub missed: AtomicU64,
+    /// Missed deadlines so far (for observers; the topics count them).
+    pub missed: Arc<AtomicU64>,
     /// Start the phase trace again (set by an observer, cleared by the burst thread).
     pub reset_trace: AtomicBool,
     /// The live view, when served (`node --view`): set before [`run`].
     pub view: std::sync::OnceLock<Arc<crate::view::View>>,
+}
+
+/// The sections of the configuration the live node reads.
+#[derive(Clone, Copy)]
+pub struct NodeSetup<'a> {
+    pub node: &'a NodeConfig,
+    pub encoders: &'a [EncoderConfig],
+    pub decoders: &'a [DecoderConfig],
+    pub backend: &'a BackendConfig,
+    pub checkpoint: &'a CheckpointConfig,
+    pub view: &'a ViewConfig,
 }
 
 /// Extra injection added every burst before the sensors' (`neuroburst bench-loop` drives W this way).
@@ -97,16 +110,17 @@ pub fn input_type(nc: &NodeConfig, intake: &Intake, topic: &str) -> anyhow::Resu
 /// subscriptions feed the slots).
 pub fn run(
     genome: &Genome,
-    config: &Config,
+    config: NodeSetup<'_>,
     resume: bool,
     transport: &mut dyn Transport,
     control: Arc<Control>,
     drive: Option<Drive>,
 ) -> anyhow::Result<Summary> {
-    let nc = &config.node;
+    let nc = config.node;
     let layout = Layout::from_genome(genome);
     let rate = if nc.rate_hz > 0.0 { nc.rate_hz } else { genome.burst_rate_hz };
-    let mut topics = LiveTopics::open(config, &layout, transport, rate, "the node")?;
+    let mut topics = LiveTopics::open(&config, &layout, transport, rate, "the node")?;
+    topics.set_drive(drive);
     if let Some(view) = control.view.get() {
         topics.set_view(view);
     }
@@ -126,97 +140,69 @@ pub fn run(
     motor_areas.sort_unstable();
     motor_areas.dedup();
     let ranges = motor_areas.iter().map(|&a| layout.params[a].first..layout.params[a].first + layout.params[a].count).collect();
-    let result = bursts(genome, config, resume, transport, &control, drive, &layout, &mut topics, ranges);
+    let view_stop = Arc::new(AtomicBool::new(false));
+    let result = bursts(genome, &config, resume, transport, &control, &layout, &mut topics, ranges, &view_stop);
+    view_stop.store(true, Ordering::Relaxed);
     // However the bursts ended, every motor topic gets its stop command.
-    topics.stop(result.as_ref().err().map(crate::errors::said_once).as_deref());
+    let _ = crate::run::Io::finish(&mut topics, result.as_ref().err().map(crate::errors::said_once).as_deref());
     result.map(|s| Summary { latency: topics.report.latency.clone(), ..s })
 }
 
 #[allow(clippy::too_many_arguments)]
 fn bursts(
     genome: &Genome,
-    config: &Config,
+    config: &NodeSetup<'_>,
     resume: bool,
     transport: &mut dyn Transport,
     control: &Arc<Control>,
-    drive: Option<Drive>,
     layout: &Layout,
     topics: &mut LiveTopics,
     ranges: Vec<std::ops::Range<u32>>,
+    view_stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<Summary> {
     let read_back: Vec<bool> = (0..layout.meta.len()).map(|a| ranges.iter().any(|r| r.start == layout.params[a].first)).collect();
-    let view_stop = Arc::new(AtomicBool::new(false));
-    let feed = control.view.get().map(|v| crate::view::feed(v.clone(), read_back, view_stop.clone())).transpose()?;
-    let mut opened = open(genome, &config.backend, Readback::Ranges(ranges), false).map_err(anyhow::Error::msg)?;
+    topics.set_feed(control.view.get().map(|v| crate::view::feed(v.clone(), read_back, view_stop.clone())).transpose()?);
+    let mut opened = open(genome, config.backend, Readback::Ranges(ranges), false).map_err(anyhow::Error::msg)?;
     let backend: &mut dyn Backend = opened.backend.as_mut();
     topics.hardware = backend.info().device;
+    let checkpoint = &config.checkpoint.path;
     if resume {
-        let c = Checkpoint::load(&config.checkpoint.path, genome)?;
-        backend.restore(&c.state).with_context(|| format!("{}: cannot restore the checkpoint", config.checkpoint.path.display()))?;
-        tracing::info!("resumed from {} at burst {}", config.checkpoint.path.display(), c.state.burst);
+        let c = Checkpoint::load(checkpoint, genome)?;
+        backend.restore(&c.state).with_context(|| format!("{}: cannot restore the checkpoint", checkpoint.display()))?;
+        tracing::info!("resumed from {} at burst {}", checkpoint.display(), c.state.burst);
         if c.state.learned.is_empty() && genome.mappings.iter().any(|m| m.plasticity.is_some()) {
             tracing::warn!(
                 "{}: the checkpoint holds no learned weights (written by an older neuroburst); the plastic synapses start from \
                  the genome's weights",
-                config.checkpoint.path.display()
+                checkpoint.display()
             );
         }
     }
 
     tracing::info!("transport: {}", transport.describe());
-
-    let mut drive = drive;
-    let mut injection = Injections::new();
-    backend.prepare_input(&mut injection);
     let mut summary = Summary { hardware: topics.hardware.clone(), ..Summary::default() };
     tracing::info!("bursting at {} Hz ({} neurons, {} synapses, {})", topics.rate(), layout.neurons, opened.synapses, topics.hardware);
 
-    let mut trace = trace::PhaseTrace::default();
     // the publisher thread first: it must not inherit the burst thread's core
-    topics.start()?;
+    topics.start_publisher()?;
     realtime::apply_logged(&config.node.realtime);
-    let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
-    while !control.stop.load(Ordering::Relaxed) {
-        let waiting = Instant::now();
-        if !topics.wait(&control.stop) {
-            break;
-        }
-        let start = Instant::now();
-        injection.clear();
-        if let Some(d) = drive.as_mut() {
-            d(summary.bursts + 1, &mut injection);
-        }
-        let driven = Instant::now();
-        topics.append_injection(&mut injection);
-        let intake = Instant::now();
-        let out = backend.burst(injection.as_slice())?;
-        let burst = Instant::now();
-        let (now, blind) = (topics.now_ns(), topics.blind());
-        if let Some(f) = feed.as_ref().filter(|f| f.wanted()) {
-            f.offer(now, out.fired);
-        }
-        let products = topics.outputs.burst(&out, layout, now, blind);
-        let decoded = Instant::now();
-        summary.bursts = products.burst;
-        topics.publish(products, start);
-        let end = Instant::now();
-        trace.record(&[ns(waiting, start), ns(driven, intake), ns(start, driven), ns(intake, burst), ns(burst, decoded), ns(decoded, end)]);
-        control.burst.store(summary.bursts, Ordering::Relaxed);
-        control.missed.store(topics.pace.missed(), Ordering::Relaxed);
-        if control.reset_trace.swap(false, Ordering::Relaxed) {
-            trace.clear();
-        }
+    topics.count_missed(control.missed.clone());
+    let mut last = 0;
+    let ran = crate::run::bursts(topics, backend, &control.stop, |burst, backend| {
+        last = burst;
+        control.burst.store(burst, Ordering::Relaxed);
         if control.save.swap(false, Ordering::Relaxed) {
-            save(genome, backend, &config.checkpoint.path, false);
+            save(genome, backend, checkpoint, false);
         }
-    }
-    view_stop.store(true, Ordering::Relaxed);
+        Ok(control.reset_trace.swap(false, Ordering::Relaxed))
+    })?;
+    summary.bursts = last;
     summary.missed_deadlines = topics.pace.missed();
     (summary.dropped_messages, summary.malformed_messages) = topics.dropped();
     summary.link_losses = transport.link_losses();
-    summary.phases = trace.summary();
+    summary.phases = ran.phases;
     if config.checkpoint.on_shutdown {
-        save(genome, backend, &config.checkpoint.path, true);
+        save(genome, backend, checkpoint, true);
     }
     tracing::info!(
         "stopped after {} bursts: {} missed deadlines, {} dropped messages ({} malformed), {} link losses",

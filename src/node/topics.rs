@@ -1,7 +1,8 @@
 //! The live node's topics around the brain: the encoders' sensor topics in (latest message wins),
 //! the decoders' motor topics out (their stop commands when every sensor is stale and when the
 //! node stops), `/diagnostics` and BurstStats out, `/clock` in under `use_sim_time`, the burst
-//! pacing and the problem log. Shared by `neuroburst node` and the io shard of a distributed brain.
+//! pacing and the problem log: the live node as the run loop's input and output
+//! ([`crate::run::Io`]). `neuroburst node` and the io shard of a distributed brain run it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
@@ -11,20 +12,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
-use super::intake::{Slot, Wake};
-use super::output::{BurstRecord, Output, OutputReport, OutputSide, Record};
-use super::pace::{Pace, SimTime};
 use super::problems::ProblemLog;
+use super::publish::{BurstRecord, Output, OutputReport, OutputSide, Record};
 use super::settings::Mode;
-use super::{input_type, topic_spec};
-use crate::config::Config;
-use crate::model::{Injection, Injections, Layout};
-use crate::replay::intake::Intake;
-use crate::replay::outputs::{BurstProducts, Outputs};
+use super::slots::Slot;
+use super::{input_type, topic_spec, Drive, NodeSetup};
+use crate::model::{Injections, Layout};
 use crate::ros::diagnostic_msgs::DiagnosticArray;
 use crate::ros::neuroburst_msgs::BurstStats;
 use crate::ros::rosgraph_msgs::Clock as ClockMsg;
 use crate::ros::RosMessage;
+use crate::run::pace::{Pace, SimTime, Wake};
+use crate::run::{BurstProducts, Intake, Io, Outputs};
 use crate::transport::{names, Publisher, Qos, Transport};
 
 /// A subscribed sensor topic.
@@ -61,6 +60,16 @@ pub struct LiveTopics {
     blind: bool,
     /// Arrivals of the messages taken for the current burst.
     arrivals: Vec<Instant>,
+    layout: Layout,
+    /// Missed deadlines, for observers.
+    missed: Arc<AtomicU64>,
+    /// Extra input every burst (`bench-loop`'s W drive).
+    drive: Option<Drive>,
+    /// The live view's feed of fired neurons.
+    feed: Option<crate::view::Feed>,
+    /// The transport, when this owns it (the io shard): its subscriptions feed the slots.
+    transport: Option<Box<dyn Transport>>,
+    describe: String,
 }
 
 /// Records the burst thread may hand over before the publisher takes them.
@@ -91,16 +100,16 @@ impl LiveTopics {
     /// Check the encoders and decoders of `config`, subscribe the encoders' topics and announce
     /// the decoders' (and BurstStats) on `transport`; the clock paces `rate` bursts per second.
     /// `who` names the process in the warnings ("the node", "the io shard").
-    pub fn open(config: &Config, layout: &Layout, transport: &mut dyn Transport, rate: f64, who: &str) -> anyhow::Result<LiveTopics> {
-        let nc = &config.node;
+    pub fn open(config: &NodeSetup, layout: &Layout, transport: &mut dyn Transport, rate: f64, who: &str) -> anyhow::Result<LiveTopics> {
+        let nc = config.node;
         if !(rate.is_finite() && rate > 0.0) {
             return Err(anyhow!("node.rate_hz: {rate} bursts per second is not a usable rate"));
         }
         if config.encoders.is_empty() && config.decoders.is_empty() {
             tracing::warn!("no encoders and no decoders in the configuration: {who} subscribes to nothing and publishes only its stats");
         }
-        let mut intake = Intake::new(&config.encoders, layout)?.quiet();
-        let outputs = Outputs::new(&config.decoders, layout).map_err(anyhow::Error::msg)?;
+        let mut intake = Intake::new(config.encoders, layout)?.quiet();
+        let outputs = Outputs::new(config.decoders, layout).map_err(anyhow::Error::msg)?;
         for topic in nc.input_types.keys() {
             if !intake.topics().any(|t| t == topic) {
                 return Err(anyhow!("node.input_types: no encoder reads topic {topic}"));
@@ -114,7 +123,7 @@ impl LiveTopics {
             let type_name = input_type(nc, &intake, &key)?;
             intake.check_type(&key, type_name)?;
             let spec = topic_spec(&key, nc, type_name, Qos::SENSOR)?;
-            let slot = Slot::new(&spec.name);
+            let slot = Slot::new(&spec.name, intake.counters(&key).expect("the intake's topic"));
             let encoder = slot.spawn_encoder(intake.take_encoders(&key), type_name, wake.clone(), nc.realtime.busy_poll)?;
             inputs.push(Input { key, slot: slot.clone(), encoder: Some(encoder) });
             transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?;
@@ -214,7 +223,33 @@ impl LiveTopics {
             now_ns: 0,
             blind: false,
             arrivals: Vec::with_capacity(64),
+            layout: layout.clone(),
+            missed: Arc::default(),
+            drive: None,
+            feed: None,
+            transport: None,
+            describe: format!("live topics at {rate} Hz over {}", transport.describe()),
         })
+    }
+
+    /// Count the missed deadlines into `missed` too, after every burst.
+    pub fn count_missed(&mut self, missed: Arc<AtomicU64>) {
+        self.missed = missed;
+    }
+
+    /// Add `drive` to every burst's input, before the sensors'.
+    pub fn set_drive(&mut self, drive: Option<Drive>) {
+        self.drive = drive;
+    }
+
+    /// Offer the live view every burst's fired neurons.
+    pub fn set_feed(&mut self, feed: Option<crate::view::Feed>) {
+        self.feed = feed;
+    }
+
+    /// Hold the transport whose subscriptions feed the slots (the io shard owns no other).
+    pub fn keep(&mut self, transport: Box<dyn Transport>) {
+        self.transport = Some(transport);
     }
 
     /// Show the sensor messages, motor messages and stats in the live view (before [`start`]).
@@ -227,28 +262,16 @@ impl LiveTopics {
         }
     }
 
-    /// The bursts start now: the clock's first deadline and the stats period count from here.
-    pub fn start(&mut self) -> anyhow::Result<()> {
+    /// Start the publisher thread (once; before the burst thread takes its real-time settings,
+    /// so that the publisher does not inherit them).
+    pub fn start_publisher(&mut self) -> anyhow::Result<()> {
         if let Some(mut side) = self.side.take() {
             side.hardware.clone_from(&self.hardware);
             let (tx, rx) = sync_channel(RECORDS);
             self.publisher = Some(std::thread::Builder::new().name("publish".into()).spawn(move || side.run(rx))?);
             self.records = Some(tx);
         }
-        self.pace.start(self.rate);
         Ok(())
-    }
-
-    /// Wait for the next burst (the wall clock's grid, or `/clock` under simulation time); false
-    /// when `stop` was set while waiting.
-    pub fn wait(&mut self, stop: &AtomicBool) -> bool {
-        match self.pace.wait(stop) {
-            Some(t) => {
-                self.now_ns = t;
-                true
-            }
-            None => false,
-        }
     }
 
     /// Bursts per (simulated) second.
@@ -259,21 +282,6 @@ impl LiveTopics {
     /// The ROS time of the current burst (bag time's counterpart: what outputs are stamped with).
     pub fn now_ns(&self) -> u64 {
         self.now_ns
-    }
-
-    /// The latest message of every sensor topic, encoded: this burst's injection, added to what
-    /// `out` holds.
-    pub fn append_injection(&mut self, out: &mut Injections) {
-        self.offer_latest();
-        self.intake.append_injection(out, self.now_ns);
-        self.note_blind();
-    }
-
-    /// [`LiveTopics::injection`] as a list of entries (the cluster's wire format).
-    pub fn injection_vec(&mut self, out: &mut Vec<Injection>) {
-        self.offer_latest();
-        self.intake.injection_vec(out, self.now_ns);
-        self.note_blind();
     }
 
     /// Whether every sensor topic is stale (the decoders send their stop commands).
@@ -353,11 +361,76 @@ impl LiveTopics {
             }
         }
         self.pace.finished(Instant::now());
+        self.missed.store(self.pace.missed(), Ordering::Relaxed);
     }
 
     /// Sensor messages dropped and, of those, malformed, since the start.
     pub fn dropped(&self) -> (u64, u64) {
         let slots = self.inputs.iter().map(|i| &i.slot);
-        (slots.clone().map(|s| s.lost()).sum(), slots.map(|s| s.counters.malformed.load(Ordering::Relaxed)).sum())
+        (slots.clone().map(|s| s.counters.lost()).sum(), slots.map(|s| s.counters.malformed.get()).sum())
+    }
+}
+
+impl Io for LiveTopics {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn start(&mut self, c: u64) -> anyhow::Result<()> {
+        if c > 0 {
+            tracing::info!("the brain resumes from burst {c}; the live topics go on");
+        }
+        self.start_publisher()?;
+        self.pace.start(0);
+        Ok(())
+    }
+
+    fn wait(&mut self, t: u64, stop: &AtomicBool) -> Option<u64> {
+        self.now_ns = self.pace.wait(t, stop)?;
+        Some(self.now_ns)
+    }
+
+    fn drive(&mut self, t: u64, out: &mut Injections) {
+        if let Some(d) = self.drive.as_mut() {
+            d(t, out);
+        }
+    }
+
+    /// The latest message of every sensor topic, encoded.
+    fn injection(&mut self, _t: u64, out: &mut Injections) -> anyhow::Result<()> {
+        self.offer_latest();
+        self.intake.append_injection(out, self.now_ns);
+        self.note_blind();
+        Ok(())
+    }
+
+    fn decode(&mut self, t: u64, fired: &[u32], fired_total: u64) -> anyhow::Result<BurstProducts> {
+        if let Some(f) = self.feed.as_ref().filter(|f| f.wanted()) {
+            f.offer(self.now_ns, fired);
+        }
+        Ok(self.outputs.decode(t, fired, fired_total, &self.layout, self.now_ns, self.blind))
+    }
+
+    fn hand_over(&mut self, _t: u64, products: BurstProducts, _fired: &[u32], started: Instant) -> anyhow::Result<()> {
+        self.publish(products, started);
+        Ok(())
+    }
+
+    fn finish(&mut self, fatal: Option<&str>) -> anyhow::Result<serde_json::Value> {
+        self.stop(fatal);
+        let (dropped, malformed) = self.dropped();
+        let published: serde_json::Map<String, serde_json::Value> =
+            self.report.published.iter().map(|(t, p, e)| (t.clone(), serde_json::json!({"published": p, "errors": e}))).collect();
+        let received: serde_json::Map<String, serde_json::Value> =
+            self.inputs.iter().map(|i| (i.slot.topic.clone(), i.slot.counters.received.get().into())).collect();
+        Ok(serde_json::json!({
+            "transport": self.describe,
+            "received": received,
+            "published": published,
+            "missed_deadlines": self.pace.missed(),
+            "dropped_messages": dropped,
+            "malformed_messages": malformed,
+            "link_losses": self.transport.as_ref().and_then(|t| t.link_losses()),
+        }))
     }
 }

@@ -1,35 +1,68 @@
-//! The bag replay, and the loop's pieces that the live node (`src/node/`) shares: [`intake`]
-//! (latest message per topic wins, encoded into injections), [`outputs`] (motor areas decoded into
-//! messages, the per-burst activity), [`schedule`] (which bursts run at which bag time) and
-//! [`plot`]. The replay itself, below:
-//!
-//! Replay: a bag drives the brain, lock-stepped to bag time ([`BagSchedule`]: on the clock's grid
-//! at the genome's `burst_rate_hz`, or in reflex mode at the messages' log times too); each
-//! burst's motor messages and activity message are recorded at its bag time. Nothing depends on
-//! the wall clock, so two runs (and the CPU and CUDA backends) write the same bytes.
+//! The bag replay (`neuroburst replay`): a bag drives the brain through the run loop
+//! ([`crate::run::bursts`]), lock-stepped to bag time (on the clock's grid at the genome's
+//! `burst_rate_hz`, or in reflex mode at the messages' log times too); each burst's motor
+//! messages and activity message are recorded at its bag time. Nothing depends on the wall
+//! clock, so two runs (and the CPU and CUDA backends) write the same bytes. [`bag_io`] is the
+//! bag as the loop's input and output (the io shard of a distributed brain replays with it too);
+//! [`plot`] draws what a replay did.
 
-pub mod intake;
-pub mod outputs;
+pub mod bag_io;
 pub mod plot;
-pub mod schedule;
 
-pub use schedule::BagSchedule;
+pub use bag_io::BagIo;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::bag::qos::Qos;
 use crate::bag::{Bag, BagError, BagWriter};
+use crate::decode::DecoderConfig;
+use crate::encode::EncoderConfig;
 use crate::genome::Genome;
-use crate::model::{Injections, Layout};
+use crate::model::Layout;
 use crate::ros::neuroburst_msgs::BurstActivity;
 use crate::ros::{encode, registry, RosMessage};
+use crate::run::intake::{self, Intake, TopicCounters};
+use crate::run::outputs::{BurstProducts, Outputs};
+use crate::run::schedule::{Mode, ReflexConfig};
 use crate::view::scene::Geometry;
-use crate::view::{View, POINTS_TOPIC, SCENE_TOPIC};
+use crate::view::{View, ViewConfig, POINTS_TOPIC, SCENE_TOPIC};
 use foxglove::Encode;
-use intake::{Intake, TopicCounts};
-use outputs::{BurstProducts, Outputs};
+
+/// Settings of `neuroburst replay` (the configuration's `replay` section).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplayConfig {
+    /// Topic of the per-burst activity (neuroburst_msgs/msg/BurstActivity); empty = not recorded.
+    pub activity_topic: String,
+    /// Stop after this many bursts; 0 = until the end of the bag.
+    pub max_bursts: u64,
+    /// Pace of the replay against the wall clock: 0 = as fast as possible, 1 = bag time, 2 = twice
+    /// as fast. Never changes the output.
+    pub pace: f64,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig { activity_topic: "/neuroburst/activity".into(), max_bursts: 0, pace: 0.0 }
+    }
+}
+
+/// The sections of the configuration a replay reads.
+#[derive(Clone, Debug)]
+pub struct ReplaySetup {
+    pub encoders: Vec<EncoderConfig>,
+    pub decoders: Vec<DecoderConfig>,
+    /// `node.mode` and `node.reflex`: a replay bursts as the node would.
+    pub mode: Mode,
+    pub reflex: ReflexConfig,
+    pub replay: ReplayConfig,
+    pub view: ViewConfig,
+}
 
 /// Per-burst record for plots.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,8 +100,8 @@ fn plastic_mappings(genome: &Genome) -> Vec<(u32, String)> {
 }
 
 /// One sample of what the brain has learned.
-fn learn_point(backend: &mut dyn Backend, mappings: &[(u32, String)], t: f64, burst: u64) -> Result<LearnPoint, ReplayError> {
-    let st = backend.snapshot().map_err(|e| ReplayError::Backend { burst, message: e.to_string() })?;
+fn learn_point(backend: &mut dyn Backend, mappings: &[(u32, String)], t: f64, burst: u64) -> anyhow::Result<LearnPoint> {
+    let st = backend.snapshot().map_err(|e| anyhow::anyhow!("burst {burst}: {e}"))?;
     let mut p = LearnPoint { t, synapses: vec![0; mappings.len()], mean: vec![0.0; mappings.len()] };
     for s in &st.learned.synapses {
         if let Some(j) = mappings.iter().position(|m| m.0 == s.mapping) {
@@ -100,7 +133,7 @@ pub struct ReplaySummary {
     pub bursts: u64,
     /// Bag seconds covered.
     pub duration_s: f64,
-    pub inputs: BTreeMap<String, TopicCounts>,
+    pub inputs: BTreeMap<String, TopicCounters>,
     /// Messages on topics no encoder listens to, per topic.
     pub ignored: BTreeMap<String, u64>,
     pub first_errors: BTreeMap<String, String>,
@@ -124,18 +157,12 @@ pub enum ReplayError {
     Intake(#[from] intake::IntakeError),
     #[error("{0}")]
     Config(String),
-    #[error("burst {burst}: {message}")]
-    Backend { burst: u64, message: String },
 }
 
 /// Options of a replay.
 pub struct ReplayOptions<'a> {
     pub burst_rate_hz: f64,
-    pub max_bursts: u64,
-    pub activity_topic: String,
     pub progress: bool,
-    /// 0 = as fast as possible; else bag seconds per wall-clock second (never changes the output).
-    pub pace: f64,
     /// Set (by a SIGINT handler) to stop after the current burst and finish the output.
     pub stop: &'a AtomicBool,
     /// The live view, if served.
@@ -145,7 +172,7 @@ pub struct ReplayOptions<'a> {
 
 /// The scene frames of a replay: recorded (`view.record`) and sent to the view, every
 /// 1 / `view.rate_hz` of bag time.
-struct Frames {
+pub(crate) struct Frames {
     geometry: Geometry,
     channels: Option<(u16, u16)>,
     period_ns: u64,
@@ -154,33 +181,37 @@ struct Frames {
 }
 
 impl Frames {
-    fn new(writer: &mut BagWriter, config: &crate::config::Config, genome: &Genome, t0: u64) -> Result<Frames, ReplayError> {
-        let channels = if config.view.record {
-            let scene = foxglove::messages::SceneUpdate::get_schema().expect("foxglove messages have schemas");
-            let points = foxglove::messages::PointCloud::get_schema().expect("foxglove messages have schemas");
-            let encoding = foxglove::messages::SceneUpdate::get_message_encoding();
-            Some((writer.add_foreign_topic(SCENE_TOPIC, &scene, &encoding)?, writer.add_foreign_topic(POINTS_TOPIC, &points, &encoding)?))
-        } else {
-            None
+    pub(crate) fn new(writer: Option<&mut BagWriter>, config: &ViewConfig, genome: &Genome, t0: u64) -> anyhow::Result<Frames> {
+        let channels = match writer.filter(|_| config.record) {
+            Some(writer) => {
+                let scene = foxglove::messages::SceneUpdate::get_schema().expect("foxglove messages have schemas");
+                let points = foxglove::messages::PointCloud::get_schema().expect("foxglove messages have schemas");
+                let encoding = foxglove::messages::SceneUpdate::get_message_encoding();
+                Some((
+                    writer.add_foreign_topic(SCENE_TOPIC, &scene, &encoding)?,
+                    writer.add_foreign_topic(POINTS_TOPIC, &points, &encoding)?,
+                ))
+            }
+            None => None,
         };
         Ok(Frames {
             geometry: Geometry::new(genome),
             channels,
-            period_ns: (1e9 / config.view.rate_hz) as u64,
+            period_ns: (1e9 / config.rate_hz) as u64,
             next_ns: t0,
-            max_points: config.view.max_points,
+            max_points: config.max_points,
         })
     }
 
     /// Record and send the frame of a burst at `t_k`, if one is due.
-    fn burst(
+    pub(crate) fn burst(
         &mut self,
-        writer: &mut BagWriter,
+        writer: Option<&mut BagWriter>,
         view: Option<&View>,
         layout: &Layout,
         t_k: u64,
         out: (&[u32], &[u32]),
-    ) -> Result<(), ReplayError> {
+    ) -> anyhow::Result<()> {
         if t_k < self.next_ns || (self.channels.is_none() && view.is_none()) {
             return Ok(());
         }
@@ -189,7 +220,7 @@ impl Frames {
         }
         let per_area: Vec<Option<u32>> = out.0.iter().map(|&n| Some(n)).collect();
         let (scene, points) = crate::view::frame_messages(&self.geometry, layout, self.max_points, t_k, &per_area, out.1);
-        if let Some((s, p)) = self.channels {
+        if let (Some((s, p)), Some(writer)) = (self.channels, writer) {
             writer.write(s, t_k, &crate::view::scene::bytes(&scene))?;
             writer.write(p, t_k, &crate::view::scene::bytes(&points))?;
         }
@@ -258,120 +289,56 @@ impl OutputChannels {
     }
 }
 
-/// Replay `bag` through `backend` (which must read back every fired neuron, or at least the
-/// motor areas), writing motor and activity messages to `writer`.
+/// Replay `bag` (read from `bag_path`) through `backend` (which must read back every fired
+/// neuron, or at least the motor areas), recording the motor and activity messages to `out`. The
+/// output bag is finished whatever happens, so it stays readable.
 pub fn replay(
-    bag: &Bag,
+    bag: Bag,
+    bag_path: &Path,
     layout: &Layout,
     backend: &mut dyn Backend,
-    config: &crate::config::Config,
-    writer: &mut BagWriter,
+    setup: ReplaySetup,
+    out: &Path,
     opts: &ReplayOptions<'_>,
-) -> Result<ReplaySummary, ReplayError> {
-    let mut intake = Intake::new(&config.encoders, layout)?;
-    let schedule = BagSchedule::for_mode(bag, opts.burst_rate_hz, opts.max_bursts, (config.node.mode, &config.node.reflex), &intake)?;
-    let mut outputs = Outputs::new(&config.decoders, layout).map_err(ReplayError::Config)?;
-    check_topics(bag, &intake)?;
-    let channels = OutputChannels::add(writer, &outputs, &opts.activity_topic)?;
-    let motor = outputs
-        .decoders
-        .iter()
-        .map(|d| MotorStats {
-            topic: d.config.topic().into(),
-            type_name: d.config.message_type().into(),
-            labels: labels(&d.config, layout),
-            ..Default::default()
-        })
-        .collect();
-
+) -> anyhow::Result<ReplaySummary> {
+    let mut io = BagIo::new(bag, bag_path, layout.clone(), setup, opts.burst_rate_hz, Some(out), false, Some((opts.genome, opts.view)))?;
     let plastic = plastic_mappings(opts.genome);
-    let learning_labels = plastic.iter().map(|m| m.1.clone()).collect();
-    let mut summary = ReplaySummary { motor, learning_labels, ..Default::default() };
-    let Some(mut schedule) = schedule else {
-        return Ok(summary);
-    };
-    let t0 = schedule.t0();
-    let total = schedule.total();
-    let mut frames = Frames::new(writer, config, opts.genome, t0)?;
-
+    let total = io.bursts();
+    let t0 = io.t0();
     let bar = crate::progress::Progress::new("replay", "bursts", total, opts.progress);
-
-    let mut fired = vec![0u64; layout.meta.len()];
-    let mut last_values: Vec<Vec<f64>> = summary.motor.iter().map(|m| vec![0.0; m.labels.len()]).collect();
-    let mut sums: Vec<Vec<f64>> = last_values.clone();
-    let started = std::time::Instant::now();
-    let mut injection = Injections::new();
-    backend.prepare_input(&mut injection);
     let learn_every = (total / LEARN_SAMPLES).max(1);
-    if !plastic.is_empty() {
-        summary.learning.push(learn_point(backend, &plastic, 0.0, 0)?);
-    }
-    for k in 1..=total {
-        if opts.stop.load(Ordering::SeqCst) {
-            summary.interrupted = true;
-            break;
+    let mut learning = Vec::new();
+    let ran = (|| {
+        if !plastic.is_empty() && total > 0 {
+            learning.push(learn_point(backend, &plastic, 0.0, 0)?);
         }
-        let t_k = schedule.time(k);
-        if opts.pace > 0.0 {
-            let due = std::time::Duration::from_secs_f64((t_k - t0) as f64 * 1e-9 / opts.pace);
-            if let Some(wait) = due.checked_sub(started.elapsed()) {
-                std::thread::sleep(wait);
+        let times = io.times();
+        crate::run::bursts(&mut io, backend, opts.stop, |k, backend| {
+            let t = (times[k as usize - 1] - t0) as f64 * 1e-9;
+            if !plastic.is_empty() && (k % learn_every == 0 || k == total) {
+                learning.push(learn_point(backend, &plastic, t, k)?);
             }
-        }
-        let first = schedule.position();
-        schedule.offer(bag, k, &mut intake, &mut summary.ignored);
-        if let Some(v) = opts.view {
-            show_inputs(v, bag, first..schedule.position(), &intake);
-        }
-        intake.injection(&mut injection, t_k);
-        let out = backend.burst(injection.as_slice()).map_err(|e| ReplayError::Backend { burst: k, message: e.to_string() })?;
-        let products = outputs.burst(&out, layout, t_k, intake.blind());
-        channels.messages(&products, &outputs, t_k, |ch, data| writer.write(ch, t_k, data))?;
-        frames.burst(writer, opts.view, layout, t_k, (&products.fired_per_area, out.fired))?;
-        if let Some(v) = opts.view {
-            show_outputs(v, &products, &outputs, &opts.activity_topic, t_k);
-        }
-        for (i, m) in &products.motor {
-            summary.motor[*i].messages += 1;
-            for (s, v) in sums[*i].iter_mut().zip(&m.values) {
-                *s += v;
+            if k % 16 == 0 {
+                bar.message(format!("bag time {t:.2} s"));
             }
-            last_values[*i] = m.values.clone();
-        }
-        if channels.activity.is_some() {
-            summary.activity_messages += 1;
-        }
-        for (f, &n) in fired.iter_mut().zip(&products.fired_per_area) {
-            *f += n as u64;
-        }
-        summary.records.push(BurstRecord {
-            t: (t_k - t0) as f64 * 1e-9,
-            fired_per_area: products.fired_per_area,
-            motor: last_values.clone(),
-        });
-        summary.bursts = k;
-        if !plastic.is_empty() && (k % learn_every == 0 || k == total) {
-            summary.learning.push(learn_point(backend, &plastic, (t_k - t0) as f64 * 1e-9, k)?);
-        }
-        if k % 16 == 0 {
-            bar.message(format!("bag time {:.2} s", (t_k - t0) as f64 * 1e-9));
-        }
-        bar.inc(1);
-    }
+            bar.inc(1);
+            Ok(false)
+        })
+    })();
     bar.finish();
-    summary.duration_s = schedule.duration_s();
-    for (m, s) in summary.motor.iter_mut().zip(sums) {
-        m.mean = s.iter().map(|v| if m.messages > 0 { v / m.messages as f64 } else { 0.0 }).collect();
-    }
-    summary.inputs = intake.stats.clone();
-    summary.first_errors = intake.first_errors.clone();
-    summary.fired = layout.meta.iter().map(|m| m.id.clone()).zip(fired).collect();
+    let finished = crate::run::Io::finish(&mut io, None);
+    let ran = ran?;
+    finished?;
+    let mut summary = io.summary();
+    summary.interrupted = ran.interrupted;
+    summary.learning_labels = plastic.iter().map(|m| m.1.clone()).collect();
+    summary.learning = learning;
     Ok(summary)
 }
 
 /// The sensor messages of `range` that an encoder read, to the view (at most `view.rate_hz` per
 /// topic).
-fn show_inputs(view: &View, bag: &Bag, range: std::ops::Range<usize>, intake: &Intake) {
+pub(crate) fn show_inputs(view: &View, bag: &Bag, range: std::ops::Range<usize>, intake: &Intake) {
     for m in &bag.messages[range] {
         let t = &bag.topics[m.topic];
         if intake.topics().any(|x| x == t.name) {
@@ -381,7 +348,7 @@ fn show_inputs(view: &View, bag: &Bag, range: std::ops::Range<usize>, intake: &I
 }
 
 /// A burst's motor and activity messages, to the view.
-fn show_outputs(view: &View, products: &BurstProducts, outputs: &Outputs, activity_topic: &str, t_k: u64) {
+pub(crate) fn show_outputs(view: &View, products: &BurstProducts, outputs: &Outputs, activity_topic: &str, t_k: u64) {
     for (i, m) in &products.motor {
         let d = &outputs.decoders[*i];
         view.ros(d.config.topic(), d.config.message_type(), &m.payload, t_k, false);
@@ -391,7 +358,7 @@ fn show_outputs(view: &View, products: &BurstProducts, outputs: &Outputs, activi
     }
 }
 
-fn labels(c: &crate::decode::DecoderConfig, layout: &Layout) -> Vec<String> {
+pub(crate) fn labels(c: &crate::decode::DecoderConfig, layout: &Layout) -> Vec<String> {
     use crate::decode::DecoderConfig as D;
     match c {
         D::Twist(t) => t

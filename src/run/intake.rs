@@ -7,24 +7,62 @@
 //! replay, ROS or simulation time in the live node).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::encode::{Encoder, EncoderConfig};
 use crate::model::{Injection, Injections, Layout};
 
-/// Counters of one input topic, named as the live node's (`TopicCounters` in `node/intake.rs`
-/// counts them across its threads).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TopicCounts {
+/// A count that the intake's threads share (the live node's transport callbacks and encoder
+/// threads count beside the burst thread).
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+impl Clone for Counter {
+    fn clone(&self) -> Self {
+        Counter(AtomicU64::new(self.get()))
+    }
+}
+
+impl PartialEq for Counter {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+/// The counters of one input topic: the one set, whatever feeds the intake (a bag, the live
+/// node's slots, the io shard).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TopicCounters {
     /// Messages received.
-    pub received: u64,
-    /// Messages encoded into an injection.
-    pub encoded: u64,
-    /// Messages replaced by a newer one before a burst used them.
-    pub replaced: u64,
+    pub received: Counter,
+    /// Messages encoded into an injection that a burst took.
+    pub encoded: Counter,
+    /// Messages (or their encodings) replaced by a newer one before a burst used them.
+    pub replaced: Counter,
     /// Messages that could not be decoded or encoded: dropped.
-    pub malformed: u64,
+    pub malformed: Counter,
+    /// rmw_zenoh samples without a (well-formed) attachment: dropped before decoding.
+    pub bad_attachment: Counter,
     /// Times the topic went stale (silent for `stale_after`) and stopped being injected.
-    pub went_stale: u64,
+    pub went_stale: Counter,
+}
+
+impl TopicCounters {
+    /// Messages lost before a burst used them: replaced, malformed, or without a valid attachment.
+    pub fn lost(&self) -> u64 {
+        self.replaced.get() + self.bad_attachment.get() + self.malformed.get()
+    }
 }
 
 /// Why the intake cannot start.
@@ -45,7 +83,8 @@ pub struct Intake {
     /// Latest unencoded message per topic: (type, payload).
     pending: BTreeMap<String, (String, Vec<u8>)>,
     held: Vec<Vec<Injection>>,
-    pub stats: BTreeMap<String, TopicCounts>,
+    /// Per topic, shared with whatever feeds it ([`Intake::counters`]).
+    pub stats: BTreeMap<String, Arc<TopicCounters>>,
     /// Errors of the first dropped message of each topic.
     pub first_errors: BTreeMap<String, String>,
     /// Error of the latest dropped message of each topic.
@@ -69,7 +108,7 @@ impl Intake {
             by_topic.entry(c.topic().to_string()).or_default().push(encoders.len());
             encoders.push(Some(e));
         }
-        let stats = by_topic.keys().map(|t| (t.clone(), TopicCounts::default())).collect();
+        let stats = by_topic.keys().map(|t| (t.clone(), Arc::default())).collect();
         let held = vec![Vec::new(); encoders.len()];
         let stale = vec![false; encoders.len()];
         Ok(Intake {
@@ -121,13 +160,13 @@ impl Intake {
 
     /// A message arrived at `at_ns`. Returns false when no encoder listens to `topic`.
     pub fn offer(&mut self, topic: &str, type_name: &str, payload: &[u8], at_ns: u64) -> bool {
-        let Some(stats) = self.stats.get_mut(topic) else { return false };
-        stats.received += 1;
+        let Some(stats) = self.stats.get(topic) else { return false };
+        stats.received.add(1);
         for &i in &self.by_topic[topic] {
             self.last_at[i] = Some(at_ns);
         }
         if self.pending.insert(topic.to_string(), (type_name.to_string(), payload.to_vec())).is_some() {
-            stats.replaced += 1;
+            stats.replaced.add(1);
         }
         true
     }
@@ -192,9 +231,9 @@ impl Intake {
             }
             self.stale[i] = stale;
             if stale && last.is_some() {
-                self.stats.get_mut(topic).expect("configured topic").went_stale += 1;
+                self.stats[topic].went_stale.add(1);
                 tracing::warn!("topic {topic}: no message for {after} s: not injected until the next one");
-            } else if !stale && self.stats[topic].went_stale > 0 {
+            } else if !stale && self.stats[topic].went_stale.get() > 0 {
                 tracing::info!("topic {topic}: messages again");
             }
         }
@@ -215,25 +254,30 @@ impl Intake {
         ids.iter().filter_map(|&i| self.encoders[i].take()).collect()
     }
 
+    /// The counters of `topic`, for whatever feeds it from elsewhere (the live node's slots count
+    /// the messages received, replaced and malformed where they arrive and are encoded).
+    pub fn counters(&self, topic: &str) -> Option<Arc<TopicCounters>> {
+        self.stats.get(topic).cloned()
+    }
+
     /// A message of `topic` that arrived at `at_ns`, encoded elsewhere by the encoders of
     /// [`Intake::take_encoders`] (one injection each, same order), or the error that dropped it
-    /// (the previous injections stand). Returns false when no encoder listens to `topic`.
+    /// (the previous injections stand). Its arrival and a failed encoding were counted where they
+    /// happened ([`Intake::counters`]); this counts it encoded. Returns false when no encoder
+    /// listens to `topic`.
     pub fn offer_encoded(&mut self, topic: &str, encoded: Result<Vec<Vec<Injection>>, String>, at_ns: u64) -> bool {
         let Some(ids) = self.by_topic.get(topic) else { return false };
-        let stats = self.stats.get_mut(topic).expect("configured topic");
-        stats.received += 1;
         for &i in ids {
             self.last_at[i] = Some(at_ns);
         }
         match encoded {
             Ok(injections) => {
-                stats.encoded += 1;
+                self.stats[topic].encoded.add(1);
                 for (&i, inj) in ids.iter().zip(injections) {
                     self.held[i] = inj;
                 }
             }
             Err(e) => {
-                stats.malformed += 1;
                 self.first_errors.entry(topic.to_string()).or_insert_with(|| e.clone());
                 self.last_errors.insert(topic.to_string(), e);
             }
@@ -244,7 +288,7 @@ impl Intake {
     /// Encode the latest message of every topic that received one since the last burst.
     fn encode_pending(&mut self) {
         for (topic, (type_name, payload)) in std::mem::take(&mut self.pending) {
-            let stats = self.stats.get_mut(&topic).expect("pending topics are configured");
+            let stats = &self.stats[&topic];
             let mut ok = true;
             for &i in &self.by_topic[&topic] {
                 let Some(encoder) = self.encoders[i].as_mut() else { continue };
@@ -263,9 +307,9 @@ impl Intake {
                 }
             }
             if ok {
-                stats.encoded += 1;
+                stats.encoded.add(1);
             } else {
-                stats.malformed += 1;
+                stats.malformed.add(1);
             }
         }
     }

@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 
 use super::intake::Intake;
-use super::ReplayError;
 use serde::{Deserialize, Serialize};
 
 use crate::bag::Bag;
@@ -62,9 +61,9 @@ pub struct BagSchedule {
 }
 
 impl BagSchedule {
-    /// The clock's schedule of `bag` at `burst_rate_hz` (at most `max_bursts`, 0: no limit); None
-    /// for a bag without messages.
-    pub fn new(bag: &Bag, burst_rate_hz: f64, max_bursts: u64) -> Result<Option<BagSchedule>, ReplayError> {
+    /// The clock's schedule of `bag` at `burst_rate_hz` (at most `max_bursts`, 0: no limit); no
+    /// bursts for a bag without messages.
+    pub fn new(bag: &Bag, burst_rate_hz: f64, max_bursts: u64) -> Result<BagSchedule, String> {
         Self::plan(bag, burst_rate_hz, max_bursts, None)
     }
 
@@ -76,16 +75,16 @@ impl BagSchedule {
         max_bursts: u64,
         (mode, reflex): (Mode, &ReflexConfig),
         intake: &Intake,
-    ) -> Result<Option<BagSchedule>, ReplayError> {
+    ) -> Result<BagSchedule, String> {
         match mode {
             Mode::Clock => Self::new(bag, burst_rate_hz, max_bursts),
             Mode::Reflex => {
                 let r = reflex;
                 if r.bursts == 0 || r.lead < r.bursts {
-                    return Err(ReplayError::Config(format!(
+                    return Err(format!(
                         "node.reflex: bursts {} and lead {}: a reflex needs at least one burst, and lead >= bursts",
                         r.bursts, r.lead
-                    )));
+                    ));
                 }
                 let inputs: Vec<bool> = bag.topics.iter().map(|t| intake.topics().any(|i| i == t.name)).collect();
                 Self::plan(bag, burst_rate_hz, max_bursts, Some((r.bursts, r.lead, &inputs)))
@@ -93,12 +92,14 @@ impl BagSchedule {
         }
     }
 
-    fn plan(bag: &Bag, rate: f64, max_bursts: u64, reflex: Option<(u32, u32, &[bool])>) -> Result<Option<BagSchedule>, ReplayError> {
+    fn plan(bag: &Bag, rate: f64, max_bursts: u64, reflex: Option<(u32, u32, &[bool])>) -> Result<BagSchedule, String> {
         if !(rate > 0.0 && rate.is_finite()) {
-            return Err(ReplayError::Config(format!("burst_rate_hz must be > 0, not {rate}")));
+            return Err(format!("burst_rate_hz must be > 0, not {rate}"));
         }
         let msgs = &bag.messages;
-        let (Some(first), Some(last)) = (msgs.first(), msgs.last()) else { return Ok(None) };
+        let (Some(first), Some(last)) = (msgs.first(), msgs.last()) else {
+            return Ok(BagSchedule { t0: 0, t_last: 0, bursts: vec![], next: 0 });
+        };
         let (t0, t_last) = (first.log_time, last.log_time);
         let period_ns = 1e9 / rate;
         let grid = |j: u64| t0 + (j as f64 * period_ns).round() as u64;
@@ -150,12 +151,17 @@ impl BagSchedule {
                 }
             }
         }
-        Ok(Some(BagSchedule { t0, t_last, bursts, next: 0 }))
+        Ok(BagSchedule { t0, t_last, bursts, next: 0 })
     }
 
     /// The number of bursts.
     pub fn total(&self) -> u64 {
         self.bursts.len() as u64
+    }
+
+    /// Every burst's bag time, in order (what [`super::pace::Pace::bag`] paces).
+    pub fn times(&self) -> Vec<u64> {
+        self.bursts.iter().map(|b| b.0).collect()
     }
 
     /// The first message's log time.
@@ -219,21 +225,21 @@ mod tests {
 
     #[test]
     fn clock_bursts_on_the_grid_take_what_came_before() {
-        let s = BagSchedule::plan(&bag(&[(0, 0), (25, 0), (30, 0)]), 100.0, 0, None).unwrap().unwrap();
+        let s = BagSchedule::plan(&bag(&[(0, 0), (25, 0), (30, 0)]), 100.0, 0, None).unwrap();
         assert_eq!(times_ms(&s), vec![(0.0, 0), (10.0, 1), (20.0, 1), (30.0, 2), (40.0, 3)]);
     }
 
     #[test]
     fn reflex_bursts_at_a_message_and_gives_up_grid_points() {
         let b = bag(&[(0, 0), (25, 0), (27, 1), (30, 0)]);
-        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 8, &[true, false]))).unwrap().unwrap();
+        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 8, &[true, false]))).unwrap();
         // 0 ms: the message starts two bursts (the grid points at 0 and 10 ms are given up);
         // 20 ms: on the grid; 25 ms: two bursts; 27 ms: not an input, nothing; 30 ms: two more
         // (4 ahead: the grid's 30..60 ms are given up, and the grid ends at 40 ms)
         assert_eq!(times_ms(&s), vec![(0.0, 1), (0.0, 1), (20.0, 1), (25.0, 2), (25.0, 2), (30.0, 4), (30.0, 4)]);
         // at most `lead` ahead: with lead 2 (2 ahead after 25 ms), the message at 30 ms waits for
         // the grid point at 30 ms to free one burst, and the one at 40 ms the other
-        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 2, &[true, false]))).unwrap().unwrap();
+        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 2, &[true, false]))).unwrap();
         assert_eq!(times_ms(&s), vec![(0.0, 1), (0.0, 1), (20.0, 1), (25.0, 2), (25.0, 2), (30.0, 4), (40.0, 4)]);
     }
 }

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::health::Health;
-use super::intake::Slot;
 use super::problems::ProblemLog;
-use super::trace::{Durations, Percentiles};
+use super::slots::Slot;
 use crate::decode::MotorMessage;
 use crate::ros::neuroburst_msgs::BurstStats;
 use crate::ros::{encode, RosMessage};
+use crate::run::trace::{Durations, Percentiles};
 use crate::transport::Publisher;
 
 /// A published motor topic.
@@ -189,7 +189,7 @@ impl Run {
     /// Sensor messages dropped and, of those, malformed, since the start.
     fn dropped(&self) -> (u64, u64) {
         let slots = &self.side.slots;
-        (slots.iter().map(|s| s.lost()).sum(), slots.iter().map(|s| s.counters.malformed.load(Ordering::Relaxed)).sum())
+        (slots.iter().map(|s| s.counters.lost()).sum(), slots.iter().map(|s| s.counters.malformed.get()).sum())
     }
 
     /// Publish `/diagnostics` for the period that ends now.
@@ -204,7 +204,7 @@ impl Run {
             stats: &side.stats,
             new_missed: missed.saturating_sub(self.reported.0),
             new_dropped: dropped.saturating_sub(self.reported.1),
-            received: side.slots.iter().map(|s| (s.topic.as_str(), s.counters.received.load(Ordering::Relaxed))).collect(),
+            received: side.slots.iter().map(|s| (s.topic.as_str(), s.counters.received.get())).collect(),
             stale: last.map_or(vec![], |l| side.slots.iter().zip(&l.stale).filter(|(_, &s)| s).map(|(s, _)| s.topic.as_str()).collect()),
             blind: last.is_some_and(|l| l.blind),
             stopping,
@@ -258,15 +258,9 @@ impl Run {
         for slot in &side.slots {
             let (t, c) = (&slot.topic, &slot.counters);
             let last_error = slot.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            side.problems.check(now, t, "malformed messages dropped", c.malformed.load(Ordering::Relaxed), last_error.as_deref());
-            side.problems.check(
-                now,
-                t,
-                "messages without a valid rmw_zenoh attachment dropped",
-                c.bad_attachment.load(Ordering::Relaxed),
-                None,
-            );
-            side.problems.check(now, t, "messages replaced by a newer one before a burst", c.replaced.load(Ordering::Relaxed), None);
+            side.problems.check(now, t, "malformed messages dropped", c.malformed.get(), last_error.as_deref());
+            side.problems.check(now, t, "messages without a valid rmw_zenoh attachment dropped", c.bad_attachment.get(), None);
+            side.problems.check(now, t, "messages replaced by a newer one before a burst", c.replaced.get(), None);
         }
         for o in &side.pubs {
             side.problems.check(now, &o.topic, "publish errors", o.errors, o.last_error.as_deref());

@@ -1,10 +1,11 @@
-//! The burst clock: bursts start on a fixed grid `t0 + k x period`, never drifting. A burst that
+//! The wall clock's burst grid: bursts start on a fixed grid `t0 + k x period`, never drifting. A burst that
 //! ends after the next grid point has missed its deadline: it is counted, and the clock moves on
 //! to the next grid point still ahead (late bursts are never caught up in a rush).
 
 use std::time::{Duration, Instant};
 
-pub struct Clock {
+#[derive(Clone, Copy, Debug)]
+pub struct Grid {
     t0: Instant,
     period: Duration,
     /// Grid index of the next burst.
@@ -17,14 +18,14 @@ pub struct Clock {
 /// How long before a deadline the clock stops sleeping and spins (sleep overshoots ~50-100 us).
 pub const SPIN: Duration = Duration::from_micros(200);
 
-impl Clock {
-    pub fn new(rate_hz: f64, now: Instant) -> Clock {
-        Clock { t0: now, period: Duration::from_secs_f64(1.0 / rate_hz), next: 0, missed: 0, busy: false }
+impl Grid {
+    pub fn new(rate_hz: f64, now: Instant) -> Grid {
+        Grid { t0: now, period: Duration::from_secs_f64(1.0 / rate_hz), next: 0, missed: 0, busy: false }
     }
 
-    /// Start the grid again at `now` (keeping `busy`).
-    pub fn restart(&mut self, rate_hz: f64, now: Instant) {
-        *self = Clock { busy: self.busy, ..Clock::new(rate_hz, now) };
+    /// Start the grid again at `now` (keeping its period and `busy`).
+    pub fn restart(&mut self, now: Instant) {
+        *self = Grid { t0: now, next: 0, missed: 0, ..*self };
     }
 
     pub fn period(&self) -> Duration {
@@ -84,7 +85,7 @@ mod tests {
     #[test]
     fn on_time_bursts_follow_the_grid() {
         let t0 = Instant::now();
-        let mut c = Clock::new(1000.0, t0);
+        let mut c = Grid::new(1000.0, t0);
         assert!(!c.finished(t0 + Duration::from_micros(300)));
         assert_eq!(c.next, 1);
         assert!(!c.finished(t0 + Duration::from_micros(1500)));
@@ -95,7 +96,7 @@ mod tests {
     #[test]
     fn a_late_burst_is_counted_and_skips_without_drift() {
         let t0 = Instant::now();
-        let mut c = Clock::new(1000.0, t0);
+        let mut c = Grid::new(1000.0, t0);
         // Burst 0 runs 3.5 ms: missed; the next starts at 4 ms, on the grid.
         assert!(c.finished(t0 + Duration::from_micros(3500)));
         assert_eq!((c.missed, c.next), (1, 4));
@@ -103,11 +104,10 @@ mod tests {
     }
 
     #[test]
-    fn a_busy_clock_spins_to_its_grid_point_and_keeps_busy_on_restart() {
+    fn a_busy_grid_spins_to_its_point_and_keeps_busy_on_restart() {
         let t0 = Instant::now();
-        let mut c = Clock::new(1000.0, t0);
-        c.busy = true;
-        c.restart(500.0, t0);
+        let mut c = Grid { busy: true, ..Grid::new(500.0, t0) };
+        c.restart(t0);
         assert!(c.busy);
         assert_eq!(c.period(), Duration::from_millis(2));
         c.finished(t0);

@@ -1,7 +1,10 @@
-//! When the live node bursts, and what time each burst has.
+//! The one pacer: when each burst runs, and what time it has. Whatever runs the brain (the
+//! replay, the live node, the io shard of a cluster, the benchmarks) waits on a [`Pace`]:
 //!
-//! - **Wall** (the default): ROS time is the system clock; bursts start on the drift-free grid of
-//!   [`Clock`], and a burst that overruns its period is a missed deadline.
+//! - **Free**: at once, as fast as the bursts go (a benchmark, a replay at pace 0 keeps bag
+//!   time through [`Pace::Bag`]).
+//! - **Wall** (the live node's default): ROS time is the system clock; bursts start on the
+//!   drift-free [`Grid`], and a burst that overruns its period is a missed deadline.
 //! - **Sim** (`use_sim_time`): ROS time is the latest `/clock` message (rosgraph_msgs/Clock, from
 //!   Gazebo, Isaac Sim or `ros2 bag play --clock`). Burst k runs at simulated time
 //!   `t0 + k / rate`, lock-stepped like a replay to bag time: as soon as `/clock` has reached it,
@@ -10,17 +13,19 @@
 //!   that goes back (the simulation was reset) starts the grid again.
 //! - **Reflex** (`node.mode: reflex`, wall clock only): as soon as a sensor message has been
 //!   encoded, `reflex.bursts` bursts run back to back (the first injects it, the next carry its
-//!   spikes on), each starting the moment the previous ended. The clock's grid goes on when
-//!   nothing arrives, and `rate_hz` stays the average rate: a burst run ahead of the grid gives up
-//!   the next grid point, and the node is never more than `reflex.lead` bursts ahead of the clock
+//!   spikes on), each starting the moment the previous ended. The grid goes on when nothing
+//!   arrives, and `rate_hz` stays the average rate: a burst run ahead of the grid gives up the
+//!   next grid point, and the node is never more than `reflex.lead` bursts ahead of the clock
 //!   (the ceiling) nor behind it (the floor). Only grid bursts have deadlines.
+//! - **Bag**: burst k at its bag time from the [`super::schedule::BagSchedule`], played at a
+//!   multiple of the wall clock (0: as fast as possible). Nothing but the speed depends on the
+//!   wall clock, so the times, and what the bursts produce, are the same run after run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::clock::{Clock, SPIN};
-use super::intake::Wake;
+use super::grid::{Grid, SPIN};
 use crate::ros::decode;
 use crate::ros::rosgraph_msgs::Clock as ClockMsg;
 use crate::transport::SampleHandler;
@@ -28,6 +33,38 @@ use crate::transport::SampleHandler;
 /// ROS time from the system clock, in nanoseconds since the epoch.
 pub fn system_now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Sensor messages have been encoded: what reflex mode waits on.
+#[derive(Default)]
+pub struct Wake {
+    /// Encoded messages so far.
+    seq: AtomicU64,
+    lock: Mutex<()>,
+    moved: Condvar,
+}
+
+impl Wake {
+    pub fn new() -> Arc<Wake> {
+        Arc::new(Wake::default())
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
+    pub fn notify(&self) {
+        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.seq.fetch_add(1, Ordering::AcqRel);
+        self.moved.notify_all();
+    }
+
+    /// Wait until `seq` moves past `seen` or `until` passes.
+    pub fn wait(&self, seen: u64, until: Instant) {
+        let g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let left = until.saturating_duration_since(Instant::now());
+        let _ = self.moved.wait_timeout_while(g, left, |_| self.seq() == seen);
+    }
 }
 
 /// The latest `/clock` time, fed by the transport's callback.
@@ -79,15 +116,27 @@ impl SimTime {
 }
 
 pub enum Pace {
-    Wall(Clock),
+    Free,
+    Wall(Grid),
     Sim { time: Arc<SimTime>, period_ns: u64, next: Option<u64> },
     Reflex(Reflex),
+    Bag(BagTime),
+}
+
+/// Bag time: burst k at `times[k - 1]`, at `speed` bag seconds per wall-clock second (0: as fast
+/// as possible), counted from the epoch's start (the wall clock and the bag time of its first
+/// burst).
+pub struct BagTime {
+    times: Vec<u64>,
+    speed: f64,
+    epoch: (Instant, u64),
+    last: u64,
 }
 
 /// Reflex mode's state: the clock, the bursts still owed to the last message, and how far ahead
 /// of the clock the node runs.
 pub struct Reflex {
-    clock: Clock,
+    clock: Grid,
     bursts: u32,
     lead: u32,
     wake: Arc<Wake>,
@@ -106,7 +155,7 @@ pub struct Reflex {
 impl Reflex {
     pub fn new(rate_hz: f64, bursts: u32, lead: u32, wake: Arc<Wake>) -> Reflex {
         let seen = wake.seq();
-        Reflex { clock: Clock::new(rate_hz, Instant::now()), bursts, lead, wake, seen, pending: 0, ahead: 0, on_grid: false, early: 0 }
+        Reflex { clock: Grid::new(rate_hz, Instant::now()), bursts, lead, wake, seen, pending: 0, ahead: 0, on_grid: false, early: 0 }
     }
 
     /// Whether to burst at `now`; else how long to wait at most.
@@ -165,9 +214,9 @@ impl Reflex {
 impl Pace {
     /// The wall clock's grid; `busy`: spin to each burst instead of sleeping.
     pub fn wall(rate_hz: f64, busy: bool) -> Pace {
-        let mut c = Clock::new(rate_hz, Instant::now());
-        c.busy = busy;
-        Pace::Wall(c)
+        let mut grid = Grid::new(rate_hz, Instant::now());
+        grid.busy = busy;
+        Pace::Wall(grid)
     }
 
     pub fn reflex(rate_hz: f64, bursts: u32, lead: u32, wake: Arc<Wake>, busy: bool) -> Pace {
@@ -180,23 +229,62 @@ impl Pace {
         Pace::Sim { time, period_ns: (1e9 / rate_hz).round().max(1.0) as u64, next: None }
     }
 
-    /// The bursts start now (the wall clock's first deadline).
-    pub fn start(&mut self, rate_hz: f64) {
-        match self {
-            Pace::Wall(c) => c.restart(rate_hz, Instant::now()),
-            Pace::Reflex(r) => r.clock.restart(rate_hz, Instant::now()),
-            Pace::Sim { .. } => {}
+    /// The bursts at these bag times (non-empty), `speed` bag seconds per wall-clock second.
+    pub fn bag(times: Vec<u64>, speed: f64) -> Pace {
+        let first = times.first().copied().unwrap_or(0);
+        Pace::Bag(BagTime { times, speed, epoch: (Instant::now(), first), last: first })
+    }
+
+    /// The bursts' rate on the wall clock's grid, or as fast as they go (`rate_hz` 0).
+    pub fn rate(rate_hz: f64) -> Pace {
+        if rate_hz > 0.0 {
+            Pace::wall(rate_hz, false)
+        } else {
+            Pace::Free
         }
     }
 
-    /// Wait for the next burst; its ROS time, or None when `stop` was set while waiting.
-    pub fn wait(&mut self, stop: &AtomicBool) -> Option<u64> {
+    /// The bursts start now, after burst `from` (0: the first): the grid's first deadline, or
+    /// bag time from burst `from`'s.
+    pub fn start(&mut self, from: u64) {
+        let now = Instant::now();
         match self {
+            Pace::Wall(c) => c.restart(now),
+            Pace::Reflex(r) => r.clock.restart(now),
+            Pace::Bag(b) => b.epoch = (now, b.times.get(from.max(1) as usize - 1).copied().unwrap_or(b.last)),
+            Pace::Sim { .. } | Pace::Free => {}
+        }
+    }
+
+    /// The number of bursts, where the time has an end (a bag's).
+    pub fn bursts(&self) -> Option<u64> {
+        match self {
+            Pace::Bag(b) => Some(b.times.len() as u64),
+            _ => None,
+        }
+    }
+
+    /// Wait for burst `k` (k = 1, 2, ...); its time, or None when `stop` was set while waiting.
+    pub fn wait(&mut self, k: u64, stop: &AtomicBool) -> Option<u64> {
+        match self {
+            Pace::Free => Some(system_now_ns()),
             Pace::Wall(c) => {
                 c.wait();
                 Some(system_now_ns())
             }
             Pace::Reflex(r) => r.wait(stop).then(system_now_ns),
+            Pace::Bag(b) => {
+                let t = b.times[k as usize - 1];
+                if b.speed > 0.0 {
+                    let (at, t_c) = b.epoch;
+                    let due = at + Duration::from_secs_f64(t.saturating_sub(t_c) as f64 * 1e-9 / b.speed);
+                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(wait);
+                    }
+                }
+                b.last = t;
+                Some(t)
+            }
             Pace::Sim { time, period_ns, next } => loop {
                 if stop.load(Ordering::Relaxed) {
                     return None;
@@ -228,31 +316,33 @@ impl Pace {
     }
 
     /// The burst begun at the last [`Pace::wait`] ended at `end` (wall clock): count a missed
-    /// deadline (wall pacing only).
+    /// deadline (the wall clock's grid only).
     pub fn finished(&mut self, end: Instant) {
         match self {
             Pace::Wall(c) => {
                 c.finished(end);
             }
             Pace::Reflex(r) => r.finished(end),
-            Pace::Sim { .. } => {}
+            Pace::Sim { .. } | Pace::Bag(_) | Pace::Free => {}
         }
     }
 
-    /// Bursts that ended after their deadline (wall pacing; 0 under simulation time).
+    /// Bursts that ended after their deadline (the wall clock's grid; 0 otherwise).
     pub fn missed(&self) -> u64 {
         match self {
             Pace::Wall(c) => c.missed,
             Pace::Reflex(r) => r.clock.missed,
-            Pace::Sim { .. } => 0,
+            Pace::Sim { .. } | Pace::Bag(_) | Pace::Free => 0,
         }
     }
 
-    /// ROS time now: the system clock, or the latest `/clock` (0 before the first).
+    /// The time now: the system clock, the latest `/clock` (0 before the first), or the bag time
+    /// of the last burst.
     pub fn now_ns(&self) -> u64 {
         match self {
-            Pace::Wall(_) | Pace::Reflex(_) => system_now_ns(),
+            Pace::Wall(_) | Pace::Reflex(_) | Pace::Free => system_now_ns(),
             Pace::Sim { time, .. } => time.now().unwrap_or(0),
+            Pace::Bag(b) => b.last,
         }
     }
 }
@@ -267,12 +357,12 @@ mod tests {
         let mut p = Pace::sim(100.0, time.clone());
         let stop = AtomicBool::new(false);
         time.set(5_000_000_000);
-        assert_eq!(p.wait(&stop), Some(5_000_000_000));
+        assert_eq!(p.wait(1, &stop), Some(5_000_000_000));
         // the clock jumps 35 ms: three bursts back to back, on the 10 ms grid
         time.set(5_035_000_000);
-        assert_eq!(p.wait(&stop), Some(5_010_000_000));
-        assert_eq!(p.wait(&stop), Some(5_020_000_000));
-        assert_eq!(p.wait(&stop), Some(5_030_000_000));
+        assert_eq!(p.wait(0, &stop), Some(5_010_000_000));
+        assert_eq!(p.wait(0, &stop), Some(5_020_000_000));
+        assert_eq!(p.wait(0, &stop), Some(5_030_000_000));
         // a clock that stands still runs no burst: stop ends the wait
         let t = {
             let time = time.clone();
@@ -281,14 +371,14 @@ mod tests {
                 time.set(5_041_000_000);
             })
         };
-        assert_eq!(p.wait(&stop), Some(5_040_000_000));
+        assert_eq!(p.wait(0, &stop), Some(5_040_000_000));
         t.join().unwrap();
         stop.store(true, Ordering::Relaxed);
-        assert_eq!(p.wait(&stop), None);
+        assert_eq!(p.wait(0, &stop), None);
         // reset to an earlier time: the grid starts again there
         stop.store(false, Ordering::Relaxed);
         time.set(1_000_000_000);
-        assert_eq!(p.wait(&stop), Some(1_000_000_000));
+        assert_eq!(p.wait(0, &stop), Some(1_000_000_000));
         assert_eq!(p.missed(), 0);
     }
 }

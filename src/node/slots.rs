@@ -1,33 +1,22 @@
-//! The live node's sensor intake, off the burst thread. Per subscribed topic: a slot where the
+//! The live node's sensor slots, off the burst thread. Per subscribed topic: a slot where the
 //! latest sample wins (transport callbacks put samples in), and a thread that encodes the latest
 //! sample with the topic's encoders as soon as it arrives and leaves the result in a cell, where
 //! the latest result wins too. The burst thread only takes the results out (a pointer swap): a
 //! camera frame's decoding and encoding never delays a burst, and a transport callback never
 //! shares a lock with the burst thread. Samples and results that never reach a burst are counted.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::encode::Encoder;
 use crate::model::Injection;
+use crate::run::intake::TopicCounters;
+use crate::run::pace::Wake;
 use crate::transport::{AttachmentStatus, Sample, SampleHandler};
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Counters of one topic (totals since start), counted across the intake's threads: the replay's
-/// per-topic counters (`replay::intake::TopicCounts`) by the same names, with the transport's own.
-#[derive(Debug, Default)]
-pub struct TopicCounters {
-    pub received: AtomicU64,
-    /// Replaced by a newer sample (or its encoding by a newer one) before a burst took it.
-    pub replaced: AtomicU64,
-    /// rmw_zenoh samples without a (well-formed) attachment: dropped.
-    pub bad_attachment: AtomicU64,
-    /// Samples that could not be decoded or encoded: dropped.
-    pub malformed: AtomicU64,
 }
 
 /// A sensor message encoded: one injection per encoder of its topic (configuration order), or
@@ -38,38 +27,6 @@ pub struct Encoded {
     pub received: Instant,
 }
 
-/// Sensor messages have been encoded: what reflex mode waits on.
-#[derive(Default)]
-pub struct Wake {
-    /// Encoded messages so far.
-    seq: AtomicU64,
-    lock: Mutex<()>,
-    moved: Condvar,
-}
-
-impl Wake {
-    pub fn new() -> Arc<Wake> {
-        Arc::new(Wake::default())
-    }
-
-    pub fn seq(&self) -> u64 {
-        self.seq.load(Ordering::Acquire)
-    }
-
-    fn notify(&self) {
-        let _g = locked(&self.lock);
-        self.seq.fetch_add(1, Ordering::AcqRel);
-        self.moved.notify_all();
-    }
-
-    /// Wait until `seq` moves past `seen` or `until` passes.
-    pub fn wait(&self, seen: u64, until: Instant) {
-        let g = locked(&self.lock);
-        let left = until.saturating_duration_since(Instant::now());
-        let _ = self.moved.wait_timeout_while(g, left, |_| self.seq() == seen);
-    }
-}
-
 pub struct Slot {
     pub topic: String,
     latest: Mutex<Option<Sample>>,
@@ -78,7 +35,8 @@ pub struct Slot {
     ready: AtomicBool,
     closed: AtomicBool,
     encoded: Mutex<Option<Encoded>>,
-    pub counters: TopicCounters,
+    /// The topic's counters, shared with the intake.
+    pub counters: Arc<TopicCounters>,
     /// The latest encoding error.
     pub last_error: Mutex<Option<String>>,
     /// The live view, shown every message the encoder read (at most `view.rate_hz` per second).
@@ -86,7 +44,7 @@ pub struct Slot {
 }
 
 impl Slot {
-    pub fn new(topic: &str) -> Arc<Slot> {
+    pub fn new(topic: &str, counters: Arc<TopicCounters>) -> Arc<Slot> {
         Arc::new(Slot {
             topic: topic.to_string(),
             latest: Mutex::new(None),
@@ -94,7 +52,7 @@ impl Slot {
             ready: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             encoded: Mutex::new(None),
-            counters: TopicCounters::default(),
+            counters,
             last_error: Mutex::new(None),
             view: std::sync::OnceLock::new(),
         })
@@ -102,9 +60,9 @@ impl Slot {
 
     /// Store `sample`, replacing an unencoded older one.
     pub fn put(&self, sample: Sample) {
-        self.counters.received.fetch_add(1, Ordering::Relaxed);
+        self.counters.received.add(1);
         if matches!(sample.attachment, AttachmentStatus::Missing | AttachmentStatus::Malformed) {
-            self.counters.bad_attachment.fetch_add(1, Ordering::Relaxed);
+            self.counters.bad_attachment.add(1);
             return;
         }
         let old = {
@@ -114,7 +72,7 @@ impl Slot {
         };
         self.arrived.notify_one();
         if old.is_some() {
-            self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+            self.counters.replaced.add(1);
         }
     }
 
@@ -144,7 +102,7 @@ impl Slot {
 
     fn set_encoded(&self, e: Encoded) {
         if locked(&self.encoded).replace(e).is_some() {
-            self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+            self.counters.replaced.add(1);
         }
     }
 
@@ -159,12 +117,6 @@ impl Slot {
     pub fn handler(self: &Arc<Self>) -> SampleHandler {
         let slot = self.clone();
         Arc::new(move |s| slot.put(s))
-    }
-
-    /// Messages lost before a burst used them: replaced, malformed, or without a valid attachment.
-    pub fn lost(&self) -> u64 {
-        let c = &self.counters;
-        c.replaced.load(Ordering::Relaxed) + c.bad_attachment.load(Ordering::Relaxed) + c.malformed.load(Ordering::Relaxed)
     }
 
     /// Start the thread that encodes this slot's samples with `encoders` (messages of type
@@ -190,13 +142,13 @@ impl Slot {
                     })
                     .collect();
                 if let Err(e) = &injections {
-                    slot.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                    slot.counters.malformed.add(1);
                     *locked(&slot.last_error) = Some(e.clone());
                 }
                 slot.set_encoded(Encoded { injections, received: sample.received });
                 wake.notify();
                 if let Some(view) = slot.view.get() {
-                    view.ros(&slot.topic, type_name, &sample.payload, crate::node::pace::system_now_ns(), true);
+                    view.ros(&slot.topic, type_name, &sample.payload, crate::run::pace::system_now_ns(), true);
                 }
             }
         })
@@ -215,7 +167,7 @@ mod tests {
 
     #[test]
     fn latest_wins_and_losses_are_counted() {
-        let s = Slot::new("/scan");
+        let s = Slot::new("/scan", Arc::default());
         s.put(sample(AttachmentStatus::NotExpected, 1));
         s.put(sample(AttachmentStatus::NotExpected, 2));
         s.put(sample(AttachmentStatus::Missing, 3));
@@ -223,9 +175,9 @@ mod tests {
         // a busy-polling encoder sees the waiting sample; then the slot is empty again
         assert_eq!(s.next(true).unwrap().payload, vec![2]);
         assert!(!s.ready.load(Ordering::Acquire));
-        assert_eq!(s.counters.replaced.load(Ordering::Relaxed), 1);
-        assert_eq!(s.counters.bad_attachment.load(Ordering::Relaxed), 2);
-        assert_eq!(s.lost(), 3);
+        assert_eq!(s.counters.replaced.get(), 1);
+        assert_eq!(s.counters.bad_attachment.get(), 2);
+        assert_eq!(s.counters.lost(), 3);
     }
 
     #[test]
@@ -235,7 +187,7 @@ mod tests {
         let layout = Layout::from_genome(&genome);
         let config: EncoderConfig = serde_yaml::from_str("{kind: laser_scan, topic: scan, area: scan, max_range: 2.0}").unwrap();
         let encoder = Encoder::new(&config, &layout).unwrap();
-        let (slot, wake) = (Slot::new("/scan"), Wake::new());
+        let (slot, wake) = (Slot::new("/scan", Arc::default()), Wake::new());
         let thread = slot.spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", wake.clone(), false).unwrap();
         let seen = wake.seq();
         slot.put(sample(AttachmentStatus::NotExpected, 7));
@@ -243,7 +195,7 @@ mod tests {
         assert_eq!(wake.seq(), seen + 1);
         let e = slot.take().expect("encoded");
         assert!(e.injections.is_err(), "one byte is no LaserScan");
-        assert_eq!(slot.counters.malformed.load(Ordering::Relaxed), 1);
+        assert_eq!(slot.counters.malformed.get(), 1);
         assert!(slot.last_error.lock().unwrap().is_some());
         slot.close();
         thread.join().unwrap();
