@@ -3,7 +3,7 @@
 use crate::connectome::{self, BuildOptions, Connectome};
 use crate::genome::Genome;
 use crate::model::Layout;
-use crate::shard::{incoming_per_area, PlanError, ShardPlan, Strategy};
+use crate::partition::{incoming_per_area, PlanError, ShardPlan, Strategy};
 
 pub struct Brain {
     pub name: String,

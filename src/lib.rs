@@ -12,12 +12,14 @@
 //! - [`replay`]: the bag replay (`neuroburst replay`);
 //! - [`transport`]: ROS 2 topics as CDR bytes over Zenoh (rmw_zenoh, zenoh-bridge-ros2dds) or r2r;
 //! - [`node`]: the live ROS 2 node loop (`neuroburst node`); [`checkpoint`]: the brain state on disk;
-//! - [`loopbench`]: the closed-loop benchmark (a robot over Zenoh loopback, the live node);
+//! - [`bench`]: the benchmarks (`bench`; `bench-loop`: a robot over Zenoh loopback and the live
+//!   node; `bench-cluster`);
 //! - [`cluster`]: one brain sharded over processes or hosts, exchanging spikes over Zenoh;
 //! - [`cli`]: the command line.
 
 pub mod backend;
 pub mod bag;
+pub mod bench;
 pub mod brain;
 pub mod capacity;
 pub mod checkpoint;
@@ -29,16 +31,15 @@ pub mod decode;
 pub mod encode;
 pub mod errors;
 pub mod genome;
-pub mod loopbench;
 pub mod memory;
 pub mod model;
 pub mod node;
+pub mod partition;
 pub mod progress;
 pub mod replay;
 pub mod ros;
 pub mod run;
 pub mod selftest;
-pub mod shard;
 pub mod transport;
 pub mod view;
 pub mod workload;

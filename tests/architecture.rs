@@ -11,11 +11,11 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &["errors", "memory", "progress"],
     &["model", "genome"],
-    &["brain", "connectome", "shard", "capacity", "workload"],
+    &["brain", "connectome", "partition", "capacity", "workload"],
     &["backend", "checkpoint"],
     &["transport", "bag", "ros", "encode", "decode"],
     &["run"],
-    &["node", "replay", "cluster", "loopbench", "selftest", "view"],
+    &["node", "replay", "cluster", "bench", "selftest", "view"],
     &["config"],
     &["cli"],
 ];

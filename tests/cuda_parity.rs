@@ -70,8 +70,8 @@ fn probe_without_gpu_never_panics() {
 
 #[test]
 fn several_gpus_match_cpu_for_every_gpu_count_and_strategy() {
+    use neuroburst::partition::Strategy;
     use neuroburst::selftest::sharded_candidate;
-    use neuroburst::shard::Strategy;
     if !common::gpus(2) {
         return;
     }
@@ -94,8 +94,8 @@ fn several_gpus_match_cpu_for_every_gpu_count_and_strategy() {
 fn several_shards_sharing_one_gpu_match_cpu() {
     // The multi-GPU path (own lists, the gather over peers, no early step) on one GPU: every shard
     // on device 0, so it is checked on machines with a single GPU too.
+    use neuroburst::partition::Strategy;
     use neuroburst::selftest::sharded_candidate;
-    use neuroburst::shard::Strategy;
     let Some((device, _)) = gpu() else { return };
     for strategy in [Strategy::RoundRobin, Strategy::ByCorticalArea] {
         let cfg = ParityConfig { brains: 4, bursts: 500, seed: 77, max_neurons: 4000, candidate_parts: 1 };

@@ -282,8 +282,8 @@ fn a_synapse_whose_source_stays_silent_longer_than_its_counts_wrap_still_reaches
 
 #[test]
 fn random_brains_that_learn_give_the_same_weights_in_shards_and_pieces() {
+    use neuroburst::partition::Strategy;
     use neuroburst::selftest::{cpu_candidate, parity, sharded_candidate, ParityConfig};
-    use neuroburst::shard::Strategy;
     let cfg = ParityConfig { brains: 6, bursts: 150, seed: 40, max_neurons: 1500, candidate_parts: 3 };
     let report = parity(&cfg, &cpu_candidate).unwrap_or_else(|d| panic!("3 pieces: {d}"));
     assert!(report.brains.iter().any(|b| b.weights > 0), "some brains learn: {report}");

@@ -6,11 +6,11 @@ use crate::common;
 use neuroburst::backend::Readback;
 use neuroburst::brain::Brain;
 use neuroburst::connectome::storage::{apply, Budget, Storage};
+use neuroburst::partition::Strategy;
 use neuroburst::selftest::{
     all_procedural, cpu_candidate, cuda_candidate, parity, parity_with, procedural_candidate, random_fanout_genome, random_genome,
     sharded_candidate, ParityConfig,
 };
-use neuroburst::shard::Strategy;
 use neuroburst::workload::Workload;
 
 #[test]
@@ -460,7 +460,7 @@ fn fires_as_the_cpu(
 fn gpus_build_their_own_parts_and_fire_as_the_cpu() {
     use neuroburst::backend::cuda::MultiGpu;
     use neuroburst::backend::{Backend, BackendError};
-    use neuroburst::shard::{incoming_per_area, ShardPlan};
+    use neuroburst::partition::{incoming_per_area, ShardPlan};
     if !common::gpus(1) {
         return;
     }

@@ -8,8 +8,8 @@ use neuroburst::backend::cuda::{CudaBackend, MultiGpu};
 use neuroburst::backend::{BackendError, Readback};
 use neuroburst::brain::Brain;
 use neuroburst::genome::Genome;
+use neuroburst::partition::Strategy;
 use neuroburst::selftest::{parity_with, random_genome, ParityConfig};
-use neuroburst::shard::Strategy;
 
 /// [`random_genome`] without learning: every morphology kind, no plastic or associative mapping.
 fn static_genome(seed: u64, max_neurons: u32) -> Genome {

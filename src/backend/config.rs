@@ -18,11 +18,11 @@ pub struct BackendConfig {
     pub cpu_threads: usize,
     /// Shards: a count or `auto`. With the CUDA backend one shard per GPU (`auto`: as many GPUs as
     /// keep `shard_min_neurons` each); with the CPU backend CPU shards in one process (`auto`: 1).
-    pub shards: crate::shard::ShardCount,
+    pub shards: crate::partition::ShardCount,
     /// GPUs to shard over (device ordinals); empty = `device`, `device + 1`, ...
     pub gpus: Vec<usize>,
     /// round_robin | by_cortical_area
-    pub strategy: crate::shard::Strategy,
+    pub strategy: crate::partition::Strategy,
     /// `shards: auto` gives each GPU at least this many neurons. Measured on H100s
     /// (docs/sharding.md): from 10M neurons on, several GPUs burst W(N, 100, 1%) both faster back
     /// to back and with no more latency when paced; at 5M, one GPU answers sooner when paced.
@@ -39,9 +39,9 @@ impl Default for BackendConfig {
             device: 0,
             gpu_min_neurons: 50_000,
             cpu_threads: 0,
-            shards: crate::shard::ShardCount::Count(1),
+            shards: crate::partition::ShardCount::Count(1),
             gpus: Vec::new(),
-            strategy: crate::shard::Strategy::RoundRobin,
+            strategy: crate::partition::Strategy::RoundRobin,
             shard_min_neurons: 5_000_000,
             connectome: crate::connectome::storage::Storage::Auto,
         }

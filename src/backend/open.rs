@@ -9,7 +9,7 @@ use crate::brain::Brain;
 use crate::connectome::storage;
 use crate::genome::Genome;
 use crate::model::Layout;
-use crate::shard::{ShardCount, ShardPlan};
+use crate::partition::{ShardCount, ShardPlan};
 
 /// A running backend and how it came to be.
 pub struct Opened {
@@ -120,7 +120,7 @@ fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: 
         }
         let brain = Brain::without_rows(&marked, progress);
         let drawn = brain.connectome.procedural_synapses();
-        let incoming = crate::shard::incoming_per_area(&layout, &brain.connectome.mappings);
+        let incoming = crate::partition::incoming_per_area(&layout, &brain.connectome.mappings);
         let plan = ShardPlan::new(&layout, &incoming, devices.len(), cfg.strategy).map_err(|e| e.to_string())?;
         log_plan(&plan);
         tracing::debug!(host_s = start.elapsed().as_secs_f64(), "the brain's layout and plan made on the host");
@@ -232,7 +232,7 @@ pub fn gpu_devices(cfg: &BackendConfig, neurons: u64, available: usize) -> Resul
     let (count, why) = match cfg.shards {
         ShardCount::Count(n) => (n, None),
         ShardCount::Auto => {
-            let (k, why) = crate::shard::auto_count(neurons, pool.len(), cfg.shard_min_neurons);
+            let (k, why) = crate::partition::auto_count(neurons, pool.len(), cfg.shard_min_neurons);
             (k, Some(why))
         }
     };

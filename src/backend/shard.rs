@@ -1,4 +1,4 @@
-//! Shards in one process: a brain cut along a [`crate::shard::ShardPlan`] into [`ShardEngine`]s,
+//! Shards in one process: a brain cut along a [`crate::partition::ShardPlan`] into [`ShardEngine`]s,
 //! each owning a contiguous range of neurons and every synapse onto them. Every burst each engine
 //! reads the whole brain's fired list of the last burst (the exchange: here the concatenation of
 //! the engines' own lists, in id order) and steps its own neurons.

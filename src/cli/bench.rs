@@ -2,18 +2,17 @@
 //! (docs/performance.md): from the host holding the burst's injection to the host holding that
 //! burst's motor output, after warm-up; median and p99.
 
-use std::time::Instant;
-
 use clap::Args;
 use serde_json::json;
 
 use super::table;
 use crate::backend::open::open;
-use crate::backend::{Backend, Readback};
+use crate::backend::Readback;
+use crate::bench::burst::{measure, Measured, Timing};
+use crate::bench::percentile;
 use crate::genome::Genome;
-use crate::model::{Injections, Layout};
-use crate::run::Pace;
-use crate::view::{Feed, View};
+use crate::model::Layout;
+use crate::view::View;
 use crate::workload::{Learning, Workload};
 
 #[derive(Args, Debug)]
@@ -75,85 +74,6 @@ pub struct BenchArgs {
     pub runtime: super::RuntimeArgs,
 }
 
-/// What the measured bursts gave.
-#[derive(Default)]
-struct Measured {
-    /// Each measured burst's latency (us), in burst order.
-    lat_us: Vec<f64>,
-    fired: u64,
-    motor: u64,
-    injected: u64,
-    /// Wall seconds of the measured bursts, the host's work between them included.
-    wall_s: f64,
-    /// Each measured burst's device time (us), where the backend times it.
-    dev_us: Vec<f64>,
-}
-
-/// Run the warm-up and the measured bursts.
-///
-/// The loop runs on a worker of rayon's pool, the pool that computes each burst's injection: the
-/// timed thread takes its share of that work and stays awake, as the node's burst thread does
-/// (its clock spins through the last 200 us before a burst). Called from outside the pool, the
-/// loop slept on a latch while the workers computed, and each burst started on a core that had
-/// just been idle. Measured on H100 VMs in the same device calls: W(1M) p99 54-55 us that way
-/// against 37-44 us on a worker, W(5M) p99 134-139 against 105-114 us, W(100k) p50 16.8-19.0
-/// against 13.9-16.0 us in one call (equal in another); with one worker thread, the old loop's
-/// W(1M) p50 was 50 us instead of 32.
-fn measure(a: &BenchArgs, w: &Workload, learning: &Learning, backend: &mut dyn Backend, view: Option<&Feed>) -> anyhow::Result<Measured> {
-    // the drive, made before the start (as bench-loop's): the bursts a second are the engine's
-    let pool = w.drive_pool(learning, a.warmup + a.bursts);
-    let mut run = move || -> anyhow::Result<Measured> {
-        let mut injection = Injections::new();
-        backend.prepare_input(&mut injection);
-        let mut m = Measured { lat_us: Vec::with_capacity(a.bursts as usize), ..Default::default() };
-        // paced (--hz): the node's pacer (sleep, then spin through the last 200 us)
-        let mut pace = Pace::rate(a.hz);
-        let never = std::sync::atomic::AtomicBool::new(false);
-        let mut measured_from = Instant::now();
-        for t in 1..=a.warmup + a.bursts {
-            if t == a.warmup + 1 {
-                measured_from = Instant::now();
-            }
-            // the burst's period starts: its sensor input arrives now
-            pace.wait(t, &never);
-            injection.clear();
-            injection.extend_from(Workload::drive_at(&pool, t).as_slice());
-            let start = Instant::now();
-            let out = backend.burst(injection.as_slice())?;
-            let dt = start.elapsed();
-            std::hint::black_box(out.fired.last());
-            // as the node's burst thread does: a frame copied only when the view asks for one
-            if let Some(feed) = view.filter(|f| f.wanted()) {
-                feed.offer(t * 1_000_000, out.fired);
-            }
-            if t > a.warmup {
-                m.lat_us.push(dt.as_secs_f64() * 1e6);
-                m.fired += out.fired_total;
-                m.motor += out.fired.len() as u64;
-                m.injected += injection.len() as u64;
-                m.dev_us.extend(backend.device_us());
-            }
-            pace.finished(Instant::now());
-        }
-        m.wall_s = measured_from.elapsed().as_secs_f64();
-        Ok(m)
-    };
-    // a worker of the global pool runs the loop (the backend moves with it: `Backend: Send`)
-    let mut result = None;
-    let slot = &mut result;
-    rayon::scope(move |s| s.spawn(move |_| *slot = Some(run())));
-    result.unwrap_or_else(|| Err(anyhow::anyhow!("the benchmark loop did not run")))
-}
-
-/// Percentile `q` (0..1) of sorted samples, nearest rank.
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
 pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(a.neurons >= 1, "--neurons must be at least 1");
     anyhow::ensure!(a.rate.is_finite() && (0.0..=1.0).contains(&a.rate), "--rate {} must be within 0..1", a.rate);
@@ -194,7 +114,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let measured = measure(&a, &w, &learning, backend, feed.as_ref());
+    let measured = measure(&Timing { warmup: a.warmup, bursts: a.bursts, hz: a.hz }, &w, &learning, backend, feed.as_ref());
     stop_view.store(true, std::sync::atomic::Ordering::Relaxed);
     let Measured { mut lat_us, fired, motor, injected, wall_s, mut dev_us } = measured?;
     dev_us.sort_by(f64::total_cmp);

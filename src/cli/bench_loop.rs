@@ -8,8 +8,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::table;
+use crate::bench::closed_loop::{robot::Rates, BrainSpec, LoopReport, Options};
 use crate::genome::Genome;
-use crate::loopbench::{self, robot::Rates, BrainSpec, LoopReport, Options};
 use crate::run::schedule::Mode;
 use crate::run::trace::Percentiles;
 use crate::workload::{Learning, Workload};
@@ -120,7 +120,7 @@ pub fn main(a: BenchLoopArgs) -> anyhow::Result<()> {
         warmup: Duration::from_secs_f64(a.warmup),
         rates: Rates { image_hz: a.image_hz, scan_hz: a.scan_hz, imu_hz: a.imu_hz },
     };
-    let report = loopbench::run(config.node, config.backend, opts)?;
+    let report = crate::bench::closed_loop::run(config.node, config.backend, opts)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -23,8 +23,8 @@ pub struct InspectArgs {
     #[arg(long, default_value_t = 1)]
     pub shards: usize,
     /// Sharding strategy of the plan.
-    #[arg(long, value_enum, default_value_t = crate::shard::Strategy::RoundRobin)]
-    pub strategy: crate::shard::Strategy,
+    #[arg(long, value_enum, default_value_t = crate::partition::Strategy::RoundRobin)]
+    pub strategy: crate::partition::Strategy,
     /// A checkpoint of this genome: report what its plastic mappings learned (synapses, grown
     /// pairs, weights) instead of what the genome builds.
     #[arg(long, value_name = "FILE")]
@@ -70,8 +70,8 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
     let state_bytes = neurons * STATE_BYTES_PER_NEURON;
     let total = c.bytes() + state_bytes;
     let gpu_bytes = crate::backend::gpu_bytes_needed(&brain);
-    let incoming = crate::shard::incoming_per_area(&brain.layout, &c.mappings);
-    let plan = crate::shard::ShardPlan::new(&brain.layout, &incoming, a.shards, a.strategy)?;
+    let incoming = crate::partition::incoming_per_area(&brain.layout, &c.mappings);
+    let plan = crate::partition::ShardPlan::new(&brain.layout, &incoming, a.shards, a.strategy)?;
     let per_gpu: Vec<u64> = plan
         .ranges
         .iter()

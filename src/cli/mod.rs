@@ -81,10 +81,10 @@ pub struct RuntimeArgs {
     /// Shards: a count or `auto`: GPUs with the CUDA backend, CPU shards with the CPU backend
     /// (overrides backend.shards).
     #[arg(long, value_name = "N|auto")]
-    pub shards: Option<crate::shard::ShardCount>,
+    pub shards: Option<crate::partition::ShardCount>,
     /// Sharding strategy (overrides backend.strategy).
     #[arg(long, value_enum)]
-    pub strategy: Option<crate::shard::Strategy>,
+    pub strategy: Option<crate::partition::Strategy>,
 }
 
 /// How the node (or the io shard of a distributed brain) reaches the robot: overrides of the

@@ -39,8 +39,8 @@ pub struct SelftestArgs {
     #[arg(long, value_delimiter = ',')]
     pub gpus: Vec<usize>,
     /// Sharding strategy of the candidate.
-    #[arg(long, value_enum, default_value_t = crate::shard::Strategy::RoundRobin)]
-    pub strategy: crate::shard::Strategy,
+    #[arg(long, value_enum, default_value_t = crate::partition::Strategy::RoundRobin)]
+    pub strategy: crate::partition::Strategy,
     /// The candidate runs the brains procedural (docs/capacity.md): every mapping that it can
     /// draw again (on a GPU: the closed forms) is drawn again, the reference stores them.
     #[arg(long)]

@@ -15,7 +15,7 @@ use anyhow::{anyhow, Context};
 use clap::Args;
 use serde_json::json;
 
-use super::bench::percentile;
+use crate::bench::percentile;
 use crate::cluster::io::WorkloadIo;
 use crate::cluster::{run, Outcome, ShardOptions};
 use crate::config::Config;

@@ -1,5 +1,5 @@
 //! One brain over several processes or hosts (`neuroburst shard`): each shard is a process with
-//! its own [`crate::backend::cpu::CpuEngine`] over a range of a [`crate::shard::ShardPlan`], and
+//! its own [`crate::backend::cpu::CpuEngine`] over a range of a [`crate::partition::ShardPlan`], and
 //! a Zenoh peer session to every other shard. docs/distributed.md is the user's guide.
 //!
 //! # The protocol

@@ -10,7 +10,7 @@ use super::checkpoints::ShardCheckpointError;
 use super::config::ClusterConfig;
 use crate::backend::BackendError;
 use crate::genome::Genome;
-use crate::shard::{PlanError, Strategy};
+use crate::partition::{PlanError, Strategy};
 use crate::transport::zenoh::{ZenohConfig, ZenohMode};
 
 /// What a shard runs.

@@ -323,15 +323,15 @@ pub fn procedural_candidate<'a>(
 /// gets as many shards as it has areas.
 pub fn sharded_candidate(
     shards: usize,
-    strategy: crate::shard::Strategy,
+    strategy: crate::partition::Strategy,
     devices: Vec<usize>,
 ) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> {
     move |genome, _, readback| {
         let layout = Layout::from_genome(genome);
         let areas = layout.params.iter().filter(|p| p.count > 0).count();
         let k = match strategy {
-            crate::shard::Strategy::ByCorticalArea => shards.min(areas),
-            crate::shard::Strategy::RoundRobin => shards.min(layout.neurons as usize),
+            crate::partition::Strategy::ByCorticalArea => shards.min(areas),
+            crate::partition::Strategy::RoundRobin => shards.min(layout.neurons as usize),
         }
         .max(1);
         let per = if devices.is_empty() { 2 } else { 1 };
@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn cpu_shards_match_the_reference_for_every_count_and_strategy() {
-        use crate::shard::Strategy;
+        use crate::partition::Strategy;
         for (shards, strategy) in
             [(2, Strategy::RoundRobin), (3, Strategy::ByCorticalArea), (5, Strategy::RoundRobin), (4, Strategy::ByCorticalArea)]
         {

@@ -24,7 +24,7 @@ use super::shard::Sharded;
 use super::Readback;
 use crate::brain::Brain;
 use crate::connectome::Part;
-use crate::shard::ShardPlan;
+use crate::partition::ShardPlan;
 
 /// The reference backend: CPU shards (one by default) exchanging fired lists in host memory.
 pub type CpuBackend = Sharded<CpuEngine>;

@@ -33,7 +33,7 @@ use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutp
 use crate::brain::Brain;
 use crate::connectome::stream::Streamed;
 use crate::model::{InjectionSlice, Injections, NeuronState};
-use crate::shard::ShardPlan;
+use crate::partition::ShardPlan;
 
 /// Where the GPUs' synapses come from.
 enum Placed {

@@ -1,7 +1,7 @@
-//! Sharding a brain: which contiguous range of neuron ids each shard (a GPU, a CPU shard, a host)
-//! owns. A shard keeps its neurons' state and every synapse *onto* them, and reads the whole
-//! brain's fired list of the last burst (the spike exchange); so a plan is a list of target
-//! ranges, ascending and covering every neuron. Pure: no backend, no device, no transport.
+//! The partition of a brain into shards: which contiguous range of neuron ids each shard (a GPU,
+//! a CPU shard, a host) owns. A shard keeps its neurons' state and every synapse *onto* them, and
+//! reads the whole brain's fired list of the last burst (the spike exchange); so a plan is a list
+//! of target ranges, ascending and covering every neuron. Pure: no backend, no device, no transport.
 //!
 //! - `round_robin`: blocks of (nearly) equal size, cutting through areas;
 //! - `by_cortical_area`: whole areas per shard, in id order, balancing neurons and synapses (the
