@@ -196,3 +196,24 @@ fn a_brain_too_big_for_the_host_is_refused_before_the_build() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("keeps about 50%") && err.contains("1000000000"), "{err}");
 }
+
+#[test]
+fn a_value_outside_its_range_is_refused_from_every_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let genome = write(dir.path(), "g.yaml", GOOD);
+    let genome = genome.to_str().unwrap();
+    let cfg = write(dir.path(), "c.yaml", "node:\n  realtime:\n    priority: 150\n");
+    let cfg = cfg.to_str().unwrap();
+    let refused = |args: &[&str], key: &str, range: &str| {
+        let (code, _, err) = neuroburst(args);
+        assert_ne!(code, 0, "{args:?} must be refused");
+        assert!(err.contains(key) && err.contains(range) && !err.contains("panicked"), "{args:?}: {err}");
+    };
+    // --set, a configuration file, a ROS parameter (`--ros-args -p`)
+    refused(&["node", "--genome", genome, "--set", "node.rate_hz=-5", "--check"], "node.rate_hz", "[0, 100000]");
+    refused(&["node", "--genome", genome, "--config", cfg, "--check"], "node.realtime.priority", "[0, 99]");
+    refused(&["node", "--genome", genome, "--check", "--ros-args", "-p", "node.stats_rate_hz:=0.0"], "node.stats_rate_hz", "(0, 1000]");
+    let (code, out, err) = neuroburst(&["node", "--genome", genome, "--set", "node.rate_hz=250", "--check"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("rate_hz: 250.0"), "{out}");
+}

@@ -2,6 +2,8 @@
 //! `config/neuroburst.yaml`, which is also the built-in default. Layers: defaults, then a file,
 //! then `--set key=value` overrides.
 
+pub mod params;
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +14,7 @@ use crate::encode::EncoderConfig;
 use crate::replay::{ReplayConfig, ReplaySetup};
 
 /// The commented default configuration shipped in `config/`.
-pub const DEFAULT_YAML: &str = include_str!("../config/neuroburst.yaml");
+pub const DEFAULT_YAML: &str = include_str!("../../config/neuroburst.yaml");
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,10 +133,13 @@ impl Config {
                 message: format!("{:?} is not one of {}", self.log.level, LEVELS.join(", ")),
             });
         }
-        if !(self.replay.pace >= 0.0 && self.replay.pace.is_finite()) {
-            return Err(ConfigError::Invalid { origin: "replay.pace".into(), message: format!("{} is not >= 0", self.replay.pace) });
+        params::check(self).map_err(|(origin, message)| ConfigError::Invalid { origin, message })?;
+        if self.node.reflex.lead < self.node.reflex.bursts {
+            return Err(ConfigError::Invalid {
+                origin: "node.reflex.lead".into(),
+                message: format!("{} is less than node.reflex.bursts ({})", self.node.reflex.lead, self.node.reflex.bursts),
+            });
         }
-        self.view.check().map_err(|(key, message)| ConfigError::Invalid { origin: key.into(), message })?;
         let mut topics: Vec<&str> = self.decoders.iter().map(|d| d.topic()).collect();
         if !self.replay.activity_topic.is_empty() {
             topics.push(&self.replay.activity_topic);
