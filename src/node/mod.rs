@@ -9,6 +9,7 @@
 //! needs a [`Transport`] and a [`Control`].
 
 pub mod health;
+pub mod lifecycle;
 pub mod problems;
 pub mod publish;
 pub mod realtime;
