@@ -8,6 +8,7 @@ use crate::common;
 use neuroburst::ros::builtin::*;
 use neuroburst::ros::diagnostic_msgs::*;
 use neuroburst::ros::geometry_msgs::*;
+use neuroburst::ros::lifecycle_msgs::{State, Transition, TransitionDescription, TransitionEvent};
 use neuroburst::ros::nav_msgs::Odometry;
 use neuroburst::ros::neuroburst_msgs::{BurstActivity, BurstStats};
 use neuroburst::ros::rosgraph_msgs::Clock;
@@ -65,6 +66,10 @@ msgs = {
     'diagnostic_msgs/msg/DiagnosticStatus': T['diagnostic_msgs/msg/DiagnosticStatus'](level=1, name='neuroburst: /brain', message='2 missed deadlines', hardware_id='cpu', values=[T['diagnostic_msgs/msg/KeyValue'](key='a', value='b')]),
     'diagnostic_msgs/msg/DiagnosticArray': T['diagnostic_msgs/msg/DiagnosticArray'](header=header, status=[T['diagnostic_msgs/msg/DiagnosticStatus'](level=2, name='n', message='m', hardware_id='h', values=[]), T['diagnostic_msgs/msg/DiagnosticStatus'](level=0, name='', message='', hardware_id='', values=[T['diagnostic_msgs/msg/KeyValue'](key='k', value='')])]),
     'rosgraph_msgs/msg/Clock': T['rosgraph_msgs/msg/Clock'](clock=time),
+    'lifecycle_msgs/msg/State': T['lifecycle_msgs/msg/State'](id=3, label='active'),
+    'lifecycle_msgs/msg/Transition': T['lifecycle_msgs/msg/Transition'](id=1, label='configure'),
+    'lifecycle_msgs/msg/TransitionDescription': T['lifecycle_msgs/msg/TransitionDescription'](transition=T['lifecycle_msgs/msg/Transition'](id=3, label='activate'), start_state=T['lifecycle_msgs/msg/State'](id=2, label='inactive'), goal_state=T['lifecycle_msgs/msg/State'](id=3, label='active')),
+    'lifecycle_msgs/msg/TransitionEvent': T['lifecycle_msgs/msg/TransitionEvent'](timestamp=1700000001123456789, transition=T['lifecycle_msgs/msg/Transition'](id=4, label='deactivate'), start_state=T['lifecycle_msgs/msg/State'](id=3, label='active'), goal_state=T['lifecycle_msgs/msg/State'](id=14, label='deactivating')),
     'neuroburst_msgs/msg/BurstActivity': T['neuroburst_msgs/msg/BurstActivity'](burst=42, stamp=time, fired_total=17, area_ids=['_power', 'i__vis', 'o__mot'], fired=np.array([1, 10, 6], dtype=np.uint32)),
     'neuroburst_msgs/msg/BurstStats': T['neuroburst_msgs/msg/BurstStats'](burst=1234567, bursts=999, burst_duration_us=12.5, burst_duration_max_us=250.25, area_ids=['motor', 'all'], fired=np.array([3, 77], dtype=np.uint32), missed_deadlines=2, dropped_messages=31, malformed_messages=20, latency_samples=40, latency_p50_us=1012.5, latency_p99_us=1980.0, latency_max_us=2050.75),
 }
@@ -198,6 +203,23 @@ fn samples() -> Vec<Sample> {
     add(&mut v, status(1, "neuroburst: /brain", "2 missed deadlines", "cpu", vec![kv("a", "b")]));
     add(&mut v, DiagnosticArray { header, status: vec![status(2, "n", "m", "h", vec![]), status(0, "", "", "", vec![kv("k", "")])] });
     add(&mut v, Clock { clock: time.clone() });
+    let state = |id: u8, label: &str| State { id, label: label.into() };
+    let transition = |id: u8, label: &str| Transition { id, label: label.into() };
+    add(&mut v, state(3, "active"));
+    add(&mut v, transition(1, "configure"));
+    add(
+        &mut v,
+        TransitionDescription { transition: transition(3, "activate"), start_state: state(2, "inactive"), goal_state: state(3, "active") },
+    );
+    add(
+        &mut v,
+        TransitionEvent {
+            timestamp: 1_700_000_001_123_456_789,
+            transition: transition(4, "deactivate"),
+            start_state: state(3, "active"),
+            goal_state: state(14, "deactivating"),
+        },
+    );
     add(
         &mut v,
         BurstActivity {

@@ -1,5 +1,5 @@
 //! ROS 2 messages as CDR bytes, without ROS: typed messages ([`sensor_msgs`], [`geometry_msgs`],
-//! [`builtin`] (std_msgs), [`nav_msgs`], [`diagnostic_msgs`], [`rosgraph_msgs`], our own
+//! [`builtin`] (std_msgs), [`nav_msgs`], [`lifecycle_msgs`], [`diagnostic_msgs`], [`rosgraph_msgs`], our own
 //! [`neuroburst_msgs`]), their codec ([`cdr`]),
 //! their `.msg` definitions and RIHS01 type hashes ([`typesys`]), and a registry by type name
 //! ([`registry`]).
@@ -10,6 +10,7 @@ pub mod builtin;
 pub mod cdr;
 pub mod diagnostic_msgs;
 pub mod geometry_msgs;
+pub mod lifecycle_msgs;
 pub mod nav_msgs;
 pub mod neuroburst_msgs;
 pub mod registry;

@@ -2,7 +2,7 @@
 //! topics against and what bag writers take schemas from.
 
 use super::typesys::TypeInfo;
-use super::{builtin, diagnostic_msgs, geometry_msgs, nav_msgs, neuroburst_msgs, rosgraph_msgs, sensor_msgs, RosMessage};
+use super::{builtin, diagnostic_msgs, geometry_msgs, lifecycle_msgs, nav_msgs, neuroburst_msgs, rosgraph_msgs, sensor_msgs, RosMessage};
 
 /// The names of all supported types, sorted.
 pub fn type_names() -> Vec<&'static str> {
@@ -41,6 +41,10 @@ fn all() -> Vec<fn() -> TypeInfo> {
         diagnostic_msgs::DiagnosticStatus::info,
         diagnostic_msgs::DiagnosticArray::info,
         rosgraph_msgs::Clock::info,
+        lifecycle_msgs::State::info,
+        lifecycle_msgs::Transition::info,
+        lifecycle_msgs::TransitionDescription::info,
+        lifecycle_msgs::TransitionEvent::info,
         neuroburst_msgs::BurstActivity::info,
         neuroburst_msgs::BurstStats::info,
     ]
@@ -97,8 +101,22 @@ pub fn check(name: &str, payload: &[u8]) -> Option<Result<(), super::MsgError>> 
         diagnostic_msgs::DiagnosticStatus,
         diagnostic_msgs::DiagnosticArray,
         rosgraph_msgs::Clock,
+        lifecycle_msgs::State,
+        lifecycle_msgs::Transition,
+        lifecycle_msgs::TransitionDescription,
+        lifecycle_msgs::TransitionEvent,
         neuroburst_msgs::BurstActivity,
         neuroburst_msgs::BurstStats
     );
     None
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_registered_type_can_be_checked() {
+        for name in super::type_names() {
+            assert!(super::check(name, &[]).is_some(), "{name}: registered, but check() does not know it");
+        }
+    }
 }
