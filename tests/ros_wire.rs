@@ -11,9 +11,10 @@ use neuroburst::ros::geometry_msgs::*;
 use neuroburst::ros::lifecycle_msgs::{State, Transition, TransitionDescription, TransitionEvent};
 use neuroburst::ros::nav_msgs::Odometry;
 use neuroburst::ros::neuroburst_msgs::{BurstActivity, BurstStats};
+use neuroburst::ros::rcl_interfaces::*;
 use neuroburst::ros::rosgraph_msgs::Clock;
 use neuroburst::ros::sensor_msgs::*;
-use neuroburst::ros::typesys::{Array, Byte};
+use neuroburst::ros::typesys::{Array, Bounded, Byte};
 use neuroburst::ros::{decode, encode, registry, type_hash, RosMessage};
 
 const PY: &str = r#"
@@ -37,6 +38,9 @@ pose = T['geometry_msgs/msg/Pose'](position=point, orientation=quat)
 pwc = T['geometry_msgs/msg/PoseWithCovariance'](pose=pose, covariance=f64([i * 0.5 for i in range(36)]))
 twist = T['geometry_msgs/msg/Twist'](linear=V3(x=0.5, y=0.0, z=0.0), angular=V3(x=0.0, y=0.0, z=-0.25))
 twc = T['geometry_msgs/msg/TwistWithCovariance'](twist=twist, covariance=f64([i * 0.25 for i in range(36)]))
+pv = T['rcl_interfaces/msg/ParameterValue'](type=3, bool_value=True, integer_value=-7, double_value=2.5, string_value='x', byte_array_value=np.array([1, 2], dtype=np.uint8), bool_array_value=np.array([True, False], dtype=np.bool_), integer_array_value=np.array([1, -2], dtype=np.int64), double_array_value=f64([0.5]), string_array_value=['a', 'bc'])
+fpr = T['rcl_interfaces/msg/FloatingPointRange'](from_value=0.0, to_value=100000.0, step=0.0)
+ir = T['rcl_interfaces/msg/IntegerRange'](from_value=0, to_value=99, step=1)
 msgs = {
     'builtin_interfaces/msg/Time': time,
     'std_msgs/msg/Empty': T['std_msgs/msg/Empty'](),
@@ -67,6 +71,14 @@ msgs = {
     'diagnostic_msgs/msg/DiagnosticArray': T['diagnostic_msgs/msg/DiagnosticArray'](header=header, status=[T['diagnostic_msgs/msg/DiagnosticStatus'](level=2, name='n', message='m', hardware_id='h', values=[]), T['diagnostic_msgs/msg/DiagnosticStatus'](level=0, name='', message='', hardware_id='', values=[T['diagnostic_msgs/msg/KeyValue'](key='k', value='')])]),
     'rosgraph_msgs/msg/Clock': T['rosgraph_msgs/msg/Clock'](clock=time),
     'lifecycle_msgs/msg/State': T['lifecycle_msgs/msg/State'](id=3, label='active'),
+    'rcl_interfaces/msg/ParameterValue': pv,
+    'rcl_interfaces/msg/Parameter': T['rcl_interfaces/msg/Parameter'](name='node.rate_hz', value=pv),
+    'rcl_interfaces/msg/FloatingPointRange': fpr,
+    'rcl_interfaces/msg/IntegerRange': ir,
+    'rcl_interfaces/msg/ParameterDescriptor': T['rcl_interfaces/msg/ParameterDescriptor'](name='node.rate_hz', type=3, description='Bursts per second', additional_constraints='0: the genome', read_only=False, dynamic_typing=False, floating_point_range=[fpr], integer_range=[]),
+    'rcl_interfaces/msg/ParameterEvent': T['rcl_interfaces/msg/ParameterEvent'](stamp=time, node='/brain', new_parameters=[], changed_parameters=[T['rcl_interfaces/msg/Parameter'](name='a', value=pv)], deleted_parameters=[]),
+    'rcl_interfaces/msg/SetParametersResult': T['rcl_interfaces/msg/SetParametersResult'](successful=False, reason='read-only'),
+    'rcl_interfaces/msg/ListParametersResult': T['rcl_interfaces/msg/ListParametersResult'](names=['node.rate_hz', 'log.level'], prefixes=['node']),
     'lifecycle_msgs/msg/Transition': T['lifecycle_msgs/msg/Transition'](id=1, label='configure'),
     'lifecycle_msgs/msg/TransitionDescription': T['lifecycle_msgs/msg/TransitionDescription'](transition=T['lifecycle_msgs/msg/Transition'](id=3, label='activate'), start_state=T['lifecycle_msgs/msg/State'](id=2, label='inactive'), goal_state=T['lifecycle_msgs/msg/State'](id=3, label='active')),
     'lifecycle_msgs/msg/TransitionEvent': T['lifecycle_msgs/msg/TransitionEvent'](timestamp=1700000001123456789, transition=T['lifecycle_msgs/msg/Transition'](id=4, label='deactivate'), start_state=T['lifecycle_msgs/msg/State'](id=3, label='active'), goal_state=T['lifecycle_msgs/msg/State'](id=14, label='deactivating')),
@@ -203,6 +215,48 @@ fn samples() -> Vec<Sample> {
     add(&mut v, status(1, "neuroburst: /brain", "2 missed deadlines", "cpu", vec![kv("a", "b")]));
     add(&mut v, DiagnosticArray { header, status: vec![status(2, "n", "m", "h", vec![]), status(0, "", "", "", vec![kv("k", "")])] });
     add(&mut v, Clock { clock: time.clone() });
+    let pv = ParameterValue {
+        r#type: 3,
+        bool_value: true,
+        integer_value: -7,
+        double_value: 2.5,
+        string_value: "x".into(),
+        byte_array_value: vec![Byte(1), Byte(2)],
+        bool_array_value: vec![true, false],
+        integer_array_value: vec![1, -2],
+        double_array_value: vec![0.5],
+        string_array_value: vec!["a".into(), "bc".into()],
+    };
+    let fpr = FloatingPointRange { from_value: 0.0, to_value: 100000.0, step: 0.0 };
+    add(&mut v, pv.clone());
+    add(&mut v, Parameter { name: "node.rate_hz".into(), value: pv.clone() });
+    add(&mut v, fpr.clone());
+    add(&mut v, IntegerRange { from_value: 0, to_value: 99, step: 1 });
+    add(
+        &mut v,
+        ParameterDescriptor {
+            name: "node.rate_hz".into(),
+            r#type: 3,
+            description: "Bursts per second".into(),
+            additional_constraints: "0: the genome".into(),
+            read_only: false,
+            dynamic_typing: false,
+            floating_point_range: Bounded(vec![fpr]),
+            integer_range: Bounded(vec![]),
+        },
+    );
+    add(
+        &mut v,
+        ParameterEvent {
+            stamp: time.clone(),
+            node: "/brain".into(),
+            new_parameters: vec![],
+            changed_parameters: vec![Parameter { name: "a".into(), value: pv }],
+            deleted_parameters: vec![],
+        },
+    );
+    add(&mut v, SetParametersResult { successful: false, reason: "read-only".into() });
+    add(&mut v, ListParametersResult { names: vec!["node.rate_hz".into(), "log.level".into()], prefixes: vec!["node".into()] });
     let state = |id: u8, label: &str| State { id, label: label.into() };
     let transition = |id: u8, label: &str| Transition { id, label: label.into() };
     add(&mut v, state(3, "active"));

@@ -1,5 +1,5 @@
 //! ROS 2 messages as CDR bytes, without ROS: typed messages ([`sensor_msgs`], [`geometry_msgs`],
-//! [`builtin`] (std_msgs), [`nav_msgs`], [`lifecycle_msgs`], [`diagnostic_msgs`], [`rosgraph_msgs`], our own
+//! [`builtin`] (std_msgs), [`nav_msgs`], [`lifecycle_msgs`], [`rcl_interfaces`], [`diagnostic_msgs`], [`rosgraph_msgs`], our own
 //! [`neuroburst_msgs`]), their codec ([`cdr`]),
 //! their `.msg` definitions and RIHS01 type hashes ([`typesys`]), and a registry by type name
 //! ([`registry`]).
@@ -13,6 +13,7 @@ pub mod geometry_msgs;
 pub mod lifecycle_msgs;
 pub mod nav_msgs;
 pub mod neuroburst_msgs;
+pub mod rcl_interfaces;
 pub mod registry;
 pub mod rosgraph_msgs;
 pub mod sensor_msgs;

@@ -2,7 +2,10 @@
 //! topics against and what bag writers take schemas from.
 
 use super::typesys::TypeInfo;
-use super::{builtin, diagnostic_msgs, geometry_msgs, lifecycle_msgs, nav_msgs, neuroburst_msgs, rosgraph_msgs, sensor_msgs, RosMessage};
+use super::{
+    builtin, diagnostic_msgs, geometry_msgs, lifecycle_msgs, nav_msgs, neuroburst_msgs, rcl_interfaces, rosgraph_msgs, sensor_msgs,
+    RosMessage,
+};
 
 /// The names of all supported types, sorted.
 pub fn type_names() -> Vec<&'static str> {
@@ -45,6 +48,14 @@ fn all() -> Vec<fn() -> TypeInfo> {
         lifecycle_msgs::Transition::info,
         lifecycle_msgs::TransitionDescription::info,
         lifecycle_msgs::TransitionEvent::info,
+        rcl_interfaces::ParameterValue::info,
+        rcl_interfaces::Parameter::info,
+        rcl_interfaces::FloatingPointRange::info,
+        rcl_interfaces::IntegerRange::info,
+        rcl_interfaces::ParameterDescriptor::info,
+        rcl_interfaces::ParameterEvent::info,
+        rcl_interfaces::SetParametersResult::info,
+        rcl_interfaces::ListParametersResult::info,
         neuroburst_msgs::BurstActivity::info,
         neuroburst_msgs::BurstStats::info,
     ]
@@ -105,6 +116,14 @@ pub fn check(name: &str, payload: &[u8]) -> Option<Result<(), super::MsgError>> 
         lifecycle_msgs::Transition,
         lifecycle_msgs::TransitionDescription,
         lifecycle_msgs::TransitionEvent,
+        rcl_interfaces::ParameterValue,
+        rcl_interfaces::Parameter,
+        rcl_interfaces::FloatingPointRange,
+        rcl_interfaces::IntegerRange,
+        rcl_interfaces::ParameterDescriptor,
+        rcl_interfaces::ParameterEvent,
+        rcl_interfaces::SetParametersResult,
+        rcl_interfaces::ListParametersResult,
         neuroburst_msgs::BurstActivity,
         neuroburst_msgs::BurstStats
     );

@@ -159,6 +159,37 @@ impl<T: CdrField + 'static> CdrField for Vec<T> {
     }
 }
 
+/// A bounded sequence (`T[<=N]`): at most N values; a longer one is refused when read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bounded<T, const N: usize>(pub Vec<T>);
+
+impl<T: CdrField + 'static, const N: usize> CdrField for Bounded<T, N> {
+    const MIN_SIZE: usize = 4;
+    fn write(&self, w: &mut CdrWriter) {
+        w.len(self.0.len());
+        for v in &self.0 {
+            v.write(w);
+        }
+    }
+    fn read(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        let n = r.seq_len(T::MIN_SIZE, "bounded sequence")?;
+        if n > N {
+            return Err(CdrError::Invalid(format!("a sequence of at most {N} holds {n}")));
+        }
+        (0..n).map(|_| T::read(r)).collect::<Result<Vec<T>, _>>().map(Bounded)
+    }
+    fn field_type() -> FieldType {
+        let t = T::field_type();
+        FieldType { type_id: t.type_id + 96, capacity: N as u64, nested: t.nested }
+    }
+    fn msg_type() -> String {
+        format!("{}[<={N}]", T::msg_type())
+    }
+    fn nested() -> Option<fn() -> TypeInfo> {
+        T::nested()
+    }
+}
+
 /// A fixed-size array (`T[N]`, e.g. a covariance matrix).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Array<T, const N: usize>(pub [T; N]);
@@ -333,7 +364,8 @@ macro_rules! ros_message {
                     name: $ty,
                     constants: &[$($($c),*)?],
                     fields: vec![$(FieldInfo {
-                        name: stringify!($field),
+                        // `r#type` is the field `type`
+                        name: stringify!($field).trim_start_matches("r#"),
                         ty: <$fty>::field_type(),
                         msg_type: <$fty>::msg_type(),
                         nested: <$fty>::nested(),

@@ -1,0 +1,69 @@
+//! rcl_interfaces: ROS 2 parameters (what `ros2 param list/get/set/describe`, rqt and Foxglove's
+//! parameter panel exchange with a node, and `/parameter_events`).
+
+use super::builtin::Time;
+use super::typesys::{ros_message, Bounded, Byte};
+
+ros_message! {
+    /// A value and its type (rcl_interfaces/msg/ParameterType: 0 not set, 1 bool, 2 integer,
+    /// 3 double, 4 string, 5 byte array, 6 bool array, 7 integer array, 8 double array,
+    /// 9 string array).
+    ParameterValue = "rcl_interfaces/msg/ParameterValue" {
+        r#type: u8,
+        bool_value: bool,
+        integer_value: i64,
+        double_value: f64,
+        string_value: String,
+        byte_array_value: Vec<Byte>,
+        bool_array_value: Vec<bool>,
+        integer_array_value: Vec<i64>,
+        double_array_value: Vec<f64>,
+        string_array_value: Vec<String>
+    }
+}
+
+ros_message! {
+    Parameter = "rcl_interfaces/msg/Parameter" { name: String, value: ParameterValue }
+}
+
+ros_message! {
+    FloatingPointRange = "rcl_interfaces/msg/FloatingPointRange" { from_value: f64, to_value: f64, step: f64 }
+}
+
+ros_message! {
+    IntegerRange = "rcl_interfaces/msg/IntegerRange" { from_value: i64, to_value: i64, step: u64 }
+}
+
+ros_message! {
+    /// What `ros2 param describe` shows: the type, the description, whether it may change, its range.
+    ParameterDescriptor = "rcl_interfaces/msg/ParameterDescriptor" {
+        name: String,
+        r#type: u8,
+        description: String,
+        additional_constraints: String,
+        read_only: bool,
+        dynamic_typing: bool,
+        floating_point_range: Bounded<FloatingPointRange, 1>,
+        integer_range: Bounded<IntegerRange, 1>
+    }
+}
+
+ros_message! {
+    /// `/parameter_events`: what a node's parameters became.
+    ParameterEvent = "rcl_interfaces/msg/ParameterEvent" {
+        stamp: Time,
+        node: String,
+        new_parameters: Vec<Parameter>,
+        changed_parameters: Vec<Parameter>,
+        deleted_parameters: Vec<Parameter>
+    }
+}
+
+ros_message! {
+    /// A set's answer, one per parameter: why it was refused.
+    SetParametersResult = "rcl_interfaces/msg/SetParametersResult" { successful: bool, reason: String }
+}
+
+ros_message! {
+    ListParametersResult = "rcl_interfaces/msg/ListParametersResult" { names: Vec<String>, prefixes: Vec<String> }
+}
