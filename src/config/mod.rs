@@ -125,7 +125,7 @@ impl Config {
         Ok(config)
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         const LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
         if !LEVELS.contains(&self.log.level.as_str()) {
             return Err(ConfigError::Invalid {
@@ -158,7 +158,7 @@ impl Config {
 
 /// Set `a.b.c=value` in a YAML tree; `value` is parsed as YAML (so numbers and booleans keep
 /// their types).
-fn apply_override(root: &mut serde_yaml::Value, arg: &str) -> Result<(), ConfigError> {
+pub(crate) fn apply_override(root: &mut serde_yaml::Value, arg: &str) -> Result<(), ConfigError> {
     let err = |message: String| ConfigError::Override { arg: arg.to_string(), message };
     let (key, raw) = arg.split_once('=').ok_or_else(|| err("expected key=value".into()))?;
     let key = key.trim();

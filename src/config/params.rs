@@ -9,7 +9,9 @@ use std::fmt;
 
 use serde_yaml::Value;
 
-use super::{Config, DEFAULT_YAML};
+use super::{apply_override, Config, DEFAULT_YAML};
+use crate::ros::rcl_interfaces::{FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterValue};
+use crate::ros::typesys::Bounded;
 
 /// A parameter's type, as ROS 2 names them (rcl_interfaces/msg/ParameterType).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +25,26 @@ pub enum Kind {
     DoubleArray,
     StringArray,
 }
+
+impl Kind {
+    /// Its rcl_interfaces/msg/ParameterType id.
+    pub fn ros_type(self) -> u8 {
+        match self {
+            Kind::Bool => 1,
+            Kind::Integer => 2,
+            Kind::Double => 3,
+            Kind::String => 4,
+            Kind::BoolArray => 6,
+            Kind::IntegerArray => 7,
+            Kind::DoubleArray => 8,
+            Kind::StringArray => 9,
+        }
+    }
+}
+
+/// The keys whose new value may take effect while the node runs (at the next burst); the others
+/// are read-only there, set in the configuration or with `--set`.
+pub const DYNAMIC: &[&str] = &["log.level", "node.log_interval_s"];
 
 /// The values a number may take: `min..=max`, or `min` left out where `open` (`(0, 1000]`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -210,6 +232,74 @@ pub fn check(config: &Config) -> Result<(), (String, String)> {
     Ok(())
 }
 
+/// `p`'s value as a ROS parameter value.
+pub fn value(p: &Param) -> ParameterValue {
+    let mut v = ParameterValue { r#type: p.kind.ros_type(), ..Default::default() };
+    let seq = || p.value.as_sequence().cloned().unwrap_or_default();
+    match p.kind {
+        Kind::Bool => v.bool_value = p.value.as_bool().unwrap_or_default(),
+        Kind::Integer => v.integer_value = p.value.as_i64().unwrap_or_default(),
+        Kind::Double => v.double_value = p.value.as_f64().unwrap_or_default(),
+        Kind::String => v.string_value = p.value.as_str().unwrap_or_default().to_string(),
+        Kind::BoolArray => v.bool_array_value = seq().iter().filter_map(Value::as_bool).collect(),
+        Kind::IntegerArray => v.integer_array_value = seq().iter().filter_map(Value::as_i64).collect(),
+        Kind::DoubleArray => v.double_array_value = seq().iter().filter_map(Value::as_f64).collect(),
+        Kind::StringArray => v.string_array_value = seq().iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+    }
+    v
+}
+
+/// What `ros2 param describe` shows of `p`: its type, description, range, and whether it is
+/// read-only while the node runs.
+pub fn descriptor(p: &Param) -> ParameterDescriptor {
+    let note = RANGES.iter().find(|r| r.0 == p.key).map_or("", |r| r.2);
+    let mut d = ParameterDescriptor {
+        name: p.key.clone(),
+        r#type: p.kind.ros_type(),
+        description: p.description.clone(),
+        additional_constraints: note.to_string(),
+        read_only: !DYNAMIC.contains(&p.key.as_str()),
+        ..Default::default()
+    };
+    if let Some(r) = p.range {
+        if matches!(p.kind, Kind::Integer | Kind::IntegerArray) {
+            let from = if r.open { r.min as i64 + 1 } else { r.min as i64 };
+            d.integer_range = Bounded(vec![IntegerRange { from_value: from, to_value: r.max as i64, step: 0 }]);
+        } else {
+            d.floating_point_range = Bounded(vec![FloatingPointRange { from_value: r.min, to_value: r.max, step: 0.0 }]);
+        }
+    }
+    d
+}
+
+/// `config` with parameter `key` set to `v`, checked as a file's value is (its type, its range,
+/// the rest of the configuration); the refusal says why.
+pub fn set(config: &Config, key: &str, v: &ParameterValue) -> Result<Config, String> {
+    let p = params(config).into_iter().find(|p| p.key == key).ok_or_else(|| format!("{key}: no such parameter"))?;
+    if !DYNAMIC.contains(&key) {
+        return Err(format!("{key} is read-only while the node runs: set it in the configuration or with --set"));
+    }
+    if v.r#type != p.kind.ros_type() {
+        return Err(format!("{key} takes a parameter of type {}, not {}", p.kind.ros_type(), v.r#type));
+    }
+    let yaml: Value = match p.kind {
+        Kind::Bool => v.bool_value.into(),
+        Kind::Integer => v.integer_value.into(),
+        Kind::Double => v.double_value.into(),
+        Kind::String => v.string_value.clone().into(),
+        Kind::BoolArray => v.bool_array_value.clone().into(),
+        Kind::IntegerArray => v.integer_array_value.clone().into(),
+        Kind::DoubleArray => v.double_array_value.clone().into(),
+        Kind::StringArray => v.string_array_value.clone().into(),
+    };
+    let text = serde_yaml::to_string(&yaml).map_err(|e| e.to_string())?;
+    let mut root = serde_yaml::to_value(config).map_err(|e| e.to_string())?;
+    apply_override(&mut root, &format!("{key}={}", text.trim())).map_err(|e| e.to_string())?;
+    let c: Config = serde_yaml::from_value(root).map_err(|e| format!("{key}: {e}"))?;
+    c.validate().map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +323,36 @@ mod tests {
         let rate = ps.iter().find(|p| p.key == "node.rate_hz").unwrap();
         assert_eq!(rate.kind, Kind::Double);
         assert!(rate.description.contains("Bursts per second"), "{}", rate.description);
+    }
+
+    #[test]
+    fn parameters_are_described_and_set_as_ros_does_and_a_refusal_says_why() {
+        let c = Config::default();
+        let ps = params(&c);
+        let rate = ps.iter().find(|p| p.key == "node.rate_hz").unwrap();
+        let d = descriptor(rate);
+        assert_eq!((d.r#type, d.read_only), (3, true));
+        assert_eq!(d.floating_point_range.0[0].to_value, 100000.0);
+        let prio = descriptor(ps.iter().find(|p| p.key == "node.realtime.priority").unwrap());
+        assert_eq!((prio.r#type, prio.integer_range.0[0].to_value), (2, 99));
+        let interval = ps.iter().find(|p| p.key == "node.log_interval_s").unwrap();
+        assert!(!descriptor(interval).read_only);
+        assert_eq!(value(interval).double_value, 5.0);
+
+        let double = |x: f64| ParameterValue { r#type: 3, double_value: x, ..Default::default() };
+        let string = |s: &str| ParameterValue { r#type: 4, string_value: s.into(), ..Default::default() };
+        let c2 = set(&c, "node.log_interval_s", &double(2.5)).unwrap();
+        assert_eq!(c2.node.log_interval_s, 2.5);
+        assert_eq!(set(&c, "log.level", &string("debug")).unwrap().log.level, "debug");
+        let e = set(&c, "node.log_interval_s", &double(-1.0)).unwrap_err();
+        assert!(e.contains("node.log_interval_s") && e.contains("[0, 86400]"), "{e}");
+        let e = set(&c, "log.level", &string("loud")).unwrap_err();
+        assert!(e.contains("log.level"), "{e}");
+        let e = set(&c, "node.rate_hz", &double(100.0)).unwrap_err();
+        assert!(e.contains("read-only"), "{e}");
+        let e = set(&c, "node.log_interval_s", &string("soon")).unwrap_err();
+        assert!(e.contains("type 3"), "{e}");
+        assert!(set(&c, "node.nothing", &double(1.0)).unwrap_err().contains("no such parameter"));
     }
 
     #[test]
