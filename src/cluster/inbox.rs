@@ -350,7 +350,7 @@ mod tests {
         let mut key = String::new();
         keys.data(Topic::Input, 6, 1, &mut key);
         let mut ib = Vec::new();
-        wire::encode_input(&mut ib, 1, 1, 6, &[Injection { neuron: 12, potential: Potential(7) }]);
+        wire::encode_input(&mut ib, 1, 1, 6, [Injection { neuron: 12, potential: Potential(7) }].into_iter());
         s.on_data(&key, &ib);
         let mut g = s.lock();
         assert_eq!(g.missing(5, 0b111), 0);

@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use crate::model::{Injection, Injections};
+use crate::model::Injections;
 use crate::run::{BurstProducts, Io, Pace};
 use crate::workload::Workload;
 
@@ -14,7 +14,7 @@ use crate::workload::Workload;
 pub struct WorkloadIo {
     workload: Option<Workload>,
     /// Bursts 1..=len computed before the start (benchmarks: their cost stays out of the timing).
-    precomputed: Vec<Vec<Injection>>,
+    precomputed: Vec<Injections>,
     scratch: Injections,
     pace: Pace,
 }
@@ -27,7 +27,7 @@ impl WorkloadIo {
                 .map(|t| {
                     let mut v = Injections::new();
                     w.injection(t, &mut v);
-                    v.as_slice().to_vec()
+                    v
                 })
                 .collect(),
             None => Vec::new(),
@@ -55,11 +55,7 @@ impl Io for WorkloadIo {
 
     fn injection(&mut self, t: u64, out: &mut Injections) -> anyhow::Result<()> {
         match &self.workload {
-            Some(_) if (1..=self.precomputed.len() as u64).contains(&t) => {
-                for i in &self.precomputed[t as usize - 1] {
-                    out.push(i.neuron, i.potential);
-                }
-            }
+            Some(_) if (1..=self.precomputed.len() as u64).contains(&t) => out.extend_from(self.precomputed[t as usize - 1].as_slice()),
             Some(w) => {
                 w.injection(t, &mut self.scratch);
                 out.extend_from(self.scratch.as_slice());

@@ -67,7 +67,6 @@ struct Shard {
     input_cols: Injections,
     /// Payload bytes put on the links since the last burst's fired list (each peer's copy).
     bytes_out: u64,
-    injection: Vec<Injection>,
     /// The io shard's injection as the [`Io`] gives it.
     io_cols: Injections,
     /// What this shard sent lately, to send again while a peer's message is overdue.
@@ -220,32 +219,27 @@ impl Shard {
 
     /// The io shard: the injection of burst `t`, each member's share sent, this shard's kept.
     fn send_inputs(&mut self, t: u64, members: u64) -> Result<(), ClusterError> {
-        let mut inj = std::mem::take(&mut self.injection);
         let cols = &mut self.io_cols;
         cols.clear();
         self.io_side.drive(t, cols);
         self.io_side.injection(t, cols).map_err(io_error)?;
         cols.sort();
-        inj.clear();
-        inj.extend(cols.iter());
         for k in 0..self.n {
             if members & (1 << k) == 0 {
                 continue;
             }
-            let r = &self.ranges[k];
-            let share = &inj[inj.partition_point(|i| i.neuron < r.start)..inj.partition_point(|i| i.neuron < r.end)];
+            let share = cols.as_slice().within(self.ranges[k].clone());
             if k == self.me {
                 self.input.clear();
-                self.input.extend_from_slice(share);
+                self.input.extend(share.iter());
             } else {
                 let (key, buf) = &mut self.sent.inputs[k][(t % 2) as usize];
-                wire::encode_input(buf, k, self.epoch, t, share);
+                wire::encode_input(buf, k, self.epoch, t, share.iter());
                 self.keys.data(Topic::Input, t, k, key);
                 self.bytes_out += buf.len() as u64;
                 put(&self.session, key, buf)?;
             }
         }
-        self.injection = inj;
         Ok(())
     }
 

@@ -175,7 +175,7 @@ pub fn encode_spikes(out: &mut Vec<u8>, shard: usize, epoch: u32, burst: u64, fi
 }
 
 /// `out` := the input message for `shard`: `injection` sorted by neuron.
-pub fn encode_input(out: &mut Vec<u8>, shard: usize, epoch: u32, burst: u64, injection: &[Injection]) {
+pub fn encode_input(out: &mut Vec<u8>, shard: usize, epoch: u32, burst: u64, injection: impl ExactSizeIterator<Item = Injection>) {
     header(out, INPUT, shard, epoch, burst, injection.len());
     let mut last = 0u32;
     for i in injection {
@@ -373,7 +373,7 @@ mod tests {
             Injection { neuron: 900, potential: Potential(i64::MIN) },
         ];
         let mut b = Vec::new();
-        encode_input(&mut b, 1, 3, 8, &inj);
+        encode_input(&mut b, 1, 3, 8, inj.iter().copied());
         let h = decode_header("k", &b, Topic::Input, 8, 1).unwrap();
         let mut out = vec![];
         decode_input("k", &b, &h, &(10..1000), &mut out).unwrap();

@@ -224,16 +224,16 @@ impl<'a> BagIo<'a> {
     }
 
     /// Count burst `t`'s products in the summary.
-    fn count(&mut self, t: u64, t_k: u64, products: &BurstProducts) {
+    fn count(&mut self, t: u64, t_k: u64, products: BurstProducts) {
         let s = &mut self.summary;
         let mut last: Vec<Vec<f64>> =
             s.records.last().map_or_else(|| s.motor.iter().map(|m| vec![0.0; m.labels.len()]).collect(), |r| r.motor.clone());
-        for (i, m) in &products.motor {
-            s.motor[*i].messages += 1;
-            for (sum, v) in self.sums[*i].iter_mut().zip(&m.values) {
+        for (i, m) in products.motor {
+            s.motor[i].messages += 1;
+            for (sum, v) in self.sums[i].iter_mut().zip(&m.values) {
                 *sum += v;
             }
-            last[*i] = m.values.clone();
+            last[i] = m.values;
         }
         if self.channels.as_ref().is_some_and(|c| c.activity.is_some()) {
             s.activity_messages += 1;
@@ -241,11 +241,7 @@ impl<'a> BagIo<'a> {
         for (f, &n) in self.fired.iter_mut().zip(&products.fired_per_area) {
             *f += n as u64;
         }
-        s.records.push(BurstRecord {
-            t: (t_k - self.schedule.t0()) as f64 * 1e-9,
-            fired_per_area: products.fired_per_area.clone(),
-            motor: last,
-        });
+        s.records.push(BurstRecord { t: (t_k - self.schedule.t0()) as f64 * 1e-9, fired_per_area: products.fired_per_area, motor: last });
         s.bursts = t;
     }
 }
@@ -329,15 +325,24 @@ impl Io for BagIo<'_> {
 
     fn hand_over(&mut self, t: u64, products: BurstProducts, fired: &[u32], _started: Instant) -> anyhow::Result<()> {
         let t_k = self.schedule.time(t);
-        if let Some(ch) = &self.channels {
-            let kept = &mut self.kept;
-            ch.messages(&products, &self.outputs, t_k, |channel, data| {
-                kept.push_back(Kept { burst: t, channel, time: t_k, data: data.to_vec() });
-                Ok::<(), anyhow::Error>(())
-            })?;
-        }
-        if !self.keep_back {
-            self.write_through(t)?;
+        // kept back while a rollback may still take the burst back; else written as it comes
+        match (&self.channels, self.writer.as_mut()) {
+            (Some(ch), _) if self.keep_back => {
+                let kept = &mut self.kept;
+                ch.messages(&products, &self.outputs, t_k, |channel, data| {
+                    kept.push_back(Kept { burst: t, channel, time: t_k, data: data.to_vec() });
+                    Ok::<(), anyhow::Error>(())
+                })?;
+            }
+            (Some(ch), Some((w, path))) => {
+                let written = &mut self.messages_written;
+                ch.messages(&products, &self.outputs, t_k, |channel, data| {
+                    *written += 1;
+                    w.write(channel, t_k, data).map_err(|e| anyhow!("{}: {e}", path.display()))
+                })?;
+                self.written = t;
+            }
+            _ => {}
         }
         if let Some(f) = self.frames.as_mut() {
             f.burst(self.writer.as_mut().map(|w| &mut w.0), self.view, &self.layout, t_k, (&products.fired_per_area, fired))?;
@@ -345,7 +350,7 @@ impl Io for BagIo<'_> {
         if let Some(v) = self.view {
             show_outputs(v, &products, &self.outputs, &self.setup.replay.activity_topic, t_k);
         }
-        self.count(t, t_k, &products);
+        self.count(t, t_k, products);
         Ok(())
     }
 

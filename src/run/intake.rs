@@ -194,13 +194,6 @@ impl Intake {
         }
     }
 
-    /// [`Intake::injection`] as a list of entries (the cluster's wire format).
-    pub fn injection_vec(&mut self, out: &mut Vec<Injection>, now_ns: u64) {
-        self.advance(now_ns);
-        out.clear();
-        out.extend(self.held.iter().zip(&self.stale).filter(|(_, &stale)| !stale).flat_map(|(h, _)| h.iter().copied()));
-    }
-
     /// Whether every input is stale at the last injection: the brain is blind, and the decoders
     /// send their stop commands. False without encoders (a brain with no inputs is never blind).
     pub fn blind(&self) -> bool {
@@ -211,11 +204,6 @@ impl Intake {
     /// the last injection.
     pub fn stale_flags(&self) -> Vec<bool> {
         self.by_topic.values().map(|ids| ids.iter().any(|&i| self.stale[i])).collect()
-    }
-
-    /// The topics stale at the last injection.
-    pub fn stale_topics(&self) -> impl Iterator<Item = &str> {
-        self.configs.iter().zip(&self.stale).filter(|(_, &s)| s).map(|(c, _)| c.topic())
     }
 
     /// Mark the encoders whose topic has been silent for their `stale_after` (never heard counts

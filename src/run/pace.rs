@@ -256,14 +256,6 @@ impl Pace {
         }
     }
 
-    /// The number of bursts, where the time has an end (a bag's).
-    pub fn bursts(&self) -> Option<u64> {
-        match self {
-            Pace::Bag(b) => Some(b.times.len() as u64),
-            _ => None,
-        }
-    }
-
     /// Wait for burst `k` (k = 1, 2, ...); its time, or None when `stop` was set while waiting.
     pub fn wait(&mut self, k: u64, stop: &AtomicBool) -> Option<u64> {
         match self {

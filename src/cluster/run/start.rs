@@ -152,7 +152,6 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         input: Vec::new(),
         input_cols: Injections::new(),
         bytes_out: 0,
-        injection: Vec::new(),
         io_cols: Injections::new(),
         io_started: Instant::now(),
         sent: Outbox::new(n),
