@@ -17,6 +17,8 @@ pub mod rcl_interfaces;
 pub mod registry;
 pub mod rosgraph_msgs;
 pub mod sensor_msgs;
+pub mod service_msgs;
+pub mod std_srvs;
 pub mod typesys;
 
 pub use cdr::CdrError;
@@ -27,6 +29,14 @@ pub trait RosMessage: typesys::CdrField + Clone + Default + PartialEq + std::fmt
     /// `pkg/msg/Type`.
     const TYPE: &'static str;
     fn info() -> TypeInfo;
+}
+
+/// A service type (`pkg/srv/Type`): its request and response messages. Its [`RosMessage`] side
+/// is its type description (request, response and event messages as fields), what its RIHS01
+/// hash covers; no value of it goes on the wire.
+pub trait RosService: RosMessage {
+    type Request: RosMessage;
+    type Response: RosMessage;
 }
 
 /// A payload that is not a valid message of the type it should be.

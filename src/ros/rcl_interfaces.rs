@@ -2,7 +2,7 @@
 //! parameter panel exchange with a node, and `/parameter_events`).
 
 use super::builtin::Time;
-use super::typesys::{ros_message, Bounded, Byte};
+use super::typesys::{ros_message, ros_service, Bounded, Byte};
 
 ros_message! {
     /// A value and its type (rcl_interfaces/msg/ParameterType: 0 not set, 1 bool, 2 integer,
@@ -66,4 +66,59 @@ ros_message! {
 
 ros_message! {
     ListParametersResult = "rcl_interfaces/msg/ListParametersResult" { names: Vec<String>, prefixes: Vec<String> }
+}
+
+ros_service! {
+    /// `~/list_parameters`: the names under `prefixes` (all when empty), `depth` levels of dots
+    /// deep (0: every level).
+    ListParameters = "rcl_interfaces/srv/ListParameters" {
+        ListParametersRequest = "rcl_interfaces/srv/ListParameters_Request" { prefixes: Vec<String>, depth: u64 }
+        ListParametersResponse = "rcl_interfaces/srv/ListParameters_Response" { result: ListParametersResult }
+        ListParametersEvent = "rcl_interfaces/srv/ListParameters_Event"
+    }
+}
+
+ros_service! {
+    /// `~/get_parameters`: a value per name (type 0 for an unknown name).
+    GetParameters = "rcl_interfaces/srv/GetParameters" {
+        GetParametersRequest = "rcl_interfaces/srv/GetParameters_Request" { names: Vec<String> }
+        GetParametersResponse = "rcl_interfaces/srv/GetParameters_Response" { values: Vec<ParameterValue> }
+        GetParametersEvent = "rcl_interfaces/srv/GetParameters_Event"
+    }
+}
+
+ros_service! {
+    /// `~/set_parameters`: each set on its own, each with its answer.
+    SetParameters = "rcl_interfaces/srv/SetParameters" {
+        SetParametersRequest = "rcl_interfaces/srv/SetParameters_Request" { parameters: Vec<Parameter> }
+        SetParametersResponse = "rcl_interfaces/srv/SetParameters_Response" { results: Vec<SetParametersResult> }
+        SetParametersEvent = "rcl_interfaces/srv/SetParameters_Event"
+    }
+}
+
+ros_service! {
+    /// `~/set_parameters_atomically`: all or none.
+    SetParametersAtomically = "rcl_interfaces/srv/SetParametersAtomically" {
+        SetParametersAtomicallyRequest = "rcl_interfaces/srv/SetParametersAtomically_Request" { parameters: Vec<Parameter> }
+        SetParametersAtomicallyResponse = "rcl_interfaces/srv/SetParametersAtomically_Response" { result: SetParametersResult }
+        SetParametersAtomicallyEvent = "rcl_interfaces/srv/SetParametersAtomically_Event"
+    }
+}
+
+ros_service! {
+    /// `~/describe_parameters`.
+    DescribeParameters = "rcl_interfaces/srv/DescribeParameters" {
+        DescribeParametersRequest = "rcl_interfaces/srv/DescribeParameters_Request" { names: Vec<String> }
+        DescribeParametersResponse = "rcl_interfaces/srv/DescribeParameters_Response" { descriptors: Vec<ParameterDescriptor> }
+        DescribeParametersEvent = "rcl_interfaces/srv/DescribeParameters_Event"
+    }
+}
+
+ros_service! {
+    /// `~/get_parameter_types`.
+    GetParameterTypes = "rcl_interfaces/srv/GetParameterTypes" {
+        GetParameterTypesRequest = "rcl_interfaces/srv/GetParameterTypes_Request" { names: Vec<String> }
+        GetParameterTypesResponse = "rcl_interfaces/srv/GetParameterTypes_Response" { types: Vec<u8> }
+        GetParameterTypesEvent = "rcl_interfaces/srv/GetParameterTypes_Event"
+    }
 }

@@ -376,3 +376,33 @@ macro_rules! ros_message {
     };
 }
 pub(crate) use ros_message;
+
+/// Define a service: its request and response messages, its event message (what service
+/// introspection publishes) and the service itself, whose type description (the three messages
+/// as fields, REP-2011) is what its RIHS01 hash covers.
+macro_rules! ros_service {
+    ($(#[$m:meta])* $name:ident = $ty:literal {
+        $req:ident = $req_ty:literal { $($rf:ident : $rft:ty),* $(,)? }
+        $resp:ident = $resp_ty:literal { $($pf:ident : $pft:ty),* $(,)? }
+        $event:ident = $event_ty:literal
+    }) => {
+        $crate::ros::typesys::ros_message! { $req = $req_ty { $($rf: $rft),* } }
+        $crate::ros::typesys::ros_message! { $resp = $resp_ty { $($pf: $pft),* } }
+        $crate::ros::typesys::ros_message! {
+            $event = $event_ty {
+                info: $crate::ros::service_msgs::ServiceEventInfo,
+                request: $crate::ros::typesys::Bounded<$req, 1>,
+                response: $crate::ros::typesys::Bounded<$resp, 1>
+            }
+        }
+        $crate::ros::typesys::ros_message! {
+            $(#[$m])*
+            $name = $ty { request_message: $req, response_message: $resp, event_message: $event }
+        }
+        impl $crate::ros::RosService for $name {
+            type Request = $req;
+            type Response = $resp;
+        }
+    };
+}
+pub(crate) use ros_service;

