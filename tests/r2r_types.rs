@@ -6,13 +6,12 @@
 //! command when the node stops.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use neuroburst::config::Config;
 use neuroburst::genome::Genome;
 use neuroburst::node::{self, Control};
-use neuroburst::transport::{Publisher, SampleHandler, TopicSpec, Transport, TransportError};
+use neuroburst::transport::{CallHandler, Publisher, SampleHandler, Subscription, TopicSpec, Transport, TransportError};
 
 /// The packages of ROS 2's `ros_core`/`ros_base` that the node's types come from.
 const STANDARD: [&str; 7] =
@@ -109,9 +108,13 @@ impl Transport for Recorder {
         self.log.lock().unwrap().publishers.push((t.name.clone(), t.type_name.clone()));
         Ok(Box::new(Rec { topic: t.name.clone(), log: self.log.clone() }))
     }
-    fn subscribe(&mut self, t: &TopicSpec, _handler: SampleHandler) -> Result<(), TransportError> {
+    fn subscribe(&mut self, t: &TopicSpec, _handler: SampleHandler) -> Result<Subscription, TransportError> {
         self.check(t)?;
         self.log.lock().unwrap().subscriptions.push((t.name.clone(), t.type_name.clone()));
+        Ok(Subscription::new(()))
+    }
+    fn serve(&mut self, t: &TopicSpec, _handler: CallHandler) -> Result<(), TransportError> {
+        self.check(t)?;
         Ok(())
     }
 }
@@ -122,7 +125,7 @@ fn run(missing: Vec<&'static str>) -> (anyhow::Result<node::Summary>, Log) {
     let log = Arc::new(Mutex::new(Log::default()));
     let mut transport = Recorder { log: log.clone(), missing };
     let control = Arc::new(Control::default());
-    control.stop.store(true, Ordering::Relaxed);
+    control.request_stop();
     let result = node::run(&genome, config.node_setup(), false, &mut transport, control, None);
     drop(transport);
     let log = Arc::try_unwrap(log).ok().unwrap().into_inner().unwrap();

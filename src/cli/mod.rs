@@ -9,6 +9,7 @@ mod inspect;
 mod kernels;
 mod learned;
 mod node;
+mod parameters;
 mod replay;
 pub mod ros_args;
 mod run;
@@ -166,14 +167,26 @@ impl RuntimeArgs {
 }
 
 /// Set up logging and the CPU thread pool from the configuration.
+/// Sets the log level of the running process (the parameter `log.level`).
+type SetLevel = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+static LOG_LEVEL: std::sync::OnceLock<SetLevel> = std::sync::OnceLock::new();
+
+/// Log at `level` from now on (when [`init`] set the logger up).
+pub fn set_log_level(level: &str) -> Result<(), String> {
+    LOG_LEVEL.get().map_or(Ok(()), |set| set(level))
+}
+
 pub fn init(config: &Config) {
     use crate::transport::zenoh::refused;
     use tracing_subscriber::filter::FilterExt;
     use tracing_subscriber::prelude::*;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log.level));
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false);
-    let _ = tracing_subscriber::registry().with(fmt.with_filter(filter.and(refused::hide()))).with(refused::layer()).try_init();
+    if tracing_subscriber::registry().with(fmt.with_filter(filter.and(refused::hide()))).with(refused::layer()).try_init().is_ok() {
+        let _ = LOG_LEVEL.set(Box::new(move |level: &str| handle.reload(EnvFilter::new(level)).map_err(|e| e.to_string())));
+    }
     if config.backend.cpu_threads > 0 {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(config.backend.cpu_threads).build_global();
     }

@@ -11,6 +11,7 @@ use clap::Args;
 use super::ros_args;
 use crate::config::Config;
 use crate::genome::Genome;
+use crate::node::services::Shared;
 use crate::node::{self, Control};
 use crate::transport::TransportKind;
 
@@ -99,10 +100,18 @@ pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
         crate::view::parse_addr(addr)?;
     }
     super::init(&config);
-    let genome_path = a.genome.clone().ok_or_else(|| anyhow!("no genome: pass --genome FILE (or the ROS parameter `genome`)"))?;
-    let genome = Genome::load(&genome_path)?;
+    let managed = config.node.lifecycle;
+    if !managed && a.genome.is_none() {
+        return Err(anyhow!("no genome: pass --genome FILE (or the ROS parameter `genome`)"));
+    }
+    // A managed node loads its genome at configure; the check and the view need it now.
+    let genome = match &a.genome {
+        Some(path) if a.check || a.view.is_some() => Some(Genome::load(path)?),
+        _ => None,
+    };
     if a.check {
-        println!("# genome {:?} ({}), resume: {}", genome.name, genome_path.display(), a.resume);
+        let g = genome.as_ref().map_or("none".into(), |g| format!("{:?}", g.name));
+        println!("# genome {g} ({}), resume: {}", a.genome.as_ref().map_or("none".into(), |p| p.display().to_string()), a.resume);
         print!("{}", serde_yaml::to_string(&config)?);
         return Ok(());
     }
@@ -110,16 +119,22 @@ pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
         crate::transport::select::open(config.node.transport, &config.zenoh, &config.node.name, &config.node.namespace, config.node.domain)
             .context("cannot open the transport")?;
     let control = Arc::new(Control::default());
-    if let Some(addr) = &a.view {
-        let _ = control.view.set(Arc::new(crate::view::View::start(addr, &genome, &config.view)?));
+    if let (Some(addr), Some(genome)) = (&a.view, &genome) {
+        let _ = control.view.set(Arc::new(crate::view::View::start(addr, genome, &config.view)?));
     }
-    let c = control.clone();
-    let resume = a.resume;
+    let fqn = node::topics::fully_qualified(&config.node.namespace, &config.node.name);
+    let (commands, requests) = std::sync::mpsc::channel();
+    let params = super::parameters::ConfigParameters::new(config.clone(), a.genome.clone(), a.resume);
+    let shared = Arc::new(Shared::new(Box::new(params), control.clone(), fqn, commands));
+    node::services::start(transport.as_mut(), &shared, managed).context("cannot serve the node's services")?;
+    if managed {
+        tracing::info!("{}: a managed node, unconfigured: waiting for {0}/change_state", shared.fqn);
+    }
     let burster = std::thread::Builder::new()
         .name("burst".into())
         .spawn(move || {
-            let r = node::run(&genome, config.node_setup(), resume, transport.as_mut(), c.clone(), None);
-            c.stop.store(true, Ordering::Relaxed);
+            let r = node::managed::run(shared.clone(), transport.as_mut(), requests, managed);
+            shared.control.request_stop();
             drop(transport);
             r
         })
@@ -136,11 +151,11 @@ pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
             tokio::select! {
                 _ = term.recv() => { tracing::info!("SIGTERM: stopping"); break; }
                 _ = int.recv() => { tracing::info!("SIGINT: stopping"); break; }
-                _ = usr1.recv() => { tracing::info!("SIGUSR1: checkpoint requested"); control.save.store(true, Ordering::Relaxed); }
+                _ = usr1.recv() => { tracing::info!("SIGUSR1: checkpoint requested"); control.request_save(None); }
                 _ = tick.tick() => if control.stop.load(Ordering::Relaxed) { break; },
             }
         }
-        control.stop.store(true, Ordering::Relaxed);
+        control.request_stop();
         anyhow::Ok(())
     })?;
     burster.join().map_err(|_| anyhow!("the burst thread panicked"))??;

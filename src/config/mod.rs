@@ -90,6 +90,18 @@ impl Config {
         }
     }
 
+    /// The sections the live node reads, owned (what a managed node reads at every configure).
+    pub fn node_sections(&self) -> crate::node::NodeSections {
+        crate::node::NodeSections {
+            node: self.node.clone(),
+            encoders: self.encoders.clone(),
+            decoders: self.decoders.clone(),
+            backend: self.backend.clone(),
+            checkpoint: self.checkpoint.clone(),
+            view: self.view.clone(),
+        }
+    }
+
     /// The sections a replay reads.
     pub fn replay_setup(&self) -> ReplaySetup {
         ReplaySetup {

@@ -42,9 +42,25 @@ impl Kind {
     }
 }
 
-/// The keys whose new value may take effect while the node runs (at the next burst); the others
-/// are read-only there, set in the configuration or with `--set`.
+/// The keys whose new value may take effect while the node runs (at the next burst), and every
+/// decoder's scales and limits (`decoders.<topic>.<axis>.scale`); the others are read at
+/// configure: a managed node takes them while unconfigured, else they are set in the
+/// configuration or with `--set`.
 pub const DYNAMIC: &[&str] = &["log.level", "node.log_interval_s"];
+
+/// The keys fixed when the node starts: its transport's (its name, namespace, domain, the Zenoh
+/// session) and the process's.
+const FIXED: &[&str] =
+    &["node.name", "node.namespace", "node.domain", "node.transport", "node.lifecycle", "zenoh", "log.progress", "backend.cpu_threads"];
+
+/// Whether `key` may change while a brain runs.
+pub fn dynamic(key: &str) -> bool {
+    DYNAMIC.contains(&key) || key.starts_with("decoders.")
+}
+
+fn fixed(key: &str) -> bool {
+    FIXED.iter().any(|f| key == *f || key.strip_prefix(f).is_some_and(|r| r.starts_with('.')))
+}
 
 /// The values a number may take: `min..=max`, or `min` left out where `open` (`(0, 1000]`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -190,8 +206,59 @@ pub fn params(config: &Config) -> Vec<Param> {
             out.push(Param { key: key.to_string(), kind, value: v.clone(), description, range: range(key) });
         }
     });
+    out.extend(decoder_params(config));
     out.sort_by(|a, b| a.key.cmp(&b.key));
     out
+}
+
+/// A twist decoder's axis as parameters: `decoders.<topic>.<axis>.scale` and `.limit` (the topic
+/// without its first `/`, other `/` as `.`).
+fn decoder_params(config: &Config) -> Vec<Param> {
+    let mut out = Vec::new();
+    for d in &config.decoders {
+        let crate::decode::DecoderConfig::Twist(t) = d else { continue };
+        let topic = t.topic.trim_start_matches('/').replace('/', ".");
+        for a in &t.axes {
+            let axis = serde_yaml::to_value(a.axis).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            let key = |field: &str| format!("decoders.{topic}.{axis}.{field}");
+            out.push(Param {
+                key: key("scale"),
+                kind: Kind::Double,
+                value: a.scale.into(),
+                description: format!("{} {axis} at full activation of area {} (m/s or rad/s)", t.topic, t.area),
+                range: Some(DECODER_SCALE),
+            });
+            out.push(Param {
+                key: key("limit"),
+                kind: Kind::Double,
+                value: a.limit.into(),
+                description: format!("{} {axis}: |value| is clamped to this (m/s or rad/s)", t.topic),
+                range: Some(DECODER_LIMIT),
+            });
+        }
+    }
+    out
+}
+
+const DECODER_SCALE: Range = Range::closed(-1000.0, 1000.0);
+const DECODER_LIMIT: Range = Range::closed(0.0, 1000.0);
+
+/// `config` with the twist axis of parameter `key` (`decoders.<topic>.<axis>.<scale|limit>`) at `x`.
+fn set_decoder(config: &Config, key: &str, x: f64) -> Result<Config, String> {
+    let mut c = config.clone();
+    let names: Vec<String> = decoder_params(config).into_iter().map(|p| p.key).collect();
+    let index = names.iter().position(|n| n == key).ok_or_else(|| format!("{key}: no such parameter"))?;
+    let twists = c.decoders.iter_mut().filter_map(|d| match d {
+        crate::decode::DecoderConfig::Twist(t) => Some(t),
+        _ => None,
+    });
+    let axis = twists.flat_map(|t| t.axes.iter_mut()).nth(index / 2).ok_or_else(|| format!("{key}: no such parameter"))?;
+    if index % 2 == 0 {
+        axis.scale = x;
+    } else {
+        axis.limit = x;
+    }
+    Ok(c)
 }
 
 /// Call `f` on every key below `prefix` that holds a value or a list of values.
@@ -257,8 +324,12 @@ pub fn descriptor(p: &Param) -> ParameterDescriptor {
         name: p.key.clone(),
         r#type: p.kind.ros_type(),
         description: p.description.clone(),
-        additional_constraints: note.to_string(),
-        read_only: !DYNAMIC.contains(&p.key.as_str()),
+        additional_constraints: match (fixed(&p.key), dynamic(&p.key)) {
+            (true, _) => join(note, "fixed when the node starts"),
+            (_, false) => join(note, "read at configure: set while the node is unconfigured"),
+            _ => note.to_string(),
+        },
+        read_only: !dynamic(&p.key),
         ..Default::default()
     };
     if let Some(r) = p.range {
@@ -272,15 +343,36 @@ pub fn descriptor(p: &Param) -> ParameterDescriptor {
     d
 }
 
+fn join(a: &str, b: &str) -> String {
+    if a.is_empty() {
+        b.to_string()
+    } else {
+        format!("{a}; {b}")
+    }
+}
+
 /// `config` with parameter `key` set to `v`, checked as a file's value is (its type, its range,
-/// the rest of the configuration); the refusal says why.
-pub fn set(config: &Config, key: &str, v: &ParameterValue) -> Result<Config, String> {
+/// the rest of the configuration); the refusal says why. `running`: a brain is built, and only
+/// the dynamic keys may change.
+pub fn set(config: &Config, key: &str, v: &ParameterValue, running: bool) -> Result<Config, String> {
     let p = params(config).into_iter().find(|p| p.key == key).ok_or_else(|| format!("{key}: no such parameter"))?;
-    if !DYNAMIC.contains(&key) {
-        return Err(format!("{key} is read-only while the node runs: set it in the configuration or with --set"));
+    if fixed(key) {
+        return Err(format!("{key} is fixed when the node starts: set it in the configuration or with --set"));
+    }
+    if running && !dynamic(key) {
+        return Err(format!("{key} is read at configure: set it while the node is unconfigured (or in the configuration)"));
     }
     if v.r#type != p.kind.ros_type() {
         return Err(format!("{key} takes a parameter of type {}, not {}", p.kind.ros_type(), v.r#type));
+    }
+    if key.starts_with("decoders.") {
+        let range = p.range.unwrap_or(DECODER_SCALE);
+        if !range.contains(v.double_value) {
+            return Err(format!("{key}: {} is not in {range}", v.double_value));
+        }
+        let c = set_decoder(config, key, v.double_value)?;
+        c.validate().map_err(|e| e.to_string())?;
+        return Ok(c);
     }
     let yaml: Value = match p.kind {
         Kind::Bool => v.bool_value.into(),
@@ -341,18 +433,31 @@ mod tests {
 
         let double = |x: f64| ParameterValue { r#type: 3, double_value: x, ..Default::default() };
         let string = |s: &str| ParameterValue { r#type: 4, string_value: s.into(), ..Default::default() };
-        let c2 = set(&c, "node.log_interval_s", &double(2.5)).unwrap();
+        let c2 = set(&c, "node.log_interval_s", &double(2.5), true).unwrap();
         assert_eq!(c2.node.log_interval_s, 2.5);
-        assert_eq!(set(&c, "log.level", &string("debug")).unwrap().log.level, "debug");
-        let e = set(&c, "node.log_interval_s", &double(-1.0)).unwrap_err();
+        assert_eq!(set(&c, "log.level", &string("debug"), true).unwrap().log.level, "debug");
+        let e = set(&c, "node.log_interval_s", &double(-1.0), true).unwrap_err();
         assert!(e.contains("node.log_interval_s") && e.contains("[0, 86400]"), "{e}");
-        let e = set(&c, "log.level", &string("loud")).unwrap_err();
+        let e = set(&c, "log.level", &string("loud"), true).unwrap_err();
         assert!(e.contains("log.level"), "{e}");
-        let e = set(&c, "node.rate_hz", &double(100.0)).unwrap_err();
-        assert!(e.contains("read-only"), "{e}");
-        let e = set(&c, "node.log_interval_s", &string("soon")).unwrap_err();
+        let e = set(&c, "node.rate_hz", &double(100.0), true).unwrap_err();
+        assert!(e.contains("read at configure"), "{e}");
+        assert_eq!(set(&c, "node.rate_hz", &double(100.0), false).unwrap().node.rate_hz, 100.0);
+        let e = set(&c, "node.name", &string("other"), false).unwrap_err();
+        assert!(e.contains("fixed"), "{e}");
+        let e = set(&c, "node.log_interval_s", &string("soon"), true).unwrap_err();
         assert!(e.contains("type 3"), "{e}");
-        assert!(set(&c, "node.nothing", &double(1.0)).unwrap_err().contains("no such parameter"));
+        assert!(set(&c, "node.nothing", &double(1.0), true).unwrap_err().contains("no such parameter"));
+        // a twist decoder's scales and limits change while the brain runs
+        let yaml = "decoders:\n- {kind: twist, area: o__mot, topic: /cmd_vel, axes: [{axis: linear_x, scale: 0.5, limit: 1.0}, {axis: angular_z, scale: 1.0, limit: 2.0}]}\n";
+        let c: Config = serde_yaml::from_str(yaml).unwrap();
+        let d = descriptor(params(&c).iter().find(|p| p.key == "decoders.cmd_vel.angular_z.limit").unwrap());
+        assert!(!d.read_only && d.description.contains("clamped"), "{d:?}");
+        let c2 = set(&c, "decoders.cmd_vel.angular_z.limit", &double(0.5), true).unwrap();
+        let crate::decode::DecoderConfig::Twist(t) = &c2.decoders[0] else { panic!() };
+        assert_eq!((t.axes[0].limit, t.axes[1].limit, t.axes[1].scale), (1.0, 0.5, 1.0));
+        let e = set(&c, "decoders.cmd_vel.linear_x.limit", &double(-1.0), true).unwrap_err();
+        assert!(e.contains("[0, 1000]"), "{e}");
     }
 
     #[test]

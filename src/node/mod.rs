@@ -8,43 +8,50 @@
 //! Signals and the transports' I/O live elsewhere (`cli/node.rs`, `transport/`); this module only
 //! needs a [`Transport`] and a [`Control`].
 
+pub mod configured;
 pub mod health;
 pub mod lifecycle;
+pub mod managed;
 pub mod problems;
 pub mod publish;
 pub mod realtime;
+pub mod services;
 pub mod settings;
 pub mod slots;
 pub mod topics;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 
-use crate::backend::open::open;
-use crate::backend::{Backend, BackendConfig, Readback};
-use crate::checkpoint::{Checkpoint, CheckpointConfig};
+use crate::backend::BackendConfig;
+use crate::checkpoint::CheckpointConfig;
 use crate::decode::DecoderConfig;
 use crate::encode::EncoderConfig;
 use crate::genome::Genome;
-use crate::model::{Injections, Layout};
-use crate::ros::builtin::Empty;
-use crate::ros::{registry, RosMessage};
+use crate::model::Injections;
+use crate::ros::registry;
 use crate::run::trace;
 use crate::run::Intake;
 use crate::transport::{names, Qos, TopicSpec, Transport};
 use crate::view::ViewConfig;
-use topics::LiveTopics;
+pub use configured::Configured;
 
 pub use settings::{Mode, NodeConfig, RealtimeConfig, ReflexConfig};
 
-/// Requests from outside the burst thread (signals, trigger topics, tests).
-#[derive(Debug, Default)]
+/// Requests from outside the burst thread (signals, services, trigger topics, tests).
+#[derive(Default)]
 pub struct Control {
+    /// The process ends (set it with [`Control::request_stop`]).
     pub stop: AtomicBool,
+    /// The bursts stop: the process ends, or a lifecycle transition leaves the active state.
+    pub interrupt: AtomicBool,
+    /// A checkpoint is asked for (set it with [`Control::request_save`]).
     pub save: AtomicBool,
+    saves: Mutex<Vec<SaveReply>>,
+    /// Settings that take effect at the next burst (a dynamic parameter was set).
+    pub update: Arc<Mutex<Option<Update>>>,
     /// Last burst run (for observers).
     pub burst: AtomicU64,
     /// Missed deadlines so far (for observers; the topics count them).
@@ -53,6 +60,61 @@ pub struct Control {
     pub reset_trace: AtomicBool,
     /// The live view, when served (`node --view`): set before [`run`].
     pub view: std::sync::OnceLock<Arc<crate::view::View>>,
+}
+
+impl Control {
+    /// End the process: the bursts stop, the node finishes.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.interrupt.store(true, Ordering::Relaxed);
+    }
+
+    /// Save a checkpoint after the next burst (or at once when the node does not burst);
+    /// `reply`, if any, hears the file written or why not.
+    pub fn request_save(&self, reply: Option<SaveReply>) {
+        self.saves.lock().unwrap_or_else(|p| p.into_inner()).extend(reply);
+        self.save.store(true, Ordering::Relaxed);
+    }
+
+    fn take_save_replies(&self) -> Vec<SaveReply> {
+        std::mem::take(&mut *self.saves.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// How a checkpoint's requester hears where it was written, or why not.
+pub type SaveReply = Box<dyn FnOnce(Result<std::path::PathBuf, String>) + Send>;
+
+/// What a dynamic parameter changes in a running node, from the next burst on.
+#[derive(Clone, Debug, Default)]
+pub struct Update {
+    /// The decoders (their scales and limits may change), in the configuration's order.
+    pub decoders: Vec<DecoderConfig>,
+    pub log_interval_s: f64,
+}
+
+/// The sections of the configuration the live node reads, owned (what a managed node reads
+/// again at every configure).
+#[derive(Clone, Debug, Default)]
+pub struct NodeSections {
+    pub node: NodeConfig,
+    pub encoders: Vec<EncoderConfig>,
+    pub decoders: Vec<DecoderConfig>,
+    pub backend: BackendConfig,
+    pub checkpoint: CheckpointConfig,
+    pub view: ViewConfig,
+}
+
+impl NodeSections {
+    pub fn setup(&self) -> NodeSetup<'_> {
+        NodeSetup {
+            node: &self.node,
+            encoders: &self.encoders,
+            decoders: &self.decoders,
+            backend: &self.backend,
+            checkpoint: &self.checkpoint,
+            view: &self.view,
+        }
+    }
 }
 
 /// The sections of the configuration the live node reads.
@@ -107,8 +169,8 @@ pub fn input_type(nc: &NodeConfig, intake: &Intake, topic: &str) -> anyhow::Resu
     }
 }
 
-/// Run the node until `control.stop` is set. The transport must outlive the run (its
-/// subscriptions feed the slots).
+/// Run the node (configured and active at once, as without `node.lifecycle`) until
+/// `control.stop` is set. The transport must outlive the run (its subscriptions feed the slots).
 pub fn run(
     genome: &Genome,
     config: NodeSetup<'_>,
@@ -117,126 +179,9 @@ pub fn run(
     control: Arc<Control>,
     drive: Option<Drive>,
 ) -> anyhow::Result<Summary> {
-    let nc = config.node;
-    let layout = Layout::from_genome(genome);
-    let rate = if nc.rate_hz > 0.0 { nc.rate_hz } else { genome.burst_rate_hz };
-    let mut topics = LiveTopics::open(&config, &layout, transport, rate, "the node")?;
-    topics.set_drive(drive);
-    if let Some(view) = control.view.get() {
-        topics.set_view(view);
-    }
-    if !config.checkpoint.trigger_topic.is_empty() {
-        let spec = topic_spec(&config.checkpoint.trigger_topic, nc, Empty::TYPE, Qos::COMMAND)?;
-        let c = control.clone();
-        transport.subscribe(&spec, Arc::new(move |_| c.save.store(true, Ordering::Relaxed)))?;
-        tracing::info!("checkpoint trigger: {}", spec.name);
-    }
-
-    // The backend reads back the motor areas of the decoders only; with the live view, also
-    // every area small enough to draw (at most view.max_points neurons).
-    let mut motor_areas: Vec<usize> = topics.outputs.decoders.iter().map(|d| d.area).collect();
-    if control.view.get().is_some() {
-        motor_areas.extend((0..layout.meta.len()).filter(|&a| layout.params[a].count as usize <= config.view.max_points));
-    }
-    motor_areas.sort_unstable();
-    motor_areas.dedup();
-    let ranges = motor_areas.iter().map(|&a| layout.params[a].first..layout.params[a].first + layout.params[a].count).collect();
-    let view_stop = Arc::new(AtomicBool::new(false));
-    let result = bursts(genome, &config, resume, transport, &control, &layout, &mut topics, ranges, &view_stop);
-    view_stop.store(true, Ordering::Relaxed);
+    let mut brain = Configured::new(genome.clone(), config, resume, transport, &control, drive)?;
+    let result = brain.activate(&control);
     // However the bursts ended, every motor topic gets its stop command.
-    let _ = crate::run::Io::finish(&mut topics, result.as_ref().err().map(crate::errors::said_once).as_deref());
-    result.map(|s| Summary { latency: topics.report.latency.clone(), ..s })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn bursts(
-    genome: &Genome,
-    config: &NodeSetup<'_>,
-    resume: bool,
-    transport: &mut dyn Transport,
-    control: &Arc<Control>,
-    layout: &Layout,
-    topics: &mut LiveTopics,
-    ranges: Vec<std::ops::Range<u32>>,
-    view_stop: &Arc<AtomicBool>,
-) -> anyhow::Result<Summary> {
-    let read_back: Vec<bool> = (0..layout.meta.len()).map(|a| ranges.iter().any(|r| r.start == layout.params[a].first)).collect();
-    topics.set_feed(control.view.get().map(|v| crate::view::feed(v.clone(), read_back, view_stop.clone())).transpose()?);
-    let mut opened = open(genome, config.backend, Readback::Ranges(ranges), false).map_err(anyhow::Error::msg)?;
-    let backend: &mut dyn Backend = opened.backend.as_mut();
-    topics.hardware = backend.info().device;
-    let checkpoint = &config.checkpoint.path;
-    if resume {
-        let c = Checkpoint::load(checkpoint, genome)?;
-        backend.restore(&c.state).with_context(|| format!("{}: cannot restore the checkpoint", checkpoint.display()))?;
-        tracing::info!("resumed from {} at burst {}", checkpoint.display(), c.state.burst);
-        if c.state.learned.is_empty() && genome.mappings.iter().any(|m| m.plasticity.is_some()) {
-            tracing::warn!(
-                "{}: the checkpoint holds no learned weights (written by an older neuroburst); the plastic synapses start from \
-                 the genome's weights",
-                checkpoint.display()
-            );
-        }
-    }
-
-    tracing::info!("transport: {}", transport.describe());
-    let mut summary = Summary { hardware: topics.hardware.clone(), ..Summary::default() };
-    tracing::info!("bursting at {} Hz ({} neurons, {} synapses, {})", topics.rate(), layout.neurons, opened.synapses, topics.hardware);
-
-    // the publisher thread first: it must not inherit the burst thread's core
-    topics.start_publisher()?;
-    realtime::apply_logged(&config.node.realtime);
-    topics.count_missed(control.missed.clone());
-    let mut last = 0;
-    let ran = crate::run::bursts(topics, backend, &control.stop, |burst, backend| {
-        last = burst;
-        control.burst.store(burst, Ordering::Relaxed);
-        if control.save.swap(false, Ordering::Relaxed) {
-            save(genome, backend, checkpoint, false);
-        }
-        Ok(control.reset_trace.swap(false, Ordering::Relaxed))
-    })?;
-    summary.bursts = last;
-    summary.missed_deadlines = topics.pace.missed();
-    (summary.dropped_messages, summary.malformed_messages) = topics.dropped();
-    summary.link_losses = transport.link_losses();
-    summary.phases = ran.phases;
-    if config.checkpoint.on_shutdown {
-        save(genome, backend, checkpoint, true);
-    }
-    tracing::info!(
-        "stopped after {} bursts: {} missed deadlines, {} dropped messages ({} malformed), {} link losses",
-        summary.bursts,
-        summary.missed_deadlines,
-        summary.dropped_messages,
-        summary.malformed_messages,
-        summary.link_losses.map_or("unknown".to_string(), |n| n.to_string())
-    );
-    Ok(summary)
-}
-
-/// Snapshot the brain (on the burst thread: the state must be that of one burst) and write the
-/// checkpoint, beside the bursts unless `wait`; failures are logged, the node goes on.
-fn save(genome: &Genome, backend: &mut dyn Backend, path: &std::path::Path, wait: bool) {
-    let start = Instant::now();
-    let state = match backend.snapshot() {
-        Ok(s) => s,
-        Err(e) => return tracing::error!("checkpoint {}: {}", path.display(), crate::errors::chain(&e)),
-    };
-    let (checkpoint, path) = (Checkpoint::new(genome, state), path.to_path_buf());
-    let write = move || {
-        let burst = checkpoint.state.burst;
-        match checkpoint.save(&path) {
-            Ok(()) => {
-                tracing::info!("checkpoint of burst {burst} written to {} in {:.1} ms", path.display(), start.elapsed().as_secs_f64() * 1e3)
-            }
-            Err(e) => tracing::error!("checkpoint {}: {}", path.display(), crate::errors::chain(&e)),
-        }
-    };
-    if wait {
-        write();
-    } else if let Err(e) = std::thread::Builder::new().name("checkpoint".into()).spawn(write) {
-        tracing::error!("checkpoint: cannot start the writer thread: {e}");
-    }
+    let summary = brain.finish(result.as_ref().err().map(crate::errors::said_once).as_deref(), transport);
+    result.map(|()| summary)
 }

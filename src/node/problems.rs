@@ -14,6 +14,11 @@ impl ProblemLog {
         ProblemLog { interval, last: HashMap::new() }
     }
 
+    /// Log at most once per `interval` from now on (`node.log_interval_s` set while running).
+    pub fn set_interval(&mut self, interval: Duration) {
+        self.interval = interval;
+    }
+
     /// `total` is the running count of `kind` problems on `topic`; logs a warning if it grew and
     /// nothing was logged about it in the last interval. Returns whether it logged.
     pub fn check(&mut self, now: Instant, topic: &str, kind: &'static str, total: u64, detail: Option<&str>) -> bool {

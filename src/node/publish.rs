@@ -32,6 +32,15 @@ pub struct Output {
 /// What the burst thread hands over.
 pub enum Record {
     Burst(BurstRecord),
+    /// The bursts pause (the lifecycle's deactivate): the stop commands; the stats go on.
+    Pause {
+        motor: Vec<(usize, MotorMessage)>,
+        time_ns: u64,
+    },
+    /// New settings (a parameter set while the node runs): the problem log's interval.
+    Settings {
+        log_interval: Duration,
+    },
     /// The node stops: the stop commands, the final status (and the fatal error, if one).
     Stop {
         motor: Vec<(usize, MotorMessage)>,
@@ -122,6 +131,11 @@ impl OutputSide {
             };
             match record {
                 Ok(Record::Burst(b)) => r.burst(b),
+                Ok(Record::Pause { motor, time_ns }) => {
+                    r.send(&motor);
+                    r.show(&motor, time_ns);
+                }
+                Ok(Record::Settings { log_interval }) => r.side.problems.set_interval(log_interval),
                 Ok(Record::Stop { motor, time_ns, fatal }) => {
                     r.send(&motor);
                     r.show(&motor, time_ns);

@@ -59,6 +59,9 @@ pub struct NodeConfig {
     pub use_sim_time: bool,
     /// Seconds between two log lines about the same problem on the same topic.
     pub log_interval_s: f64,
+    /// A managed (lifecycle) node: it starts unconfigured and bursts once a lifecycle manager
+    /// has configured and activated it (`~/change_state`).
+    pub lifecycle: bool,
     /// The message type to subscribe with, per encoder topic, where the encoder accepts several
     /// (image: sensor_msgs/msg/Image by default, or CompressedImage; float_array:
     /// std_msgs/msg/Float32MultiArray by default, or Float64MultiArray).
@@ -81,6 +84,7 @@ impl Default for NodeConfig {
             stats_rate_hz: 1.0,
             use_sim_time: false,
             log_interval_s: 5.0,
+            lifecycle: false,
             input_types: BTreeMap::new(),
         }
     }

@@ -16,7 +16,7 @@ use super::problems::ProblemLog;
 use super::publish::{BurstRecord, Output, OutputReport, OutputSide, Record};
 use super::settings::Mode;
 use super::slots::Slot;
-use super::{input_type, topic_spec, Drive, NodeSetup};
+use super::{input_type, topic_spec, Drive, NodeSetup, Update};
 use crate::model::{Injections, Layout};
 use crate::ros::diagnostic_msgs::DiagnosticArray;
 use crate::ros::neuroburst_msgs::BurstStats;
@@ -24,7 +24,7 @@ use crate::ros::rosgraph_msgs::Clock as ClockMsg;
 use crate::ros::RosMessage;
 use crate::run::pace::{Pace, SimTime, Wake};
 use crate::run::{BurstProducts, Intake, Io, Outputs};
-use crate::transport::{names, Publisher, Qos, Transport};
+use crate::transport::{names, Publisher, Qos, Subscription, Transport};
 
 /// A subscribed sensor topic.
 pub struct Input {
@@ -67,6 +67,10 @@ pub struct LiveTopics {
     drive: Option<Drive>,
     /// The live view's feed of fired neurons.
     feed: Option<crate::view::Feed>,
+    /// Settings that take effect at the next burst (dynamic parameters).
+    updates: Option<Arc<std::sync::Mutex<Option<Update>>>>,
+    /// The subscriptions feeding the slots and the clock: they end with these topics.
+    _subscriptions: Vec<Subscription>,
     /// The transport, when this owns it (the io shard): its subscriptions feed the slots.
     transport: Option<Box<dyn Transport>>,
     describe: String,
@@ -118,7 +122,7 @@ impl LiveTopics {
         let fqn = fully_qualified(&nc.namespace, &nc.name);
         tracing::info!("node {fqn}");
         let wake = Wake::new();
-        let mut inputs = vec![];
+        let (mut inputs, mut subscriptions) = (vec![], vec![]);
         for key in intake.topics().map(String::from).collect::<Vec<_>>() {
             let type_name = input_type(nc, &intake, &key)?;
             intake.check_type(&key, type_name)?;
@@ -126,7 +130,9 @@ impl LiveTopics {
             let slot = Slot::new(&spec.name, intake.counters(&key).expect("the intake's topic"));
             let encoder = slot.spawn_encoder(intake.take_encoders(&key), type_name, wake.clone(), nc.realtime.busy_poll)?;
             inputs.push(Input { key, slot: slot.clone(), encoder: Some(encoder) });
-            transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?;
+            subscriptions.push(
+                transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?,
+            );
             tracing::info!("input {} ({type_name})", spec.name);
         }
         let mut pubs = vec![];
@@ -163,7 +169,9 @@ impl LiveTopics {
             }
             let time = SimTime::new();
             let spec = topic_spec("/clock", nc, ClockMsg::TYPE, Qos::CLOCK)?;
-            transport.subscribe(&spec, time.handler()).map_err(|e| anyhow!("cannot subscribe to /clock ({}): {e}", ClockMsg::TYPE))?;
+            subscriptions.push(
+                transport.subscribe(&spec, time.handler()).map_err(|e| anyhow!("cannot subscribe to /clock ({}): {e}", ClockMsg::TYPE))?,
+            );
             tracing::info!("use_sim_time: the bursts follow /clock at {rate} per simulated second");
             Pace::sim(rate, time)
         } else if nc.mode == Mode::Reflex {
@@ -227,6 +235,8 @@ impl LiveTopics {
             missed: Arc::default(),
             drive: None,
             feed: None,
+            updates: None,
+            _subscriptions: subscriptions,
             transport: None,
             describe: format!("live topics at {rate} Hz over {}", transport.describe()),
         })
@@ -341,6 +351,41 @@ impl LiveTopics {
         }
     }
 
+    /// The bursts pause (deactivate): every motor topic gets its stop command; the publisher
+    /// thread goes on, and the next activation bursts again.
+    pub fn pause(&mut self) {
+        let time_ns = self.pace.now_ns();
+        let motor = self.outputs.stop_messages(time_ns);
+        if let Some(tx) = &self.records {
+            if tx.send(Record::Pause { motor, time_ns }).is_ok() && !self.motor_topics.is_empty() {
+                tracing::info!("{}: stop commands sent on {}", self.fqn, self.motor_topics.join(", "));
+            }
+        }
+    }
+
+    /// Look for new settings before every burst's decoding.
+    pub fn take_updates(&mut self, updates: Arc<std::sync::Mutex<Option<Update>>>) {
+        self.updates = Some(updates);
+    }
+
+    /// Take new settings (dynamic parameters) from the next burst on: the decoders' scales and
+    /// limits, the problem log's interval.
+    pub fn apply(&mut self, u: &Update) {
+        for (d, new) in self.outputs.decoders.iter_mut().zip(&u.decoders) {
+            if d.config.area() == new.area() && d.config.topic() == new.topic() {
+                d.config = new.clone();
+            }
+        }
+        let record = Record::Settings { log_interval: Duration::from_secs_f64(u.log_interval_s.max(0.0)) };
+        match (&self.records, self.side.as_mut()) {
+            (Some(tx), _) => {
+                let _ = tx.try_send(record);
+            }
+            (None, Some(side)) => side.problems.set_interval(Duration::from_secs_f64(u.log_interval_s.max(0.0))),
+            _ => {}
+        }
+    }
+
     /// Hand a burst's products (begun at `start`) to the publisher thread and close the burst on
     /// the clock. Never waits: a record the publisher has no room for is dropped and counted.
     pub fn publish(&mut self, products: BurstProducts, start: Instant) {
@@ -405,6 +450,9 @@ impl Io for LiveTopics {
     }
 
     fn decode(&mut self, t: u64, fired: &[u32], fired_total: u64) -> anyhow::Result<BurstProducts> {
+        if let Some(u) = self.updates.as_ref().and_then(|m| m.try_lock().ok()?.take()) {
+            self.apply(&u);
+        }
         if let Some(f) = self.feed.as_ref().filter(|f| f.wanted()) {
             f.offer(self.now_ns, fired);
         }

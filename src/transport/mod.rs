@@ -58,6 +58,27 @@ pub struct Sample {
 /// Called from the transport's own threads for every sample of a subscribed topic; must not block.
 pub type SampleHandler = Arc<dyn Fn(Sample) + Send + Sync>;
 
+/// A subscription: its samples stop coming when it is dropped.
+pub struct Subscription(#[allow(dead_code)] Box<dyn std::any::Any + Send>);
+
+impl Subscription {
+    pub fn new(holds: impl std::any::Any + Send) -> Subscription {
+        Subscription(Box::new(holds))
+    }
+}
+
+/// One call of a served service: the request's CDR bytes (header included) and the answer's way
+/// back, to be taken once, from any thread, now or later (a configure that builds the brain
+/// answers seconds later).
+pub struct Call {
+    pub request: Vec<u8>,
+    pub reply: Box<dyn FnOnce(Vec<u8>) + Send>,
+}
+
+/// Called from the transport's own threads for every call of a served service; must not block
+/// (it answers through [`Call::reply`]).
+pub type CallHandler = Arc<dyn Fn(Call) + Send + Sync>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error("zenoh: {0}")]
@@ -91,8 +112,11 @@ pub trait Transport: Send {
     fn describe(&self) -> String;
     /// Announce a publisher of `topic` (liveliness token, rcl publisher, ...).
     fn publisher(&mut self, topic: &TopicSpec) -> Result<Box<dyn Publisher>, TransportError>;
-    /// Deliver every sample of `topic` to `handler` until the transport is dropped.
-    fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<(), TransportError>;
+    /// Deliver every sample of `topic` to `handler` until the subscription is dropped.
+    fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<Subscription, TransportError>;
+    /// Serve `service` (its `type_name` a `pkg/srv/Type`, its type hash the service's): every
+    /// call goes to `handler`.
+    fn serve(&mut self, service: &TopicSpec, handler: CallHandler) -> Result<(), TransportError>;
     /// How often the transport lost every connection to the robot (router and peers) so far;
     /// None where it cannot tell (rcl keeps that to itself).
     fn link_losses(&self) -> Option<u64> {

@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use super::{AttachmentStatus, Publisher, Qos, Reliability, Sample, SampleHandler, TopicSpec, Transport, TransportError};
+use super::{
+    AttachmentStatus, Call, CallHandler, Publisher, Qos, Reliability, Sample, SampleHandler, Subscription, TopicSpec, Transport,
+    TransportError,
+};
 
 fn rerr(e: impl std::fmt::Display) -> TransportError {
     TransportError::Ros2(e.to_string())
@@ -86,6 +89,46 @@ impl Drop for R2rTransport {
     }
 }
 
+impl R2rTransport {
+    /// Serve a service of type `T` (r2r has typed services only): each request goes to `handler`
+    /// as rcl serializes it, and the answer's CDR bytes back into `T::Response`.
+    fn serve_typed<T>(&mut self, service: &TopicSpec, handler: CallHandler) -> Result<(), TransportError>
+    where
+        T: r2r::WrappedServiceTypeSupport + 'static,
+    {
+        use r2r::WrappedTypesupport;
+        let stream = self
+            .node
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .create_service::<T>(&service.name, r2r::QosProfile::services_default())
+            .map_err(|e| topic_err(service, e))?;
+        let name = service.name.clone();
+        let server = std::thread::Builder::new()
+            .name(format!("r2r-srv {name}"))
+            .spawn(move || {
+                futures::executor::block_on(stream.for_each(|call| {
+                    let request = match call.message.to_serialized_bytes() {
+                        Ok(b) => b,
+                        Err(e) => return futures::future::ready(tracing::warn!("{name}: cannot serialize a request: {e}")),
+                    };
+                    let name = name.clone();
+                    let reply = move |response: Vec<u8>| {
+                        let answered = T::Response::from_serialized_bytes(&response).and_then(|r| call.respond(r));
+                        if let Err(e) = answered {
+                            tracing::warn!("{name}: cannot send the answer: {e}");
+                        }
+                    };
+                    handler(Call { request, reply: Box::new(reply) });
+                    futures::future::ready(())
+                }))
+            })
+            .map_err(rerr)?;
+        self.threads.push(server);
+        Ok(())
+    }
+}
+
 struct R2rPublisher(r2r::PublisherUntyped);
 
 impl Publisher for R2rPublisher {
@@ -105,21 +148,59 @@ impl Transport for R2rTransport {
         Ok(Box::new(R2rPublisher(p.map_err(|e| topic_err(topic, e))?)))
     }
 
-    fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<(), TransportError> {
+    fn serve(&mut self, service: &TopicSpec, handler: CallHandler) -> Result<(), TransportError> {
+        use r2r::{lifecycle_msgs::srv as lifecycle, rcl_interfaces::srv as params};
+        match service.type_name.as_str() {
+            "lifecycle_msgs/srv/ChangeState" => self.serve_typed::<lifecycle::ChangeState::Service>(service, handler),
+            "lifecycle_msgs/srv/GetState" => self.serve_typed::<lifecycle::GetState::Service>(service, handler),
+            "lifecycle_msgs/srv/GetAvailableStates" => self.serve_typed::<lifecycle::GetAvailableStates::Service>(service, handler),
+            "lifecycle_msgs/srv/GetAvailableTransitions" => {
+                self.serve_typed::<lifecycle::GetAvailableTransitions::Service>(service, handler)
+            }
+            "rcl_interfaces/srv/ListParameters" => self.serve_typed::<params::ListParameters::Service>(service, handler),
+            "rcl_interfaces/srv/GetParameters" => self.serve_typed::<params::GetParameters::Service>(service, handler),
+            "rcl_interfaces/srv/SetParameters" => self.serve_typed::<params::SetParameters::Service>(service, handler),
+            "rcl_interfaces/srv/SetParametersAtomically" => self.serve_typed::<params::SetParametersAtomically::Service>(service, handler),
+            "rcl_interfaces/srv/DescribeParameters" => self.serve_typed::<params::DescribeParameters::Service>(service, handler),
+            "rcl_interfaces/srv/GetParameterTypes" => self.serve_typed::<params::GetParameterTypes::Service>(service, handler),
+            // (r2r's bindings for its type check without ROS, `doc-only`, have no std_srvs)
+            #[cfg(not(feature = "ros2-doc-check"))]
+            "std_srvs/srv/Trigger" => self.serve_typed::<r2r::std_srvs::srv::Trigger::Service>(service, handler),
+            other => Err(TransportError::Topic { topic: service.name.clone(), message: super::missing_type(other) }),
+        }
+    }
+
+    /// r2r 0.9 cannot destroy an rcl subscription: a dropped [`Subscription`] stops delivering
+    /// its samples, and the rcl subscription goes with the node.
+    fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<Subscription, TransportError> {
         let stream = self.node.lock().unwrap_or_else(|p| p.into_inner()).subscribe_raw(&topic.name, &topic.type_name, qos(&topic.qos));
         let stream = stream.map_err(|e| topic_err(topic, e))?;
         let name: Arc<str> = topic.name.as_str().into();
+        let open = Arc::new(AtomicBool::new(true));
+        let delivering = open.clone();
         // The stream ends when the node is dropped; its thread ends with it.
         let reader = std::thread::Builder::new()
             .name(format!("r2r-sub {}", topic.name))
             .spawn(move || {
                 futures::executor::block_on(stream.for_each(|payload| {
+                    if !delivering.load(Ordering::Relaxed) {
+                        return futures::future::ready(());
+                    }
                     handler(Sample { topic: name.clone(), payload, attachment: AttachmentStatus::NotExpected, received: Instant::now() });
                     futures::future::ready(())
                 }))
             })
             .map_err(rerr)?;
         self.threads.push(reader);
-        Ok(())
+        Ok(Subscription::new(Closes(open)))
+    }
+}
+
+/// Stops a subscription's deliveries when dropped.
+struct Closes(Arc<AtomicBool>);
+
+impl Drop for Closes {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
     }
 }

@@ -23,6 +23,8 @@ impl Qos {
     /// `/clock` under `use_sim_time`: best effort, depth 1 (rclcpp's ClockQoS; hears reliable
     /// publishers too).
     pub const CLOCK: Qos = Qos { reliability: Reliability::BestEffort, depth: 1 };
+    /// `/parameter_events`: reliable, depth 1000 (rclcpp's ParameterEventsQoS).
+    pub const PARAMETER_EVENTS: Qos = Qos { reliability: Reliability::Reliable, depth: 1000 };
 }
 
 /// One topic as the transports see it.

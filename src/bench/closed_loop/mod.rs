@@ -149,7 +149,7 @@ pub fn run(nc: node::NodeConfig, backend: BackendConfig, opts: Options) -> anyho
         let (encoders, decoders) = (&topics.encoders, &topics.decoders);
         let setup = node::NodeSetup { node: &nc, encoders, decoders, backend: &backend, checkpoint: &checkpoint, view: &view };
         let r = node::run(&genome, setup, false, &mut t, c.clone(), drive);
-        c.stop.store(true, Ordering::Relaxed);
+        c.request_stop();
         r
     })?;
 
@@ -163,7 +163,7 @@ pub fn run(nc: node::NodeConfig, backend: BackendConfig, opts: Options) -> anyho
     while !ready.load(Ordering::Relaxed) {
         if control.stop.load(Ordering::Relaxed) || robot.is_finished() || std::time::Instant::now() > give_up {
             stop.store(true, Ordering::Relaxed);
-            control.stop.store(true, Ordering::Relaxed);
+            control.request_stop();
             let node_result = node.join().map_err(|_| anyhow!("the burst thread panicked"))?;
             robot.join().map_err(|_| anyhow!("the robot thread panicked"))??;
             node_result?;
@@ -179,7 +179,7 @@ pub fn run(nc: node::NodeConfig, backend: BackendConfig, opts: Options) -> anyho
     let (bursts1, missed1) = (control.burst.load(Ordering::Relaxed), control.missed.load(Ordering::Relaxed));
     stop.store(true, Ordering::Relaxed);
     let robot_report = robot.join().map_err(|_| anyhow!("the robot thread panicked"))??;
-    control.stop.store(true, Ordering::Relaxed);
+    control.request_stop();
     let summary = node.join().map_err(|_| anyhow!("the burst thread panicked"))??;
     Ok(LoopReport {
         brain,

@@ -72,6 +72,8 @@ pub struct NodeIdentity {
 pub enum EntityKind {
     Publisher,
     Subscription,
+    /// A service server (a queryable).
+    Service,
 }
 
 impl NodeIdentity {
@@ -80,11 +82,12 @@ impl NodeIdentity {
         format!("@ros2_lv/{}/{}/{}/{}/NN/%/{}/{}", self.domain, self.zid, self.node_id, self.node_id, mangle(&self.namespace), self.name)
     }
 
-    /// `@ros2_lv/<domain>/<zid>/<nid>/<eid>/<MP|MS>/%/<ns>/<node>/<topic>/<type>/<hash>/<qos>`.
+    /// `@ros2_lv/<domain>/<zid>/<nid>/<eid>/<MP|MS|SS>/%/<ns>/<node>/<topic>/<type>/<hash>/<qos>`.
     pub fn entity_token(&self, entity_id: u64, kind: EntityKind, topic: &TopicSpec) -> String {
         let kind = match kind {
             EntityKind::Publisher => "MP",
             EntityKind::Subscription => "MS",
+            EntityKind::Service => "SS",
         };
         format!(
             "@ros2_lv/{}/{}/{}/{}/{}/%/{}/{}/{}/{}/{}/{}",
@@ -133,6 +136,12 @@ mod tests {
             id.entity_token(3, EntityKind::Publisher, &t),
             format!("@ros2_lv/0/a1b2/0/3/MP/%/%/brain/%cmd_vel/geometry_msgs::msg::dds_::Twist_/{TWIST}/::,10:,:,:,,")
         );
+        let s = TopicSpec::new("/brain/get_state", "lifecycle_msgs/srv/GetState", "RIHS01_x", Qos::COMMAND);
+        assert_eq!(
+            id.entity_token(4, EntityKind::Service, &s),
+            "@ros2_lv/0/a1b2/0/4/SS/%/%/brain/%brain%get_state/lifecycle_msgs::srv::dds_::GetState_/RIHS01_x/::,10:,:,:,,"
+        );
+        assert_eq!(data_key(KeyFormat::Rmw, 0, &s), "0/brain/get_state/lifecycle_msgs::srv::dds_::GetState_/RIHS01_x");
         let id = NodeIdentity { namespace: "/robot1".into(), ..id };
         assert_eq!(id.node_token(), "@ros2_lv/0/a1b2/0/0/NN/%/%robot1/brain");
     }

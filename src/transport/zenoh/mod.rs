@@ -13,14 +13,14 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ::zenoh::liveliness::LivelinessToken;
-use ::zenoh::pubsub::Subscriber;
 use ::zenoh::qos::CongestionControl;
+use ::zenoh::query::{Query, Queryable};
 use ::zenoh::{Session, Wait};
 
 pub use keys::KeyFormat;
 pub use settings::{ZenohConfig, ZenohMode};
 
-use super::{AttachmentStatus, Publisher, Sample, SampleHandler, TopicSpec, Transport, TransportError};
+use super::{AttachmentStatus, Call, CallHandler, Publisher, Sample, SampleHandler, Subscription, TopicSpec, Transport, TransportError};
 use keys::{EntityKind, NodeIdentity};
 
 fn zerr(e: impl std::fmt::Display) -> TransportError {
@@ -35,7 +35,7 @@ pub struct ZenohTransport {
     identity: NodeIdentity,
     next_entity: AtomicU64,
     tokens: Vec<LivelinessToken>,
-    subscribers: Vec<Subscriber<()>>,
+    queryables: Vec<Queryable<()>>,
 }
 
 impl ZenohTransport {
@@ -51,7 +51,7 @@ impl ZenohTransport {
             identity,
             next_entity: AtomicU64::new(1),
             tokens: vec![],
-            subscribers: vec![],
+            queryables: vec![],
             links,
         };
         if config.format == KeyFormat::Rmw {
@@ -75,12 +75,23 @@ impl ZenohTransport {
 
     /// Declare the entity's liveliness token (rmw format) and return its GID.
     fn announce(&mut self, kind: EntityKind, topic: &TopicSpec) -> Result<[u8; 16], TransportError> {
+        let (gid, token) = self.entity(kind, topic)?;
+        self.tokens.extend(token);
+        Ok(gid)
+    }
+
+    /// The entity's GID and its liveliness token (rmw format), which ends it when dropped.
+    fn entity(&mut self, kind: EntityKind, topic: &TopicSpec) -> Result<([u8; 16], Option<LivelinessToken>), TransportError> {
         let id = self.next_entity.fetch_add(1, Ordering::Relaxed);
         let key = self.identity.entity_token(id, kind, topic);
-        if self.config.format == KeyFormat::Rmw {
-            self.declare_token(&key)?;
-        }
-        Ok(attachment::gid(&key))
+        let token = match self.config.format {
+            KeyFormat::Rmw => {
+                tracing::debug!("liveliness token {key}");
+                Some(self.session.liveliness().declare_token(key.clone()).wait().map_err(zerr)?)
+            }
+            KeyFormat::Ros2dds => None,
+        };
+        Ok((attachment::gid(&key), token))
     }
 }
 
@@ -131,12 +142,54 @@ impl Transport for ZenohTransport {
         Ok(Box::new(ZenohPublisher { publisher, format: self.config.format, gid, seq: 0 }))
     }
 
+    /// A queryable on the service's key. rmw_zenoh's clients send the request with the 33-byte
+    /// attachment (their sequence number and GID), and match the reply by the same two, which the
+    /// reply's attachment carries back with the time of the answer. zenoh-bridge-ros2dds routes a
+    /// DDS client's calls as queries on the plain service name, CDR both ways.
+    fn serve(&mut self, service: &TopicSpec, handler: CallHandler) -> Result<(), TransportError> {
+        self.announce(EntityKind::Service, service)?;
+        let key = keys::data_key(self.config.format, self.identity.domain, service);
+        let (format, name, reply_key) = (self.config.format, service.name.clone(), key.clone());
+        let queryable = self
+            .session
+            .declare_queryable(key.clone())
+            .complete(true)
+            .callback(move |q: Query| {
+                let request = q.payload().map(|p| p.to_bytes().into_owned()).unwrap_or_default();
+                let client = match attachment::decode(q.attachment().map(|a| a.to_bytes()).as_deref()) {
+                    AttachmentStatus::Valid { seq, gid, .. } => Some((seq, gid)),
+                    _ if format == KeyFormat::Rmw => {
+                        tracing::debug!("{name}: a call without an rmw_zenoh attachment; answered without one");
+                        None
+                    }
+                    _ => None,
+                };
+                let (name, key) = (name.clone(), reply_key.clone());
+                let reply = move |response: Vec<u8>| {
+                    let r = q.reply(key, response);
+                    let sent = match client {
+                        Some((seq, gid)) => r.attachment(attachment::encode(seq, now_ns(), &gid).to_vec()).wait(),
+                        None => r.wait(),
+                    };
+                    if let Err(e) = sent {
+                        tracing::warn!("{name}: cannot send the answer: {e}");
+                    }
+                };
+                handler(Call { request, reply: Box::new(reply) });
+            })
+            .wait()
+            .map_err(|e| TransportError::Topic { topic: service.name.clone(), message: format!("key {key}: {e}") })?;
+        tracing::debug!("serving {} on {key}", service.name);
+        self.queryables.push(queryable);
+        Ok(())
+    }
+
     fn link_losses(&self) -> Option<u64> {
         Some(self.links.losses())
     }
 
-    fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<(), TransportError> {
-        self.announce(EntityKind::Subscription, topic)?;
+    fn subscribe(&mut self, topic: &TopicSpec, handler: SampleHandler) -> Result<Subscription, TransportError> {
+        let (_, token) = self.entity(EntityKind::Subscription, topic)?;
         let key = keys::subscription_key(self.config.format, self.identity.domain, topic);
         let name: Arc<str> = topic.name.as_str().into();
         let format = self.config.format;
@@ -153,7 +206,6 @@ impl Transport for ZenohTransport {
             .wait()
             .map_err(|e| TransportError::Topic { topic: topic.name.clone(), message: format!("key {key}: {e}") })?;
         tracing::debug!("subscribed to {} on {key}", topic.name);
-        self.subscribers.push(subscriber);
-        Ok(())
+        Ok(Subscription::new((subscriber, token)))
     }
 }
