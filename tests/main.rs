@@ -15,6 +15,7 @@ mod encoders_rosbags;
 mod feagi_import;
 mod kernels_nvrtc;
 mod multi_machine;
+mod node_services;
 mod node_zenoh;
 mod package;
 mod plasticity;
