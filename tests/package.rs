@@ -47,6 +47,8 @@ fn assert_launch_results(configs: &[String]) {
     // brain.launch.py: params file applied (rate 1000), remappings kept, peer of the local router.
     assert!(brain.contains("rate_hz: 1000.0") && brain.contains("mode: peer") && brain.contains("tcp/127.0.0.1:7447"), "{brain}");
     assert!(brain.contains("topic: scan") && brain.contains("topic: cmd_vel") && brain.contains("name: neuroburst"), "{brain}");
+    // lifecycle:=false (the default): configured and active at once
+    assert!(brain.contains("lifecycle: false"), "{brain}");
     // remote_brain.launch.py: Zenoh client of the robot's router.
     assert!(remote.contains("mode: client") && remote.contains("transport: zenoh"), "{remote}");
 }

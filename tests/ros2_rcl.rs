@@ -147,3 +147,48 @@ fn ros_domain_id() {
     let (v, log, tw) = scenario(&env, &["--scenario", "domain", "--feed", "4"], &ns, &[("ROS_DOMAIN_ID", "7")]);
     assert!(tw.iter().any(|t| t.1 > 0.0), "not heard on domain 7: {v:#}\n{log}");
 }
+
+/// A managed node (`node.lifecycle`) on real rcl, walked by an rclpy lifecycle manager and
+/// parameter client (tests/python/rcl_lifecycle.py): a configure that fails on a missing genome
+/// and says why, the `genome` parameter set, configure, parameters listed, described and read,
+/// activate and Twists, a decoder's limit set and obeyed at once, a read-only key refused with
+/// the reason, /parameter_events, deactivate (a zero Twist, then none), ~/save_checkpoint (a
+/// checkpoint `--resume` loads), activate again, cleanup and shutdown ending the process.
+#[test]
+fn a_managed_node_on_real_rcl() {
+    let Some(env) = common::ros2_env() else { return };
+    let root = common::root();
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("brain.ckpt");
+    let genome = root.join("tests/ros2/robot.yaml");
+    let exe = env.parent().unwrap().join("install/neuroburst/lib/neuroburst/neuroburst");
+    let node = format!(
+        "{} node --config {} --ros-args -r __node:=brain -p node.lifecycle:=true -p genome:=/nonexistent/genome.yaml -p checkpoint.path:={}",
+        exe.display(),
+        root.join("tests/ros2/node.yaml").display(),
+        ckpt.display()
+    );
+    let genome_arg = genome.display().to_string();
+    let run = common::rcl::run_script("rcl_lifecycle.py", &env, &["--genome", &genome_arg], &node, &[]);
+    let (v, log) = (&run.v, &run.node_log);
+    let ctx = format!("{v:#}\n--- node log ---\n{log}");
+    assert_eq!(v["ok"], true, "{ctx}");
+    assert_eq!(v["node_rc"], 0, "{ctx}");
+    assert!(
+        log.contains("lifecycle: configure failed") && log.contains("/nonexistent/genome.yaml"),
+        "the failed configure does not say why: {ctx}"
+    );
+    assert!(v["refused"].as_str().unwrap().contains("node.rate_hz"), "{ctx}");
+    let events: Vec<String> = v["events"].as_array().unwrap().iter().map(|e| e[0].as_str().unwrap().to_string()).collect();
+    for t in ["configure", "activate", "deactivate", "cleanup", "shutdown", "transition_success", "transition_failure"] {
+        assert!(events.iter().any(|e| e == t), "no {t} on ~/transition_event: {events:?}");
+    }
+    // the checkpoint the service wrote is one --resume loads
+    let g = neuroburst::genome::Genome::load(&genome).unwrap();
+    let c = neuroburst::checkpoint::Checkpoint::load(&ckpt, &g).unwrap_or_else(|e| panic!("{}: {e}", ckpt.display()));
+    assert!(c.state.burst > 10, "checkpoint of burst {}", c.state.burst);
+    println!(
+        "managed node on rcl: {} parameters, {} Twists while active, checkpoint of burst {}",
+        v["parameters"], v["twists_active"], c.state.burst
+    );
+}

@@ -30,6 +30,13 @@ mkdir -p "$ws/src" "$ws/build"
 touch "$root/target/COLCON_IGNORE"
 ln -sfn "$root" "$ws/src/neuroburst"
 ln -sfn "$root/target" "$ws/build/neuroburst"
+# r2r generates its bindings once per environment (its paths, not the packages in them): when the
+# venv's packages change, its build is done again.
+stamp=$(ls "$(dirname "$env_sh")"/.ready-* 2>/dev/null | head -1)
+if [ -n "$stamp" ] && [ "$(cat "$ws/.venv-stamp" 2>/dev/null)" != "$stamp" ]; then
+  rm -rf "$root"/target/release/build/r2r* "$root"/target/release/.fingerprint/r2r*
+  echo "$stamp" > "$ws/.venv-stamp"
+fi
 (
   . "$env_sh"
   cd "$ws"

@@ -30,12 +30,17 @@ impl Run {
 /// Run the robot with `robot_args`, starting `node` (a command line, shell words) after `--`;
 /// `env` is the workspace's environment file (sourced first).
 pub fn run(env: &Path, robot_args: &[&str], node: &str, extra_env: &[(&str, &str)]) -> Run {
+    run_script("rcl_robot.py", env, robot_args, node, extra_env)
+}
+
+/// [`run`] with another script of tests/python/ playing the robot's side.
+pub fn run_script(script: &str, env: &Path, robot_args: &[&str], node: &str, extra_env: &[(&str, &str)]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let (log, before) = (dir.path().join("node.log"), dir.path().join("before.log"));
     let script = format!(
         ". {env}\nexec unshare -n python3 {robot} {robot_args} -- {node}\n",
         env = env.display(),
-        robot = super::root().join("tests/python/rcl_robot.py").display(),
+        robot = super::root().join("tests/python").join(script).display(),
         robot_args = robot_args.join(" "),
     );
     let mut cmd = Command::new("bash");
