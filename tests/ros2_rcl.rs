@@ -129,10 +129,11 @@ fn sim_time_follows_clock() {
     let n = tw.len() as f64;
     assert!(n > 0.7 * 50.0 * sim && n < 1.2 * 50.0 * sim, "{n} Twists in {sim} simulated s ({wall} s): {ctx}");
     println!("sim time: {n} Twists in {sim:.2} simulated s ({wall:.2} s wall): {:.1} per simulated s", n / sim);
-    // diagnostics are stamped with simulated time
+    // diagnostics are stamped with simulated time; the clock runs on at 10x until the signal
+    // lands, and the last status is stamped when the node stops (100 ms of wall time allowed)
     let end = v["sim_end"].as_f64().unwrap();
     let d = v["diagnostics"].as_array().unwrap();
-    assert!(!d.is_empty() && d.iter().all(|d| (1000.0..=end + 0.1).contains(&d["stamp"].as_f64().unwrap())), "{ctx}");
+    assert!(!d.is_empty() && d.iter().all(|d| (1000.0..=end + 1.0).contains(&d["stamp"].as_f64().unwrap())), "{ctx}");
 }
 
 /// ROS_DOMAIN_ID: a robot on domain 7 does not hear a node on domain 0, and does when both are 7.

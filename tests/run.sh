@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs what the tests need, builds the r2r node in a
-# colcon workspace against a real ROS 2 Jazzy (PyPI wheels, tests/ros2/jazzy.sh), then runs
+# colcon workspace per distro against a real ROS 2 Jazzy and Kilted (PyPI wheels, tests/ros2/venv.sh), then runs
 # `cargo test --release`. The real-ROS tests (tests/ros2_rcl.rs) find that workspace through
 # NEUROBURST_ROS2_ENV. Arguments go to `cargo test` (e.g. `tests/run.sh ros2_rcl::`: one file's tests).
 set -euo pipefail
@@ -22,32 +22,39 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# ROS 2 Jazzy from PyPI, and the colcon workspace: neuroburst_msgs, then neuroburst with r2r.
-# The workspace's cargo target is this repository's target/ (shared dependencies).
-env_sh=$(tests/ros2/jazzy.sh)
-ws=$root/target/colcon-ws
-mkdir -p "$ws/src" "$ws/build"
-touch "$root/target/COLCON_IGNORE"
-ln -sfn "$root" "$ws/src/neuroburst"
-ln -sfn "$root/target" "$ws/build/neuroburst"
-# r2r generates its bindings once per environment (its paths, not the packages in them): when the
-# venv's packages change, its build is done again.
-stamp=$(ls "$(dirname "$env_sh")"/.ready-* 2>/dev/null | head -1)
-if [ -n "$stamp" ] && [ "$(cat "$ws/.venv-stamp" 2>/dev/null)" != "$stamp" ]; then
-  rm -rf "$root"/target/release/build/r2r* "$root"/target/release/.fingerprint/r2r*
-  echo "$stamp" > "$ws/.venv-stamp"
-fi
-(
-  . "$env_sh"
-  cd "$ws"
-  colcon build --base-paths src/neuroburst src/neuroburst/msg --event-handlers console_cohesion- \
-    --cargo-args --release --features ros2
-)
-cat > "$ws/env.sh" <<ENV
+# ROS 2 from PyPI (tests/ros2/venv.sh), and a colcon workspace per distro: neuroburst_msgs, then
+# neuroburst with r2r. The workspaces' cargo target is this repository's target/ (shared
+# dependencies; r2r and neuroburst are built again for each distro). Prints the workspace's env.sh.
+workspace() {
+  local distro=$1 env_sh ws stamp
+  env_sh=$(tests/ros2/venv.sh "$distro")
+  ws=$root/target/colcon-$distro
+  mkdir -p "$ws/src" "$ws/build"
+  touch "$root/target/COLCON_IGNORE"
+  ln -sfn "$root" "$ws/src/neuroburst"
+  ln -sfn "$root/target" "$ws/build/neuroburst"
+  # r2r generates its bindings once per environment (its paths, not the packages in them): when
+  # the venv's packages change, its build is done again.
+  stamp=$(ls "$(dirname "$env_sh")"/.ready-* 2>/dev/null | head -1)
+  if [ -n "$stamp" ] && [ "$(cat "$ws/.venv-stamp" 2>/dev/null)" != "$stamp" ]; then
+    rm -rf "$root"/target/release/build/r2r* "$root"/target/release/.fingerprint/r2r*
+    echo "$stamp" > "$ws/.venv-stamp"
+  fi
+  (
+    . "$env_sh"
+    cd "$ws"
+    colcon build --base-paths src/neuroburst src/neuroburst/msg --event-handlers console_cohesion- \
+      --cargo-args --release --features ros2 >&2
+  )
+  cat > "$ws/env.sh" <<ENV
 . "$env_sh"
 . "$ws/install/setup.sh"
 ENV
-export NEUROBURST_ROS2_ENV=$ws/env.sh
+  echo "$ws/env.sh"
+}
+jazzy=$(workspace jazzy)
+kilted=$(workspace kilted)
+export NEUROBURST_ROS2_ENV=$jazzy
 
 # zenoh-bridge-ros2dds for the DDS-path test: the crates.io plugin (Cyclone DDS, built with cmake)
 # in a small binary of the node's Zenoh version (tests/ros2/bridge).
@@ -56,8 +63,16 @@ export NEUROBURST_ROS2DDS_BRIDGE=$root/target/ros2dds-bridge/release/neuroburst-
 
 log=$root/target/test-output.log
 cargo test --release "$@" 2>&1 | tee "$log"
+# The real-ROS tests again on ROS 2 Kilted (its colcon workspace, r2r, rclpy robots), unless the
+# arguments chose other tests.
+if [ $# -eq 0 ] || [[ "$*" == *ros2_* ]]; then
+  NEUROBURST_ROS2_ENV=$kilted cargo test --release --test integration -- ros2_rcl:: ros2_bridge:: 2>&1 | tee "$log.kilted"
+fi
 # How many tests ran on the real ROS 2 (a skip says so above; CI makes it a failure).
 for t in ros2_rcl ros2_bridge; do
-  n=$(grep -c "^test $t::.* \.\.\. ok$" "$log" || true)
-  if [ "$n" -gt 0 ]; then echo "tests/run.sh: $n tests of tests/$t.rs passed on ROS 2 Jazzy (rcl, Fast DDS, rclpy; $ws)"; fi
+  for d in jazzy kilted; do
+    f=$log; [ $d = kilted ] && f=$log.kilted
+    n=$(grep -c "^test $t::.* \.\.\. ok$" "$f" 2>/dev/null || true)
+    if [ "$n" -gt 0 ]; then echo "tests/run.sh: $n tests of tests/$t.rs passed on ROS 2 $d (rcl, Fast DDS, rclpy; $(dirname "${!d}"))"; fi
+  done
 done

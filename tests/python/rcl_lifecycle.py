@@ -49,10 +49,9 @@ def die_with_parent():
 
 proc = subprocess.Popen(node_cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
 rclpy.init()
-me = rclpy.create_node("lifecycle_manager")
-executor = rclpy.executors.MultiThreadedExecutor()
-executor.add_node(me)
-threading.Thread(target=executor.spin, daemon=True).start()
+# no parameter services of its own: with them, rclpy's multi-threaded executor handed this
+# client answers of its own node's parameter services (rclpy 7.1.6)
+me = rclpy.create_node("lifecycle_manager", start_parameter_services=False)
 reliable = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=10)
 seen = {"twists": [], "events": [], "parameter_events": []}
 lock = threading.Lock()
@@ -113,13 +112,19 @@ def feed():
 
 
 threading.Thread(target=feed, daemon=True).start()
-clients = {}
+# every entity made before the executor spins (rclpy does not make them safely while it does)
+SERVICES = {"change_state": ChangeState, "get_state": GetState, "list_parameters": ListParameters,
+            "describe_parameters": DescribeParameters, "get_parameters": GetParameters,
+            "set_parameters": SetParameters, "save_checkpoint": Trigger}
+clients = {name: me.create_client(t, f"{args.node_name}/{name}") for name, t in SERVICES.items()}
+executor = rclpy.executors.MultiThreadedExecutor()
+executor.add_node(me)
+threading.Thread(target=executor.spin, daemon=True).start()
+for name, c in clients.items():
+    check(c.wait_for_service(timeout_sec=30.0), f"{name}: no service")
 
 
 def call(srv_type, name, request, timeout=30.0):
-    if name not in clients:
-        clients[name] = me.create_client(srv_type, f"{args.node_name}/{name}")
-        check(clients[name].wait_for_service(timeout_sec=30.0), f"{name}: no service")
     future = clients[name].call_async(request)
     end = time.monotonic() + timeout
     while not future.done() and time.monotonic() < end:
@@ -230,5 +235,4 @@ try:
     finish(True)
 except Exception as e:  # noqa: BLE001 - any failure is the test's, said in the JSON
     import traceback
-    traceback.print_exc()
-    finish(False, f"{type(e).__name__}: {e}")
+    finish(False, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
