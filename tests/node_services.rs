@@ -13,6 +13,19 @@ use common::{free_port, repo, venv, Proc, PY_PACKAGES};
 
 #[test]
 fn a_managed_node_walks_its_lifecycle_for_an_rmw_zenoh_client() {
+    walk("rmw");
+}
+
+/// The zenoh-bridge-ros2dds format: the queries the bridge makes of a DDS client's calls (plain
+/// service name, plain CDR). A DDS robot's clients reach them through the bridge when they run on
+/// Cyclone DDS (the bridge reads the request's id from the payload, where rmw_cyclonedds puts it;
+/// Fast DDS sends it beside the payload, and the bridge drops such calls).
+#[test]
+fn a_managed_node_walks_its_lifecycle_for_the_dds_bridges_queries() {
+    walk("ros2dds");
+}
+
+fn walk(format: &str) {
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
     let listen = format!("tcp/127.0.0.1:{}", free_port());
@@ -24,7 +37,7 @@ fn a_managed_node_walks_its_lifecycle_for_an_rmw_zenoh_client() {
         .arg(repo().join("examples/genomes/rover.yaml"))
         .arg("--config")
         .arg(repo().join("config/node.yaml"))
-        .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
+        .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere, "--zenoh-format", format])
         .args(["--set", "node.rate_hz=200", "--set", "node.lifecycle=true"])
         .arg("--set")
         .arg(format!("checkpoint.path={}", checkpoint.display()))
@@ -33,7 +46,7 @@ fn a_managed_node_walks_its_lifecycle_for_an_rmw_zenoh_client() {
     assert!(node.wait_for("a managed node, unconfigured"), "{}", node.log());
     let out = Command::new(&python)
         .arg(repo().join("tests/python/lifecycle_client.py"))
-        .args(["--connect", &listen])
+        .args(["--connect", &listen, "--format", format])
         .arg("--checkpoint")
         .arg(&checkpoint)
         .output()

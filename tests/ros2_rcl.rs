@@ -193,3 +193,21 @@ fn a_managed_node_on_real_rcl() {
         v["parameters"], v["twists_active"], c.state.burst
     );
 }
+
+/// The service types' RIHS01 hashes are those of the distro's own type descriptions
+/// (share/<pkg>/srv/<Type>.json of the installed wheels): what rmw_zenoh's service keys carry.
+#[test]
+fn service_type_hashes_are_the_distros() {
+    let Some(env) = common::ros2_env() else { return };
+    // the workspace's env.sh sources the venv's first
+    let text = std::fs::read_to_string(&env).unwrap();
+    let venv_env = text.lines().find_map(|l| l.strip_prefix(". \"")?.strip_suffix('"').map(String::from)).unwrap();
+    let share = Path::new(&venv_env).parent().unwrap().join("share");
+    for (name, hash) in neuroburst::ros::registry::service_types() {
+        let (pkg, ty) = (name.split('/').next().unwrap(), name.rsplit('/').next().unwrap());
+        let file = share.join(pkg).join("srv").join(format!("{ty}.json"));
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))).unwrap();
+        let theirs = v["type_hashes"].as_array().unwrap().iter().find(|h| h["type_name"] == name).unwrap()["hash_string"].clone();
+        assert_eq!(theirs, hash.as_str(), "{name} ({})", file.display());
+    }
+}

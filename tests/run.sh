@@ -4,6 +4,8 @@
 # `cargo test --release`. The real-ROS tests (tests/ros2_rcl.rs) find that workspace through
 # NEUROBURST_ROS2_ENV. Arguments go to `cargo test` (e.g. `tests/run.sh ros2_rcl::`: one file's tests).
 set -euo pipefail
+# a failure inside $(...) (a workspace that does not build) ends the script too
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 

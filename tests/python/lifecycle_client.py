@@ -42,6 +42,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--connect", required=True)
 ap.add_argument("--node", default="neuroburst")
 ap.add_argument("--checkpoint", required=True, help="where the node writes its checkpoint")
+ap.add_argument("--format", choices=["rmw", "ros2dds"], default="rmw",
+                help="ros2dds: what zenoh-bridge-ros2dds sends for a DDS client (plain keys, plain CDR)")
 args = ap.parse_args()
 
 store = get_typestore(Stores.ROS2_JAZZY)
@@ -88,12 +90,20 @@ def call(service, srv_type, **fields):
     name = msg_name(srv_type, "Request")
     req = T[name](**fields) if fields else T[name](structure_needs_at_least_one_member=0)
     payload = bytes(store.serialize_cdr(req, name))
-    att = struct.pack("<qq", seq[0], time.time_ns()) + bytes([16]) + GID
-    key = f"0/{args.node}/{service}/{dds(srv_type)}/{SERVICES[srv_type]}"
-    replies = list(session.get(key, payload=payload, attachment=att, timeout=30.0))
+    if args.format == "ros2dds":
+        # the bridge's query: the plain service name, the request's client GUID and sequence
+        # number as its own 16-byte attachment, which the reply need not carry
+        att = GID[:8] + struct.pack("<q", seq[0])
+        replies = list(session.get(f"{args.node}/{service}", payload=payload, attachment=att, timeout=30.0))
+    else:
+        att = struct.pack("<qq", seq[0], time.time_ns()) + bytes([16]) + GID
+        key = f"0/{args.node}/{service}/{dds(srv_type)}/{SERVICES[srv_type]}"
+        replies = list(session.get(key, payload=payload, attachment=att, timeout=30.0))
     check(len(replies) == 1, f"{service}: {len(replies)} replies")
     r = replies[0]
     check(r.ok is not None, f"{service}: an error reply: {r.err}")
+    if args.format == "ros2dds":
+        return store.deserialize_cdr(r.ok.payload.to_bytes(), msg_name(srv_type, "Response"))
     a = r.ok.attachment.to_bytes() if r.ok.attachment is not None else b""
     check(len(a) == 33, f"{service}: reply attachment of {len(a)} bytes")
     got_seq, _ = struct.unpack("<qq", a[:16])
@@ -111,9 +121,10 @@ def change(tid, label):
 
 def main():
     # the service's liveliness token: rmw_zenoh's graph sees a service server of the right type
-    tokens = [str(t.ok.key_expr) for t in session.liveliness().get("@ros2_lv/0/**", timeout=5.0) if t.ok is not None]
-    want = f"/SS/%/%/{args.node}/%{args.node}%change_state/lifecycle_msgs::srv::dds_::ChangeState_/{SERVICES['lifecycle_msgs/srv/ChangeState']}/"
-    check(any(want in t for t in tokens), f"no service token like {want} in {tokens}")
+    if args.format == "rmw":
+        tokens = [str(t.ok.key_expr) for t in session.liveliness().get("@ros2_lv/0/**", timeout=5.0) if t.ok is not None]
+        want = f"/SS/%/%/{args.node}/%{args.node}%change_state/lifecycle_msgs::srv::dds_::ChangeState_/{SERVICES['lifecycle_msgs/srv/ChangeState']}/"
+        check(any(want in t for t in tokens), f"no service token like {want} in {tokens}")
 
     twists = []
     lock = threading.Lock()
@@ -125,8 +136,9 @@ def main():
             twists.append((time.monotonic(), v.linear.x, v.angular.z))
 
 
-    session.declare_subscriber(f"0/cmd_vel/{dds('geometry_msgs/msg/Twist')}/{TWIST}", on_twist)
-    scan_pub = session.declare_publisher(f"0/scan/{dds('sensor_msgs/msg/LaserScan')}/{SCAN}")
+    rmw = args.format == "rmw"
+    session.declare_subscriber(f"0/cmd_vel/{dds('geometry_msgs/msg/Twist')}/{TWIST}" if rmw else "cmd_vel", on_twist)
+    scan_pub = session.declare_publisher(f"0/scan/{dds('sensor_msgs/msg/LaserScan')}/{SCAN}" if rmw else "scan")
     stop_scans = threading.Event()
 
 
@@ -141,7 +153,7 @@ def main():
             m = Scan(header=Header(stamp=Time(sec=0, nanosec=0), frame_id="laser"), angle_min=-1.57, angle_max=1.57, angle_increment=0.39,
                      time_increment=0.0, scan_time=0.0, range_min=0.05, range_max=2.0, ranges=ranges, intensities=np.array([], dtype=np.float32))
             att = struct.pack("<qq", n, time.time_ns()) + bytes([16]) + bytes(range(16, 32))
-            scan_pub.put(bytes(store.serialize_cdr(m, "sensor_msgs/msg/LaserScan")), attachment=att)
+            scan_pub.put(bytes(store.serialize_cdr(m, "sensor_msgs/msg/LaserScan")), attachment=att if rmw else None)
             time.sleep(0.01)
 
 

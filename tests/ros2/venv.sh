@@ -45,6 +45,7 @@ case $distro in
       ros-kilted-nav-msgs==5.5.1 ros-kilted-diagnostic-msgs==5.5.1 ros-kilted-rosgraph-msgs==2.3.0 ros-kilted-std-srvs==5.5.1
       ros-kilted-ament-package==0.17.2
       ros-kilted-rosidl-default-generators==1.7.1 ros-kilted-rosidl-default-runtime==1.7.1 ros-kilted-ament-cmake-ros==0.14.5
+      ros-kilted-ament-cmake-ros-core==0.14.5
       ros-kilted-rosidl-core-generators==0.3.1
     )
     ament=2.7.3 ;;
