@@ -44,6 +44,9 @@ workspace() {
   fi
   (
     . "$env_sh"
+    # r2r 0.9.7 (the latest) refuses ROS_DISTRO=kilted by name; its code for Kilted's rcl is its
+    # Jazzy code (the distro cfgs it has: Jazzy's and Rolling's paths are one), so it is built so.
+    if [ "$distro" = kilted ]; then export ROS_DISTRO=jazzy; fi
     cd "$ws"
     colcon build --base-paths src/neuroburst src/neuroburst/msg --event-handlers console_cohesion- \
       --cargo-args --release --features ros2 >&2
