@@ -66,3 +66,86 @@ fn walk(format: &str) {
     }
     assert!(log.contains("node.rate_hz is read at configure"), "{log}");
 }
+
+/// A managed node on the GPU: configure builds the brain there, cleanup releases it, and a second
+/// configure builds it again; Twists flow while active, none after deactivate. Driven in-process
+/// by a Zenoh session speaking rmw_zenoh (the Python client above checks the wire against an
+/// independent peer); skips without a GPU.
+#[test]
+fn a_managed_node_builds_and_releases_its_brain_on_the_gpu() {
+    use neuroburst::ros::lifecycle_msgs::{ChangeState, ChangeStateRequest, ChangeStateResponse, Transition};
+    use neuroburst::ros::{decode, encode, RosService};
+    use zenoh::Wait;
+    if !common::gpus(1) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let listen = format!("tcp/127.0.0.1:{}", free_port());
+    let nowhere = format!("tcp/127.0.0.1:{}", free_port());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
+    cmd.arg("node")
+        .arg("--genome")
+        .arg(repo().join("examples/genomes/rover.yaml"))
+        .arg("--config")
+        .arg(repo().join("config/node.yaml"))
+        .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
+        .args(["--set", "node.rate_hz=200", "--set", "node.lifecycle=true", "--set", "backend.kind=cuda"])
+        .env("RUST_LOG", "info,zenoh=warn");
+    let mut node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
+    assert!(node.wait_for("a managed node, unconfigured"), "{}", node.log());
+    let mut conf = zenoh::Config::default();
+    for (k, v) in
+        [("mode", "\"peer\"".to_string()), ("scouting/multicast/enabled", "false".into()), ("connect/endpoints", format!("[\"{listen}\"]"))]
+    {
+        conf.insert_json5(k, &v).unwrap();
+    }
+    let session = zenoh::open(conf).wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let hash = neuroburst::ros::type_hash::<ChangeState>();
+    let key = format!("0/neuroburst/change_state/lifecycle_msgs::srv::dds_::ChangeState_/{hash}");
+    let gid = [7u8; 16];
+    let change = |seq: i64, id: u8| -> bool {
+        let request = encode(&ChangeStateRequest { transition: Transition { id, label: String::new() } });
+        let att = neuroburst::transport::zenoh::attachment::encode(seq, 0, &gid).to_vec();
+        let replies = session.get(&key).payload(request).attachment(att).timeout(std::time::Duration::from_secs(60)).wait().unwrap();
+        let reply = replies.recv().expect("an answer");
+        let sample = reply.result().expect("a reply, not an error");
+        decode::<<ChangeState as RosService>::Response>(&sample.payload().to_bytes()).map(|r: ChangeStateResponse| r.success).unwrap()
+    };
+    let twists = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let t = twists.clone();
+    let _sub = session
+        .declare_subscriber("0/cmd_vel/**")
+        .callback(move |_| {
+            t.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .wait()
+        .unwrap();
+    let count = || twists.load(std::sync::atomic::Ordering::Relaxed);
+    let mut seq = 0;
+    let mut step = |id: u8| {
+        seq += 1;
+        assert!(change(seq, id), "transition {id} failed:\n{}", node.log());
+    };
+    for round in 0..2 {
+        step(1); // configure: the brain built on the GPU
+        step(3); // activate
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let active = count();
+        assert!(active > 20, "round {round}: {active} Twists in 0.5 s of activity");
+        step(4); // deactivate
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let stopped = count();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(count(), stopped, "Twists after deactivate");
+        step(2); // cleanup: the GPU's brain released
+    }
+    step(5); // shutdown: the process ends
+    let status = (0..100).find_map(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        node.child.try_wait().ok().flatten()
+    });
+    assert!(status.is_some_and(|s| s.success()), "{status:?}\n{}", node.log());
+    let log = node.log();
+    assert!(log.matches("lifecycle: configure -> inactive").count() == 2 && log.to_lowercase().contains("cuda"), "{log}");
+}
