@@ -7,6 +7,7 @@
 
 use crate::common;
 
+use std::path::Path;
 use std::process::Command;
 
 use common::{free_port, repo, venv, Proc, PY_PACKAGES};
@@ -25,25 +26,32 @@ fn a_managed_node_walks_its_lifecycle_for_the_dds_bridges_queries() {
     walk("ros2dds");
 }
 
-fn walk(format: &str) {
-    let python = venv("pyenv", PY_PACKAGES);
-    let dir = tempfile::tempdir().unwrap();
+/// The rover's managed node, a Zenoh peer listening on a free loopback port (its own connect
+/// endpoint leads nowhere), unconfigured; returns it and the endpoint to connect to.
+fn managed_node(dir: &Path, extra: &[&str]) -> (Proc, String) {
     let listen = format!("tcp/127.0.0.1:{}", free_port());
     let nowhere = format!("tcp/127.0.0.1:{}", free_port());
-    let checkpoint = dir.path().join("ckpt");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
     cmd.arg("node")
         .arg("--genome")
         .arg(repo().join("examples/genomes/rover.yaml"))
         .arg("--config")
         .arg(repo().join("config/node.yaml"))
-        .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere, "--zenoh-format", format])
+        .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
         .args(["--set", "node.rate_hz=200", "--set", "node.lifecycle=true"])
-        .arg("--set")
-        .arg(format!("checkpoint.path={}", checkpoint.display()))
+        .args(extra)
         .env("RUST_LOG", "info,zenoh=warn");
-    let mut node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
+    let node = Proc::spawn(&mut cmd, dir.join("node.log"));
     assert!(node.wait_for("a managed node, unconfigured"), "{}", node.log());
+    (node, listen)
+}
+
+fn walk(format: &str) {
+    let python = venv("pyenv", PY_PACKAGES);
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("ckpt");
+    let (mut node, listen) =
+        managed_node(dir.path(), &["--zenoh-format", format, "--set", &format!("checkpoint.path={}", checkpoint.display())]);
     let out = Command::new(&python)
         .arg(repo().join("tests/python/lifecycle_client.py"))
         .args(["--connect", &listen, "--format", format])
@@ -80,19 +88,7 @@ fn a_managed_node_builds_and_releases_its_brain_on_the_gpu() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let listen = format!("tcp/127.0.0.1:{}", free_port());
-    let nowhere = format!("tcp/127.0.0.1:{}", free_port());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
-    cmd.arg("node")
-        .arg("--genome")
-        .arg(repo().join("examples/genomes/rover.yaml"))
-        .arg("--config")
-        .arg(repo().join("config/node.yaml"))
-        .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
-        .args(["--set", "node.rate_hz=200", "--set", "node.lifecycle=true", "--set", "backend.kind=cuda"])
-        .env("RUST_LOG", "info,zenoh=warn");
-    let mut node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
-    assert!(node.wait_for("a managed node, unconfigured"), "{}", node.log());
+    let (mut node, listen) = managed_node(dir.path(), &["--set", "backend.kind=cuda"]);
     let mut conf = zenoh::Config::default();
     for (k, v) in
         [("mode", "\"peer\"".to_string()), ("scouting/multicast/enabled", "false".into()), ("connect/endpoints", format!("[\"{listen}\"]"))]
