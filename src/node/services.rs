@@ -21,7 +21,7 @@ use crate::ros::builtin::Time;
 use crate::ros::lifecycle_msgs::{self as lc, TransitionEvent};
 use crate::ros::rcl_interfaces::{self as rp, ListParametersResult, Parameter, ParameterDescriptor, ParameterEvent, ParameterValue};
 use crate::ros::std_srvs::{Trigger, TriggerResponse};
-use crate::ros::{decode, encode, registry, RosMessage, RosService};
+use crate::ros::{decode, encode, RosMessage, RosService};
 use crate::transport::{Call, CallHandler, Publisher, Qos, TopicSpec, Transport};
 
 /// The node's parameters as ROS sees them: the configuration's keys (the command line
@@ -93,15 +93,25 @@ impl Shared {
         lock(&self.machine).state()
     }
 
-    /// Begin transition `id` (or `label`); the burst thread gets it. Refused: why.
+    /// Begin transition `id` (or `label`); the burst thread gets it, and `reply` its outcome.
+    /// Refused: `reply` hears false at once, and the error says why.
     pub fn begin(&self, id: u8, label: &str, reply: Box<dyn FnOnce(bool) + Send>) -> Result<(), String> {
-        let t = lock(&self.machine).begin(id, label).map_err(|e| e.to_string())?;
+        let t = match lock(&self.machine).begin(id, label) {
+            Ok(t) => t,
+            Err(e) => {
+                reply(false);
+                return Err(e.to_string());
+            }
+        };
         let (start, middle, _) = t.path();
         self.transition_event(transition_msg(t), start, middle);
         if start == State::Active {
             self.control.interrupt.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        lock(&self.commands).send(Command { transition: t, reply }).map_err(|_| "the node is stopping".to_string())
+        lock(&self.commands).send(Command { transition: t, reply }).map_err(|e| {
+            (e.0.reply)(false);
+            "the node is stopping".to_string()
+        })
     }
 
     /// The burst thread ended transition `t`: the node is in its goal (or back where it began).
@@ -167,8 +177,7 @@ fn typed<S: RosService>(f: impl Fn(S::Request, Box<dyn FnOnce(S::Response) + Sen
 }
 
 fn spec<S: RosService>(fqn: &str, name: &str) -> TopicSpec {
-    let hash = registry::service_types().into_iter().find(|(t, _)| *t == S::TYPE).map(|(_, h)| h).unwrap_or_default();
-    TopicSpec::new(format!("{fqn}/{name}"), S::TYPE, hash, Qos::COMMAND)
+    TopicSpec::new(format!("{fqn}/{name}"), S::TYPE, crate::ros::type_hash::<S>(), Qos::COMMAND)
 }
 
 fn serve<S: RosService>(
@@ -216,16 +225,9 @@ fn lifecycle_services(transport: &mut dyn Transport, shared: &Arc<Shared>) -> an
     *lock(&shared.transition_events) = Some(transport.publisher(&events)?);
     let s = shared.clone();
     serve::<lc::ChangeState>(transport, &fqn, "change_state", move |r, reply| {
-        let reply = Arc::new(Mutex::new(Some(reply)));
-        let answer = move |success| {
-            if let Some(f) = lock(&reply).take() {
-                f(lc::ChangeStateResponse { success })
-            }
-        };
-        let later = answer.clone();
-        if let Err(why) = s.begin(r.transition.id, &r.transition.label, Box::new(later)) {
+        let answer = Box::new(move |success| reply(lc::ChangeStateResponse { success }));
+        if let Err(why) = s.begin(r.transition.id, &r.transition.label, answer) {
             tracing::warn!("{}/change_state: {why}", s.fqn);
-            answer(false);
         }
     })?;
     let s = shared.clone();
