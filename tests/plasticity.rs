@@ -381,3 +381,90 @@ fn export_and_inspect_show_what_the_conditioning_brain_learned_and_the_learned_g
     let v = backing(&out);
     assert!(v.iter().filter(|(t, _)| (1.0..2.5).contains(t)).any(|p| p.1 < -0.4), "{v:?}");
 }
+
+/// Bursts 1..=bursts of [`run`]'s input, learning switched as `switches` say (after burst k, on or
+/// off); the state after each burst.
+fn run_switched(b: &mut dyn Backend, seed: u64, bursts: usize, switches: &[(usize, bool)]) -> Vec<neuroburst::model::NeuronState> {
+    let mut rng = seed;
+    let mut out = Vec::new();
+    for k in 1..=bursts {
+        let ids: Vec<u32> = (0..40)
+            .map(|_| {
+                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                1 + (rng >> 33) as u32 % 400
+            })
+            .collect();
+        b.burst(drive(ids).as_slice()).unwrap();
+        for &(_, on) in switches.iter().filter(|s| s.0 == k) {
+            b.set_learning(on).unwrap();
+        }
+        out.push(b.snapshot().unwrap());
+    }
+    out
+}
+
+#[test]
+fn learning_switched_off_freezes_every_weight_and_switched_on_follows_the_rule_again() {
+    // a switch after burst k holds from the learning of burst k + 2's firing on (the GPU's
+    // learning of burst k + 1's may be under way); off, nothing changes nor grows
+    use neuroburst::model::plasticity::Rule;
+    use std::collections::HashMap;
+    let switches = [(30, false), (31, true), (32, false), (120, true), (121, false), (121, true), (200, false), (203, true)];
+    let bursts = 320;
+    let mut learns = vec![true; bursts + 2];
+    for &(k, on) in &switches {
+        learns[k + 2..].fill(on);
+    }
+    for seed in [7, 8] {
+        let g = random_plastic(seed);
+        let rules: Vec<Option<Rule>> = g.mappings.iter().map(|m| m.plasticity.as_ref().map(|p| Rule::compile(p).unwrap())).collect();
+        let mut b = CpuBackend::new(Brain::build(&g, 2, false), Readback::All);
+        let states = run_switched(&mut b, seed, bursts, &switches);
+        let (mut frozen, mut moved) = (0, 0);
+        for (k, pair) in states.windows(2).enumerate() {
+            let t = k as u64 + 2;
+            let (before, after) = (&pair[0].learned, &pair[1].learned);
+            let h = &after.history;
+            let old: HashMap<(u32, u32, u32), u8> = before.synapses.iter().map(|s| ((s.source, s.target, s.mapping), s.weight)).collect();
+            for s in &after.synapses {
+                let rule = rules[s.mapping as usize].unwrap();
+                let (hs, hd) = (h[s.source as usize], h[s.target as usize]);
+                let was = old.get(&(s.source, s.target, s.mapping)).copied();
+                let expected = match (was, learns[t as usize]) {
+                    (Some(w), true) => rule.update(t, w, hs, hd),
+                    (Some(w), false) => w,
+                    (None, on) => {
+                        assert!(on && rule.grows(t, (s.source, hs), (s.target, hd)), "burst {t}: {s:?} appeared (learning {on})");
+                        rule.ltp
+                    }
+                };
+                assert_eq!(s.weight, expected, "seed {seed}, burst {t}, learning {}: {s:?}", learns[t as usize]);
+                if learns[t as usize] {
+                    moved += (Some(expected) != was) as u32;
+                } else {
+                    frozen += (rule.update(t, s.weight, hs, hd) != s.weight) as u32;
+                }
+            }
+            // the histories record every burst, learning or not
+            assert_eq!(h.len(), before.history.len());
+        }
+        assert!(frozen > 100 && moved > 100, "seed {seed}: the rule would have moved {frozen} frozen weights; {moved} moved");
+    }
+}
+
+#[test]
+fn a_brain_whose_learning_is_off_fires_like_its_snapshot_restored() {
+    // switching off pays every deferred depression: the weights the bursts propagate are those a
+    // snapshot reports, as in a brain restored from it (whose deferrals start again from 0)
+    for seed in [9, 10] {
+        let g = random_plastic(seed);
+        let mut a = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+        let mut states = run_switched(&mut a, seed, 150, &[(100, false)]);
+        let mut b = CpuBackend::new(Brain::build(&g, 3, false), Readback::All);
+        b.set_learning(false).unwrap();
+        b.restore(&states[104]).unwrap();
+        // the same input from burst 106 on
+        let fresh = run(&mut b, seed, 105..150);
+        assert_eq!(fresh, states.split_off(105), "seed {seed}: frozen vs restored");
+    }
+}

@@ -97,6 +97,13 @@ pub trait Backend: Send {
     /// Replace the whole neuron state.
     fn restore(&mut self, state: &NeuronState) -> Result<(), BackendError>;
 
+    /// Learn (the plastic mappings' rule and growth) or not, from the firing of the burst after
+    /// the next on; before the first burst, from the start ([`crate::model::plasticity::Switch`],
+    /// docs/plasticity.md). Default: nothing (a brain that does not learn).
+    fn set_learning(&mut self, _on: bool) -> Result<(), BackendError> {
+        Ok(())
+    }
+
     /// Ask for the device's own time of each burst from now on; false where the backend cannot
     /// time it (the CPU, the resident kernel: a burst there has no start and end of its own).
     fn time_device(&mut self) -> bool {

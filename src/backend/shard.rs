@@ -33,6 +33,11 @@ pub trait ShardEngine: Send {
     /// Default: nothing (a brain that does not learn).
     fn learn_ahead(&mut self, _t: u64, _spikes: &[u32]) {}
 
+    /// Learn or not from the firing of burst `last + 2` on ([`crate::model::plasticity::Switch`]);
+    /// the learning from burst `last`'s firing is done. Default: nothing (a brain that does not
+    /// learn).
+    fn set_learning(&mut self, _on: bool, _last: u64) {}
+
     /// The own neurons' state (`potential` etc. indexed from `range().start`); `fired` holds the
     /// own neurons that fired in the last burst.
     fn snapshot(&mut self) -> Result<NeuronState, BackendError>;
@@ -213,6 +218,16 @@ impl<E: ShardEngine> Backend for Sharded<E> {
             merge_learned(&mut st.learned, s.learned);
         }
         Ok(st)
+    }
+
+    fn set_learning(&mut self, on: bool) -> Result<(), BackendError> {
+        if self.burst > 0 {
+            // the learning from the last burst's firing, under the setting it was run with
+            let (t, spikes) = (self.burst + 1, &self.fired);
+            self.engines.par_iter_mut().for_each(|e| e.learn_ahead(t, spikes));
+        }
+        self.engines.iter_mut().for_each(|e| e.set_learning(on, self.burst));
+        Ok(())
     }
 
     fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {

@@ -145,6 +145,63 @@ impl Rule {
     }
 }
 
+/// Whether a brain learns from each burst's firing, switched while it runs (`backend.learning`,
+/// docs/plasticity.md). Off, no weight changes and no synapse grows, but the histories go on
+/// recording the firing, so that learning switched back on sees true windows at once.
+///
+/// A switch asked for after burst `t` takes effect with the learning from burst `t + 2`'s firing:
+/// the learning from burst `t + 1`'s may be under way already (a GPU runs it right after the
+/// burst). When it switches off, the learning from burst `t + 1`'s firing is the last, and pays
+/// every depression deferred until then, so that the weights stand frozen as a snapshot reports
+/// them. Before the first burst a switch holds from the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switch {
+    /// Whether the learning from the firing of bursts before `from` is on.
+    pub before: bool,
+    /// The first burst whose firing is learned from as `after` says.
+    pub from: u64,
+    pub after: bool,
+}
+
+impl Default for Switch {
+    fn default() -> Switch {
+        Switch { before: true, from: 0, after: true }
+    }
+}
+
+impl Switch {
+    /// Whether the brain learns from burst `t`'s firing.
+    #[inline(always)]
+    pub fn learns(&self, t: u64) -> bool {
+        if t < self.from {
+            self.before
+        } else {
+            self.after
+        }
+    }
+
+    /// Whether the learning from burst `t`'s firing is the last before learning stops: it brings
+    /// every synapse up to date.
+    #[inline(always)]
+    pub fn settles(&self, t: u64) -> bool {
+        self.learns(t) && !self.learns(t + 1)
+    }
+
+    /// Switch to `on` after burst `last` (0: before the first burst, from the start).
+    pub fn set(&mut self, on: bool, last: u64) {
+        *self = if last == 0 {
+            Switch { before: on, from: 0, after: on }
+        } else {
+            Switch { before: self.learns(last + 1), from: last + 2, after: on }
+        };
+    }
+
+    /// One word for a device: `from << 2 | before << 1 | after`.
+    pub fn word(&self) -> u64 {
+        self.from << 2 | (self.before as u64) << 1 | self.after as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -351,7 +351,7 @@ impl CpuEngine {
             return false;
         }
         learner.record(t.saturating_sub(1), spikes);
-        if t < 2 {
+        if t < 2 || !learner.switch.learns(t - 1) {
             return false;
         }
         learner.grow(t - 1);
@@ -410,6 +410,12 @@ impl ShardEngine for CpuEngine {
 
     fn fired(&self) -> (&[u32], &[i64]) {
         (&self.fired, &self.fired_v)
+    }
+
+    fn set_learning(&mut self, on: bool, last: u64) {
+        if let Some(l) = &mut self.learner {
+            l.switch.set(on, last);
+        }
     }
 
     fn learn_ahead(&mut self, t: u64, spikes: &[u32]) {

@@ -28,7 +28,7 @@ mod state;
 use crate::connectome::plastic::Decoded;
 use crate::connectome::{Codes, Part, Plastic};
 use crate::memory::prefetch;
-use crate::model::plasticity::{window_mask, History};
+use crate::model::plasticity::{window_mask, History, Switch};
 
 /// Takes the rows of the sources that fired, once up to date (see the module's comment).
 pub trait Scatter {
@@ -66,6 +66,8 @@ pub struct Learner {
     all_b: Vec<u32>,
     /// The pairs the last growth created: (plastic mapping, source, target).
     created: Vec<(u32, u32, u32)>,
+    /// Which bursts' firing is learned from (`backend.learning`).
+    pub switch: Switch,
 }
 
 /// A learner's state, as a device keeps it (see [`Learner::state_mut`]).
@@ -240,6 +242,7 @@ impl Learner {
             all_a: Vec::new(),
             all_b: Vec::new(),
             created: Vec::new(),
+            switch: Switch::default(),
         }
     }
 
@@ -276,7 +279,9 @@ impl Learner {
             self.fired[s as usize / 64] |= 1 << (s % 64);
         }
         let (longest, fired) = (self.longest, &self.fired[..]);
-        let window = |&(mask, window): &(History, u64)| Window { mask, counting: t >= window };
+        // learning off: the histories go on, nothing is counted (no synapse owes)
+        let learns = self.switch.learns(t);
+        let window = |&(mask, window): &(History, u64)| Window { mask, counting: t >= window && learns };
         self.listed.resize_with(n.div_ceil(RECORD_CHUNK), Vec::new);
         let chunks = self.history.par_chunks_mut(RECORD_CHUNK).zip(self.listed.par_iter_mut()).enumerate();
         let (first, more) = self.status.split_first_mut().map_or((None, &mut [][..]), |(a, b)| (Some(a), b));
@@ -314,7 +319,7 @@ impl Learner {
 
     /// Burst `t`'s update of the synapses of `part` (recorded up to burst `t`), each row of a
     /// source that fired in burst `t` handed to `fired` once up to date, then a share of the sweep
-    /// that keeps every deferral short.
+    /// that keeps every deferral short (all of it when learning stops after this update).
     pub fn update(&self, t: u64, part: &mut Part, deferred: &mut Deferred, fired: &mut impl Scatter) {
         let Part { targets_range, row_ptr, targets, codes } = part;
         let view = Rows { base: targets_range.start, row_ptr, targets };
@@ -485,8 +490,12 @@ fn update_codes<C: Code + Into<u32>, S: Scatter>(
     // that no deferral outgrows its u16 count
     let n = codes.len();
     let chunk = n.div_ceil(SWEEP_BURSTS);
-    let from = (t as usize % SWEEP_BURSTS * chunk).min(n);
-    let to = (from + chunk).min(n);
+    let (from, to) = if l.switch.settles(t) {
+        (0, n)
+    } else {
+        let from = (t as usize % SWEEP_BURSTS * chunk).min(n);
+        (from, (from + chunk).min(n))
+    };
     for i in from..to {
         let Some(c) = codes[i].get().checked_sub(code_base) else { continue };
         let g = &groups[(c >> 8) as usize];
