@@ -46,6 +46,7 @@ struct Learn {
     u64* grown;           // per plastic mapping: grown, refused
     const u64* burst;     // the burst counter (`Net::burst`): the burst whose list is learned from
     const u64* skip;      // a burst whose learning is skipped (a restored state holds it), or ~0
+    const u64* toggle;    // which bursts' firing is learned from: from << 2 | before << 1 | after (`Switch`)
     u32 code_base;
     u32 n_total;
     u32 longest;          // history bits of the longest window
@@ -78,6 +79,13 @@ __device__ __forceinline__ bool pair_exists(const Learn& L, const PlasMap& m, u3
 
 __device__ __forceinline__ bool skipped(const Learn& L) { return *(volatile const u64*)L.skip == *(volatile const u64*)L.burst; }
 
+// Whether burst t's firing is learned from (`Switch::learns`); off, the histories go on, nothing
+// is counted, updated nor grown.
+__device__ __forceinline__ bool learns(const Learn& L, u64 t) {
+    const u64 w = *(volatile const u64*)L.toggle;
+    return ((t < (w >> 2) ? w >> 1 : w) & 1) != 0;
+}
+
 __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift, Blk b) {
     if (skipped(L)) return;
     const u32 count = (u32)(*(volatile const u64*)rd.counter >> count_shift);
@@ -94,6 +102,7 @@ __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift,
 __device__ void learn_shift_impl(const Learn& L, Blk b) {
     if (skipped(L)) return;
     const u64 t = *(volatile const u64*)L.burst;
+    const bool counting = learns(L, t);
     __shared__ u32 warp_n[32];
     __shared__ u32 list[SHIFT_LIST];
     __shared__ u32 listed, block_at;
@@ -121,7 +130,7 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
                     const u32 w = L.windows[k], mask = window_mask(w);
                     const u32 any = (h & mask) != 0, all = (h & mask) == mask;
                     u32* st = L.status + (u64)k * L.n_total + n;
-                    *st = ((*st & 0xFFFF0000u) + ((any && t >= w) ? 0x10000u : 0)) | all << 1 | any;
+                    *st = ((*st & 0xFFFF0000u) + ((any && t >= w && counting) ? 0x10000u : 0)) | all << 1 | any;
                 }
             }
         }
@@ -166,8 +175,8 @@ __device__ __forceinline__ bool decode(const Learn& L, u32 code, u32& group, u32
 
 template <typename RP, typename CODE>
 __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
-    if (skipped(L)) return;
     const u64 t = *(volatile const u64*)net.burst;
+    if (skipped(L) || !learns(L, t)) return;
     const u32 count = *(volatile const u32*)L.n_active;
     const u32 lane = threadIdx.x & 31;
     const u32 warp = (b.id * blockDim.x + threadIdx.x) >> 5;
@@ -223,9 +232,12 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
         }
     }
     // the sweep: this burst's rows (every row once in SWEEP_BURSTS bursts, so no count outgrows
-    // its u16), their synapses whose source is silent in the window brought up to date
-    const u64 r0 = (u64)(t % SWEEP_BURSTS) * L.sweep_rows;
-    for (u64 r = r0 + warp; r < r0 + L.sweep_rows && r < L.n_total; r += warps) {
+    // its u16), their synapses whose source is silent in the window brought up to date; every
+    // row when learning stops after this burst
+    const bool settle = !learns(L, t + 1);
+    const u64 r0 = settle ? 0 : (u64)(t % SWEEP_BURSTS) * L.sweep_rows;
+    const u64 r1 = settle ? L.n_total : r0 + L.sweep_rows;
+    for (u64 r = r0 + warp; r < r1 && r < L.n_total; r += warps) {
         const u32 s = (u32)r, hs = L.hist[s];
         const u64 lo = row_start<RP>(net, s), hi = row_start<RP>(net, s + 1);
         for (u64 i = lo + lane; i < hi; i += 32) {
@@ -264,10 +276,10 @@ __device__ u64 find_pair(const Learn& L, const Net& net, u32 pm, u32 s, u32 d) {
 // One block (the block with b.id == 0; the others return): growth in (source, target) order.
 template <typename RP, typename CODE>
 __device__ void learn_grow_impl(const Learn& L, const Net& net, Blk b) {
-    if (b.id != 0 || skipped(L)) return;
+    const u64 t = *(volatile const u64*)net.burst;
+    if (b.id != 0 || skipped(L) || !learns(L, t)) return;
     __shared__ u32 warp_sum[32];
     __shared__ u64 grown_s, refused_s;
-    const u64 t = *(volatile const u64*)net.burst;
     const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     CODE* codes = (CODE*)net.codes;
     for (u32 pm = 0; pm < L.n_maps; pm++) {

@@ -75,42 +75,68 @@ fn walk(format: &str) {
     assert!(log.contains("node.rate_hz is read at configure"), "{log}");
 }
 
+/// A Zenoh session playing an rmw_zenoh client of a node's services (the Python client above
+/// checks the wire against an independent peer).
+struct Client {
+    session: zenoh::Session,
+    seq: i64,
+}
+
+impl Client {
+    fn connect(listen: &str) -> Client {
+        use zenoh::Wait;
+        let mut conf = zenoh::Config::default();
+        for (k, v) in [
+            ("mode", "\"peer\"".to_string()),
+            ("scouting/multicast/enabled", "false".into()),
+            ("connect/endpoints", format!("[\"{listen}\"]")),
+        ] {
+            conf.insert_json5(k, &v).unwrap();
+        }
+        let session = zenoh::open(conf).wait().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        Client { session, seq: 0 }
+    }
+
+    /// Call `/neuroburst/<service>` with rmw_zenoh's key and attachment; its answer.
+    fn call<S: neuroburst::ros::RosService>(&mut self, service: &str, request: &S::Request) -> S::Response {
+        use neuroburst::transport::zenoh::{keys, KeyFormat};
+        use neuroburst::transport::{Qos, TopicSpec};
+        use zenoh::Wait;
+        let spec = TopicSpec::new(format!("/neuroburst/{service}"), S::TYPE, neuroburst::ros::type_hash::<S>(), Qos::COMMAND);
+        let key = keys::data_key(KeyFormat::Rmw, 0, &spec);
+        self.seq += 1;
+        let att = neuroburst::transport::zenoh::attachment::encode(self.seq, 0, &[7u8; 16]).to_vec();
+        let payload = neuroburst::ros::encode(request);
+        let replies = self.session.get(&key).payload(payload).attachment(att).timeout(std::time::Duration::from_secs(60)).wait().unwrap();
+        let reply = replies.recv().unwrap_or_else(|_| panic!("no answer from {key}"));
+        let sample = reply.result().expect("a reply, not an error");
+        neuroburst::ros::decode(&sample.payload().to_bytes()).unwrap()
+    }
+
+    /// A lifecycle transition (its id); whether it succeeded.
+    fn change(&mut self, id: u8) -> bool {
+        use neuroburst::ros::lifecycle_msgs::{ChangeState, ChangeStateRequest, Transition};
+        self.call::<ChangeState>("change_state", &ChangeStateRequest { transition: Transition { id, label: String::new() } }).success
+    }
+}
+
 /// A managed node on the GPU: configure builds the brain there, cleanup releases it, and a second
 /// configure builds it again; Twists flow while active, none after deactivate. Driven in-process
-/// by a Zenoh session speaking rmw_zenoh (the Python client above checks the wire against an
-/// independent peer); skips without a GPU.
+/// over rmw_zenoh keys; skips without a GPU.
 #[test]
 fn a_managed_node_builds_and_releases_its_brain_on_the_gpu() {
-    use neuroburst::ros::lifecycle_msgs::{ChangeState, ChangeStateRequest, ChangeStateResponse, Transition};
-    use neuroburst::ros::{decode, encode, RosService};
     use zenoh::Wait;
     if !common::gpus(1) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let (mut node, listen) = managed_node(dir.path(), &["--set", "backend.kind=cuda"]);
-    let mut conf = zenoh::Config::default();
-    for (k, v) in
-        [("mode", "\"peer\"".to_string()), ("scouting/multicast/enabled", "false".into()), ("connect/endpoints", format!("[\"{listen}\"]"))]
-    {
-        conf.insert_json5(k, &v).unwrap();
-    }
-    let session = zenoh::open(conf).wait().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let hash = neuroburst::ros::type_hash::<ChangeState>();
-    let key = format!("0/neuroburst/change_state/lifecycle_msgs::srv::dds_::ChangeState_/{hash}");
-    let gid = [7u8; 16];
-    let change = |seq: i64, id: u8| -> bool {
-        let request = encode(&ChangeStateRequest { transition: Transition { id, label: String::new() } });
-        let att = neuroburst::transport::zenoh::attachment::encode(seq, 0, &gid).to_vec();
-        let replies = session.get(&key).payload(request).attachment(att).timeout(std::time::Duration::from_secs(60)).wait().unwrap();
-        let reply = replies.recv().expect("an answer");
-        let sample = reply.result().expect("a reply, not an error");
-        decode::<<ChangeState as RosService>::Response>(&sample.payload().to_bytes()).map(|r: ChangeStateResponse| r.success).unwrap()
-    };
+    let mut client = Client::connect(&listen);
     let twists = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let t = twists.clone();
-    let _sub = session
+    let _sub = client
+        .session
         .declare_subscriber("0/cmd_vel/**")
         .callback(move |_| {
             t.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -118,11 +144,7 @@ fn a_managed_node_builds_and_releases_its_brain_on_the_gpu() {
         .wait()
         .unwrap();
     let count = || twists.load(std::sync::atomic::Ordering::Relaxed);
-    let mut seq = 0;
-    let mut step = |id: u8| {
-        seq += 1;
-        assert!(change(seq, id), "transition {id} failed:\n{}", node.log());
-    };
+    let mut step = |id: u8| assert!(client.change(id), "transition {id} failed:\n{}", node.log());
     for round in 0..2 {
         step(1); // configure: the brain built on the GPU
         step(3); // activate
@@ -144,4 +166,67 @@ fn a_managed_node_builds_and_releases_its_brain_on_the_gpu() {
     assert!(status.is_some_and(|s| s.success()), "{status:?}\n{}", node.log());
     let log = node.log();
     assert!(log.matches("lifecycle: configure -> inactive").count() == 2 && log.to_lowercase().contains("cuda"), "{log}");
+}
+
+/// `backend.learning`, a parameter set while the brain bursts: off from the start, every weight
+/// stays the genome's; switched on, the weights move; switched off again, they stay where they
+/// are. Seen in the checkpoints `~/save_checkpoint` writes. On the GPU too, where there is one.
+#[test]
+fn a_running_node_switches_its_learning_with_a_parameter() {
+    use neuroburst::checkpoint::Checkpoint;
+    use neuroburst::model::plasticity::LearnedSynapse;
+    use neuroburst::ros::rcl_interfaces::{Parameter, ParameterValue, SetParameters, SetParametersRequest};
+    use neuroburst::ros::std_srvs::{Trigger, TriggerRequest};
+    let genome_path = repo().join("tests/fixtures/learning.yaml");
+    let genome = neuroburst::genome::Genome::load(&genome_path).unwrap();
+    let mut kinds = vec!["cpu"];
+    if common::gpus(1) {
+        kinds.push("cuda");
+    }
+    for kind in kinds {
+        let dir = tempfile::tempdir().unwrap();
+        let ckpt = dir.path().join("ckpt");
+        let listen = format!("tcp/127.0.0.1:{}", free_port());
+        let nowhere = format!("tcp/127.0.0.1:{}", free_port());
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
+        cmd.arg("node")
+            .arg("--genome")
+            .arg(&genome_path)
+            .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
+            .args(["--set", "node.rate_hz=500", "--set", "backend.learning=false", "--set", &format!("backend.kind={kind}")])
+            .args(["--set", &format!("checkpoint.path={}", ckpt.display())])
+            .env("RUST_LOG", "info,zenoh=warn");
+        let node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
+        assert!(node.wait_for("bursting at"), "{}", node.log());
+        let mut client = Client::connect(&listen);
+        let weights = |client: &mut Client| -> Vec<LearnedSynapse> {
+            let saved = client.call::<Trigger>("save_checkpoint", &TriggerRequest::default());
+            assert!(saved.success, "{kind}: {saved:?}\n{}", node.log());
+            Checkpoint::load(std::path::Path::new(&saved.message), &genome).unwrap().state.learned.synapses
+        };
+        let learning = |client: &mut Client, on: bool| {
+            let value = ParameterValue { r#type: 1, bool_value: on, ..Default::default() };
+            let request = SetParametersRequest { parameters: vec![Parameter { name: "backend.learning".into(), value }] };
+            let r = client.call::<SetParameters>("set_parameters", &request);
+            assert!(r.results.iter().all(|r| r.successful), "{kind}: {r:?}");
+        };
+        let pause = || std::thread::sleep(std::time::Duration::from_millis(400));
+        pause();
+        let initial = weights(&mut client);
+        assert!(!initial.is_empty(), "{kind}: the brain has plastic synapses");
+        let genome_weight = |s: &LearnedSynapse| if s.mapping == 1 { 90 } else { 40 };
+        assert!(initial.iter().all(|s| s.weight == genome_weight(s)), "{kind}: learning off from the start, weights moved");
+        learning(&mut client, true);
+        pause();
+        let learned = weights(&mut client);
+        let moved = learned.iter().filter(|s| s.weight != genome_weight(s)).count();
+        assert!(moved > 100, "{kind}: learning on, {moved} weights moved");
+        learning(&mut client, false);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let frozen = weights(&mut client);
+        pause();
+        assert_eq!(weights(&mut client), frozen, "{kind}: learning off again, weights moved");
+        let log = node.log();
+        assert!(log.contains("learning on") && log.contains("learning off"), "{log}");
+    }
 }

@@ -30,6 +30,9 @@ pub struct BackendConfig {
     /// auto | stored | procedural: where the synapses live (docs/capacity.md). `auto` stores what
     /// fits the memory and draws the largest mappings again when their sources fire.
     pub connectome: crate::connectome::storage::Storage,
+    /// Whether the plastic mappings learn (docs/plasticity.md); a running node switches it at
+    /// the next burst.
+    pub learning: bool,
 }
 
 impl Default for BackendConfig {
@@ -44,6 +47,7 @@ impl Default for BackendConfig {
             strategy: crate::partition::Strategy::RoundRobin,
             shard_min_neurons: 5_000_000,
             connectome: crate::connectome::storage::Storage::Auto,
+            learning: true,
         }
     }
 }

@@ -47,6 +47,16 @@ pub fn probe(device: usize) -> GpuProbe {
 
 /// Choose and start the backend for `genome`, sharded as configured.
 pub fn open(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: bool) -> Result<Opened, String> {
+    let mut opened = open_learning(genome, cfg, readback, progress)?;
+    if !cfg.learning && genome.mappings.iter().any(|m| m.plasticity.is_some()) {
+        opened.backend.set_learning(false).map_err(|e| format!("cannot switch learning off: {e}"))?;
+        tracing::info!("learning off (backend.learning): the plastic mappings' weights stay as they are");
+    }
+    Ok(opened)
+}
+
+/// [`open`], the brain learning.
+fn open_learning(genome: &Genome, cfg: &BackendConfig, readback: Readback, progress: bool) -> Result<Opened, String> {
     // (placing a genome marks mappings procedural: its layout and its learning stay)
     let layout = Layout::from_genome(genome);
     let neurons = layout.neurons as u64;

@@ -36,7 +36,9 @@ pub trait ShardEngine: Send {
     /// Learn or not from the firing of burst `last + 2` on ([`crate::model::plasticity::Switch`]);
     /// the learning from burst `last`'s firing is done. Default: nothing (a brain that does not
     /// learn).
-    fn set_learning(&mut self, _on: bool, _last: u64) {}
+    fn set_learning(&mut self, _on: bool, _last: u64) -> Result<(), BackendError> {
+        Ok(())
+    }
 
     /// The own neurons' state (`potential` etc. indexed from `range().start`); `fired` holds the
     /// own neurons that fired in the last burst.
@@ -226,8 +228,8 @@ impl<E: ShardEngine> Backend for Sharded<E> {
             let (t, spikes) = (self.burst + 1, &self.fired);
             self.engines.par_iter_mut().for_each(|e| e.learn_ahead(t, spikes));
         }
-        self.engines.iter_mut().for_each(|e| e.set_learning(on, self.burst));
-        Ok(())
+        let last = self.burst;
+        self.engines.iter_mut().try_for_each(|e| e.set_learning(on, last))
     }
 
     fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {

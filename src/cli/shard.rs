@@ -159,6 +159,7 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         gpus,
         bursts: a.bursts,
         resume: a.resume,
+        learning: config.backend.learning,
         io,
         motor: input.map(|w| vec![w.motor()]),
         record: text_record,

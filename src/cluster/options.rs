@@ -26,6 +26,8 @@ pub struct ShardOptions {
     pub bursts: u64,
     /// Start from the latest checkpoint (else: a fresh start, old checkpoints removed).
     pub resume: bool,
+    /// Whether the plastic mappings learn (`backend.learning`, the same in every shard).
+    pub learning: bool,
     /// The io shard's sensor input and motor output (unused on the other shards); None: no
     /// input, bursts at `cluster.rate_hz`.
     pub io: Option<Box<dyn crate::run::Io>>,

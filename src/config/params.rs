@@ -46,7 +46,7 @@ impl Kind {
 /// decoder's scales and limits (`decoders.<topic>.<axis>.scale`); the others are read at
 /// configure: a managed node takes them while unconfigured, else they are set in the
 /// configuration or with `--set`.
-pub const DYNAMIC: &[&str] = &["log.level", "node.log_interval_s"];
+pub const DYNAMIC: &[&str] = &["log.level", "node.log_interval_s", "backend.learning"];
 
 /// The keys fixed when the node starts: its transport's (its name, namespace, domain, the Zenoh
 /// session) and the process's.

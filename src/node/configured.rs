@@ -128,6 +128,7 @@ impl Configured {
         let ran = crate::run::bursts(topics, self.opened.backend.as_mut(), &control.interrupt, |burst, backend| {
             last = burst;
             control.burst.store(burst, Ordering::Relaxed);
+            switch_learning(control, backend)?;
             if control.save.swap(false, Ordering::Relaxed) {
                 save(genome, backend, path, false, control.take_save_replies());
             }
@@ -142,6 +143,9 @@ impl Configured {
     pub fn idle(&mut self, control: &Control) {
         if let Some(u) = control.update.lock().unwrap_or_else(|p| p.into_inner()).take() {
             self.topics.apply(&u);
+        }
+        if let Err(e) = switch_learning(control, self.opened.backend.as_mut()) {
+            tracing::error!("{e:#}");
         }
         if control.save.swap(false, Ordering::Relaxed) {
             save(&self.genome, self.opened.backend.as_mut(), &self.checkpoint.path, false, control.take_save_replies());
@@ -176,6 +180,16 @@ impl Configured {
         );
         summary
     }
+}
+
+/// Switch learning as asked (`backend.learning` set while the brain runs): from the learning of
+/// the burst after the next on.
+fn switch_learning(control: &Control, backend: &mut dyn Backend) -> anyhow::Result<()> {
+    if let Some(on) = control.take_learning() {
+        backend.set_learning(on).context("switching learning")?;
+        tracing::info!("learning {}", if on { "on" } else { "off: the weights stay as they are" });
+    }
+    Ok(())
 }
 
 /// Snapshot the brain (on the burst thread: the state must be that of one burst) and write the

@@ -52,6 +52,8 @@ pub struct Control {
     saves: Mutex<Vec<SaveReply>>,
     /// Settings that take effect at the next burst (a dynamic parameter was set).
     pub update: Arc<Mutex<Option<Update>>>,
+    /// Learning switched (`backend.learning` set): 1 off, 2 on, 0 nothing asked.
+    learning: std::sync::atomic::AtomicU8,
     /// Last burst run (for observers).
     pub burst: AtomicU64,
     /// Missed deadlines so far (for observers; the topics count them).
@@ -74,6 +76,19 @@ impl Control {
     pub fn request_save(&self, reply: Option<SaveReply>) {
         self.saves.lock().unwrap_or_else(|p| p.into_inner()).extend(reply);
         self.save.store(true, Ordering::Relaxed);
+    }
+
+    /// Switch the brain's learning on or off, from the burst after the next on.
+    pub fn request_learning(&self, on: bool) {
+        self.learning.store(1 + on as u8, Ordering::Relaxed);
+    }
+
+    /// The learning switch asked for since the last call, if any.
+    fn take_learning(&self) -> Option<bool> {
+        match self.learning.swap(0, Ordering::Relaxed) {
+            0 => None,
+            v => Some(v == 2),
+        }
     }
 
     fn take_save_replies(&self) -> Vec<SaveReply> {

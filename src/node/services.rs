@@ -149,6 +149,9 @@ impl Shared {
         if configured {
             let s = params.sections();
             *lock(&self.control.update) = Some(Update { decoders: s.decoders, log_interval_s: s.node.log_interval_s });
+            if changes.iter().any(|p| p.name == "backend.learning") {
+                self.control.request_learning(s.backend.learning);
+            }
         }
         drop(params);
         for p in changes {

@@ -52,6 +52,8 @@ pub struct BrainReport {
     pub compared: u64,
     /// Weights of plastic synapses compared (every burst of a brain that learns).
     pub weights: u64,
+    /// Times learning was switched on or off (at random bursts of a brain that learns).
+    pub switches: u64,
     pub readback: &'static str,
 }
 
@@ -78,7 +80,7 @@ impl fmt::Display for ParityReport {
         write!(
             f,
             "parity OK ({}): {} brains x {} bursts ({} bursts, {} neurons, {} synapses, {} spikes compared, {} fired in all, {} \
-             learn: {} weights compared)",
+             learn: {} weights compared, learning switched {} times)",
             self.candidate,
             self.brains.len(),
             self.brains.first().map_or(0, |b| b.bursts),
@@ -88,7 +90,8 @@ impl fmt::Display for ParityReport {
             self.brains.iter().map(|b| b.compared).sum::<u64>(),
             self.fired(),
             self.brains.iter().filter(|b| b.weights > 0).count(),
-            self.brains.iter().map(|b| b.weights).sum::<u64>()
+            self.brains.iter().map(|b| b.weights).sum::<u64>(),
+            self.brains.iter().map(|b| b.switches).sum::<u64>()
         )
     }
 }
@@ -207,6 +210,8 @@ pub fn parity_with(cfg: &ParityConfig, genomes: &dyn Fn(u64, u32) -> Genome, can
             report.candidate = format!("{} on {}", info.backend, info.device);
         }
         let mut rng = Rng::new(seed ^ 0xA5A5_A5A5);
+        // learning switched off and on at random bursts (its own draws: the input stays the same)
+        let (mut switch_rng, mut learning) = (Rng::new(seed ^ 0x5EED_0FF), true);
         let mut br = BrainReport {
             seed,
             shape: SHAPES[(seed % 4) as usize],
@@ -217,6 +222,7 @@ pub fn parity_with(cfg: &ParityConfig, genomes: &dyn Fn(u64, u32) -> Genome, can
             fired: 0,
             compared: 0,
             weights: 0,
+            switches: 0,
             readback: if i % 2 == 0 { "all" } else { "ranges" },
         };
         for b in 1..=cfg.bursts {
@@ -256,6 +262,13 @@ pub fn parity_with(cfg: &ParityConfig, genomes: &dyn Fn(u64, u32) -> Genome, can
             }
             br.fired += r.fired_total;
             br.compared += r.fired.len() as u64;
+            if learns && switch_rng.chance(0.08) {
+                // right after the burst: the GPU's learning from it may be under way
+                learning = !learning;
+                reference.set_learning(learning).map_err(|e| e.to_string())?;
+                cand.set_learning(learning).map_err(|e| format!("brain seed {seed}, burst {b}: candidate learning switch: {e}"))?;
+                br.switches += 1;
+            }
             if learns && b != cfg.bursts / 2 {
                 // a brain that learns: every weight, every burst
                 let a = reference.snapshot().map_err(|e| e.to_string())?;

@@ -3,9 +3,9 @@ tests/ros2_rcl.rs, run inside `unshare -n`: it starts the managed neuroburst nod
 `--` (its genome a file that does not exist), and walks it as a robot's bring-up would:
 
   configure (fails: the genome), set `genome`, configure, list/describe/get parameters, activate
-  (Twists flow while the sensors are fed), set a decoder's limit (the Twists obey it at once) and
-  a read-only key (refused, with the reason), /parameter_events seen, deactivate (a zero Twist,
-  then none), ~/save_checkpoint, activate again, deactivate, cleanup, shutdown (the node ends).
+  (Twists flow while the sensors are fed), set a decoder's limit (the Twists obey it at once),
+  switch learning off (backend.learning), set a read-only key (refused, with the reason),
+  /parameter_events seen, deactivate (a zero Twist, then none), ~/save_checkpoint, activate again, deactivate, cleanup, shutdown (the node ends).
 
 Prints one JSON object of what it saw; a failed step is {"ok": false, "error": ...}.
 """
@@ -147,7 +147,12 @@ def value(v):
 
 
 def set_param(name, v):
-    pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=v) if isinstance(v, str) else ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=v)
+    if isinstance(v, bool):
+        pv = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=v)
+    elif isinstance(v, str):
+        pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=v)
+    else:
+        pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=v)
     r = call(SetParameters, "set_parameters", SetParameters.Request(parameters=[Parameter(name=name, value=pv)])).results[0]
     return r.successful, r.reason
 
@@ -197,6 +202,8 @@ try:
     check(limited and all(abs(x) <= 0.05 + 1e-9 for _, x, _ in limited), f"beyond the new limit: {[x for _, x, _ in limited][:10]}")
     first = twists_since(t1)
     out["first_twist_after_set_s"] = round(first[0][0] - t1, 3) if first else None
+    ok, why = set_param("backend.learning", False)
+    check(ok, f"switch learning off while active: {why}")
     ok, why = set_param("node.rate_hz", 10.0)
     check(not ok and "read at configure" in why, f"set node.rate_hz while active: {ok} {why}")
     out["refused"] = why

@@ -412,10 +412,11 @@ impl ShardEngine for CpuEngine {
         (&self.fired, &self.fired_v)
     }
 
-    fn set_learning(&mut self, on: bool, last: u64) {
+    fn set_learning(&mut self, on: bool, last: u64) -> Result<(), BackendError> {
         if let Some(l) = &mut self.learner {
             l.switch.set(on, last);
         }
+        Ok(())
     }
 
     fn learn_ahead(&mut self, t: u64, spikes: &[u32]) {

@@ -477,6 +477,10 @@ impl Backend for CudaBackend {
         self.restore_impl(st)
     }
 
+    fn set_learning(&mut self, on: bool) -> Result<(), BackendError> {
+        self.switch_learning(on)
+    }
+
     fn time_device(&mut self) -> bool {
         self.start_timing()
     }

@@ -135,6 +135,10 @@ impl ShardEngine for CudaShardEngine {
         (&self.fired, &self.fired_v)
     }
 
+    fn set_learning(&mut self, on: bool, _last: u64) -> Result<(), BackendError> {
+        self.gpus.iter_mut().try_for_each(|g| g.backend.switch_learning(on))
+    }
+
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
         let mut st = NeuronState { fired: self.fired.clone(), ..Default::default() };
         for g in &mut self.gpus {

@@ -241,6 +241,7 @@ pub(super) struct Learn {
     pub grown: u64,
     pub burst: u64,
     pub skip: u64,
+    pub toggle: u64,
     pub code_base: u32,
     pub n_total: u32,
     pub longest: u32,
@@ -360,7 +361,7 @@ mod tests {
         assert_eq!(c_layout(&src, "Link", &sizes), rust_layout!(Link: ids, count, arrivals), "Link");
         let x = rust_layout!(Xchg: links, inbox, arrivals, gathered, done, per, n, pad);
         assert_eq!(c_layout(&src, "Xchg", &sizes), x, "Xchg");
-        let learn = rust_layout!(Learn: hist, now, active, n_active, status, stamps, windows, group_map, maps, exists, grown, burst, skip,
+        let learn = rust_layout!(Learn: hist, now, active, n_active, status, stamps, windows, group_map, maps, exists, grown, burst, skip, toggle,
             code_base, n_total, longest, n_maps, n_slots, sweep_rows);
         assert_eq!(c_layout(&src, "Learn", &sizes), learn, "Learn");
         let pm = rust_layout!(ProcMap: key, keep, src_first, src_count, dst_first, dst_count, fanout, contribution, draws);

@@ -17,7 +17,7 @@ use super::module::Kernels;
 use crate::backend::learn::{Deferred, Learner, SWEEP_BURSTS};
 use crate::backend::BackendError;
 use crate::connectome::{Codes, Part, Plastic};
-use crate::model::plasticity::{window_mask, Learned};
+use crate::model::plasticity::{window_mask, Learned, Switch};
 
 /// The learning state of one GPU.
 pub(super) struct Learning {
@@ -35,6 +35,9 @@ pub(super) struct Learning {
     hist: CudaSlice<u32>,
     /// The burst whose learning is skipped (~0: none).
     skip: CudaSlice<u64>,
+    /// Which bursts' firing is learned from ([`Switch::word`]), and its host copy.
+    toggle: CudaSlice<u64>,
+    switch: Switch,
     /// The next learning is skipped (a restored state holds it already): set by a restore,
     /// cleared when a propagation is launched (the learning before it consumes it).
     pub skip_pending: bool,
@@ -115,6 +118,8 @@ impl Learning {
         counts.resize(2 * maps.len().max(1), 0);
         let grown = s.clone_htod(&counts).map_err(e("uploading growth counts"))?;
         let skip = s.clone_htod(&[u64::MAX]).map_err(e("alloc the skip word"))?;
+        let switch = Switch::default();
+        let toggle = s.clone_htod(&[switch.word()]).map_err(e("alloc the learning switch"))?;
         let params = Learn {
             hist: dptr(&hist, s),
             now: dptr(&_now, s),
@@ -129,6 +134,7 @@ impl Learning {
             grown: dptr(&grown, s),
             burst: 0,
             skip: dptr(&skip, s),
+            toggle: dptr(&toggle, s),
             code_base: plastic.base,
             n_total: neurons_total,
             longest: window_mask(plastic.max_window()),
@@ -152,6 +158,8 @@ impl Learning {
             grown,
             hist,
             skip,
+            toggle,
+            switch,
             skip_pending: false,
             deferred: Deferred::from_stamps(Vec::new()),
             part: host_part,
@@ -178,6 +186,14 @@ impl Learning {
             unsafe { s.launch_builder(&k.learn_grow).arg(l).arg(net).launch(cfg(1)) }.map_err(e("learn_grow"))?;
         }
         Ok(())
+    }
+
+    /// Learn or not from the firing of burst `last + 2` on (see [`Switch`]): the word is written
+    /// behind the learning already queued on `s` (that of burst `last`'s firing, which reads the
+    /// word before it), and the device is not running the resident kernel.
+    pub(super) fn set(&mut self, s: &Arc<CudaStream>, on: bool, last: u64) -> Result<(), BackendError> {
+        self.switch.set(on, last);
+        s.memcpy_htod(&[self.switch.word()], &mut self.toggle).map_err(dev_err("writing the learning switch"))
     }
 
     /// The device's targets, codes, stamps, histories, statuses and pair tables into the host
@@ -291,6 +307,22 @@ impl super::backend::CudaBackend {
                 Ok(learned)
             }
             None => Ok(Default::default()),
+        }
+    }
+
+    /// Learn or not from the firing of the burst after the next on (before the first burst: from
+    /// the start).
+    pub(super) fn switch_learning(&mut self, on: bool) -> Result<(), BackendError> {
+        if self.state.learning.is_none() {
+            return Ok(());
+        }
+        self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
+        // the resident kernel reads the word: it runs again with the next burst
+        self.park()?;
+        let last = self.launch.burst;
+        match &mut self.state.learning {
+            Some(l) => l.set(&self.stream, on, last),
+            None => Ok(()),
         }
     }
 

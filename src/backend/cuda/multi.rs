@@ -71,6 +71,8 @@ enum Control {
     Ahead,
     /// Time each burst on the GPU from now on (graphs).
     Time,
+    /// Learn or not, from the firing of the burst after the next on.
+    Learning(bool),
 }
 
 enum Reply {
@@ -456,6 +458,7 @@ fn worker(
                         Control::Restore(st) => Reply::Done(gpu.restore(&st)),
                         Control::Ahead => Reply::Done(gpu.ahead()),
                         Control::Time => Reply::Timed(gpu.start_timing()),
+                        Control::Learning(on) => Reply::Done(gpu.switch_learning(on)),
                     };
                     let _ = reply.send(r);
                     break None;
@@ -557,6 +560,19 @@ impl Backend for MultiGpu {
         }
         st.fired.sort_unstable();
         Ok(st)
+    }
+
+    /// Each GPU learns from its own part's synapses, with the whole brain's histories: each is
+    /// switched (a worker takes the switch after the learning of its last burst's firing is
+    /// queued).
+    fn set_learning(&mut self, on: bool) -> Result<(), BackendError> {
+        for w in &self.workers {
+            match self.ask(w, Control::Learning(on))? {
+                Reply::Done(r) => r?,
+                _ => unreachable!("a learning switch is answered with done"),
+            }
+        }
+        Ok(())
     }
 
     fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {

@@ -50,6 +50,9 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         Box::new(crate::backend::cuda::CudaShardEngine::new(brain, ranges[me].clone(), &o.gpus)?)
     };
     tracing::info!("shard {me}: {} engine on {}", engine.info().backend, engine.info().device);
+    if !o.learning {
+        engine.set_learning(false, 0)?;
+    }
     let initial = engine.snapshot()?;
     let c = &o.cluster;
     let ckpts = ShardCheckpoints::new(&c.checkpoint_dir, &c.name, me, n, ranges[me].clone());
