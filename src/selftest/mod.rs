@@ -211,7 +211,7 @@ pub fn parity_with(cfg: &ParityConfig, genomes: &dyn Fn(u64, u32) -> Genome, can
         }
         let mut rng = Rng::new(seed ^ 0xA5A5_A5A5);
         // learning switched off and on at random bursts (its own draws: the input stays the same)
-        let (mut switch_rng, mut learning) = (Rng::new(seed ^ 0x5EED_0FF), true);
+        let (mut switch_rng, mut learning) = (Rng::new(seed ^ 0x05EE_D0FF), true);
         let mut br = BrainReport {
             seed,
             shape: SHAPES[(seed % 4) as usize],
