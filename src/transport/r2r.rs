@@ -110,7 +110,10 @@ impl R2rTransport {
                 futures::executor::block_on(stream.for_each(|call| {
                     let request = match call.message.to_serialized_bytes() {
                         Ok(b) => b,
-                        Err(e) => return futures::future::ready(tracing::warn!("{name}: cannot serialize a request: {e}")),
+                        Err(e) => {
+                            tracing::warn!("{name}: cannot serialize a request: {e}");
+                            return futures::future::ready(());
+                        }
                     };
                     let name = name.clone();
                     let reply = move |response: Vec<u8>| {
