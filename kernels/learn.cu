@@ -80,9 +80,10 @@ __device__ __forceinline__ bool pair_exists(const Learn& L, const PlasMap& m, u3
 __device__ __forceinline__ bool skipped(const Learn& L) { return *(volatile const u64*)L.skip == *(volatile const u64*)L.burst; }
 
 // Whether burst t's firing is learned from (`Switch::learns`); off, the histories go on, nothing
-// is counted, updated nor grown.
+// is counted, updated nor grown. The word never changes while a kernel runs (the host writes it
+// on the stream, the resident kernel parked): read through the read-only cache.
 __device__ __forceinline__ bool learns(const Learn& L, u64 t) {
-    const u64 w = *(volatile const u64*)L.toggle;
+    const u64 w = __ldg(L.toggle);
     return ((t < (w >> 2) ? w >> 1 : w) & 1) != 0;
 }
 
