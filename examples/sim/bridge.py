@@ -2,8 +2,8 @@
 of robot.xml included by name) lock-stepped to the node's bursts, over Zenoh in the rmw_zenoh
 format (the node runs with use_sim_time):
 
-  every burst period of simulated time: /clock, /scan (sensor_msgs/LaserScan, 16 rays), /imu
-  (sensor_msgs/Imu) and /odom (nav_msgs/Odometry) out; then it waits for the node's /cmd_vel
+  every burst period of simulated time: /scan (sensor_msgs/LaserScan, 16 rays), /imu
+  (sensor_msgs/Imu) and /odom (nav_msgs/Odometry) out, then /clock; then it waits for the node's /cmd_vel
   (geometry_msgs/Twist) of that burst (or --wait seconds of wall time) and drives the wheels.
 
 At the end it prints one JSON line: simulated seconds, wall seconds, distance covered, the
@@ -103,7 +103,7 @@ def ranges():
 
 
 def publish(sim_t):
-    put(TYPES[0], T["rosgraph_msgs/msg/Clock"](clock=stamp(sim_t)))
+    """The sensors at `sim_t`, then the clock: the burst it lets run takes them."""
     r = ranges()
     put(TYPES[1], T["sensor_msgs/msg/LaserScan"](
         header=header(sim_t, "lidar"), angle_min=0.0, angle_max=2 * math.pi * (RAYS - 1) / RAYS,
@@ -127,6 +127,7 @@ def publish(sim_t):
         twist=T["geometry_msgs/msg/Twist"](linear=V3(x=v[0], y=v[1], z=v[2]), angular=V3(x=v[3], y=v[4], z=v[5])),
         covariance=np.zeros(36))
     put(TYPES[3], T["nav_msgs/msg/Odometry"](header=header(sim_t, "odom"), child_frame_id="base", pose=pose, twist=twist))
+    put(TYPES[0], T["rosgraph_msgs/msg/Clock"](clock=stamp(sim_t)))
     return r
 
 
