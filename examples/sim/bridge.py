@@ -31,6 +31,7 @@ ap.add_argument("--rate", type=float, default=50.0, help="the node's node.rate_h
 ap.add_argument("--duration", type=float, default=120.0, help="simulated seconds")
 ap.add_argument("--wait", type=float, default=1.0, help="wall seconds to wait for a burst's Twist")
 ap.add_argument("--pose", default="0,0,0", help="the robot's start: x,y,yaw (m, m, rad)")
+ap.add_argument("--trace", help="write the robot's path here: one line per burst, t x y yaw v w (CSV)")
 args = ap.parse_args()
 
 WHEEL_RADIUS, WHEEL_BASE, RAYS, MAX_RANGE = 0.04, 0.24, 16, 4.0
@@ -105,10 +106,11 @@ def ranges():
 def publish(sim_t):
     """The sensors at `sim_t`, then the clock: the burst it lets run takes them."""
     r = ranges()
+    # from -180 degrees (ray 8) counter-clockwise, as a lidar's scan runs
     put(TYPES[1], T["sensor_msgs/msg/LaserScan"](
-        header=header(sim_t, "lidar"), angle_min=0.0, angle_max=2 * math.pi * (RAYS - 1) / RAYS,
+        header=header(sim_t, "lidar"), angle_min=-math.pi, angle_max=math.pi * (RAYS - 2) / RAYS,
         angle_increment=2 * math.pi / RAYS, time_increment=0.0, scan_time=1.0 / args.rate, range_min=0.05,
-        range_max=MAX_RANGE, ranges=r, intensities=np.zeros(0, dtype=np.float32)))
+        range_max=MAX_RANGE, ranges=np.roll(r, RAYS // 2), intensities=np.zeros(0, dtype=np.float32)))
     V3, Q = T["geometry_msgs/msg/Vector3"], T["geometry_msgs/msg/Quaternion"]
     q = data.sensor("orientation").data
     g, a = data.sensor("gyro").data, data.sensor("accel").data
@@ -140,6 +142,7 @@ time.sleep(1.0)  # the links up
 start, sim_t0 = time.time(), 1.0
 distance, closest, collisions, was_touching, last_xy = 0.0, MAX_RANGE, 0, False, data.qpos[robot_q:robot_q + 2].copy()
 bursts = int(args.duration * args.rate)
+trace = open(args.trace, "w") if args.trace else None
 for k in range(bursts):
     with cond:
         seen = cmd["n"]
@@ -156,6 +159,9 @@ for k in range(bursts):
         collisions += now and not was_touching
         was_touching = now
     xy = data.qpos[robot_q:robot_q + 2].copy()
+    if trace:
+        w_, z_ = data.qpos[robot_q + 3], data.qpos[robot_q + 6]
+        trace.write(f"{k / args.rate:.3f},{xy[0]:.4f},{xy[1]:.4f},{math.remainder(2 * math.atan2(z_, w_), 2 * math.pi):.4f},{v:.3f},{w:.3f}\n")
     distance += float(np.linalg.norm(xy - last_xy))
     last_xy = xy
 print(json.dumps({"ok": True, "sim_s": args.duration, "wall_s": round(time.time() - start, 2),
