@@ -31,6 +31,7 @@ mod ros_fuzz;
 mod ros_wire;
 mod secure_links;
 mod sharding;
+mod sim;
 mod standalone;
 mod streamed;
 mod view;

@@ -1,0 +1,50 @@
+//! A robot in the loop (examples/sim, issue 45, in progress): the MuJoCo robot of
+//! examples/sim/bridge.py, lock-stepped to the node's bursts on simulated time over Zenoh (the
+//! rmw_zenoh format), driven by examples/sim/avoider.yaml for 120 simulated seconds in the
+//! bundled arena and in a world the brain was not tuned in: no collision, a distance covered
+//! above a floor, and a Twist for every burst (the bursts per simulated second as configured).
+
+use crate::common;
+
+use std::process::Command;
+
+use common::{free_port, repo, venv, Proc, PY_PACKAGES};
+
+#[test]
+fn the_avoider_drives_the_simulated_robot_without_a_collision_in_two_worlds() {
+    let mut packages = PY_PACKAGES.to_vec();
+    packages.push("mujoco==4.0.0");
+    let python = venv("simenv", &packages);
+    for (world, pose) in [("arena.xml", "0,0,0"), ("room2.xml", "-1,0,0.3")] {
+        let dir = tempfile::tempdir().unwrap();
+        let listen = format!("tcp/127.0.0.1:{}", free_port());
+        let nowhere = format!("tcp/127.0.0.1:{}", free_port());
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
+        cmd.arg("node")
+            .arg("--genome")
+            .arg(repo().join("examples/sim/avoider.yaml"))
+            .arg("--config")
+            .arg(repo().join("examples/sim/config.yaml"))
+            .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
+            .env("RUST_LOG", "info,zenoh=warn");
+        let mut node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
+        assert!(node.wait_for("bursting at"), "{}", node.log());
+        let out = Command::new(&python)
+            .arg(repo().join("examples/sim/bridge.py"))
+            .arg("--world")
+            .arg(repo().join("examples/sim").join(world))
+            .arg(format!("--pose={pose}"))
+            .args(["--connect", &listen, "--duration", "120", "--rate", "50", "--wait", "5"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{world}: {stdout}\n{}\nnode log:\n{}", String::from_utf8_lossy(&out.stderr), node.log());
+        let r: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();
+        println!("{world}: {r}");
+        assert_eq!(r["collisions"], 0, "{world}: {r}");
+        assert!(r["distance_m"].as_f64().unwrap() > 10.0, "{world}: {r}");
+        assert_eq!(r["twists"], r["bursts"], "{world}: a Twist for every burst: {r}");
+        node.stop();
+        assert!(node.log().contains("stopped after 6000 bursts"), "{world}: 50 bursts per simulated second:\n{}", node.log());
+    }
+}
