@@ -144,12 +144,12 @@ distance, closest, collisions, was_touching, last_xy = 0.0, MAX_RANGE, 0, False,
 bursts = int(args.duration * args.rate)
 trace = open(args.trace, "w") if args.trace else None
 for k in range(bursts):
-    with cond:
-        seen = cmd["n"]
     r = publish(sim_t0 + k / args.rate)
     closest = min(closest, float(r.min()))
+    # the node publishes one Twist a burst, and clock k lets burst k + 1 run: its Twist is the
+    # (k + 1)-th (not a late one of the burst before, which would put the loop a burst behind)
     with cond:
-        cond.wait_for(lambda: cmd["n"] > seen, timeout=args.wait)
+        cond.wait_for(lambda: cmd["n"] >= k + 1, timeout=args.wait)
         v, w = cmd["v"], cmd["w"]
     left, right = (v - w * WHEEL_BASE / 2) / WHEEL_RADIUS, (v + w * WHEEL_BASE / 2) / WHEEL_RADIUS
     data.ctrl[model.actuator("left_wheel").id], data.ctrl[model.actuator("right_wheel").id] = left, right
