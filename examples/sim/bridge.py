@@ -91,7 +91,9 @@ def put(t, msg):
 
 
 def stamp(sim_t):
-    return T["builtin_interfaces/msg/Time"](sec=int(sim_t), nanosec=int(round((sim_t % 1) * 1e9)) % 1_000_000_000)
+    # whole nanoseconds first: 3.9999999999999996 s is 4 s, not 3 s and a rounded-away second
+    sec, nanosec = divmod(round(sim_t * 1e9), 1_000_000_000)
+    return T["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec)
 
 
 def header(sim_t, frame):
