@@ -10,7 +10,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{free_port, repo, venv, Proc, PY_PACKAGES};
+use common::{repo, venv, Proc, PY_PACKAGES};
 
 #[test]
 fn a_managed_node_walks_its_lifecycle_for_an_rmw_zenoh_client() {
@@ -29,21 +29,10 @@ fn a_managed_node_walks_its_lifecycle_for_the_dds_bridges_queries() {
 /// The rover's managed node, a Zenoh peer listening on a free loopback port (its own connect
 /// endpoint leads nowhere), unconfigured; returns it and the endpoint to connect to.
 fn managed_node(dir: &Path, extra: &[&str]) -> (Proc, String) {
-    let listen = format!("tcp/127.0.0.1:{}", free_port());
-    let nowhere = format!("tcp/127.0.0.1:{}", free_port());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
-    cmd.arg("node")
-        .arg("--genome")
-        .arg(repo().join("examples/genomes/rover.yaml"))
-        .arg("--config")
-        .arg(repo().join("config/node.yaml"))
-        .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
-        .args(["--set", "node.rate_hz=200", "--set", "node.lifecycle=true"])
-        .args(extra)
-        .env("RUST_LOG", "info,zenoh=warn");
-    let node = Proc::spawn(&mut cmd, dir.join("node.log"));
-    assert!(node.wait_for("a managed node, unconfigured"), "{}", node.log());
-    (node, listen)
+    let config = repo().join("config/node.yaml");
+    let mut args = vec!["--config", config.to_str().unwrap(), "--set", "node.rate_hz=200", "--set", "node.lifecycle=true"];
+    args.extend_from_slice(extra);
+    common::loopback_node(dir, &repo().join("examples/genomes/rover.yaml"), &args, "a managed node, unconfigured")
 }
 
 fn walk(format: &str) {
@@ -186,18 +175,9 @@ fn a_running_node_switches_its_learning_with_a_parameter() {
     for kind in kinds {
         let dir = tempfile::tempdir().unwrap();
         let ckpt = dir.path().join("ckpt");
-        let listen = format!("tcp/127.0.0.1:{}", free_port());
-        let nowhere = format!("tcp/127.0.0.1:{}", free_port());
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
-        cmd.arg("node")
-            .arg("--genome")
-            .arg(&genome_path)
-            .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
-            .args(["--set", "node.rate_hz=500", "--set", "backend.learning=false", "--set", &format!("backend.kind={kind}")])
-            .args(["--set", &format!("checkpoint.path={}", ckpt.display())])
-            .env("RUST_LOG", "info,zenoh=warn");
-        let node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
-        assert!(node.wait_for("bursting at"), "{}", node.log());
+        let (kind_set, ckpt_set) = (format!("backend.kind={kind}"), format!("checkpoint.path={}", ckpt.display()));
+        let args = ["--set", "node.rate_hz=500", "--set", "backend.learning=false", "--set", &kind_set, "--set", &ckpt_set];
+        let (node, listen) = common::loopback_node(dir.path(), &genome_path, &args, "bursting at");
         let mut client = Client::connect(&listen);
         let weights = |client: &mut Client| -> Vec<LearnedSynapse> {
             let saved = client.call::<Trigger>("save_checkpoint", &TriggerRequest::default());

@@ -148,14 +148,9 @@ fn run(b: &mut dyn Backend, seed: u64, bursts: std::ops::Range<usize>) -> Vec<ne
     let mut rng = seed;
     let mut out = Vec::new();
     for i in 0..bursts.end {
-        let ids: Vec<u32> = (0..40)
-            .map(|_| {
-                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                1 + (rng >> 33) as u32 % 400
-            })
-            .collect();
+        let input = random_input(&mut rng);
         if bursts.contains(&i) {
-            b.burst(drive(ids).as_slice()).unwrap();
+            b.burst(input.as_slice()).unwrap();
             out.push(b.snapshot().unwrap());
         }
     }
@@ -229,39 +224,59 @@ fn a_checkpoint_carries_the_learned_weights_and_a_version_1_file_still_loads() {
     assert_eq!(Checkpoint::from_bytes(&path, &bytes).unwrap().state, v1);
 }
 
+/// Every plastic synapse after every burst of `states` (the state after bursts 1, 2, ...): `f(t,
+/// synapse, its weight after burst t - 1 (None: it is new), its mapping's rule, the source's and
+/// the target's histories)`, t from 2; no synapse is ever lost.
+fn each_synapse(
+    g: &Genome,
+    states: &[neuroburst::model::NeuronState],
+    mut f: impl FnMut(u64, &LearnedSynapse, Option<u8>, neuroburst::model::plasticity::Rule, u32, u32),
+) {
+    use neuroburst::model::plasticity::Rule;
+    let rules: Vec<Option<Rule>> = g.mappings.iter().map(|m| m.plasticity.as_ref().map(|p| Rule::compile(p).unwrap())).collect();
+    for (k, pair) in states.windows(2).enumerate() {
+        let t = k as u64 + 2;
+        let (before, after) = (&pair[0].learned, &pair[1].learned);
+        let h = &after.history;
+        let old: std::collections::HashMap<(u32, u32, u32), u8> =
+            before.synapses.iter().map(|s| ((s.source, s.target, s.mapping), s.weight)).collect();
+        for s in &after.synapses {
+            let was = old.get(&(s.source, s.target, s.mapping)).copied();
+            f(t, s, was, rules[s.mapping as usize].unwrap(), h[s.source as usize], h[s.target as usize]);
+        }
+        assert!(after.synapses.len() >= before.synapses.len(), "burst {t}: synapses lost");
+    }
+}
+
+/// The next burst's input of [`run`]: 40 random neurons of x driven (`rng` its generator's state).
+fn random_input(rng: &mut u64) -> Injections {
+    drive((0..40).map(|_| {
+        *rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        1 + (*rng >> 33) as u32 % 400
+    }))
+}
+
 #[test]
 fn every_weight_follows_the_rule_burst_by_burst_on_random_brains() {
     // the engine defers the depressions of synapses whose source is silent (docs/plasticity.md);
     // here every weight is checked against the model's rule applied to every synapse, every burst
-    use neuroburst::model::plasticity::Rule;
-    use std::collections::HashMap;
     for seed in [5, 6] {
         let g = random_plastic(seed);
-        let rules: Vec<Option<Rule>> = g.mappings.iter().map(|m| m.plasticity.as_ref().map(|p| Rule::compile(p).unwrap())).collect();
         let mut b = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
         let states = run(&mut b, seed, 0..300);
         let mut depressed_while_silent = 0;
-        for (k, pair) in states.windows(2).enumerate() {
-            let t = k as u64 + 2;
-            let (before, after) = (&pair[0].learned, &pair[1].learned);
-            let h = &after.history;
-            let old: HashMap<(u32, u32, u32), u8> = before.synapses.iter().map(|s| ((s.source, s.target, s.mapping), s.weight)).collect();
-            for s in &after.synapses {
-                let rule = rules[s.mapping as usize].unwrap();
-                let (hs, hd) = (h[s.source as usize], h[s.target as usize]);
-                let expected = match old.get(&(s.source, s.target, s.mapping)) {
-                    Some(&w) => rule.update(t, w, hs, hd),
-                    None => {
-                        assert!(rule.grows(t, (s.source, hs), (s.target, hd)), "burst {t}: {s:?} appeared");
-                        rule.ltp
-                    }
-                };
-                assert_eq!(s.weight, expected, "seed {seed}, burst {t}: {s:?} (source history {hs:b}, target {hd:b})");
-                let silent = hs & rule.mask() == 0 && hd & rule.mask() != 0;
-                depressed_while_silent += (silent && expected < old.get(&(s.source, s.target, s.mapping)).copied().unwrap_or(0)) as u64;
-            }
-            assert!(after.synapses.len() >= before.synapses.len(), "burst {t}: synapses lost");
-        }
+        each_synapse(&g, &states, |t, s, was, rule, hs, hd| {
+            let expected = match was {
+                Some(w) => rule.update(t, w, hs, hd),
+                None => {
+                    assert!(rule.grows(t, (s.source, hs), (s.target, hd)), "burst {t}: {s:?} appeared");
+                    rule.ltp
+                }
+            };
+            assert_eq!(s.weight, expected, "seed {seed}, burst {t}: {s:?} (source history {hs:b}, target {hd:b})");
+            let silent = hs & rule.mask() == 0 && hd & rule.mask() != 0;
+            depressed_while_silent += (silent && expected < was.unwrap_or(0)) as u64;
+        });
         assert!(depressed_while_silent > 1000, "seed {seed}: the deferred depressions were exercised ({depressed_while_silent})");
     }
 }
@@ -388,13 +403,7 @@ fn run_switched(b: &mut dyn Backend, seed: u64, bursts: usize, switches: &[(usiz
     let mut rng = seed;
     let mut out = Vec::new();
     for k in 1..=bursts {
-        let ids: Vec<u32> = (0..40)
-            .map(|_| {
-                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                1 + (rng >> 33) as u32 % 400
-            })
-            .collect();
-        b.burst(drive(ids).as_slice()).unwrap();
+        b.burst(random_input(&mut rng).as_slice()).unwrap();
         for &(_, on) in switches.iter().filter(|s| s.0 == k) {
             b.set_learning(on).unwrap();
         }
@@ -407,8 +416,6 @@ fn run_switched(b: &mut dyn Backend, seed: u64, bursts: usize, switches: &[(usiz
 fn learning_switched_off_freezes_every_weight_and_switched_on_follows_the_rule_again() {
     // a switch after burst k holds from the learning of burst k + 2's firing on (the GPU's
     // learning of burst k + 1's may be under way); off, nothing changes nor grows
-    use neuroburst::model::plasticity::Rule;
-    use std::collections::HashMap;
     let switches = [(30, false), (31, true), (32, false), (120, true), (121, false), (121, true), (200, false), (203, true)];
     let bursts = 320;
     let mut learns = vec![true; bursts + 2];
@@ -417,37 +424,25 @@ fn learning_switched_off_freezes_every_weight_and_switched_on_follows_the_rule_a
     }
     for seed in [7, 8] {
         let g = random_plastic(seed);
-        let rules: Vec<Option<Rule>> = g.mappings.iter().map(|m| m.plasticity.as_ref().map(|p| Rule::compile(p).unwrap())).collect();
         let mut b = CpuBackend::new(Brain::build(&g, 2, false), Readback::All);
         let states = run_switched(&mut b, seed, bursts, &switches);
         let (mut frozen, mut moved) = (0, 0);
-        for (k, pair) in states.windows(2).enumerate() {
-            let t = k as u64 + 2;
-            let (before, after) = (&pair[0].learned, &pair[1].learned);
-            let h = &after.history;
-            let old: HashMap<(u32, u32, u32), u8> = before.synapses.iter().map(|s| ((s.source, s.target, s.mapping), s.weight)).collect();
-            for s in &after.synapses {
-                let rule = rules[s.mapping as usize].unwrap();
-                let (hs, hd) = (h[s.source as usize], h[s.target as usize]);
-                let was = old.get(&(s.source, s.target, s.mapping)).copied();
-                let expected = match (was, learns[t as usize]) {
-                    (Some(w), true) => rule.update(t, w, hs, hd),
-                    (Some(w), false) => w,
-                    (None, on) => {
-                        assert!(on && rule.grows(t, (s.source, hs), (s.target, hd)), "burst {t}: {s:?} appeared (learning {on})");
-                        rule.ltp
-                    }
-                };
-                assert_eq!(s.weight, expected, "seed {seed}, burst {t}, learning {}: {s:?}", learns[t as usize]);
-                if learns[t as usize] {
-                    moved += (Some(expected) != was) as u32;
-                } else {
-                    frozen += (rule.update(t, s.weight, hs, hd) != s.weight) as u32;
+        each_synapse(&g, &states, |t, s, was, rule, hs, hd| {
+            let expected = match (was, learns[t as usize]) {
+                (Some(w), true) => rule.update(t, w, hs, hd),
+                (Some(w), false) => w,
+                (None, on) => {
+                    assert!(on && rule.grows(t, (s.source, hs), (s.target, hd)), "burst {t}: {s:?} appeared (learning {on})");
+                    rule.ltp
                 }
+            };
+            assert_eq!(s.weight, expected, "seed {seed}, burst {t}, learning {}: {s:?}", learns[t as usize]);
+            if learns[t as usize] {
+                moved += (Some(expected) != was) as u32;
+            } else {
+                frozen += (rule.update(t, s.weight, hs, hd) != s.weight) as u32;
             }
-            // the histories record every burst, learning or not
-            assert_eq!(h.len(), before.history.len());
-        }
+        });
         assert!(frozen > 100 && moved > 100, "seed {seed}: the rule would have moved {frozen} frozen weights; {moved} moved");
     }
 }

@@ -8,7 +8,7 @@ use crate::common;
 
 use std::process::Command;
 
-use common::{free_port, repo, venv, Proc, PY_PACKAGES};
+use common::{repo, venv, PY_PACKAGES};
 
 #[test]
 fn the_avoider_drives_the_simulated_robot_without_a_collision_in_two_worlds() {
@@ -17,18 +17,9 @@ fn the_avoider_drives_the_simulated_robot_without_a_collision_in_two_worlds() {
     let python = venv("simenv", &packages);
     for (world, pose) in [("arena.xml", "0,0,0"), ("room2.xml", "-1,0,0.3")] {
         let dir = tempfile::tempdir().unwrap();
-        let listen = format!("tcp/127.0.0.1:{}", free_port());
-        let nowhere = format!("tcp/127.0.0.1:{}", free_port());
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
-        cmd.arg("node")
-            .arg("--genome")
-            .arg(repo().join("examples/sim/avoider.yaml"))
-            .arg("--config")
-            .arg(repo().join("examples/sim/config.yaml"))
-            .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
-            .env("RUST_LOG", "info,zenoh=warn");
-        let mut node = Proc::spawn(&mut cmd, dir.path().join("node.log"));
-        assert!(node.wait_for("bursting at"), "{}", node.log());
+        let config = repo().join("examples/sim/config.yaml");
+        let args = ["--config", config.to_str().unwrap()];
+        let (mut node, listen) = common::loopback_node(dir.path(), &repo().join("examples/sim/avoider.yaml"), &args, "bursting at");
         let out = Command::new(&python)
             .arg(repo().join("examples/sim/bridge.py"))
             .arg("--world")

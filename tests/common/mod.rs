@@ -162,6 +162,24 @@ pub fn free_udp_port() -> u16 {
     std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// `neuroburst node` with `genome` and `args`, a Zenoh peer listening on a free loopback port
+/// (its own connect endpoint leads nowhere), its log in `dir`; returned once `ready` is in its
+/// log, with the endpoint to connect to.
+pub fn loopback_node(dir: &Path, genome: &Path, args: &[&str], ready: &str) -> (Proc, String) {
+    let listen = format!("tcp/127.0.0.1:{}", free_port());
+    let nowhere = format!("tcp/127.0.0.1:{}", free_port());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neuroburst"));
+    cmd.arg("node")
+        .arg("--genome")
+        .arg(genome)
+        .args(["--zenoh-listen", &listen, "--zenoh-connect", &nowhere])
+        .args(args)
+        .env("RUST_LOG", "info,zenoh=warn");
+    let node = Proc::spawn(&mut cmd, dir.join("node.log"));
+    assert!(node.wait_for(ready), "{}", node.log());
+    (node, listen)
+}
+
 /// `neuroburst node` with the rover genome and config/remote_brain.yaml on the CPU at 200 Hz
 /// (stats at 10 Hz, its checkpoint and log in `dir`), plus `args`; returned once bursting.
 pub fn rover_node(dir: &Path, args: &[String]) -> Proc {
