@@ -37,5 +37,7 @@ fn the_avoider_drives_the_simulated_robot_without_a_collision_in_two_worlds() {
         assert_eq!(r["twists"], r["bursts"], "{world}: a Twist for every burst: {r}");
         node.stop();
         assert!(node.log().contains("stopped after 6000 bursts"), "{world}: 50 bursts per simulated second:\n{}", node.log());
+        // lock-stepped: every burst took the scan published before its clock, none was replaced
+        assert!(node.log().contains(" 0 dropped messages"), "{world}: a scan missed its burst:\n{}", node.log());
     }
 }

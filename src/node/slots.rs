@@ -4,8 +4,10 @@
 //! the latest result wins too. The burst thread only takes the results out (a pointer swap): a
 //! camera frame's decoding and encoding never delays a burst, and a transport callback never
 //! shares a lock with the burst thread. Samples and results that never reach a burst are counted.
+//! Under simulated time a burst first lets every slot settle ([`Slot::settle`]): the samples that
+//! came before the clock that lets it run are encoded, so the burst takes them, run after run.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -34,6 +36,10 @@ pub struct Slot {
     /// A sample waits in `latest` (what a busy-polling encoder watches).
     ready: AtomicBool,
     closed: AtomicBool,
+    /// Samples stored in `latest`, and of those, the ones encoded or replaced unencoded: the slot
+    /// has settled when the two are equal.
+    stored: AtomicU64,
+    settled: AtomicU64,
     encoded: Mutex<Option<Encoded>>,
     /// The topic's counters, shared with the intake.
     pub counters: Arc<TopicCounters>,
@@ -51,6 +57,8 @@ impl Slot {
             arrived: Condvar::new(),
             ready: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            stored: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
             encoded: Mutex::new(None),
             counters,
             last_error: Mutex::new(None),
@@ -65,6 +73,7 @@ impl Slot {
             self.counters.bad_attachment.add(1);
             return;
         }
+        self.stored.fetch_add(1, Ordering::AcqRel);
         let old = {
             let mut g = locked(&self.latest);
             self.ready.store(true, Ordering::Release);
@@ -73,6 +82,23 @@ impl Slot {
         self.arrived.notify_one();
         if old.is_some() {
             self.counters.replaced.add(1);
+            self.settled.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Wait until every sample stored so far has been encoded (or replaced), at most until
+    /// `until`; whether it settled. `wake` is the encoders' (it moves after each encoding).
+    pub fn settle(&self, wake: &Wake, until: Instant) -> bool {
+        let stored = self.stored.load(Ordering::Acquire);
+        loop {
+            let seen = wake.seq();
+            if self.settled.load(Ordering::Acquire) >= stored {
+                return true;
+            }
+            if self.closed.load(Ordering::Relaxed) || Instant::now() >= until {
+                return false;
+            }
+            wake.wait(seen, until);
         }
     }
 
@@ -146,6 +172,7 @@ impl Slot {
                     *locked(&slot.last_error) = Some(e.clone());
                 }
                 slot.set_encoded(Encoded { injections, received: sample.received });
+                slot.settled.fetch_add(1, Ordering::AcqRel);
                 wake.notify();
                 if let Some(view) = slot.view.get() {
                     view.ros(&slot.topic, type_name, &sample.payload, crate::run::pace::system_now_ns(), true);
@@ -178,6 +205,8 @@ mod tests {
         assert_eq!(s.counters.replaced.get(), 1);
         assert_eq!(s.counters.bad_attachment.get(), 2);
         assert_eq!(s.counters.lost(), 3);
+        // two samples stored, one replaced: one is still to be encoded, and nothing encodes it
+        assert!(!s.settle(&Wake::new(), Instant::now() + Duration::from_millis(20)));
     }
 
     #[test]
@@ -197,6 +226,10 @@ mod tests {
         assert!(e.injections.is_err(), "one byte is no LaserScan");
         assert_eq!(slot.counters.malformed.get(), 1);
         assert!(slot.last_error.lock().unwrap().is_some());
+        // under simulated time a burst waits for what came before its clock to be encoded
+        slot.put(sample(AttachmentStatus::NotExpected, 8));
+        assert!(slot.settle(&wake, Instant::now() + Duration::from_secs(10)));
+        assert!(slot.take().is_some(), "settled: the sample is encoded");
         slot.close();
         thread.join().unwrap();
     }

@@ -60,6 +60,8 @@ pub struct LiveTopics {
     blind: bool,
     /// Arrivals of the messages taken for the current burst.
     arrivals: Vec<Instant>,
+    /// Moves after every sensor message encoded.
+    wake: Arc<Wake>,
     layout: Layout,
     /// Missed deadlines, for observers.
     missed: Arc<AtomicU64>,
@@ -78,6 +80,9 @@ pub struct LiveTopics {
 
 /// Records the burst thread may hand over before the publisher takes them.
 const RECORDS: usize = 1024;
+
+/// How long a burst under simulated time waits for the messages before its clock to be encoded.
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// The node's fully qualified name: `/name` or `/namespace/name`.
 pub fn fully_qualified(namespace: &str, name: &str) -> String {
@@ -188,7 +193,7 @@ impl LiveTopics {
                 r.bursts,
                 r.lead
             );
-            Pace::reflex(rate, r.bursts, r.lead, wake, nc.realtime.busy_poll)
+            Pace::reflex(rate, r.bursts, r.lead, wake.clone(), nc.realtime.busy_poll)
         } else {
             Pace::wall(rate, nc.realtime.busy_poll)
         };
@@ -231,6 +236,7 @@ impl LiveTopics {
             now_ns: 0,
             blind: false,
             arrivals: Vec::with_capacity(64),
+            wake: wake.clone(),
             layout: layout.clone(),
             missed: Arc::default(),
             drive: None,
@@ -430,8 +436,20 @@ impl Io for LiveTopics {
         Ok(())
     }
 
+    /// Under simulated time, the burst also waits for the sensor messages that came before the
+    /// clock that lets it run to be encoded (a transport hands them over in the order they were
+    /// published): the burst takes them, whatever the threads' timing, so a simulation
+    /// lock-stepped to the node runs the same way every time.
     fn wait(&mut self, t: u64, stop: &AtomicBool) -> Option<u64> {
         self.now_ns = self.pace.wait(t, stop)?;
+        if matches!(self.pace, Pace::Sim { .. }) {
+            let until = Instant::now() + SETTLE;
+            for i in &self.inputs {
+                if !i.slot.settle(&self.wake, until) {
+                    tracing::warn!("{}: a message still being encoded after {SETTLE:?}: burst {t} goes on without it", i.slot.topic);
+                }
+            }
+        }
         Some(self.now_ns)
     }
 
