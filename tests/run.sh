@@ -9,12 +9,14 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
 
-# System packages: a C compiler (bundled sqlite), python3-venv, and for the r2r node libclang
+# System packages: a C compiler (bundled sqlite), python3-venv, EGL (the simulated camera), and for the r2r node libclang
 # (bindgen), cmake (neuroburst_msgs, Cyclone DDS of the bridge) and iproute2 (loopback inside `unshare -n`).
 need=()
 command -v cc >/dev/null || need+=(gcc g++)
 command -v cmake >/dev/null || need+=(cmake)
 command -v ip >/dev/null || need+=(iproute2)
+# the simulated robot's camera (examples/sim/bridge.py): MuJoCo renders offscreen through EGL (Mesa)
+ls /usr/lib/x86_64-linux-gnu/libEGL_mesa.so.0 >/dev/null 2>&1 || need+=(libegl1 libegl-mesa0 libgl1-mesa-dri)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
 if [ ${#need[@]} -gt 0 ]; then

@@ -3,8 +3,11 @@ of robot.xml included by name) lock-stepped to the node's bursts, over Zenoh in 
 format (the node runs with use_sim_time):
 
   every burst period of simulated time: /scan (sensor_msgs/LaserScan, 16 rays), /imu
-  (sensor_msgs/Imu) and /odom (nav_msgs/Odometry) out, then /clock; then it waits for the node's /cmd_vel
-  (geometry_msgs/Twist) of that burst (or --wait seconds of wall time) and drives the wheels.
+  (sensor_msgs/Imu) and /odom (nav_msgs/Odometry) out, and at --camera-hz /camera/image_raw
+  (sensor_msgs/Image, rgb8, the robot's "front" camera) where offscreen rendering works (EGL:
+  MUJOCO_GL=egl, Debian's libegl1 and libgl1-mesa-dri), then /clock; then it waits for the
+  node's /cmd_vel (geometry_msgs/Twist) of that burst (or --wait seconds of wall time) and drives
+  the wheels.
 
 At the end it prints one JSON line: simulated seconds, wall seconds, distance covered, the
 closest approach of any ray to an obstacle, collisions (contacts of the robot with anything but
@@ -15,9 +18,11 @@ import json
 import math
 import os
 import struct
+import sys
 import threading
 import time
 
+os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco
 import numpy as np
 import zenoh
@@ -31,14 +36,16 @@ ap.add_argument("--rate", type=float, default=50.0, help="the node's node.rate_h
 ap.add_argument("--duration", type=float, default=120.0, help="simulated seconds")
 ap.add_argument("--wait", type=float, default=1.0, help="wall seconds to wait for a burst's Twist")
 ap.add_argument("--pose", default="0,0,0", help="the robot's start: x,y,yaw (m, m, rad)")
-ap.add_argument("--trace", help="write the robot's path here: one line per burst, t x y yaw v w (CSV)")
+ap.add_argument("--trace", help="write the robot's path here: one line per burst, t x y yaw v w (CSV, full precision)")
+ap.add_argument("--camera-hz", type=float, default=0.0, help="camera frames per simulated second (0: none; a frame costs tens of ms where OpenGL is software)")
+ap.add_argument("--camera-size", default="64x48", help="camera frame width x height")
 args = ap.parse_args()
 
 WHEEL_RADIUS, WHEEL_BASE, RAYS, MAX_RANGE = 0.04, 0.24, 16, 4.0
 store = get_typestore(Stores.ROS2_JAZZY)
 T = store.types
 TYPES = ["rosgraph_msgs/msg/Clock", "sensor_msgs/msg/LaserScan", "sensor_msgs/msg/Imu", "nav_msgs/msg/Odometry",
-         "geometry_msgs/msg/Twist"]
+         "geometry_msgs/msg/Twist", "sensor_msgs/msg/Image"]
 HASH = {t: store.hash_rihs01(t) for t in TYPES}
 
 
@@ -58,6 +65,14 @@ robot_body = model.body("robot").id
 robot_geoms = {g for g in range(model.ngeom) if model.body_rootid[model.geom_bodyid[g]] == robot_body}
 floor = model.geom("floor").id
 steps = max(1, round(1.0 / args.rate / model.opt.timestep))
+camera_every = round(args.rate / args.camera_hz) if args.camera_hz > 0 else 0
+renderer = None
+if camera_every:
+    width, height = (int(v) for v in args.camera_size.split("x"))
+    try:
+        renderer = mujoco.Renderer(model, height, width)
+    except Exception as e:  # no offscreen OpenGL here: the robot goes on without its camera
+        print(f"bridge.py: no camera ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
 
 conf = zenoh.Config()
 conf.insert_json5("mode", '"peer"')
@@ -68,7 +83,8 @@ session = zenoh.open(conf)
 GID = os.urandom(16)
 seqs = {}
 pubs = {t: session.declare_publisher(key(topic, t)) for topic, t in
-        [("clock", TYPES[0]), ("scan", TYPES[1]), ("imu", TYPES[2]), ("odom", TYPES[3])]}
+        [("clock", TYPES[0]), ("scan", TYPES[1]), ("imu", TYPES[2]), ("odom", TYPES[3]),
+         ("camera/image_raw", TYPES[5])]}
 
 cmd = {"v": 0.0, "w": 0.0, "n": 0}
 cond = threading.Condition()
@@ -105,8 +121,14 @@ def ranges():
                          MAX_RANGE) for i in range(RAYS)], dtype=np.float32)
 
 
-def publish(sim_t):
-    """The sensors at `sim_t`, then the clock: the burst it lets run takes them."""
+def publish(k, sim_t):
+    """The sensors at `sim_t` (burst k's), then the clock: the burst it lets run takes them."""
+    if renderer and k % camera_every == 0:
+        renderer.update_scene(data, camera="front")
+        rgb = renderer.render()
+        put(TYPES[5], T["sensor_msgs/msg/Image"](
+            header=header(sim_t, "camera"), height=rgb.shape[0], width=rgb.shape[1], encoding="rgb8",
+            is_bigendian=0, step=rgb.shape[1] * 3, data=rgb.reshape(-1)))
     r = ranges()
     # from -180 degrees (ray 8) counter-clockwise, as a lidar's scan runs
     put(TYPES[1], T["sensor_msgs/msg/LaserScan"](
@@ -142,16 +164,16 @@ def touching():
 
 time.sleep(1.0)  # the links up
 start, sim_t0 = time.time(), 1.0
-distance, closest, collisions, was_touching, last_xy = 0.0, MAX_RANGE, 0, False, data.qpos[robot_q:robot_q + 2].copy()
+late, distance, closest, collisions, was_touching, last_xy = 0, 0.0, MAX_RANGE, 0, False, data.qpos[robot_q:robot_q + 2].copy()
 bursts = int(args.duration * args.rate)
 trace = open(args.trace, "w") if args.trace else None
 for k in range(bursts):
-    r = publish(sim_t0 + k / args.rate)
+    r = publish(k, sim_t0 + k / args.rate)
     closest = min(closest, float(r.min()))
     # the node publishes one Twist a burst, and clock k lets burst k + 1 run: its Twist is the
     # (k + 1)-th (not a late one of the burst before, which would put the loop a burst behind)
     with cond:
-        cond.wait_for(lambda: cmd["n"] >= k + 1, timeout=args.wait)
+        late += not cond.wait_for(lambda: cmd["n"] >= k + 1, timeout=args.wait)
         v, w = cmd["v"], cmd["w"]
     left, right = (v - w * WHEEL_BASE / 2) / WHEEL_RADIUS, (v + w * WHEEL_BASE / 2) / WHEEL_RADIUS
     data.ctrl[model.actuator("left_wheel").id], data.ctrl[model.actuator("right_wheel").id] = left, right
@@ -163,10 +185,14 @@ for k in range(bursts):
     xy = data.qpos[robot_q:robot_q + 2].copy()
     if trace:
         w_, z_ = data.qpos[robot_q + 3], data.qpos[robot_q + 6]
-        trace.write(f"{k / args.rate:.3f},{xy[0]:.4f},{xy[1]:.4f},{math.remainder(2 * math.atan2(z_, w_), 2 * math.pi):.4f},{v:.3f},{w:.3f}\n")
+        yaw = math.remainder(2 * math.atan2(z_, w_), 2 * math.pi)
+        trace.write(",".join(repr(float(x)) for x in (k / args.rate, xy[0], xy[1], yaw, v, w)) + "\n")
     distance += float(np.linalg.norm(xy - last_xy))
     last_xy = xy
+if trace:
+    trace.close()
 print(json.dumps({"ok": True, "sim_s": args.duration, "wall_s": round(time.time() - start, 2),
                   "distance_m": round(distance, 3), "closest_m": round(closest, 3), "collisions": collisions,
-                  "twists": cmd["n"], "bursts": bursts}), flush=True)
+                  "twists": cmd["n"], "bursts": bursts, "late": late,
+                  "camera": bool(renderer)}), flush=True)
 os._exit(0)
