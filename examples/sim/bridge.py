@@ -22,8 +22,6 @@ import sys
 import threading
 import time
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-import mujoco
 import numpy as np
 import zenoh
 from rosbags.typesys import Stores, get_typestore
@@ -40,6 +38,9 @@ ap.add_argument("--trace", help="write the robot's path here: one line per burst
 ap.add_argument("--camera-hz", type=float, default=0.0, help="camera frames per simulated second (0: none; a frame costs tens of ms where OpenGL is software)")
 ap.add_argument("--camera-size", default="64x48", help="camera frame width x height")
 args = ap.parse_args()
+if args.camera_hz > 0:
+    os.environ.setdefault("MUJOCO_GL", "egl")  # read when mujoco is imported
+import mujoco  # noqa: E402
 
 WHEEL_RADIUS, WHEEL_BASE, RAYS, MAX_RANGE = 0.04, 0.24, 16, 4.0
 store = get_typestore(Stores.ROS2_JAZZY)
