@@ -236,7 +236,7 @@ impl LiveTopics {
             now_ns: 0,
             blind: false,
             arrivals: Vec::with_capacity(64),
-            wake: wake.clone(),
+            wake,
             layout: layout.clone(),
             missed: Arc::default(),
             drive: None,
