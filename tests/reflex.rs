@@ -70,10 +70,16 @@ decoders:
 /// Replay `bag` through the rover (100 bursts/s) with `node.mode` = `mode`; the output bag's
 /// bytes and, per burst, (burst number, bag time, turning).
 fn run(bag: &Bag, mode: &str) -> (Vec<u8>, Vec<(u64, u64, bool)>) {
+    run_with(bag, mode, |_| {})
+}
+
+/// [`run`], the configuration changed by `change` first.
+fn run_with(bag: &Bag, mode: &str, change: impl FnOnce(&mut Config)) -> (Vec<u8>, Vec<(u64, u64, bool)>) {
     let genome = Genome::load(&common::root().join("examples/genomes/rover.yaml")).unwrap();
     let layout = Layout::from_genome(&genome);
     let mut config: Config = serde_yaml::from_str(CONFIG).unwrap();
     config.node.mode = serde_yaml::from_str(mode).unwrap();
+    change(&mut config);
     let mut opened = open(&genome, &config.backend, Readback::All, false).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.mcap");
@@ -134,6 +140,42 @@ fn reflex_mode_answers_in_two_bursts_at_the_stimulus_time() {
     }
 }
 
+/// [`bag`] with a second scanner, `/other`, flooding every 2 ms with scans that see nothing near
+/// (all beyond max_range, so they encode alike).
+fn flooded(stimulus_ms: u64) -> Bag {
+    let mut b = bag(stimulus_ms);
+    b.topics.push(Topic { name: "/other".into(), type_name: LaserScan::TYPE.into(), encoding: "cdr".into() });
+    for ms in (1..250).map(|k| k * 2 + 1) {
+        let t = T0 + ms * MS;
+        b.messages.push(BagMessage { topic: 1, log_time: t, data: scan(t, false) });
+    }
+    b.messages.sort_by_key(|m| m.log_time);
+    b
+}
+
+#[test]
+fn a_reflex_answers_in_two_bursts_when_other_inputs_flood_only_with_triggers_or_news() {
+    let offset = 253;
+    let stimulus = T0 + offset * MS;
+    let reflex = |yaml: &'static str| {
+        move |c: &mut Config| {
+            c.encoders.push(serde_yaml::from_str("{kind: laser_scan, topic: /other, area: scan, max_range: 2.0, stale_after: 0}").unwrap());
+            c.node.reflex = serde_yaml::from_str(yaml).unwrap();
+        }
+    };
+    // every message starts two bursts: the flood (1000 bursts/s asked of a 100 Hz grid) spends the
+    // lead, and the stimulus waits for the grid
+    let (_, bursts) = run_with(&flooded(offset), "reflex", reflex("{triggers: [], on_change: false}"));
+    let ((_, t_in), _) = answer(&bursts, stimulus, true);
+    assert!(t_in > stimulus, "the lead was spent on the flood, yet the stimulus did not wait");
+    // only the scan triggers, or only news does: the stimulus starts two bursts at its own time
+    for yaml in ["{triggers: [/scan], on_change: false}", "{triggers: [], on_change: true}"] {
+        let (_, bursts) = run_with(&flooded(offset), "reflex", reflex(yaml));
+        let ((b_in, t_in), (b_out, t_out)) = answer(&bursts, stimulus, true);
+        assert_eq!((t_in, b_out, t_out), (stimulus, b_in + 1, stimulus), "{yaml}");
+    }
+}
+
 #[test]
 fn a_reflex_replay_writes_the_same_bytes_every_run() {
     let b = bag(253);
@@ -168,5 +210,6 @@ fn bench_loop_runs_both_modes_and_reports_the_loop() {
         let phases: Vec<&str> = r["phases"]["phases"].as_array().unwrap().iter().map(|p| p[0].as_str().unwrap()).collect();
         assert_eq!(phases, ["wait", "intake", "drive", "burst", "decode", "handoff"]);
         assert!(r["latency"]["p50_us"].as_f64().unwrap() > 0.0);
+        assert!(r["answer_bursts"]["p50"].as_u64().unwrap() >= 1, "{out}");
     }
 }

@@ -86,6 +86,12 @@ fn print(r: &LoopReport) {
         rows.push(row(&format!("  {name}"), p));
     }
     print!("{}", table::render(&rows));
+    let b = &r.answer_bursts;
+    println!("the answer in bursts (Twists from the stimulus to the answer): p50 {}, p99 {}, max {}", b.p50, b.p99, b.max);
+    if let Some(x) = &r.reflex {
+        let news = if x.on_change { " (news only: on_change)" } else { "" };
+        println!("reflex: {} bursts, lead {}, triggered by {}{news}", x.bursts, x.lead, x.triggers.join(", "));
+    }
     println!(
         "bursts {}, missed deadlines {}, dropped messages {}, trials without an answer {}",
         r.bursts, r.missed_deadlines, r.dropped_messages, r.lost

@@ -29,6 +29,13 @@ pub struct Encoded {
     pub received: Instant,
 }
 
+/// A topic whose messages start reflex bursts: the encoder wakes `wake` (reflex mode's) after
+/// each, or with `on_change` after each whose encoding differs from the last that did.
+pub struct Trigger {
+    pub wake: Arc<Wake>,
+    pub on_change: bool,
+}
+
 pub struct Slot {
     pub topic: String,
     latest: Mutex<Option<Sample>>,
@@ -146,16 +153,18 @@ impl Slot {
     }
 
     /// Start the thread that encodes this slot's samples with `encoders` (messages of type
-    /// `type_name`) and wakes `wake` after each; `busy`: it polls for samples instead of sleeping.
+    /// `type_name`) and wakes `wake` after each, and `trigger`'s after each that starts a reflex;
+    /// `busy`: it polls for samples instead of sleeping.
     pub fn spawn_encoder(
         self: &Arc<Self>,
         mut encoders: Vec<Encoder>,
         type_name: &'static str,
-        wake: Arc<Wake>,
+        (wake, trigger): (Arc<Wake>, Option<Trigger>),
         busy: bool,
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let slot = self.clone();
         let name = format!("encode {}", self.topic);
+        let mut last: Option<Vec<Vec<Injection>>> = None;
         std::thread::Builder::new().name(name.chars().take(15).collect()).spawn(move || {
             while let Some(sample) = slot.next(busy) {
                 // sorted here, off the burst thread: ascending injections are a backend's fastest
@@ -171,9 +180,23 @@ impl Slot {
                     slot.counters.malformed.add(1);
                     *locked(&slot.last_error) = Some(e.clone());
                 }
+                let starts = match (&trigger, &injections) {
+                    (Some(t), Ok(now)) if t.on_change => {
+                        let news = last.as_ref() != Some(now);
+                        if news {
+                            last = Some(now.clone());
+                        }
+                        news
+                    }
+                    (Some(_), Ok(_)) => true,
+                    _ => false,
+                };
                 slot.set_encoded(Encoded { injections, received: sample.received });
                 slot.settled.fetch_add(1, Ordering::AcqRel);
                 wake.notify();
+                if let (true, Some(t)) = (starts, &trigger) {
+                    t.wake.notify();
+                }
                 if let Some(view) = slot.view.get() {
                     view.ros(&slot.topic, type_name, &sample.payload, crate::run::pace::system_now_ns(), true);
                 }
@@ -217,7 +240,7 @@ mod tests {
         let config: EncoderConfig = serde_yaml::from_str("{kind: laser_scan, topic: scan, area: scan, max_range: 2.0}").unwrap();
         let encoder = Encoder::new(&config, &layout).unwrap();
         let (slot, wake) = (Slot::new("/scan", Arc::default()), Wake::new());
-        let thread = slot.spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", wake.clone(), false).unwrap();
+        let thread = slot.spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", (wake.clone(), None), false).unwrap();
         let seen = wake.seq();
         slot.put(sample(AttachmentStatus::NotExpected, 7));
         wake.wait(seen, Instant::now() + Duration::from_secs(10));

@@ -15,7 +15,7 @@ use anyhow::anyhow;
 use super::problems::ProblemLog;
 use super::publish::{BurstRecord, Output, OutputReport, OutputSide, Record};
 use super::settings::Mode;
-use super::slots::Slot;
+use super::slots::{Slot, Trigger};
 use super::{input_type, topic_spec, Drive, NodeSetup, Update};
 use crate::model::{Injections, Layout};
 use crate::ros::diagnostic_msgs::DiagnosticArray;
@@ -126,14 +126,19 @@ impl LiveTopics {
         }
         let fqn = fully_qualified(&nc.namespace, &nc.name);
         tracing::info!("node {fqn}");
-        let wake = Wake::new();
+        let (wake, triggers) = (Wake::new(), Wake::new());
+        if nc.mode == Mode::Reflex {
+            nc.reflex.check(&intake.topics().collect::<Vec<_>>()).map_err(anyhow::Error::msg)?;
+        }
         let (mut inputs, mut subscriptions) = (vec![], vec![]);
         for key in intake.topics().map(String::from).collect::<Vec<_>>() {
             let type_name = input_type(nc, &intake, &key)?;
             intake.check_type(&key, type_name)?;
             let spec = topic_spec(&key, nc, type_name, Qos::SENSOR)?;
             let slot = Slot::new(&spec.name, intake.counters(&key).expect("the intake's topic"));
-            let encoder = slot.spawn_encoder(intake.take_encoders(&key), type_name, wake.clone(), nc.realtime.busy_poll)?;
+            let trigger = (nc.mode == Mode::Reflex && !nc.use_sim_time && nc.reflex.triggered_by(&key))
+                .then(|| Trigger { wake: triggers.clone(), on_change: nc.reflex.on_change });
+            let encoder = slot.spawn_encoder(intake.take_encoders(&key), type_name, (wake.clone(), trigger), nc.realtime.busy_poll)?;
             inputs.push(Input { key, slot: slot.clone(), encoder: Some(encoder) });
             subscriptions.push(
                 transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?,
@@ -181,19 +186,14 @@ impl LiveTopics {
             Pace::sim(rate, time)
         } else if nc.mode == Mode::Reflex {
             let r = &nc.reflex;
-            if r.bursts == 0 || r.lead < r.bursts {
-                return Err(anyhow!(
-                    "node.reflex: bursts {} and lead {}: a reflex needs at least one burst, and lead must allow them (lead >= bursts)",
-                    r.bursts,
-                    r.lead
-                ));
-            }
+            let by = if r.triggers.is_empty() { "any input".to_string() } else { r.triggers.join(", ") };
+            let news = if r.on_change { " that differs from its topic's last" } else { "" };
             tracing::info!(
-                "reflex mode: {} bursts as soon as a sensor message is encoded, at most {} ahead of the {rate} Hz clock",
+                "reflex mode: {} bursts as soon as a message of {by}{news} is encoded, at most {} ahead of the {rate} Hz clock",
                 r.bursts,
                 r.lead
             );
-            Pace::reflex(rate, r.bursts, r.lead, wake.clone(), nc.realtime.busy_poll)
+            Pace::reflex(rate, r.bursts, r.lead, triggers, nc.realtime.busy_poll)
         } else {
             Pace::wall(rate, nc.realtime.busy_poll)
         };

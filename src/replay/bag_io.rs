@@ -94,8 +94,9 @@ impl<'a> BagIo<'a> {
     ) -> anyhow::Result<BagIo<'a>> {
         let err = |e: &dyn std::fmt::Display| anyhow!("--bag {}: {e}", bag_path.display());
         let intake = Intake::new(&setup.encoders, &layout).map_err(|e| err(&e))?;
-        let schedule = BagSchedule::for_mode(&bag, burst_rate_hz, setup.replay.max_bursts, (setup.mode, &setup.reflex), &intake)
-            .map_err(|e| err(&e))?;
+        let schedule =
+            BagSchedule::for_mode(&bag, burst_rate_hz, setup.replay.max_bursts, (setup.mode, &setup.reflex), (&setup.encoders, &layout))
+                .map_err(|e| err(&e))?;
         let outputs = Outputs::new(&setup.decoders, &layout).map_err(|e| err(&e))?;
         check_topics(&bag, &intake).map_err(|e| err(&e))?;
         let (mut writer, channels) = match out {

@@ -5,7 +5,8 @@
 //!   the messages logged before `t_k`, until one burst after the last message.
 //! - **reflex** (`node.mode: reflex`): the live node's reflex mode in bag time. A message on an
 //!   input topic logged at `t` starts `reflex.bursts` bursts at `t` (they take the messages logged
-//!   up to `t`); the grid `t0 + j / r` goes on, a grid point giving up its burst for each burst run
+//!   up to `t`) when its topic is one of `reflex.triggers` (all inputs when empty) and, with
+//!   `reflex.on_change`, its encoding differs from its topic's previous one; the grid `t0 + j / r` goes on, a grid point giving up its burst for each burst run
 //!   ahead of it, and the bursts never run more than `reflex.lead` ahead of the grid. The grid
 //!   ends where the clock's does. Bursts at one time share its stamp.
 //!
@@ -18,6 +19,8 @@ use super::intake::Intake;
 use serde::{Deserialize, Serialize};
 
 use crate::bag::Bag;
+use crate::encode::{Encoder, EncoderConfig};
+use crate::model::{Injection, Layout};
 
 /// When the node bursts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -42,12 +45,85 @@ pub struct ReflexConfig {
     /// Bursts the node may run ahead of the clock's grid (the ceiling: never more than
     /// `rate_hz` x T + `lead` bursts in any T seconds).
     pub lead: u32,
+    /// The input topics whose messages start reflex bursts (as the encoders name them); empty:
+    /// every input. The others wait for the grid, and spend none of the `lead` budget.
+    pub triggers: Vec<String>,
+    /// A trigger's message starts reflex bursts only when its encoding differs from its topic's
+    /// previous one: a scan that says what the last one said is no news and waits for the grid.
+    pub on_change: bool,
 }
 
 impl Default for ReflexConfig {
     fn default() -> Self {
-        ReflexConfig { bursts: 2, lead: 8 }
+        ReflexConfig { bursts: 2, lead: 8, triggers: vec![], on_change: true }
     }
+}
+
+/// Topic names as the encoders write them and as they are resolved (`scan`, `/scan`) are the same.
+fn same_topic(a: &str, b: &str) -> bool {
+    a.trim_start_matches('/') == b.trim_start_matches('/')
+}
+
+impl ReflexConfig {
+    /// Whether messages of the input `topic` start reflex bursts.
+    pub fn triggered_by(&self, topic: &str) -> bool {
+        self.triggers.is_empty() || self.triggers.iter().any(|t| same_topic(t, topic))
+    }
+
+    /// A clear error for settings no reflex can run with; `inputs`: the encoders' topics.
+    pub fn check(&self, inputs: &[&str]) -> Result<(), String> {
+        if self.bursts == 0 || self.lead < self.bursts {
+            return Err(format!(
+                "node.reflex: bursts {} and lead {}: a reflex needs at least one burst, and lead must allow them (lead >= bursts)",
+                self.bursts, self.lead
+            ));
+        }
+        match self.triggers.iter().find(|t| !inputs.iter().any(|i| same_topic(t, i))) {
+            Some(t) => Err(format!("node.reflex.triggers: no encoder reads topic {t}")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Per message of `bag`: whether it starts reflex bursts under `reflex` (its topic an input and a
+/// trigger, and news under `on_change`: its encodings, by `encoders`, differ from its topic's
+/// previous message's).
+fn reflex_starts(bag: &Bag, reflex: &ReflexConfig, encoders: &[EncoderConfig], layout: &Layout) -> Result<Vec<bool>, String> {
+    let mut by_topic: Vec<Option<(Vec<Encoder>, Option<Vec<Vec<Injection>>>)>> = Vec::new();
+    for t in &bag.topics {
+        let configs: Vec<&EncoderConfig> = encoders.iter().filter(|c| c.topic() == t.name).collect();
+        by_topic.push(if configs.is_empty() || !reflex.triggered_by(&t.name) {
+            None
+        } else {
+            let e: Result<Vec<Encoder>, _> = configs.iter().map(|c| Encoder::new(c, layout)).collect();
+            Some((e.map_err(|e| e.to_string())?, None))
+        });
+    }
+    Ok(bag
+        .messages
+        .iter()
+        .map(|m| {
+            let Some((encoders, last)) = &mut by_topic[m.topic] else { return false };
+            if !reflex.on_change {
+                return true;
+            }
+            let type_name = &bag.topics[m.topic].type_name;
+            let now: Option<Vec<Vec<Injection>>> = encoders
+                .iter_mut()
+                .map(|e| {
+                    let mut v = e.encode(type_name, &m.data).ok()?;
+                    v.sort_by_key(|x| x.neuron);
+                    Some(v)
+                })
+                .collect();
+            // an undecodable message is dropped by the intake: no news
+            let news = now.is_some() && now != *last;
+            if now.is_some() {
+                *last = now;
+            }
+            news
+        })
+        .collect())
 }
 
 #[derive(Clone, Debug)]
@@ -67,31 +143,26 @@ impl BagSchedule {
         Self::plan(bag, burst_rate_hz, max_bursts, None)
     }
 
-    /// The schedule of `mode` (with `reflex`'s settings in reflex mode); the intake's topics are
-    /// the inputs.
+    /// The schedule of `mode` (with `reflex`'s settings in reflex mode); `encoders` read the
+    /// inputs (the bag's topics they name).
     pub fn for_mode(
         bag: &Bag,
         burst_rate_hz: f64,
         max_bursts: u64,
         (mode, reflex): (Mode, &ReflexConfig),
-        intake: &Intake,
+        (encoders, layout): (&[EncoderConfig], &Layout),
     ) -> Result<BagSchedule, String> {
         match mode {
             Mode::Clock => Self::new(bag, burst_rate_hz, max_bursts),
             Mode::Reflex => {
-                let r = reflex;
-                if r.bursts == 0 || r.lead < r.bursts {
-                    return Err(format!(
-                        "node.reflex: bursts {} and lead {}: a reflex needs at least one burst, and lead >= bursts",
-                        r.bursts, r.lead
-                    ));
-                }
-                let inputs: Vec<bool> = bag.topics.iter().map(|t| intake.topics().any(|i| i == t.name)).collect();
-                Self::plan(bag, burst_rate_hz, max_bursts, Some((r.bursts, r.lead, &inputs)))
+                reflex.check(&encoders.iter().map(|c| c.topic()).collect::<Vec<_>>())?;
+                let starts = reflex_starts(bag, reflex, encoders, layout)?;
+                Self::plan(bag, burst_rate_hz, max_bursts, Some((reflex.bursts, reflex.lead, &starts)))
             }
         }
     }
 
+    /// `reflex`: bursts per message, lead, and per message whether it starts them.
     fn plan(bag: &Bag, rate: f64, max_bursts: u64, reflex: Option<(u32, u32, &[bool])>) -> Result<BagSchedule, String> {
         if !(rate > 0.0 && rate.is_finite()) {
             return Err(format!("burst_rate_hz must be > 0, not {rate}"));
@@ -116,7 +187,7 @@ impl BagSchedule {
                     bursts.push((t, m));
                 }
             }
-            Some((per_message, lead, inputs)) => {
+            Some((per_message, lead, starts)) => {
                 let (mut j, mut m, mut now) = (0u64, 0usize, t0);
                 let (mut ahead, mut pending) = (0u32, 0u32);
                 while bursts.len() < max {
@@ -133,7 +204,7 @@ impl BagSchedule {
                         // the messages logged at one time arrive together
                         now = msgs[m].log_time;
                         while m < msgs.len() && msgs[m].log_time == now {
-                            if inputs[msgs[m].topic] {
+                            if starts[m] {
                                 pending = per_message;
                             }
                             m += 1;
@@ -232,14 +303,47 @@ mod tests {
     #[test]
     fn reflex_bursts_at_a_message_and_gives_up_grid_points() {
         let b = bag(&[(0, 0), (25, 0), (27, 1), (30, 0)]);
-        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 8, &[true, false]))).unwrap();
+        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 8, &[true, true, false, true]))).unwrap();
         // 0 ms: the message starts two bursts (the grid points at 0 and 10 ms are given up);
         // 20 ms: on the grid; 25 ms: two bursts; 27 ms: not an input, nothing; 30 ms: two more
         // (4 ahead: the grid's 30..60 ms are given up, and the grid ends at 40 ms)
         assert_eq!(times_ms(&s), vec![(0.0, 1), (0.0, 1), (20.0, 1), (25.0, 2), (25.0, 2), (30.0, 4), (30.0, 4)]);
         // at most `lead` ahead: with lead 2 (2 ahead after 25 ms), the message at 30 ms waits for
         // the grid point at 30 ms to free one burst, and the one at 40 ms the other
-        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 2, &[true, false]))).unwrap();
+        let s = BagSchedule::plan(&b, 100.0, 0, Some((2, 2, &[true, true, false, true]))).unwrap();
         assert_eq!(times_ms(&s), vec![(0.0, 1), (0.0, 1), (20.0, 1), (25.0, 2), (25.0, 2), (30.0, 4), (40.0, 4)]);
+    }
+
+    #[test]
+    fn only_triggers_start_reflexes_and_with_on_change_only_news() {
+        use crate::ros::sensor_msgs::LaserScan;
+        let genome =
+            crate::genome::Genome::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/genomes/rover.yaml"))).unwrap();
+        let layout = Layout::from_genome(&genome);
+        let encoders: Vec<EncoderConfig> = serde_yaml::from_str(
+            "[{kind: laser_scan, topic: /scan, area: scan, max_range: 2.0}, {kind: laser_scan, topic: /other, area: scan, max_range: 2.0}]",
+        )
+        .unwrap();
+        let scan = |near: bool| {
+            let ranges = (0..16).map(|i| if near && i < 4 { 0.2 } else { 9.0 }).collect();
+            let s = LaserScan { angle_min: -1.5, angle_max: 1.5, angle_increment: 0.2, range_max: 10.0, ranges, ..Default::default() };
+            crate::ros::encode(&s)
+        };
+        let mut b = bag(&[(0, 0), (10, 0), (20, 1), (30, 0), (40, 0)]);
+        for (m, near) in b.messages.iter_mut().zip([false, false, false, true, true]) {
+            m.data = scan(near);
+        }
+        let starts = |r: &ReflexConfig| reflex_starts(&b, r, &encoders, &layout).unwrap();
+        let every = ReflexConfig { on_change: false, ..ReflexConfig::default() };
+        assert_eq!(starts(&every), [true, true, true, true, true]);
+        let scan_only = ReflexConfig { triggers: vec!["scan".into()], on_change: false, ..ReflexConfig::default() };
+        assert_eq!(starts(&scan_only), [true, true, false, true, true]);
+        // the first scan is news, the second repeats it, the obstacle is news, then repeated
+        let news = ReflexConfig { triggers: vec!["/scan".into()], ..ReflexConfig::default() };
+        assert_eq!(starts(&news), [true, false, false, true, false]);
+        let topics: Vec<&str> = encoders.iter().map(|c| c.topic()).collect();
+        assert!(news.check(&topics).is_ok());
+        let wrong = ReflexConfig { triggers: vec!["imu".into()], ..ReflexConfig::default() };
+        assert_eq!(wrong.check(&topics).unwrap_err(), "node.reflex.triggers: no encoder reads topic imu");
     }
 }

@@ -46,6 +46,22 @@ decoders:
     output: {window: 1, rate_hz: 0, magnitude: count}
 "#;
 
+/// Median, 99th percentile and maximum of per-trial burst counts.
+#[derive(Debug, Default, Serialize)]
+pub struct BurstCounts {
+    pub p50: u32,
+    pub p99: u32,
+    pub max: u32,
+}
+
+impl BurstCounts {
+    fn of(mut v: Vec<u32>) -> BurstCounts {
+        v.sort_unstable();
+        let at = |q: f64| v.get(((v.len() as f64 * q).ceil() as usize).saturating_sub(1)).copied().unwrap_or(0);
+        BurstCounts { p50: at(0.5), p99: at(0.99), max: v.last().copied().unwrap_or(0) }
+    }
+}
+
 /// The brain beside the sensory areas.
 pub enum BrainSpec {
     /// W, learning as the benchmarks' `--plastic` says.
@@ -75,6 +91,10 @@ pub struct LoopReport {
     pub lost: u64,
     /// Stimulus published -> turning Twist received, at the robot.
     pub latency: Percentiles,
+    /// The bursts the answer took: Twists (one a burst) from the stimulus to the answer.
+    pub answer_bursts: BurstCounts,
+    /// Reflex mode's settings (the bench's scan triggers where the configuration names none).
+    pub reflex: Option<node::ReflexConfig>,
     /// The node's own measure over the whole run (BurstStats' latency): a message's arrival to the
     /// publication of the burst after its own.
     pub node_latency: Percentiles,
@@ -122,7 +142,12 @@ struct Topics {
 
 /// Run the bench: the user's `node` and `backend` sections (node.mode, node.realtime, ...); the
 /// encoders, decoders and Zenoh endpoints are the bench's, and it writes no checkpoints.
-pub fn run(nc: node::NodeConfig, backend: BackendConfig, opts: Options) -> anyhow::Result<LoopReport> {
+pub fn run(mut nc: node::NodeConfig, backend: BackendConfig, opts: Options) -> anyhow::Result<LoopReport> {
+    // the scan is the robot's reflex sensor; the camera and the IMU wait for the grid
+    if nc.reflex.triggers.is_empty() {
+        nc.reflex.triggers = vec!["scan".into()];
+    }
+    let reflex = (nc.mode == node::Mode::Reflex).then(|| nc.reflex.clone());
     let genome = genome(&opts.brain)?;
     let topics: Topics = serde_yaml::from_str(TOPICS).expect("bench-loop's topics parse");
     let checkpoint = CheckpointConfig { on_shutdown: false, trigger_topic: String::new(), ..CheckpointConfig::default() };
@@ -192,6 +217,8 @@ pub fn run(nc: node::NodeConfig, backend: BackendConfig, opts: Options) -> anyho
         trials: robot_report.latency.len(),
         lost: robot_report.lost,
         latency: robot_report.latency.percentiles(),
+        answer_bursts: BurstCounts::of(robot_report.answer_bursts),
+        reflex,
         node_latency: summary.latency.clone(),
         bursts: bursts1 - bursts0,
         missed_deadlines: missed1 - missed0,

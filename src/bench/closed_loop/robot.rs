@@ -39,6 +39,9 @@ impl Default for Rates {
 pub struct RobotReport {
     /// Stimulus -> first turning Twist, nanoseconds (trials after the warm-up).
     pub latency: Durations,
+    /// Per answered trial: the Twists (one a burst) received from the stimulus's publication to
+    /// the answer, the answer's included: the bursts the answer took (at most one more, in flight).
+    pub answer_bursts: Vec<u32>,
     /// Trials whose Twist never turned within the timeout.
     pub lost: u64,
     /// Messages published per topic.
@@ -54,6 +57,8 @@ struct Trial {
     stimulus: Option<Instant>,
     /// The answer's arrival.
     answered: Option<Instant>,
+    /// Twists received since the stimulus, up to the answer.
+    since: u32,
     /// Still Twists received since the obstacle was cleared.
     still: u32,
     twists: u64,
@@ -136,8 +141,11 @@ pub fn run(
             let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
             t.twists += 1;
             if t.stimulus.is_some() {
-                if turning && t.answered.is_none() {
-                    t.answered = Some(now);
+                if t.answered.is_none() {
+                    t.since += 1;
+                    if turning {
+                        t.answered = Some(now);
+                    }
                 }
             } else if turning {
                 t.still = 0;
@@ -200,6 +208,7 @@ pub fn run(
                 (Some(s), Some(a)) => {
                     if t.counted {
                         report.latency.record((a - s).as_nanos() as u64);
+                        report.answer_bursts.push(t.since);
                     }
                     *t = Trial { twists: t.twists, ..Trial::default() };
                     near = false;
