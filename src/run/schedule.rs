@@ -89,7 +89,9 @@ impl ReflexConfig {
 /// trigger, and news under `on_change`: its encodings, by `encoders`, differ from its topic's
 /// previous message's).
 fn reflex_starts(bag: &Bag, reflex: &ReflexConfig, encoders: &[EncoderConfig], layout: &Layout) -> Result<Vec<bool>, String> {
-    let mut by_topic: Vec<Option<(Vec<Encoder>, Option<Vec<Vec<Injection>>>)>> = Vec::new();
+    // per topic that starts reflexes: its encoders and its last message's encodings
+    type Encodings = Vec<Vec<Injection>>;
+    let mut by_topic: Vec<Option<(Vec<Encoder>, Option<Encodings>)>> = Vec::new();
     for t in &bag.topics {
         let configs: Vec<&EncoderConfig> = encoders.iter().filter(|c| c.topic() == t.name).collect();
         by_topic.push(if configs.is_empty() || !reflex.triggered_by(&t.name) {
@@ -108,7 +110,7 @@ fn reflex_starts(bag: &Bag, reflex: &ReflexConfig, encoders: &[EncoderConfig], l
                 return true;
             }
             let type_name = &bag.topics[m.topic].type_name;
-            let now: Option<Vec<Vec<Injection>>> = encoders
+            let now: Option<Encodings> = encoders
                 .iter_mut()
                 .map(|e| {
                     let mut v = e.encode(type_name, &m.data).ok()?;
