@@ -31,7 +31,7 @@ fn recorded(path: &Path) -> Recorded {
 
 /// tests/python/view_client.py on the view at `port` for at most `seconds` (it ends earlier when
 /// the server closes), its findings in `out`: (success, what it said).
-fn client(python: &Path, port: u16, seconds: u32, out: &Path) -> (bool, String) {
+pub fn client(python: &Path, port: u16, seconds: u32, out: &Path) -> (bool, String) {
     let run = std::process::Command::new("timeout")
         .arg((seconds + 60).to_string())
         .arg(python)

@@ -24,7 +24,7 @@ use crate::ros::rosgraph_msgs::Clock as ClockMsg;
 use crate::ros::RosMessage;
 use crate::run::pace::{Pace, SimTime, Wake};
 use crate::run::{BurstProducts, Intake, Io, Outputs};
-use crate::transport::{names, Publisher, Qos, Subscription, Transport};
+use crate::transport::{names, Publisher, Qos, SampleHandler, Subscription, Transport};
 
 /// A subscribed sensor topic.
 pub struct Input {
@@ -69,6 +69,8 @@ pub struct LiveTopics {
     drive: Option<Drive>,
     /// The live view's feed of fired neurons.
     feed: Option<crate::view::Feed>,
+    /// The live view, for the topics of `view.topics`.
+    view: Arc<std::sync::OnceLock<Arc<crate::view::View>>>,
     /// Settings that take effect at the next burst (dynamic parameters).
     updates: Option<Arc<std::sync::Mutex<Option<Update>>>>,
     /// The subscriptions feeding the slots and the clock: they end with these topics.
@@ -144,6 +146,21 @@ impl LiveTopics {
                 transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?,
             );
             tracing::info!("input {} ({type_name})", spec.name);
+        }
+        // the view's own topics: to the view once there is one, else nowhere
+        let view = Arc::new(std::sync::OnceLock::<Arc<crate::view::View>>::new());
+        for t in &config.view.topics {
+            let full = crate::ros::registry::lookup(&t.type_name).map_or(t.type_name.clone(), |i| i.name.to_string());
+            let spec = topic_spec(&t.topic, nc, &full, Qos::SENSOR)?;
+            let (cell, name, type_name) = (view.clone(), spec.name.clone(), spec.type_name.clone());
+            let shown: SampleHandler = Arc::new(move |s| {
+                if let Some(v) = cell.get() {
+                    v.ros(&name, &type_name, &s.payload, crate::run::pace::system_now_ns(), true);
+                }
+            });
+            subscriptions
+                .push(transport.subscribe(&spec, shown).map_err(|e| anyhow!("view.topics: cannot subscribe to {}: {e}", spec.name))?);
+            tracing::info!("view only: {} ({})", spec.name, t.type_name);
         }
         let mut pubs = vec![];
         for d in &outputs.decoders {
@@ -241,6 +258,7 @@ impl LiveTopics {
             missed: Arc::default(),
             drive: None,
             feed: None,
+            view,
             updates: None,
             _subscriptions: subscriptions,
             transport: None,
@@ -270,6 +288,7 @@ impl LiveTopics {
 
     /// Show the sensor messages, motor messages and stats in the live view (before [`start`]).
     pub fn set_view(&mut self, view: &Arc<crate::view::View>) {
+        let _ = self.view.set(view.clone());
         for i in &self.inputs {
             let _ = i.slot.view.set(view.clone());
         }

@@ -46,11 +46,23 @@ pub struct ViewConfig {
     pub max_points: usize,
     /// `replay --out` records the scene and the fired neurons (Foxglove schemas) at `rate_hz`.
     pub record: bool,
+    /// Topics the live node shows beside the brain that no encoder reads (e.g. the robot's
+    /// `/odom`: where the robot is while the brain drives it), at most `rate_hz` a second each.
+    pub topics: Vec<ViewTopic>,
+}
+
+/// A topic for the view only: its name and ROS 2 type (`nav_msgs/msg/Odometry`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewTopic {
+    pub topic: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
 }
 
 impl Default for ViewConfig {
     fn default() -> Self {
-        ViewConfig { rate_hz: 30.0, max_points: 50_000, record: false }
+        ViewConfig { rate_hz: 30.0, max_points: 50_000, record: false, topics: vec![] }
     }
 }
 
@@ -62,6 +74,10 @@ impl ViewConfig {
         }
         if self.max_points == 0 {
             return Err(("view.max_points", "must be at least 1".into()));
+        }
+        if let Some(t) = self.topics.iter().find(|t| registry::lookup(&t.type_name).is_none()) {
+            let known = registry::type_names().join(", ");
+            return Err(("view.topics", format!("{}: unknown message type {:?} (known: {known})", t.topic, t.type_name)));
         }
         Ok(())
     }
@@ -296,6 +312,16 @@ fn run(view: Arc<View>, rx: Receiver<Frame>, want: Arc<AtomicBool>, stop: Arc<At
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn view_topics_name_a_known_type() {
+        let ok: ViewConfig = serde_yaml::from_str("topics: [{topic: /odom, type: nav_msgs/msg/Odometry}]").unwrap();
+        assert!(ok.check().is_ok());
+        let bad: ViewConfig = serde_yaml::from_str("topics: [{topic: /odom, type: nav_msgs/msg/Odometr}]").unwrap();
+        let (key, why) = bad.check().unwrap_err();
+        assert_eq!(key, "view.topics");
+        assert!(why.starts_with("/odom: unknown message type \"nav_msgs/msg/Odometr\""), "{why}");
+    }
 
     #[test]
     fn a_frame_counts_the_fired_neurons_of_the_areas_read_back() {
