@@ -57,7 +57,11 @@ args = ap.parse_args()
 if args.ros == "zenoh" and not args.connect:
     ap.error("--ros zenoh needs --connect ENDPOINT (the node's zenoh.listen)")
 if args.camera_hz > 0:
-    os.environ.setdefault("MUJOCO_GL", "egl")  # read when mujoco is imported
+    import ctypes.util
+    if ctypes.util.find_library("EGL"):
+        os.environ.setdefault("MUJOCO_GL", "egl")  # read when mujoco is imported
+    else:
+        print("bridge.py: no libEGL here (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri): no camera", file=sys.stderr, flush=True)
 import mujoco  # noqa: E402
 
 WHEEL_RADIUS, WHEEL_BASE, RAYS, MAX_RANGE = 0.04, 0.24, 16, 4.0
