@@ -1,7 +1,7 @@
 //! The configuration's keys as parameters: every key of a section that holds a value or a list of
-//! values (not the encoders' and decoders' lists of entries, nor `node.input_types`), with its
-//! type, its description (the comment above it in `config/neuroburst.yaml`) and, for a number,
-//! its range. Every value is checked against its range wherever it comes from (the file, `--set`,
+//! values (not the lists of entries: the encoders, the decoders, `view.topics`; nor
+//! `node.input_types`), with its type, its description (the comment above it in
+//! `config/neuroburst.yaml`) and, for a number, its range. Every value is checked against its range wherever it comes from (the file, `--set`,
 //! a ROS parameter), and the refusal names the key and the range.
 
 use std::collections::BTreeMap;
@@ -118,7 +118,7 @@ const RANGES: &[(&str, Range, &str)] = &[
 ];
 
 /// Keys that are not parameters: lists of entries and maps of the user's keys.
-const NOT_PARAMETERS: &[&str] = &["encoders", "decoders", "node.input_types"];
+const NOT_PARAMETERS: &[&str] = &["encoders", "decoders", "node.input_types", "view.topics"];
 
 /// One parameter.
 #[derive(Clone, Debug, PartialEq)]
