@@ -193,3 +193,31 @@ impl Encoder {
         }
     }
 }
+
+/// One message by each of a topic's `encoders` (configuration order), each sorted by neuron
+/// (ascending injections are a backend's fastest).
+pub fn encode_sorted(encoders: &mut [Encoder], type_name: &str, payload: &[u8]) -> Result<Vec<Vec<Injection>>, EncodeError> {
+    encoders
+        .iter_mut()
+        .map(|e| {
+            let mut v = e.encode(type_name, payload)?;
+            v.sort_by_key(|x| x.neuron);
+            Ok(v)
+        })
+        .collect()
+}
+
+/// Whether a topic's encoded message is news: it differs from the last one that was (what starts
+/// a reflex under `node.reflex.on_change`, live and in a replay's plan).
+#[derive(Default)]
+pub struct News(Option<Vec<Vec<Injection>>>);
+
+impl News {
+    pub fn changed(&mut self, now: &[Vec<Injection>]) -> bool {
+        let news = self.0.as_deref() != Some(now);
+        if news {
+            self.0 = Some(now.to_vec());
+        }
+        news
+    }
+}

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::encode::Encoder;
+use crate::encode::{encode_sorted, Encoder, News};
 use crate::model::Injection;
 use crate::run::intake::TopicCounters;
 use crate::run::pace::Wake;
@@ -164,31 +164,17 @@ impl Slot {
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let slot = self.clone();
         let name = format!("encode {}", self.topic);
-        let mut last: Option<Vec<Vec<Injection>>> = None;
+        let mut news = News::default();
         std::thread::Builder::new().name(name.chars().take(15).collect()).spawn(move || {
             while let Some(sample) = slot.next(busy) {
-                // sorted here, off the burst thread: ascending injections are a backend's fastest
-                let injections: Result<Vec<_>, String> = encoders
-                    .iter_mut()
-                    .map(|e| {
-                        let mut v = e.encode(type_name, &sample.payload).map_err(|e| e.to_string())?;
-                        v.sort_by_key(|x| x.neuron);
-                        Ok(v)
-                    })
-                    .collect();
+                // sorted here, off the burst thread
+                let injections = encode_sorted(&mut encoders, type_name, &sample.payload).map_err(|e| e.to_string());
                 if let Err(e) = &injections {
                     slot.counters.malformed.add(1);
                     *locked(&slot.last_error) = Some(e.clone());
                 }
                 let starts = match (&trigger, &injections) {
-                    (Some(t), Ok(now)) if t.on_change => {
-                        let news = last.as_ref() != Some(now);
-                        if news {
-                            last = Some(now.clone());
-                        }
-                        news
-                    }
-                    (Some(_), Ok(_)) => true,
+                    (Some(t), Ok(now)) => !t.on_change || news.changed(now),
                     _ => false,
                 };
                 slot.set_encoded(Encoded { injections, received: sample.received });

@@ -6,9 +6,10 @@
 //! - **reflex** (`node.mode: reflex`): the live node's reflex mode in bag time. A message on an
 //!   input topic logged at `t` starts `reflex.bursts` bursts at `t` (they take the messages logged
 //!   up to `t`) when its topic is one of `reflex.triggers` (all inputs when empty) and, with
-//!   `reflex.on_change`, its encoding differs from its topic's previous one; the grid `t0 + j / r` goes on, a grid point giving up its burst for each burst run
-//!   ahead of it, and the bursts never run more than `reflex.lead` ahead of the grid. The grid
-//!   ends where the clock's does. Bursts at one time share its stamp.
+//!   `reflex.on_change`, its encoding differs from its topic's previous one; the grid
+//!   `t0 + j / r` goes on, a grid point giving up its burst for each burst run ahead of it, and
+//!   the bursts never run more than `reflex.lead` ahead of the grid. The grid ends where the
+//!   clock's does. Bursts at one time share its stamp.
 //!
 //! Either way the schedule depends on the bag and the configuration only: replays are
 //! deterministic.
@@ -19,8 +20,8 @@ use super::intake::Intake;
 use serde::{Deserialize, Serialize};
 
 use crate::bag::Bag;
-use crate::encode::{Encoder, EncoderConfig};
-use crate::model::{Injection, Layout};
+use crate::encode::{encode_sorted, Encoder, EncoderConfig, News};
+use crate::model::Layout;
 
 /// When the node bursts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -89,41 +90,24 @@ impl ReflexConfig {
 /// trigger, and news under `on_change`: its encodings, by `encoders`, differ from its topic's
 /// previous message's).
 fn reflex_starts(bag: &Bag, reflex: &ReflexConfig, encoders: &[EncoderConfig], layout: &Layout) -> Result<Vec<bool>, String> {
-    // per topic that starts reflexes: its encoders and its last message's encodings
-    type Encodings = Vec<Vec<Injection>>;
-    let mut by_topic: Vec<Option<(Vec<Encoder>, Option<Encodings>)>> = Vec::new();
+    // per topic that starts reflexes: its encoders and what was news last
+    let mut by_topic: Vec<Option<(Vec<Encoder>, News)>> = Vec::new();
     for t in &bag.topics {
         let configs: Vec<&EncoderConfig> = encoders.iter().filter(|c| c.topic() == t.name).collect();
         by_topic.push(if configs.is_empty() || !reflex.triggered_by(&t.name) {
             None
         } else {
             let e: Result<Vec<Encoder>, _> = configs.iter().map(|c| Encoder::new(c, layout)).collect();
-            Some((e.map_err(|e| e.to_string())?, None))
+            Some((e.map_err(|e| e.to_string())?, News::default()))
         });
     }
     Ok(bag
         .messages
         .iter()
         .map(|m| {
-            let Some((encoders, last)) = &mut by_topic[m.topic] else { return false };
-            if !reflex.on_change {
-                return true;
-            }
-            let type_name = &bag.topics[m.topic].type_name;
-            let now: Option<Encodings> = encoders
-                .iter_mut()
-                .map(|e| {
-                    let mut v = e.encode(type_name, &m.data).ok()?;
-                    v.sort_by_key(|x| x.neuron);
-                    Some(v)
-                })
-                .collect();
+            let Some((encoders, news)) = &mut by_topic[m.topic] else { return false };
             // an undecodable message is dropped by the intake: no news
-            let news = now.is_some() && now != *last;
-            if now.is_some() {
-                *last = now;
-            }
-            news
+            !reflex.on_change || encode_sorted(encoders, &bag.topics[m.topic].type_name, &m.data).is_ok_and(|now| news.changed(&now))
         })
         .collect())
 }
