@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs what the tests need, builds the r2r node in a
 # colcon workspace per distro against a real ROS 2 Jazzy and Kilted (PyPI wheels, tests/ros2/venv.sh), then runs
-# `cargo test --release`. The real-ROS tests (tests/ros2_rcl.rs) find that workspace through
+# `cargo test --profile ci` (Cargo.toml's `ci` profile: release without LTO, built in half the time). The real-ROS tests (tests/ros2_rcl.rs) find that workspace through
 # NEUROBURST_ROS2_ENV. Arguments go to `cargo test` (e.g. `tests/run.sh ros2_rcl::`: one file's tests).
 set -euo pipefail
 # a failure inside $(...) (a workspace that does not build) ends the script too
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$PWD
+# Every phase says when it ended (CI's budget: 40 minutes on 2 cores).
+phase() { echo "tests/run.sh: [$((SECONDS / 60))m$((SECONDS % 60))s] $*" >&2; }
 
 # System packages: a C compiler (bundled sqlite), python3-venv, EGL (the simulated camera), and for the r2r node libclang
 # (bindgen), cmake (neuroburst_msgs, Cyclone DDS of the bridge) and iproute2 (loopback inside `unshare -n`).
@@ -24,11 +26,13 @@ if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+  phase "Debian packages installed"
 fi
 
 # ROS 2 from PyPI (tests/ros2/venv.sh), and a colcon workspace per distro: neuroburst_msgs, then
-# neuroburst with r2r. The workspaces' cargo target is this repository's target/ (shared
-# dependencies; r2r and neuroburst are built again for each distro). Prints the workspace's env.sh.
+# neuroburst with r2r, in the tests' build profile (`ci`). The workspaces' cargo target is this
+# repository's target/ (shared dependencies; r2r and neuroburst are built again for each distro).
+# Prints the workspace's env.sh.
 workspace() {
   local distro=$1 env_sh ws stamp
   env_sh=$(tests/ros2/venv.sh "$distro")
@@ -41,7 +45,7 @@ workspace() {
   # the venv's packages change, its build is done again.
   stamp=$(ls "$(dirname "$env_sh")"/.ready-* 2>/dev/null | head -1)
   if [ -n "$stamp" ] && [ "$(cat "$ws/.venv-stamp" 2>/dev/null)" != "$stamp" ]; then
-    rm -rf "$root"/target/release/build/r2r* "$root"/target/release/.fingerprint/r2r*
+    rm -rf "$root"/target/ci/build/r2r* "$root"/target/ci/.fingerprint/r2r*
     echo "$stamp" > "$ws/.venv-stamp"
   fi
   (
@@ -51,29 +55,37 @@ workspace() {
     if [ "$distro" = kilted ]; then export ROS_DISTRO=jazzy; fi
     cd "$ws"
     colcon build --base-paths src/neuroburst src/neuroburst/msg --event-handlers console_cohesion- \
-      --cargo-args --release --features ros2 >&2
+      --cargo-args --profile ci --features ros2 >&2
   )
+  phase "ROS 2 $distro: venv and colcon workspace built"
   cat > "$ws/env.sh" <<ENV
 . "$env_sh"
 . "$ws/install/setup.sh"
 ENV
   echo "$ws/env.sh"
 }
+# Kilted's venv fills (pip: the network and one core) while Jazzy's workspace builds.
+tests/ros2/venv.sh kilted >/dev/null &
+kilted_venv=$!
 jazzy=$(workspace jazzy)
+wait "$kilted_venv"
 kilted=$(workspace kilted)
 export NEUROBURST_ROS2_ENV=$jazzy
 
 # zenoh-bridge-ros2dds for the DDS-path test: the crates.io plugin (Cyclone DDS, built with cmake)
 # in a small binary of the node's Zenoh version (tests/ros2/bridge).
-cargo build --release --locked --manifest-path tests/ros2/bridge/Cargo.toml --target-dir "$root/target/ros2dds-bridge"
-export NEUROBURST_ROS2DDS_BRIDGE=$root/target/ros2dds-bridge/release/neuroburst-ros2dds-bridge
+cargo build --profile ci --locked --manifest-path tests/ros2/bridge/Cargo.toml --target-dir "$root/target/ros2dds-bridge"
+export NEUROBURST_ROS2DDS_BRIDGE=$root/target/ros2dds-bridge/ci/neuroburst-ros2dds-bridge
+phase "zenoh-bridge-ros2dds built"
 
 log=$root/target/test-output.log
-cargo test --release "$@" 2>&1 | tee "$log"
+cargo test --profile ci "$@" 2>&1 | tee "$log"
+phase "tests run"
 # The real-ROS tests again on ROS 2 Kilted (its colcon workspace, r2r, rclpy robots), unless the
 # arguments chose other tests.
 if [ $# -eq 0 ] || [[ "$*" == *ros2_* ]]; then
-  NEUROBURST_ROS2_ENV=$kilted cargo test --release --test integration -- ros2_rcl:: ros2_bridge:: 2>&1 | tee "$log.kilted"
+  NEUROBURST_ROS2_ENV=$kilted cargo test --profile ci --test integration -- ros2_rcl:: ros2_bridge:: 2>&1 | tee "$log.kilted"
+  phase "ROS 2 tests run on Kilted"
 fi
 # How many tests ran on the real ROS 2 (a skip says so above; CI makes it a failure).
 for t in ros2_rcl ros2_bridge; do
