@@ -62,7 +62,7 @@ fn launch_files_run_against_stub_launch_modules() {
 }
 
 /// The colcon workspace that `tests/run.sh` builds against ROS 2 Jazzy (neuroburst_msgs, then
-/// neuroburst with `--features ros2`, `--cargo-args --release`): colcon's isolated layout, one
+/// neuroburst with `--features ros2`, in the tests' `ci` build profile): colcon's isolated layout, one
 /// prefix per package, with what `ros2 launch` and `ros2 interface` look for.
 #[test]
 fn colcon_installs_both_packages_with_the_ament_layout() {

@@ -64,6 +64,14 @@ workspace() {
 ENV
   echo "$ws/env.sh"
 }
+# zenoh-bridge-ros2dds for the DDS-path test: the crates.io plugin (Cyclone DDS, built with cmake)
+# in a small binary of the node's Zenoh version (tests/ros2/bridge), unoptimised. It builds beside
+# the workspaces (a target of its own), using the core their builds leave idle (pip, cmake, bindgen,
+# the last crates' compiles); its log is target/ros2dds-bridge.log.
+mkdir -p target
+cargo build --profile ci --locked --manifest-path tests/ros2/bridge/Cargo.toml --target-dir "$root/target/ros2dds-bridge" \
+  >target/ros2dds-bridge.log 2>&1 &
+bridge_build=$!
 # Kilted's venv fills (pip: the network and one core) while Jazzy's workspace builds.
 tests/ros2/venv.sh kilted >/dev/null &
 kilted_venv=$!
@@ -71,10 +79,7 @@ jazzy=$(workspace jazzy)
 wait "$kilted_venv"
 kilted=$(workspace kilted)
 export NEUROBURST_ROS2_ENV=$jazzy
-
-# zenoh-bridge-ros2dds for the DDS-path test: the crates.io plugin (Cyclone DDS, built with cmake)
-# in a small binary of the node's Zenoh version (tests/ros2/bridge).
-cargo build --profile ci --locked --manifest-path tests/ros2/bridge/Cargo.toml --target-dir "$root/target/ros2dds-bridge"
+wait "$bridge_build" || { tail -30 target/ros2dds-bridge.log >&2; echo "tests/run.sh: zenoh-bridge-ros2dds did not build (target/ros2dds-bridge.log)" >&2; exit 1; }
 export NEUROBURST_ROS2DDS_BRIDGE=$root/target/ros2dds-bridge/ci/neuroburst-ros2dds-bridge
 phase "zenoh-bridge-ros2dds built"
 

@@ -61,6 +61,10 @@ for p in ament-cmake ament-cmake-core ament-cmake-export-definitions ament-cmake
 done
 
 stamp="$venv/.ready-$(printf '%s\n' "${pkgs[@]}" | sha256sum | cut -c1-16)"
+# One filler at a time (tests/run.sh fills Kilted's while Jazzy's workspace builds; .ci/run starts both early).
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9
 if [ ! -e "$stamp" ]; then
   "$py" -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "${pkgs[@]}"
