@@ -1,7 +1,7 @@
 //! The integration tests, one binary: each file of `tests/` is a module of it (`common` the
 //! helpers they share), so that the test command links the crate and its dependencies (zenoh,
 //! foxglove, rusqlite, ...) into one test program instead of one per file. Run one file's tests
-//! with its module as the filter: `cargo test --release --test integration ros2_rcl::`.
+//! with its module as the filter: `cargo test --profile ci --test integration ros2_rcl::`.
 
 mod common;
 
