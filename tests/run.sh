@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs what the tests need, builds the r2r node in a
-# colcon workspace per distro against a real ROS 2 Jazzy and Kilted (PyPI wheels, tests/ros2/venv.sh), then runs
-# `cargo test --profile ci` (Cargo.toml's `ci` profile: release without LTO, built in half the time). The real-ROS tests (tests/ros2_rcl.rs) find that workspace through
-# NEUROBURST_ROS2_ENV. Arguments go to `cargo test` (e.g. `tests/run.sh ros2_rcl::`: one file's tests).
+# colcon workspace per distro against a real ROS 2 Jazzy and Kilted (PyPI wheels,
+# tests/ros2/venv.sh), then runs `cargo test --profile ci` (Cargo.toml's `ci` profile: release
+# without LTO, built in half the time). The real-ROS tests (tests/ros2_rcl.rs) find that workspace
+# through NEUROBURST_ROS2_ENV. Arguments go to `cargo test` (e.g. `tests/run.sh ros2_rcl::`: one
+# file's tests).
 set -euo pipefail
 # a failure inside $(...) (a workspace that does not build) ends the script too
 shopt -s inherit_errexit
