@@ -15,7 +15,8 @@
 //! - [`bench`]: the benchmarks (`bench`; `bench-loop`: a robot over Zenoh loopback and the live
 //!   node; `bench-cluster`);
 //! - [`cluster`]: one brain sharded over processes or hosts, exchanging spikes over Zenoh;
-//! - [`cli`]: the command line.
+//! - [`cli`]: the command line;
+//! - [`time`]: rates and seconds as durations, bounded (no hostile value can panic a thread).
 
 pub mod backend;
 pub mod bag;
@@ -40,6 +41,7 @@ pub mod replay;
 pub mod ros;
 pub mod run;
 pub mod selftest;
+pub mod time;
 pub mod transport;
 pub mod view;
 pub mod workload;

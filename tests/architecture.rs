@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// The layers, bottom first (docs/architecture.md).
 const LAYERS: &[&[&str]] = &[
-    &["errors", "memory", "progress"],
+    &["errors", "memory", "progress", "time"],
     &["model", "genome"],
     &["brain", "connectome", "partition", "capacity", "workload"],
     &["backend", "checkpoint"],

@@ -212,7 +212,7 @@ fn a_value_outside_its_range_is_refused_from_every_source() {
     // --set, a configuration file, a ROS parameter (`--ros-args -p`)
     refused(&["node", "--genome", genome, "--set", "node.rate_hz=-5", "--check"], "node.rate_hz", "[0, 100000]");
     refused(&["node", "--genome", genome, "--config", cfg, "--check"], "node.realtime.priority", "[0, 99]");
-    refused(&["node", "--genome", genome, "--check", "--ros-args", "-p", "node.stats_rate_hz:=0.0"], "node.stats_rate_hz", "(0, 1000]");
+    refused(&["node", "--genome", genome, "--check", "--ros-args", "-p", "node.stats_rate_hz:=0.0"], "node.stats_rate_hz", "[0.001, 1000]");
     let (code, out, err) = neuroburst(&["node", "--genome", genome, "--set", "node.rate_hz=250", "--check"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("rate_hz: 250.0"), "{out}");

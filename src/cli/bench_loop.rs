@@ -3,7 +3,6 @@
 //! running W(N, K, rho) (or a genome) plus the bench's sensory areas.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 
@@ -122,8 +121,8 @@ pub fn main(a: BenchLoopArgs) -> anyhow::Result<()> {
     };
     let opts = Options {
         brain,
-        duration: Duration::from_secs_f64(a.duration),
-        warmup: Duration::from_secs_f64(a.warmup),
+        duration: crate::time::seconds(a.duration),
+        warmup: crate::time::seconds(a.warmup),
         rates: Rates { image_hz: a.image_hz, scan_hz: a.scan_hz, imu_hz: a.imu_hz },
     };
     let report = crate::bench::closed_loop::run(config.node, config.backend, opts)?;

@@ -133,7 +133,11 @@ pub fn main(mut a: NodeArgs) -> anyhow::Result<()> {
     let burster = std::thread::Builder::new()
         .name("burst".into())
         .spawn(move || {
-            let r = node::managed::run(shared.clone(), transport.as_mut(), requests, managed);
+            // a panic outside the bursts (which catch their own) still ends the process
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                node::managed::run(shared.clone(), transport.as_mut(), requests, managed)
+            }))
+            .unwrap_or_else(|p| Err(anyhow!("the burst thread panicked: {}", node::fatal::panic_message(p.as_ref()))));
             shared.control.request_stop();
             drop(transport);
             r

@@ -142,15 +142,15 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
     let (text_record, bag_record) = records(&a.record)?;
     let is_io = a.index == config.cluster.io_shard;
     let mut config = config;
+    let stop = Arc::new(AtomicBool::new(false));
     let io: Option<Box<dyn Io>> = if is_io {
-        Some(io_side(&a, &mut config, &genome, input, bag_record.as_deref())?)
+        Some(io_side(&a, &mut config, &genome, input, bag_record.as_deref(), &stop)?)
     } else {
         if a.bag.is_some() || a.transport.is_some() {
             tracing::info!("--bag / --transport: shard {} is not the io shard ({}): ignored here", a.index, config.cluster.io_shard);
         }
         None
     };
-    let stop = Arc::new(AtomicBool::new(false));
     let options = ShardOptions {
         genome,
         cluster: config.cluster.clone(),
@@ -265,6 +265,7 @@ fn io_side(
     genome: &Genome,
     workload: Option<Workload>,
     bag_record: Option<&std::path::Path>,
+    stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<Box<dyn Io>> {
     let cluster = &config.cluster;
     if let (Some(p), None) = (bag_record, &a.bag) {
@@ -313,7 +314,8 @@ fn io_side(
         )
         .context("cannot open the transport")?;
         let layout = Layout::from_genome(genome);
-        let mut topics = LiveTopics::open(&config.node_setup(), &layout, transport.as_mut(), rate, "the io shard")
+        let fatal = Arc::new(crate::node::fatal::Fatal::new(stop.clone()));
+        let mut topics = LiveTopics::open(&config.node_setup(), &layout, transport.as_mut(), rate, "the io shard", fatal)
             .map_err(|e| anyhow!("live topics: {}", crate::errors::said_once(&e)))?;
         topics.keep(transport);
         return Ok(Box::new(topics));

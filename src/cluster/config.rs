@@ -88,7 +88,7 @@ impl ClusterConfig {
     }
 
     pub fn startup_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.startup_timeout_s)
+        crate::time::seconds(self.startup_timeout_s)
     }
 
     /// Check the section for running shard `index` (`None`: only the section itself).

@@ -355,7 +355,10 @@ impl Shard {
             let more = b < last;
             if self.is_io() && more {
                 if self.io_side.wait(b + 1, &self.o.stop).is_none() {
-                    return Ok(EpochEnd::Done(Outcome::Interrupted));
+                    return match self.io_side.failed() {
+                        Some(cause) => Err(ClusterError::Io(cause)),
+                        None => Ok(EpochEnd::Done(Outcome::Interrupted)),
+                    };
                 }
                 self.io_started = Instant::now();
                 self.send_inputs(b + 1, members)?;

@@ -99,23 +99,27 @@ const RANGES: &[(&str, Range, &str)] = &[
     ("backend.gpus", Range::closed(0.0, 1023.0), "each"),
     ("backend.shard_min_neurons", Range::closed(1.0, 4294967295.0), ""),
     ("replay.max_bursts", Range::closed(0.0, 1e15), "0: the whole bag"),
-    ("replay.pace", Range::closed(0.0, 1e6), "0: as fast as possible"),
-    ("view.rate_hz", Range::above(0.0, 1000.0), ""),
+    ("replay.pace", Range::closed(0.0, 1e6), "0: as fast as possible; else at least 0.001"),
+    ("view.rate_hz", Range::closed(crate::time::MIN_RATE_HZ, 1000.0), ""),
     ("view.max_points", Range::closed(1.0, 1e9), ""),
     ("node.domain", Range::closed(0.0, 232.0), "ROS_DOMAIN_ID"),
-    ("node.rate_hz", Range::closed(0.0, 100000.0), "0: the genome's burst_rate_hz"),
+    ("node.rate_hz", Range::closed(0.0, crate::time::MAX_RATE_HZ), "0: the genome's burst_rate_hz; else at least 0.001"),
     ("node.reflex.bursts", Range::closed(1.0, 1000.0), ""),
     ("node.reflex.lead", Range::closed(1.0, 100000.0), "at least reflex.bursts"),
     ("node.realtime.priority", Range::closed(0.0, 99.0), "0: not real-time"),
     ("node.realtime.cpu", Range::closed(0.0, 4095.0), "absent: no pinning"),
-    ("node.stats_rate_hz", Range::above(0.0, 1000.0), ""),
+    ("node.stats_rate_hz", Range::closed(crate::time::MIN_RATE_HZ, 1000.0), ""),
     ("node.log_interval_s", Range::closed(0.0, 86400.0), "0: every problem at once"),
     ("cluster.io_shard", Range::closed(0.0, 63.0), ""),
     ("cluster.burst_timeout_ms", Range::closed(1.0, 3600000.0), ""),
     ("cluster.startup_timeout_s", Range::above(0.0, 86400.0), ""),
     ("cluster.checkpoint_interval", Range::closed(0.0, 1e15), "0: none"),
-    ("cluster.rate_hz", Range::closed(0.0, 100000.0), "0: as fast as the shards go"),
+    ("cluster.rate_hz", Range::closed(0.0, crate::time::MAX_RATE_HZ), "0: as fast as the shards go; else at least 0.001"),
 ];
+
+/// Rates whose 0 means "none" or "another's": any other value is a rate, at least
+/// [`crate::time::MIN_RATE_HZ`] (a period that fits a `Duration`).
+const ZERO_OR_RATE: &[&str] = &["replay.pace", "node.rate_hz", "cluster.rate_hz"];
 
 /// Keys that are not parameters: lists of entries and maps of the user's keys.
 const NOT_PARAMETERS: &[&str] = &["encoders", "decoders", "node.input_types", "view.topics"];
@@ -289,7 +293,7 @@ pub fn check(config: &Config) -> Result<(), (String, String)> {
         };
         for v in values {
             let Some(x) = v.as_f64() else { continue };
-            if !range.contains(x) {
+            if !range.contains(x) || (ZERO_OR_RATE.contains(&p.key.as_str()) && x > 0.0 && x < crate::time::MIN_RATE_HZ) {
                 let note = RANGES.iter().find(|r| r.0 == p.key).map_or("", |r| r.2);
                 let note = if note.is_empty() { String::new() } else { format!(" ({note})") };
                 return Err((p.key, format!("{x} is not in {range}{note}")));
@@ -467,7 +471,15 @@ mod tests {
         let e = Config::load(None, &["node.realtime.priority=120".into()]).unwrap_err().to_string();
         assert!(e.contains("node.realtime.priority") && e.contains("[0, 99]"), "{e}");
         let e = Config::load(None, &["node.stats_rate_hz=0".into()]).unwrap_err().to_string();
-        assert!(e.contains("(0, 1000]"), "{e}");
+        assert!(e.contains("[0.001, 1000]"), "{e}");
+        // a rate whose period would not fit a Duration (the burst thread panicked on it)
+        for key in ["node.rate_hz", "replay.pace", "cluster.rate_hz"] {
+            let e = Config::load(None, &[format!("{key}=1e-20")]).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains("at least 0.001"), "{e}");
+            Config::load(None, &[format!("{key}=0")]).unwrap();
+        }
+        let e = Config::load(None, &["view.rate_hz=1e-300".into()]).unwrap_err().to_string();
+        assert!(e.contains("view.rate_hz"), "{e}");
         let e = Config::load(None, &["backend.gpus=[0, 5000]".into()]).unwrap_err().to_string();
         assert!(e.contains("backend.gpus") && e.contains("5000"), "{e}");
         Config::load(None, &["node.rate_hz=250".into(), "node.stats_rate_hz=0.5".into()]).unwrap();

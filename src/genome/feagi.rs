@@ -227,8 +227,9 @@ fn burst_rate(root: &Map<String, Value>, w: &mut Warnings) -> Result<f64, Genome
         w.push("the genome has no `physiology.simulation_timestep` (or legacy `burst_delay`); using 30 bursts per second".to_string());
         return Ok(30.0);
     };
-    let seconds = value.as_f64().filter(|t| t.is_finite() && *t > 0.0).ok_or_else(|| {
-        GenomeError::invalid("genome", &format!("physiology.{key}"), format!("{value} is not a positive number of seconds per burst"))
+    let (lo, hi) = (1.0 / crate::time::MAX_RATE_HZ, 1.0 / crate::time::MIN_RATE_HZ);
+    let seconds = value.as_f64().filter(|t| (lo..=hi).contains(t)).ok_or_else(|| {
+        GenomeError::invalid("genome", &format!("physiology.{key}"), format!("{value} is not a number of seconds per burst in {lo}..={hi}"))
     })?;
     let hz = 1.0 / seconds;
     // 1 / 0.06666666666666667 is 15 up to rounding: keep the whole number people wrote down.

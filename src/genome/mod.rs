@@ -320,10 +320,13 @@ impl Genome {
 }
 
 impl Area {
+    /// Voxels of the grid; `u64::MAX` where the product does not fit (validation refuses such an
+    /// area: a genome's sizes never wrap).
     pub fn voxels(&self) -> u64 {
-        self.dims.iter().map(|&d| d as u64).product()
+        self.dims.iter().fold(1u64, |v, &d| v.saturating_mul(d as u64))
     }
+    /// Neurons of the area; `u64::MAX` where the product does not fit (see [`Area::voxels`]).
     pub fn neurons(&self) -> u64 {
-        self.voxels() * self.neurons_per_voxel as u64
+        self.voxels().saturating_mul(self.neurons_per_voxel as u64)
     }
 }

@@ -3,9 +3,13 @@
 
 use std::collections::HashSet;
 
-use super::{Genome, GenomeError, Leak, Morphology};
+use super::{Genome, GenomeError, Leak, Morphology, PatternCoord};
 
 const MAX_NEURONS: u64 = u32::MAX as u64 - 1;
+/// The largest offset a morphology may name along an axis (a vector component, a pattern's
+/// coordinate, a tile pattern's count): more than any area is wide, and small enough that a
+/// vector times a mapping's scalar plus a coordinate never overflows.
+const MAX_OFFSET: i64 = i32::MAX as i64;
 
 fn check(ok: bool, location: &str, field: &str, message: impl FnOnce() -> String) -> Result<(), GenomeError> {
     if ok {
@@ -21,8 +25,8 @@ fn finite_in(v: f64, lo: f64, hi: f64, location: &str, field: &str) -> Result<()
 
 pub(super) fn validate(g: &Genome) -> Result<(), GenomeError> {
     check(!g.name.trim().is_empty(), "genome", "name", || "must not be empty".into())?;
-    check(g.burst_rate_hz.is_finite() && g.burst_rate_hz > 0.0, "genome", "burst_rate_hz", || {
-        format!("{} must be a positive number of bursts per second", g.burst_rate_hz)
+    check(crate::time::rate_ok(g.burst_rate_hz), "genome", "burst_rate_hz", || {
+        format!("{} bursts per second is outside {}..={}", g.burst_rate_hz, crate::time::MIN_RATE_HZ, crate::time::MAX_RATE_HZ)
     })?;
     check(!g.areas.is_empty(), "genome", "areas", || "a genome needs at least one area".into())?;
 
@@ -36,6 +40,13 @@ pub(super) fn validate(g: &Genome) -> Result<(), GenomeError> {
         check(ids.insert(a.id.as_str()), &loc, "id", || "duplicate area id".into())?;
         check(a.dims.iter().all(|&d| d >= 1), &loc, "dims", || format!("{:?}: every dimension must be at least 1", a.dims))?;
         check(a.neurons_per_voxel >= 1, &loc, "neurons_per_voxel", || "must be at least 1".into())?;
+        // every size in checked arithmetic: a product that does not fit is refused, never wrapped
+        check(a.voxels() <= MAX_NEURONS, &loc, "dims", || {
+            format!("{:?} is more than {MAX_NEURONS} voxels (the most neurons a brain may have)", a.dims)
+        })?;
+        check(a.neurons() <= MAX_NEURONS, &loc, "neurons_per_voxel", || {
+            format!("{} voxels x {} neurons is more than {MAX_NEURONS} neurons", a.voxels(), a.neurons_per_voxel)
+        })?;
         total = total.saturating_add(a.neurons());
         check(total <= MAX_NEURONS, &loc, "dims", || format!("the brain would have more than {MAX_NEURONS} neurons"))?;
         finite_in(a.psp, 0.0, 255.0, &loc, "psp")?;
@@ -61,8 +72,27 @@ pub(super) fn validate(g: &Genome) -> Result<(), GenomeError> {
     for (name, m) in &g.morphologies {
         let loc = format!("morphology '{name}'");
         match m {
-            Morphology::Vectors(v) => check(!v.is_empty(), &loc, "vectors", || "needs at least one vector".into())?,
-            Morphology::Patterns(p) => check(!p.is_empty(), &loc, "patterns", || "needs at least one pattern".into())?,
+            Morphology::Vectors(v) => {
+                check(!v.is_empty(), &loc, "vectors", || "needs at least one vector".into())?;
+                if let Some((i, v)) = v.iter().enumerate().find(|(_, v)| v.iter().any(|c| c.unsigned_abs() > MAX_OFFSET as u64)) {
+                    return Err(GenomeError::invalid(
+                        loc,
+                        &format!("vectors[{i}]"),
+                        format!("{v:?}: every component must be within ±{MAX_OFFSET}"),
+                    ));
+                }
+            }
+            Morphology::Patterns(p) => {
+                check(!p.is_empty(), &loc, "patterns", || "needs at least one pattern".into())?;
+                let exact = |c: &PatternCoord| matches!(c, PatternCoord::Exact(v) if v.unsigned_abs() > MAX_OFFSET as u64);
+                if let Some(i) = p.iter().position(|pair| pair.iter().flatten().any(exact)) {
+                    return Err(GenomeError::invalid(
+                        loc,
+                        &format!("patterns[{i}]"),
+                        format!("every coordinate must be within ±{MAX_OFFSET}"),
+                    ));
+                }
+            }
             Morphology::Random(r) => match (r.probability, r.fanout) {
                 (Some(p), None) => finite_in(p, 0.0, 1.0, &loc, "random.probability")?,
                 (None, Some(_)) => {}
@@ -70,6 +100,9 @@ pub(super) fn validate(g: &Genome) -> Result<(), GenomeError> {
             },
             Morphology::Tile(t) => {
                 check(t.src_seed.iter().all(|&s| s >= 1), &loc, "tile.src_seed", || "every dimension must be at least 1".into())?;
+                check(t.src_pattern.iter().flatten().all(|&v| (0..=MAX_OFFSET).contains(&v)), &loc, "tile.src_pattern", || {
+                    format!("{:?}: every [choose, skip] must be within 0..={MAX_OFFSET}", t.src_pattern)
+                })?;
                 let mapper = g.resolve_morphology(&t.mapper);
                 check(
                     matches!(&mapper, Some(m) if !matches!(m, Morphology::Tile(_) | Morphology::Random(_))),

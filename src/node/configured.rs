@@ -48,7 +48,8 @@ impl Configured {
         let nc = config.node;
         let layout = Layout::from_genome(&genome);
         let rate = if nc.rate_hz > 0.0 { nc.rate_hz } else { genome.burst_rate_hz };
-        let mut topics = LiveTopics::open(&config, &layout, transport, rate, "the node")?;
+        let fatal = Arc::new(super::fatal::Fatal::new(control.interrupt.clone()));
+        let mut topics = LiveTopics::open(&config, &layout, transport, rate, "the node", fatal)?;
         topics.set_drive(drive);
         if let Some(view) = control.view.get() {
             topics.set_view(view);

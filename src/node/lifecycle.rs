@@ -157,6 +157,18 @@ impl Machine {
         Ok(t)
     }
 
+    /// A failure outside any transition (the bursts ended with an error): from its primary state
+    /// the node enters ErrorProcessing; the state it left.
+    pub fn fail(&mut self) -> State {
+        std::mem::replace(&mut self.state, State::ErrorProcessing)
+    }
+
+    /// The error was processed: unconfigured when the brain was released (`ok`), else finalized.
+    pub fn recovered(&mut self, ok: bool) -> State {
+        self.state = if ok { State::Unconfigured } else { State::Finalized };
+        self.state
+    }
+
     /// The node's work for `t` ended: `Ok` takes it to the transition's goal; an error leaves it
     /// where it started (a configure that failed stays unconfigured, and says why), but a
     /// shutdown, which always finalizes.
@@ -193,6 +205,20 @@ mod tests {
         assert_eq!(t, Transition::ActiveShutdown);
         assert_eq!(m.end(t, false), State::Finalized);
         assert!(m.available().is_empty());
+    }
+
+    #[test]
+    fn a_failure_while_active_is_processed_into_unconfigured() {
+        let mut m = Machine::default();
+        for id in [1, 3] {
+            let t = m.begin(id, "").unwrap();
+            m.end(t, true);
+        }
+        assert_eq!(m.fail(), State::Active);
+        assert_eq!(m.state(), State::ErrorProcessing);
+        assert!(matches!(m.begin(4, ""), Err(Refused::Busy("errorprocessing"))));
+        assert_eq!(m.recovered(true), State::Unconfigured);
+        assert_eq!(m.available(), [Transition::Configure, Transition::UnconfiguredShutdown]);
     }
 
     #[test]

@@ -41,8 +41,19 @@ pub fn run(shared: Arc<Shared>, transport: &mut dyn Transport, commands: Receive
         }
         if shared.state() == State::Active {
             if let Some(brain) = node.brain.as_mut() {
-                if let Err(e) = brain.activate(&control) {
-                    break Err(e);
+                if let Err(e) = burst(brain, &control) {
+                    if !managed {
+                        break Err(e);
+                    }
+                    // a managed node goes through ErrorProcessing and waits, unconfigured
+                    let cause = crate::errors::said_once(&e);
+                    let state = shared.error_processing(&cause, || {
+                        node.release(Some(&cause), transport);
+                        true
+                    });
+                    if state == State::Finalized {
+                        break Ok(());
+                    }
                 }
             }
             if !control.stop.load(Ordering::Relaxed) {
@@ -76,6 +87,15 @@ pub fn run(shared: Arc<Shared>, transport: &mut dyn Transport, commands: Receive
     let fatal = result.as_ref().err().map(crate::errors::said_once);
     node.release(fatal.as_deref(), transport);
     result.map(|()| node.summary)
+}
+
+/// Burst until interrupted; a panic on the way is an error like any other (the brain is then
+/// released: its stop commands are sent), never a burst thread that dies silently.
+fn burst(brain: &mut Configured, control: &super::Control) -> anyhow::Result<()> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| brain.activate(control))) {
+        Ok(r) => r,
+        Err(panic) => Err(anyhow!("the burst thread panicked: {}", super::fatal::panic_message(panic.as_ref()))),
+    }
 }
 
 struct Node {

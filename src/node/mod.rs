@@ -9,6 +9,7 @@
 //! needs a [`Transport`] and a [`Control`].
 
 pub mod configured;
+pub mod fatal;
 pub mod health;
 pub mod lifecycle;
 pub mod managed;
@@ -41,12 +42,12 @@ pub use configured::Configured;
 pub use settings::{Mode, NodeConfig, RealtimeConfig, ReflexConfig};
 
 /// Requests from outside the burst thread (signals, services, trigger topics, tests).
-#[derive(Default)]
 pub struct Control {
     /// The process ends (set it with [`Control::request_stop`]).
     pub stop: AtomicBool,
-    /// The bursts stop: the process ends, or a lifecycle transition leaves the active state.
-    pub interrupt: AtomicBool,
+    /// The bursts stop: the process ends, a lifecycle transition leaves the active state, or a
+    /// helper thread of the live topics failed ([`fatal::Fatal`]).
+    pub interrupt: Arc<AtomicBool>,
     /// A checkpoint is asked for (set it with [`Control::request_save`]).
     pub save: AtomicBool,
     saves: Mutex<Vec<SaveReply>>,
@@ -62,6 +63,23 @@ pub struct Control {
     pub reset_trace: AtomicBool,
     /// The live view, when served (`node --view`): set before [`run`].
     pub view: std::sync::OnceLock<Arc<crate::view::View>>,
+}
+
+impl Default for Control {
+    fn default() -> Self {
+        Control {
+            stop: AtomicBool::new(false),
+            interrupt: Arc::default(),
+            save: AtomicBool::new(false),
+            saves: Mutex::default(),
+            update: Arc::default(),
+            learning: Default::default(),
+            burst: AtomicU64::new(0),
+            missed: Arc::default(),
+            reset_trace: AtomicBool::new(false),
+            view: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 impl Control {

@@ -87,6 +87,9 @@ pub struct OutputSide {
     pub dropped_records: Arc<std::sync::atomic::AtomicU64>,
     /// The live view, shown the motor messages and the stats.
     pub view: Option<Arc<crate::view::View>>,
+    /// Raised when handling a record fails (a panic): the bursts end, this thread still sends the
+    /// stop commands.
+    pub fatal: Arc<super::fatal::Fatal>,
 }
 
 /// What the publisher thread did, returned when it ends.
@@ -129,17 +132,28 @@ impl OutputSide {
             } else {
                 records.recv_timeout(next_stats.saturating_duration_since(Instant::now()))
             };
+            let fatal = r.side.fatal.clone();
+            let who = "the publisher thread";
             match record {
-                Ok(Record::Burst(b)) => r.burst(b),
+                Ok(Record::Burst(b)) => {
+                    fatal.guard(who, || r.burst(b));
+                }
                 Ok(Record::Pause { motor, time_ns }) => {
-                    r.send(&motor);
-                    r.show(&motor, time_ns);
+                    fatal.guard(who, || {
+                        r.send(&motor);
+                        r.show(&motor, time_ns);
+                    });
                 }
                 Ok(Record::Settings { log_interval }) => r.side.problems.set_interval(log_interval),
-                Ok(Record::Stop { motor, time_ns, fatal }) => {
-                    r.send(&motor);
-                    r.show(&motor, time_ns);
-                    r.health(time_ns, true, fatal.as_deref());
+                Ok(Record::Stop { motor, time_ns, fatal: cause }) => {
+                    // the stop commands first, each on its own: one that fails does not keep the others
+                    for m in &motor {
+                        fatal.guard(who, || r.send(std::slice::from_ref(m)));
+                    }
+                    fatal.guard(who, || {
+                        r.show(&motor, time_ns);
+                        r.health(time_ns, true, cause.as_deref());
+                    });
                     break;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -148,7 +162,7 @@ impl OutputSide {
             let now = Instant::now();
             if now >= next_stats {
                 next_stats = now + period;
-                r.report(now);
+                fatal.guard(who, || r.report(now));
             }
         }
         OutputReport {

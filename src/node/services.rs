@@ -125,6 +125,21 @@ impl Shared {
         state
     }
 
+    /// The bursts failed outside any transition (`cause`): ErrorProcessing, then `release` (the
+    /// brain's stop commands and status), then unconfigured (finalized where `release` failed),
+    /// each step published on `~/transition_event` as rcl_lifecycle does.
+    pub fn error_processing(&self, cause: &str, release: impl FnOnce() -> bool) -> State {
+        let from = lock(&self.machine).fail();
+        tracing::error!("lifecycle: {} failed: {cause}: processing the error (the brain is released)", from.label());
+        self.transition_event(lc::Transition { id: 99, label: "transition_error".into() }, from, State::ErrorProcessing);
+        let ok = release();
+        let state = lock(&self.machine).recovered(ok);
+        let (id, label) = if ok { (97, "transition_success") } else { (98, "transition_failure") };
+        self.transition_event(lc::Transition { id, label: label.into() }, State::ErrorProcessing, state);
+        tracing::info!("lifecycle: error processed -> {}", state.label());
+        state
+    }
+
     fn transition_event(&self, transition: lc::Transition, start: State, goal: State) {
         if let Some(p) = lock(&self.transition_events).as_mut() {
             let e =

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::fatal::Fatal;
 use crate::encode::{encode_sorted, Encoder, News};
 use crate::model::Injection;
 use crate::run::intake::TopicCounters;
@@ -161,14 +162,34 @@ impl Slot {
         type_name: &'static str,
         (wake, trigger): (Arc<Wake>, Option<Trigger>),
         busy: bool,
+        fatal: Arc<Fatal>,
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let slot = self.clone();
         let name = format!("encode {}", self.topic);
         let mut news = News::default();
         std::thread::Builder::new().name(name.chars().take(15).collect()).spawn(move || {
+            let who = format!("the encoder of {}", slot.topic);
+            fatal.guard(&who, || slot.encode_all(&mut encoders, type_name, (&wake, &trigger), busy, &mut news));
+            // a dead encoder settles nothing more: a burst waiting for it goes on (and ends)
+            slot.close();
+            wake.notify();
+        })
+    }
+
+    /// The encoder thread's loop: every sample, until the slot is closed.
+    fn encode_all(
+        &self,
+        encoders: &mut [Encoder],
+        type_name: &'static str,
+        (wake, trigger): (&Wake, &Option<Trigger>),
+        busy: bool,
+        news: &mut News,
+    ) {
+        let slot = self;
+        {
             while let Some(sample) = slot.next(busy) {
                 // sorted here, off the burst thread
-                let injections = encode_sorted(&mut encoders, type_name, &sample.payload).map_err(|e| e.to_string());
+                let injections = encode_sorted(encoders, type_name, &sample.payload).map_err(|e| e.to_string());
                 if let Err(e) = &injections {
                     slot.counters.malformed.add(1);
                     *locked(&slot.last_error) = Some(e.clone());
@@ -187,7 +208,7 @@ impl Slot {
                     view.ros(&slot.topic, type_name, &sample.payload, crate::run::pace::system_now_ns(), true);
                 }
             }
-        })
+        }
     }
 }
 
@@ -226,7 +247,9 @@ mod tests {
         let config: EncoderConfig = serde_yaml::from_str("{kind: laser_scan, topic: scan, area: scan, max_range: 2.0}").unwrap();
         let encoder = Encoder::new(&config, &layout).unwrap();
         let (slot, wake) = (Slot::new("/scan", Arc::default()), Wake::new());
-        let thread = slot.spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", (wake.clone(), None), false).unwrap();
+        let thread = slot
+            .spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", (wake.clone(), None), false, Arc::new(Fatal::new(Arc::default())))
+            .unwrap();
         let seen = wake.seq();
         slot.put(sample(AttachmentStatus::NotExpected, 7));
         wake.wait(seen, Instant::now() + Duration::from_secs(10));

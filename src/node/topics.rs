@@ -5,13 +5,14 @@
 //! ([`crate::run::Io`]). `neuroburst node` and the io shard of a distributed brain run it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
+use super::fatal::Fatal;
 use super::problems::ProblemLog;
 use super::publish::{BurstRecord, Output, OutputReport, OutputSide, Record};
 use super::settings::Mode;
@@ -78,6 +79,8 @@ pub struct LiveTopics {
     /// The transport, when this owns it (the io shard): its subscriptions feed the slots.
     transport: Option<Box<dyn Transport>>,
     describe: String,
+    /// The first failure of the encoders or the publisher: it ends the bursts.
+    fatal: Arc<Fatal>,
 }
 
 /// Records the burst thread may hand over before the publisher takes them.
@@ -111,11 +114,17 @@ impl LiveTopics {
     /// Check the encoders and decoders of `config`, subscribe the encoders' topics and announce
     /// the decoders' (and BurstStats) on `transport`; the clock paces `rate` bursts per second.
     /// `who` names the process in the warnings ("the node", "the io shard").
-    pub fn open(config: &NodeSetup, layout: &Layout, transport: &mut dyn Transport, rate: f64, who: &str) -> anyhow::Result<LiveTopics> {
+    /// A helper thread that fails (an encoder, the publisher) raises `fatal`, which ends the bursts.
+    pub fn open(
+        config: &NodeSetup,
+        layout: &Layout,
+        transport: &mut dyn Transport,
+        rate: f64,
+        who: &str,
+        fatal: Arc<Fatal>,
+    ) -> anyhow::Result<LiveTopics> {
         let nc = config.node;
-        if !(rate.is_finite() && rate > 0.0) {
-            return Err(anyhow!("node.rate_hz: {rate} bursts per second is not a usable rate"));
-        }
+        crate::time::check_rate(rate, "node.rate_hz (or the genome's burst_rate_hz)").map_err(anyhow::Error::msg)?;
         if config.encoders.is_empty() && config.decoders.is_empty() {
             tracing::warn!("no encoders and no decoders in the configuration: {who} subscribes to nothing and publishes only its stats");
         }
@@ -140,7 +149,8 @@ impl LiveTopics {
             let slot = Slot::new(&spec.name, intake.counters(&key).expect("the intake's topic"));
             let trigger = (nc.mode == Mode::Reflex && !nc.use_sim_time && nc.reflex.triggered_by(&key))
                 .then(|| Trigger { wake: triggers.clone(), on_change: nc.reflex.on_change });
-            let encoder = slot.spawn_encoder(intake.take_encoders(&key), type_name, (wake.clone(), trigger), nc.realtime.busy_poll)?;
+            let encoder =
+                slot.spawn_encoder(intake.take_encoders(&key), type_name, (wake.clone(), trigger), nc.realtime.busy_poll, fatal.clone())?;
             inputs.push(Input { key, slot: slot.clone(), encoder: Some(encoder) });
             subscriptions.push(
                 transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?,
@@ -229,11 +239,12 @@ impl LiveTopics {
             diagnostics_topic: nc.diagnostics_topic.clone(),
             diagnostics_pub,
             stats,
-            stats_period: Duration::from_secs_f64(1.0 / nc.stats_rate_hz.max(1e-6)),
+            stats_period: crate::time::seconds(1.0 / nc.stats_rate_hz),
             busy: nc.realtime.busy_poll,
-            problems: ProblemLog::new(Duration::from_secs_f64(nc.log_interval_s.max(0.0))),
+            problems: ProblemLog::new(crate::time::seconds(nc.log_interval_s)),
             dropped_records: dropped_records.clone(),
             view: None,
+            fatal: fatal.clone(),
         };
         Ok(LiveTopics {
             stat_areas: outputs.decoders.iter().map(|d| d.area).collect(),
@@ -263,6 +274,7 @@ impl LiveTopics {
             _subscriptions: subscriptions,
             transport: None,
             describe: format!("live topics at {rate} Hz over {}", transport.describe()),
+            fatal,
         })
     }
 
@@ -401,12 +413,12 @@ impl LiveTopics {
                 d.config = new.clone();
             }
         }
-        let record = Record::Settings { log_interval: Duration::from_secs_f64(u.log_interval_s.max(0.0)) };
+        let record = Record::Settings { log_interval: crate::time::seconds(u.log_interval_s) };
         match (&self.records, self.side.as_mut()) {
             (Some(tx), _) => {
                 let _ = tx.try_send(record);
             }
-            (None, Some(side)) => side.problems.set_interval(Duration::from_secs_f64(u.log_interval_s.max(0.0))),
+            (None, Some(side)) => side.problems.set_interval(crate::time::seconds(u.log_interval_s)),
             _ => {}
         }
     }
@@ -426,8 +438,13 @@ impl LiveTopics {
             blind: self.blind,
         };
         if let Some(tx) = &self.records {
-            if tx.try_send(Record::Burst(record)).is_err() {
-                self.dropped_records.fetch_add(1, Ordering::Relaxed);
+            match tx.try_send(Record::Burst(record)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => {
+                    self.dropped_records.fetch_add(1, Ordering::Relaxed);
+                }
+                // the publisher thread is gone: only a failure ends it before the stop
+                Err(TrySendError::Disconnected(_)) => self.fatal.raise("the publisher thread", "it ended"),
             }
         }
         self.pace.finished(Instant::now());
@@ -444,6 +461,10 @@ impl LiveTopics {
 impl Io for LiveTopics {
     fn describe(&self) -> String {
         self.describe.clone()
+    }
+
+    fn failed(&self) -> Option<String> {
+        self.fatal.cause().map(String::from)
     }
 
     fn start(&mut self, c: u64) -> anyhow::Result<()> {

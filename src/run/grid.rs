@@ -20,7 +20,7 @@ pub const SPIN: Duration = Duration::from_micros(200);
 
 impl Grid {
     pub fn new(rate_hz: f64, now: Instant) -> Grid {
-        Grid { t0: now, period: Duration::from_secs_f64(1.0 / rate_hz), next: 0, missed: 0, busy: false }
+        Grid { t0: now, period: crate::time::seconds(1.0 / rate_hz), next: 0, missed: 0, busy: false }
     }
 
     /// Start the grid again at `now` (keeping its period and `busy`).

@@ -5,7 +5,7 @@
 //! The brain between is a [`Backend`] in one process ([`bursts`]), or the shards of a cluster
 //! exchanging spikes (`cluster::run`, the same [`Io`] around the exchange).
 //!
-//! The [`Io`]s: the replay's bag (`replay::BagIo`), the live node's topics (`node::LiveIo`), W's
+//! The [`Io`]s: the replay's bag (`replay::BagIo`), the live node's topics (`node::topics::LiveTopics`), W's
 //! input for the benchmarks and the cluster (`cluster::io::WorkloadIo`). The loop records where
 //! each burst's period goes ([`trace`]).
 
@@ -29,6 +29,12 @@ pub use pace::Pace;
 pub trait Io: Send {
     /// One line for the logs.
     fn describe(&self) -> String;
+
+    /// Why the input or output cannot go on (a helper thread of it failed; it also set the stop
+    /// flag): the run ends with this error. None while all is well.
+    fn failed(&self) -> Option<String> {
+        None
+    }
 
     /// The last burst of the input (a bag's end); None where it goes on until stopped.
     fn last_burst(&self) -> Option<u64> {
@@ -99,12 +105,18 @@ pub fn bursts(
         if last.is_some_and(|l| t >= l) {
             break;
         }
+        if let Some(cause) = io.failed() {
+            return Err(anyhow::anyhow!(cause));
+        }
         if stop.load(Ordering::Relaxed) {
             ran.interrupted = true;
             break;
         }
         let waiting = Instant::now();
         if io.wait(t + 1, stop).is_none() {
+            if let Some(cause) = io.failed() {
+                return Err(anyhow::anyhow!(cause));
+            }
             ran.interrupted = true;
             break;
         }

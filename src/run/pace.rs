@@ -269,7 +269,7 @@ impl Pace {
                 let t = b.times[k as usize - 1];
                 if b.speed > 0.0 {
                     let (at, t_c) = b.epoch;
-                    let due = at + Duration::from_secs_f64(t.saturating_sub(t_c) as f64 * 1e-9 / b.speed);
+                    let due = at + crate::time::seconds(t.saturating_sub(t_c) as f64 * 1e-9 / b.speed);
                     if let Some(wait) = due.checked_duration_since(Instant::now()) {
                         std::thread::sleep(wait);
                     }

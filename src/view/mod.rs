@@ -202,7 +202,7 @@ impl View {
         }
         if limit {
             let now = Instant::now();
-            if entry.1.is_some_and(|t| now - t < Duration::from_secs_f64(1.0 / self.config.rate_hz)) {
+            if entry.1.is_some_and(|t| now - t < crate::time::seconds(1.0 / self.config.rate_hz)) {
                 return;
             }
             entry.1 = Some(now);
@@ -290,7 +290,7 @@ pub fn feed(view: Arc<View>, read_back: Vec<bool>, stop: Arc<AtomicBool>) -> any
 }
 
 fn run(view: Arc<View>, rx: Receiver<Frame>, want: Arc<AtomicBool>, stop: Arc<AtomicBool>, read_back: Vec<bool>) {
-    let period = Duration::from_secs_f64(1.0 / view.config.rate_hz);
+    let period = crate::time::seconds(1.0 / view.config.rate_hz);
     while !stop.load(Ordering::Relaxed) {
         if !view.watched() {
             std::thread::sleep(period);

@@ -162,7 +162,7 @@ pub fn run(
         seq += 1;
         p.put(payload).attachment(attachment::encode(seq, system_now_ns() as i64, &gid).to_vec()).wait().map_err(zerr)
     };
-    let period = |hz: f64| Duration::from_secs_f64(1.0 / hz);
+    let period = |hz: f64| crate::time::seconds(1.0 / hz);
     let (image_p, scan_p, imu_p) = (period(rates.image_hz), period(rates.scan_hz), period(rates.imu_hz));
     let start = Instant::now();
     let (mut next_image, mut next_scan, mut next_imu) = (start, start, start);
