@@ -87,7 +87,16 @@ pub fn check_share(genome: &Genome, layout: &Layout, share: f64, gpu: bool, avai
     if build_peak(kept(bound), kept(neurons), gpu) <= available.bytes {
         return Ok(());
     }
-    let synapses = if exact { bound } else { crate::connectome::count(genome, layout) };
+    // Neurons alone too many: refused without counting the synapses (drawing them takes a
+    // while for a brain this large; what fits is then said of the neurons).
+    let neurons_alone = build_peak(0, kept(neurons), gpu) > available.bytes;
+    let synapses = if exact {
+        bound
+    } else if neurons_alone {
+        0
+    } else {
+        crate::connectome::count(genome, layout)
+    };
     let need = build_peak(kept(synapses), kept(neurons), gpu);
     if need <= available.bytes {
         return Ok(());
@@ -95,9 +104,11 @@ pub fn check_share(genome: &Genome, layout: &Layout, share: f64, gpu: bool, avai
     let scale = available.bytes.saturating_sub(PEAK_FIXED) as f64 / need.saturating_sub(PEAK_FIXED).max(1) as f64;
     let (fit_n, fit_s) = ((neurons as f64 * scale) as u64, (synapses as f64 * scale) as u64);
     let part = if share < 1.0 { format!(" (this process keeps about {:.0}% of it)", share * 100.0) } else { String::new() };
+    let counted = if neurons_alone && !exact { "its synapses not counted".to_string() } else { format!("{synapses} synapses") };
     Err(format!(
-        "the brain ({neurons} neurons, {synapses} synapses){part} needs about {need} bytes ({}) of host memory at its build's peak, \
+        "the brain ({neurons} neurons, {counted}){part} needs {}about {need} bytes ({}) of host memory at its build's peak, \
          but {} is {} bytes ({}): the largest brain of this shape that fits has about {fit_n} neurons and {fit_s} synapses",
+        if neurons_alone && !exact { "at least " } else { "" },
         gib(need),
         available.from,
         available.bytes,

@@ -13,6 +13,7 @@ mod cuda_parity;
 mod encoders_decoders;
 mod encoders_rosbags;
 mod feagi_import;
+mod fuzz_regressions;
 mod kernels_nvrtc;
 mod multi_machine;
 mod node_services;
