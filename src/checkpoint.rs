@@ -299,13 +299,21 @@ fn check_disk(path: &Path, needed: u64, available: Option<u64>) -> Result<(), Ch
     }
 }
 
+/// The temporary file of each write is `.<name>.tmp-<pid>-<n>`: unique within the process (two
+/// writes in flight never share one, so a half-written file is never renamed into place) and
+/// across processes; one left by a process that is gone (it died mid-write) is removed by the next
+/// write of the same file.
 pub fn write_atomic(path: &Path, write: impl FnOnce(&mut File) -> std::io::Result<()>) -> Result<(), CheckpointError> {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let io = |source| CheckpointError::Io { path: path.to_path_buf(), source };
     let dir = dir_of(path);
     let name = path.file_name().ok_or_else(|| io(std::io::Error::other("not a file name")))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    remove_stale(&dir, &prefix);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!("{prefix}{}-{n}", std::process::id()));
     let result = (|| {
-        let mut f = File::create(&tmp)?;
+        let mut f = File::options().write(true).create_new(true).open(&tmp)?;
         write(&mut f)?;
         f.sync_all()?;
         drop(f);
@@ -318,9 +326,47 @@ pub fn write_atomic(path: &Path, write: impl FnOnce(&mut File) -> std::io::Resul
     result.map_err(io)
 }
 
+/// Remove the temporary files `<prefix><pid>-<n>` in `dir` whose process is gone.
+fn remove_stale(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(pid) = file.to_str().and_then(|f| f.strip_prefix(prefix)).and_then(|r| r.split('-').next()?.parse::<i32>().ok()) else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only asks whether the process exists.
+        let gone = pid > 0 && unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone && std::fs::remove_file(e.path()).is_ok() {
+            tracing::info!("removed {}, left by process {pid} (gone) in the middle of a write", e.path().display());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporary_names_are_unique_and_a_dead_process_leaves_none_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("brain.ckpt");
+        // a process that died mid-write (pid 2^22 + 7: above the kernel's pid_max, never alive)
+        let stale = dir.path().join(".brain.ckpt.tmp-4194311-0");
+        std::fs::write(&stale, b"half").unwrap();
+        let mine = dir.path().join(format!(".brain.ckpt.tmp-{}-999", std::process::id()));
+        std::fs::write(&mine, b"in flight").unwrap();
+        // two writes at once: each its own temporary file, both whole
+        std::thread::scope(|s| {
+            for b in [b'a', b'b'] {
+                let path = &path;
+                s.spawn(move || write_atomic(path, |f| f.write_all(&[b; 100_000])).unwrap());
+            }
+        });
+        let got = std::fs::read(&path).unwrap();
+        assert!(got == [b'a'; 100_000] || got == [b'b'; 100_000], "a mix of two writes");
+        assert!(!stale.exists(), "a dead process's temporary file stays");
+        assert!(mine.exists(), "a live process's temporary file was removed");
+    }
 
     #[test]
     fn a_checkpoint_larger_than_the_free_disk_is_refused_with_both_numbers() {

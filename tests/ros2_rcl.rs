@@ -151,7 +151,8 @@ fn ros_domain_id() {
 
 /// A managed node (`node.lifecycle`) on real rcl, walked by an rclpy lifecycle manager and
 /// parameter client (tests/python/rcl_lifecycle.py): a configure that fails on a missing genome
-/// and says why, the `genome` parameter set, configure, parameters listed, described and read,
+/// and says why, `checkpoint.path` and `genome` pointed outside `node.parameter_files_dir`
+/// (refused, and nothing written there), the `genome` parameter set inside it, configure, parameters listed, described and read,
 /// activate and Twists, a decoder's limit set and obeyed at once, a read-only key refused with
 /// the reason, /parameter_events, deactivate (a zero Twist, then none), ~/save_checkpoint (a
 /// checkpoint `--resume` loads), activate again, cleanup and shutdown ending the process.
@@ -160,17 +161,24 @@ fn a_managed_node_on_real_rcl() {
     let Some(env) = common::ros2_env() else { return };
     let root = common::root();
     let dir = tempfile::tempdir().unwrap();
-    let ckpt = dir.path().join("brain.ckpt");
-    let genome = root.join("tests/ros2/robot.yaml");
+    // the directory a client may point file parameters into, and a file outside it
+    let files = dir.path().join("brains");
+    std::fs::create_dir(&files).unwrap();
+    let ckpt = files.join("brain.ckpt");
+    let genome = files.join("robot.yaml");
+    std::fs::copy(root.join("tests/ros2/robot.yaml"), &genome).unwrap();
+    let outside = dir.path().join("elsewhere.ckpt");
     let exe = env.parent().unwrap().join("install/neuroburst/lib/neuroburst/neuroburst");
     let node = format!(
-        "{} node --config {} --ros-args -r __node:=brain -p node.lifecycle:=true -p genome:=/nonexistent/genome.yaml -p checkpoint.path:={}",
+        "{} node --config {} --ros-args -r __node:=brain -p node.lifecycle:=true -p genome:=/nonexistent/genome.yaml -p checkpoint.path:={} \
+         -p node.parameter_files_dir:={}",
         exe.display(),
         root.join("tests/ros2/node.yaml").display(),
-        ckpt.display()
+        ckpt.display(),
+        files.display()
     );
-    let genome_arg = genome.display().to_string();
-    let run = common::rcl::run_script("rcl_lifecycle.py", &env, &["--genome", &genome_arg], &node, &[]);
+    let (genome_arg, outside_arg) = (genome.display().to_string(), outside.display().to_string());
+    let run = common::rcl::run_script("rcl_lifecycle.py", &env, &["--genome", &genome_arg, "--outside", &outside_arg], &node, &[]);
     let (v, log) = (&run.v, &run.node_log);
     let ctx = format!("{v:#}\n--- node log ---\n{log}");
     assert_eq!(v["ok"], true, "{ctx}");
@@ -180,6 +188,8 @@ fn a_managed_node_on_real_rcl() {
         "the failed configure does not say why: {ctx}"
     );
     assert!(v["refused"].as_str().unwrap().contains("node.rate_hz"), "{ctx}");
+    assert!(v["refused_file"].as_str().unwrap().contains("outside node.parameter_files_dir"), "{ctx}");
+    assert!(!outside.exists(), "the node wrote {}, where a client pointed checkpoint.path", outside.display());
     let events: Vec<String> = v["events"].as_array().unwrap().iter().map(|e| e[0].as_str().unwrap().to_string()).collect();
     for t in ["configure", "activate", "deactivate", "cleanup", "shutdown", "transition_success", "transition_failure"] {
         assert!(events.iter().any(|e| e == t), "no {t} on ~/transition_event: {events:?}");

@@ -91,6 +91,7 @@ fn configure(a: &mut NodeArgs) -> anyhow::Result<Config> {
     c.encoders.iter_mut().for_each(|e| remap(e.topic_mut()));
     c.decoders.iter_mut().for_each(|d| remap(d.topic_mut()));
     a.link.apply(&mut c, ros.namespace)?;
+    c.zenoh.max_message_size = node::max_message_size(&c.node_setup());
     Ok(c)
 }
 

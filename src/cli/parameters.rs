@@ -46,7 +46,7 @@ impl Parameters for ConfigParameters {
                 name: GENOME.into(),
                 r#type: 4,
                 description: "The genome: the project's YAML or a FEAGI JSON genome".into(),
-                additional_constraints: "read at configure: set while the node is unconfigured".into(),
+                additional_constraints: params::FILE_CONSTRAINT.into(),
                 read_only: true,
                 ..Default::default()
             });
@@ -64,7 +64,7 @@ impl Parameters for ConfigParameters {
                 if p.value.r#type != 4 {
                     return Err(format!("genome takes a parameter of type 4 (a file name), not {}", p.value.r#type));
                 }
-                genome = Some(PathBuf::from(&p.value.string_value));
+                genome = Some(params::file_inside(&self.config.node.parameter_files_dir, GENOME, &p.value.string_value)?);
             } else {
                 config = params::set(&config, &p.name, &p.value, configured)?;
             }

@@ -305,6 +305,7 @@ fn io_side(
             (genome.burst_rate_hz, "the genome's burst_rate_hz")
         };
         check_period(&config.cluster, rate, from)?;
+        config.zenoh.max_message_size = crate::node::max_message_size(&config.node_setup());
         let mut transport = crate::transport::select::open(
             config.node.transport,
             &config.zenoh,

@@ -50,8 +50,57 @@ pub const DYNAMIC: &[&str] = &["log.level", "node.log_interval_s", "backend.lear
 
 /// The keys fixed when the node starts: its transport's (its name, namespace, domain, the Zenoh
 /// session) and the process's.
-const FIXED: &[&str] =
-    &["node.name", "node.namespace", "node.domain", "node.transport", "node.lifecycle", "zenoh", "log.progress", "backend.cpu_threads"];
+const FIXED: &[&str] = &[
+    "node.name",
+    "node.namespace",
+    "node.domain",
+    "node.transport",
+    "node.lifecycle",
+    "node.parameter_files_dir",
+    "zenoh",
+    "cluster.zenoh_config_file",
+    "log.progress",
+    "backend.cpu_threads",
+];
+
+/// The keys that name a file or a directory the node reads or writes (with the `genome`
+/// parameter of the command line): over the services, only inside `node.parameter_files_dir`.
+pub const FILE_KEYS: &[&str] = &["checkpoint.path", "cluster.checkpoint_dir"];
+
+/// Where `value` (a parameter `key` naming a file, set over the services) lies: a path inside
+/// `dir` (a relative one is taken inside it), canonical; refused, with the reason, where `dir` is
+/// empty (file parameters are read-only over the services) or the path leaves it (`..`, a
+/// symbolic link, an absolute path elsewhere). The file itself need not exist; its directory must.
+pub fn file_inside(dir: &std::path::Path, key: &str, value: &str) -> Result<std::path::PathBuf, String> {
+    use std::path::{Component, Path};
+    if dir.as_os_str().is_empty() {
+        return Err(format!(
+            "{key} names a file: it is read-only over the parameter services unless node.parameter_files_dir names a directory \
+             for such files (set {key} in the configuration, with --set, or as a launch parameter)"
+        ));
+    }
+    let refuse = |why: String| Err(format!("{key}: {value:?} {why}"));
+    let root = match dir.canonicalize() {
+        Ok(r) => r,
+        Err(e) => return refuse(format!("cannot be checked: node.parameter_files_dir {}: {e}", dir.display())),
+    };
+    let path = root.join(Path::new(value));
+    let Some(Component::Normal(name)) = path.components().next_back() else {
+        return refuse("does not name a file".into());
+    };
+    let parent = path.parent().unwrap_or(&root);
+    let resolved = match parent.canonicalize() {
+        Ok(p) => p.join(name),
+        Err(e) => return refuse(format!("is not in an existing directory: {e}")),
+    };
+    // a file that exists is followed through its links
+    let resolved = resolved.canonicalize().unwrap_or(resolved);
+    if resolved.starts_with(&root) && resolved != root {
+        Ok(resolved)
+    } else {
+        refuse(format!("is outside node.parameter_files_dir ({})", root.display()))
+    }
+}
 
 /// Whether `key` may change while a brain runs.
 pub fn dynamic(key: &str) -> bool {
@@ -110,6 +159,7 @@ const RANGES: &[(&str, Range, &str)] = &[
     ("node.realtime.cpu", Range::closed(0.0, 4095.0), "absent: no pinning"),
     ("node.stats_rate_hz", Range::closed(crate::time::MIN_RATE_HZ, 1000.0), ""),
     ("node.log_interval_s", Range::closed(0.0, 86400.0), "0: every problem at once"),
+    ("node.max_message_size", Range::closed(0.0, 1073741824.0), "0: what the configured topics need"),
     ("cluster.io_shard", Range::closed(0.0, 63.0), ""),
     ("cluster.burst_timeout_ms", Range::closed(1.0, 3600000.0), ""),
     ("cluster.startup_timeout_s", Range::above(0.0, 86400.0), ""),
@@ -330,6 +380,7 @@ pub fn descriptor(p: &Param) -> ParameterDescriptor {
         description: p.description.clone(),
         additional_constraints: match (fixed(&p.key), dynamic(&p.key)) {
             (true, _) => join(note, "fixed when the node starts"),
+            _ if FILE_KEYS.contains(&p.key.as_str()) => FILE_CONSTRAINT.to_string(),
             (_, false) => join(note, "read at configure: set while the node is unconfigured"),
             _ => note.to_string(),
         },
@@ -346,6 +397,10 @@ pub fn descriptor(p: &Param) -> ParameterDescriptor {
     }
     d
 }
+
+/// What `ros2 param describe` says of a parameter that names a file.
+pub const FILE_CONSTRAINT: &str =
+    "names a file: set over the services only inside node.parameter_files_dir (read-only there when it is empty), while the node is unconfigured";
 
 fn join(a: &str, b: &str) -> String {
     if a.is_empty() {
@@ -369,6 +424,11 @@ pub fn set(config: &Config, key: &str, v: &ParameterValue, running: bool) -> Res
     if v.r#type != p.kind.ros_type() {
         return Err(format!("{key} takes a parameter of type {}, not {}", p.kind.ros_type(), v.r#type));
     }
+    if FILE_KEYS.contains(&key) {
+        let inside = file_inside(&config.node.parameter_files_dir, key, &v.string_value)?;
+        let v = ParameterValue { string_value: inside.display().to_string(), ..v.clone() };
+        return set_value(config, key, &p, &v);
+    }
     if key.starts_with("decoders.") {
         let range = p.range.unwrap_or(DECODER_SCALE);
         if !range.contains(v.double_value) {
@@ -378,6 +438,11 @@ pub fn set(config: &Config, key: &str, v: &ParameterValue, running: bool) -> Res
         c.validate().map_err(|e| e.to_string())?;
         return Ok(c);
     }
+    set_value(config, key, &p, v)
+}
+
+/// `config` with `key` (parameter `p`) at `v`, checked.
+fn set_value(config: &Config, key: &str, p: &Param, v: &ParameterValue) -> Result<Config, String> {
     let yaml: Value = match p.kind {
         Kind::Bool => v.bool_value.into(),
         Kind::Integer => v.integer_value.into(),
@@ -462,6 +527,37 @@ mod tests {
         assert_eq!((t.axes[0].limit, t.axes[1].limit, t.axes[1].scale), (1.0, 0.5, 1.0));
         let e = set(&c, "decoders.cmd_vel.linear_x.limit", &double(-1.0), true).unwrap_err();
         assert!(e.contains("[0, 1000]"), "{e}");
+    }
+
+    #[test]
+    fn file_parameters_are_set_over_the_services_only_inside_their_directory() {
+        let string = |s: &str| ParameterValue { r#type: 4, string_value: s.into(), ..Default::default() };
+        let c = Config::default();
+        // no directory named: read-only over the services
+        let e = set(&c, "checkpoint.path", &string("/tmp/x.ckpt"), false).unwrap_err();
+        assert!(e.contains("checkpoint.path") && e.contains("read-only") && e.contains("node.parameter_files_dir"), "{e}");
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("brains");
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink("/etc", dir.join("etc")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.join("host.ckpt")).unwrap();
+        let mut c = Config::default();
+        c.node.parameter_files_dir = dir.clone();
+        let root = dir.canonicalize().unwrap();
+        let ok = set(&c, "checkpoint.path", &string("brain.ckpt"), false).unwrap();
+        assert_eq!(ok.checkpoint.path, root.join("brain.ckpt"));
+        let ok = set(&c, "checkpoint.path", &string(&root.join("b2.ckpt").display().to_string()), false).unwrap();
+        assert_eq!(ok.checkpoint.path, root.join("b2.ckpt"));
+        for bad in ["/etc/cron.d/evil", "../evil.ckpt", "sub/../../evil.ckpt", "etc/passwd", "host.ckpt", "", ".", "nodir/x.ckpt"] {
+            let e = set(&c, "checkpoint.path", &string(bad), false).unwrap_err();
+            assert!(e.starts_with("checkpoint.path") && e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
+        let e = set(&c, "cluster.checkpoint_dir", &string("/var/lib"), false).unwrap_err();
+        assert!(e.contains("outside node.parameter_files_dir"), "{e}");
+        // the directory itself is fixed, as is the shards' Zenoh configuration
+        assert!(set(&c, "node.parameter_files_dir", &string("/"), false).unwrap_err().contains("fixed"));
+        let d = descriptor(params(&c).iter().find(|p| p.key == "checkpoint.path").unwrap());
+        assert!(d.read_only && d.additional_constraints.contains("node.parameter_files_dir"), "{d:?}");
     }
 
     #[test]

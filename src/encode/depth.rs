@@ -59,6 +59,9 @@ impl DepthEncoder {
             e => return Err(err(format!("encoding {e:?} is not a depth image (16UC1 or 32FC1)"))),
         };
         let (w, h, step) = (img.width as usize, img.height as usize, img.step as usize);
+        if w as u64 * h as u64 > super::image::MAX_PIXELS {
+            return Err(err(format!("image size {w}x{h} is larger than {} pixels", super::image::MAX_PIXELS)));
+        }
         if step < w * bytes || img.data.len() < step * h {
             return Err(err(format!("{w}x{h} pixels of {bytes} bytes in rows of {step} bytes need more than {} bytes", img.data.len())));
         }

@@ -35,8 +35,9 @@ fn one() -> f64 {
     1.0
 }
 
-/// Largest image accepted (pixels), against absurd sizes in corrupt messages.
-const MAX_PIXELS: u64 = 64 << 20;
+/// Largest image accepted, raw or decoded (pixels: 4096 x 4096), checked before anything is
+/// allocated for it: a small compressed message must not decode into gigabytes.
+pub const MAX_PIXELS: u64 = 1 << 24;
 
 #[derive(Debug)]
 pub struct ImageEncoder {
@@ -45,13 +46,38 @@ pub struct ImageEncoder {
     previous: Option<Vec<f32>>,
 }
 
-/// An image as 8- or 16-bit channels, normalised to 0..1 on access.
-struct Pixels {
+/// An image's samples as they came (8 or 16 bits a channel, no copy of a raw image), read as
+/// intensities 0..1 one at a time.
+struct Pixels<'a> {
     width: u32,
     height: u32,
     /// Channels in R, G, B(, A) order, or 1 for grey.
     channels: usize,
-    values: Vec<f32>,
+    samples: Samples<'a>,
+}
+
+enum Samples<'a> {
+    /// 8-bit samples: row `r` starts at `r * step`; channel `ch` of a pixel is byte `order[ch]`.
+    Bytes { data: std::borrow::Cow<'a, [u8]>, step: usize, stride: usize, order: &'static [usize] },
+    /// 16-bit samples (raw: two bytes each, in the message's byte order).
+    Raw16 { data: &'a [u8], step: usize, stride: usize, order: &'static [usize], big_endian: bool },
+    /// Decoded 16-bit samples, RGB.
+    Wide(Vec<u16>),
+}
+
+impl Pixels<'_> {
+    /// Channel `ch` of pixel (row `r`, column `c`), 0..1.
+    fn value(&self, r: usize, c: usize, ch: usize) -> f32 {
+        match &self.samples {
+            Samples::Bytes { data, step, stride, order } => data[r * step + c * stride + order[ch]] as f32 / 255.0,
+            Samples::Raw16 { data, step, stride, order, big_endian } => {
+                let i = r * step + c * stride + 2 * order[ch];
+                let b = [data[i], data[i + 1]];
+                (if *big_endian { u16::from_be_bytes(b) } else { u16::from_le_bytes(b) }) as f32 / 65535.0
+            }
+            Samples::Wide(v) => v[(r * self.width as usize + c) * 3 + ch] as f32 / 65535.0,
+        }
+    }
 }
 
 impl ImageEncoder {
@@ -60,12 +86,12 @@ impl ImageEncoder {
     }
 
     pub fn encode(&mut self, type_name: &str, payload: &[u8]) -> Result<Vec<Injection>, EncodeError> {
-        let px = if type_name == CompressedImage::TYPE {
-            from_compressed(&decode::<CompressedImage>(payload)?)?
+        let grid = if type_name == CompressedImage::TYPE {
+            self.resize(&from_compressed(&decode::<CompressedImage>(payload)?)?)
         } else {
-            from_raw(&decode::<Image>(payload)?)?
+            let image = decode::<Image>(payload)?;
+            self.resize(&from_raw(&image)?)
         };
-        let grid = self.resize(&px);
         let mut out = Vec::new();
         for (i, &v) in grid.iter().enumerate() {
             if let Some(prev) = &self.previous {
@@ -101,15 +127,14 @@ impl ImageEncoder {
                 for z in 0..dz {
                     let mut sum = 0f64;
                     let mut n = 0u32;
-                    for r in r0..r1 {
-                        for c in c0..c1 {
-                            let base = (r as usize * px.width as usize + c as usize) * px.channels;
+                    for r in r0 as usize..r1 as usize {
+                        for c in c0 as usize..c1 as usize {
                             let v = if dz < 3 || px.channels < 3 {
                                 // grey: mean of the colour channels
                                 let k = px.channels.min(3);
-                                px.values[base..base + k].iter().sum::<f32>() / k as f32
+                                (0..k).map(|ch| px.value(r, c, ch)).sum::<f32>() / k as f32
                             } else if (z as usize) < 3 {
-                                px.values[base + z as usize]
+                                px.value(r, c, z as usize)
                             } else {
                                 continue;
                             };
@@ -130,8 +155,8 @@ fn content(message: String) -> EncodeError {
     EncodeError::Content { type_name: Image::TYPE, message }
 }
 
-fn from_raw(img: &Image) -> Result<Pixels, EncodeError> {
-    let (channels, bytes_per, order): (usize, usize, &[usize]) = match img.encoding.as_str() {
+fn from_raw(img: &Image) -> Result<Pixels<'_>, EncodeError> {
+    let (channels, bytes_per, order): (usize, usize, &'static [usize]) = match img.encoding.as_str() {
         "mono8" | "8UC1" => (1, 1, &[0]),
         "mono16" | "16UC1" => (1, 2, &[0]),
         "rgb8" => (3, 1, &[0, 1, 2]),
@@ -142,7 +167,7 @@ fn from_raw(img: &Image) -> Result<Pixels, EncodeError> {
     };
     let (w, h) = (img.width as u64, img.height as u64);
     if w == 0 || h == 0 || w * h > MAX_PIXELS {
-        return Err(content(format!("image size {w}x{h} is empty or too large")));
+        return Err(content(format!("image size {w}x{h} is empty or larger than {MAX_PIXELS} pixels")));
     }
     let row = w * (channels * bytes_per) as u64;
     if (img.step as u64) < row {
@@ -157,27 +182,16 @@ fn from_raw(img: &Image) -> Result<Pixels, EncodeError> {
             img.step as u64 * h
         )));
     }
-    let mut values = Vec::with_capacity((w * h) as usize * channels);
-    for r in 0..h as usize {
-        let line = &img.data[r * img.step as usize..];
-        for c in 0..w as usize {
-            let p = &line[c * channels * bytes_per..];
-            for &ch in order {
-                let v = if bytes_per == 1 {
-                    p[ch] as f32 / 255.0
-                } else {
-                    let b = [p[2 * ch], p[2 * ch + 1]];
-                    let raw = if img.is_bigendian != 0 { u16::from_be_bytes(b) } else { u16::from_le_bytes(b) };
-                    raw as f32 / 65535.0
-                };
-                values.push(v);
-            }
-        }
-    }
-    Ok(Pixels { width: w as u32, height: h as u32, channels, values })
+    let (step, stride) = (img.step as usize, channels * bytes_per);
+    let samples = if bytes_per == 1 {
+        Samples::Bytes { data: std::borrow::Cow::Borrowed(&img.data), step, stride, order }
+    } else {
+        Samples::Raw16 { data: &img.data, step, stride, order, big_endian: img.is_bigendian != 0 }
+    };
+    Ok(Pixels { width: w as u32, height: h as u32, channels, samples })
 }
 
-fn from_compressed(img: &CompressedImage) -> Result<Pixels, EncodeError> {
+fn from_compressed(img: &CompressedImage) -> Result<Pixels<'static>, EncodeError> {
     let err = |message: String| EncodeError::Content { type_name: CompressedImage::TYPE, message };
     let f = img.format.to_ascii_lowercase();
     let format = if f.contains("jpeg") || f.contains("jpg") {
@@ -187,17 +201,30 @@ fn from_compressed(img: &CompressedImage) -> Result<Pixels, EncodeError> {
     } else {
         return Err(err(format!("unsupported format {:?} (supported: jpeg, png)", img.format)));
     };
-    let mut reader = image::ImageReader::with_format(std::io::Cursor::new(&img.data), format);
+    let reader = || image::ImageReader::with_format(std::io::Cursor::new(&img.data), format);
+    // the size its header announces, checked before a byte is decoded
+    let (width, height) = reader().into_dimensions().map_err(|e| err(format!("cannot read the {format:?} header: {e}")))?;
+    if width == 0 || height == 0 || width as u64 * height as u64 > MAX_PIXELS {
+        return Err(err(format!("image size {width}x{height} is empty or larger than {MAX_PIXELS} pixels")));
+    }
+    let mut reader = reader();
     let mut limits = image::Limits::default();
-    limits.max_alloc = Some(512 << 20);
-    limits.max_image_width = Some(16384);
-    limits.max_image_height = Some(16384);
+    limits.max_image_width = Some(width);
+    limits.max_image_height = Some(height);
+    limits.max_alloc = Some(MAX_PIXELS * 8 + (1 << 20));
     reader.limits(limits);
     let decoded = reader.decode().map_err(|e| err(format!("cannot decode the {format:?} data: {e}")))?;
-    let rgb = decoded.to_rgb32f();
-    let (width, height) = rgb.dimensions();
-    if width == 0 || height == 0 {
-        return Err(err("empty image".into()));
+    if (decoded.width(), decoded.height()) != (width, height) {
+        return Err(err(format!("the header says {width}x{height}, the data decodes to {}x{}", decoded.width(), decoded.height())));
     }
-    Ok(Pixels { width, height, channels: 3, values: rgb.into_raw() })
+    let samples = match decoded.color().bytes_per_pixel() / decoded.color().channel_count().max(1) {
+        1 => Samples::Bytes {
+            data: std::borrow::Cow::Owned(decoded.into_rgb8().into_raw()),
+            step: width as usize * 3,
+            stride: 3,
+            order: &[0, 1, 2],
+        },
+        _ => Samples::Wide(decoded.into_rgb16().into_raw()),
+    };
+    Ok(Pixels { width, height, channels: 3, samples })
 }

@@ -48,6 +48,21 @@ pub enum EncoderConfig {
     Odometry(odometry::OdometryConfig),
 }
 
+/// The largest message of `type_name` a sensor topic takes unless configured otherwise
+/// (`zenoh.max_message_size: 0`): a 4K RGBA camera frame, a 128-beam lidar's cloud, a long scan.
+pub fn default_max_message_bytes(type_name: &str) -> u64 {
+    use crate::ros::builtin::{Float32MultiArray, Float64MultiArray};
+    use crate::ros::sensor_msgs::{CompressedImage, Image, JointState, LaserScan, PointCloud2};
+    use crate::ros::RosMessage;
+    match type_name {
+        t if t == Image::TYPE => 40 << 20,
+        t if t == PointCloud2::TYPE => 32 << 20,
+        t if t == CompressedImage::TYPE => 16 << 20,
+        t if [LaserScan::TYPE, JointState::TYPE, Float32MultiArray::TYPE, Float64MultiArray::TYPE].contains(&t) => 4 << 20,
+        _ => 1 << 20,
+    }
+}
+
 /// `stale_after` when the configuration does not say: half a second.
 pub fn stale_default() -> f64 {
     0.5

@@ -85,7 +85,16 @@ impl PointCloudEncoder {
         if step < need {
             return Err(err(format!("point_step {step} is shorter than the x, y, z fields ({need} bytes)")));
         }
-        if row < width * step || cloud.data.len() < row * (cloud.height as usize).saturating_sub(1) + width * step {
+        // in checked arithmetic: every size comes from the message
+        let fits = (|| {
+            let last_row = row.checked_mul((cloud.height as usize).checked_sub(1)?)?;
+            let used = last_row.checked_add(width.checked_mul(step)?)?;
+            Some(row >= width * step && cloud.data.len() >= used)
+        })();
+        if points == 0 {
+            return Ok(Vec::new());
+        }
+        if fits != Some(true) || points > cloud.data.len() / step.max(1) {
             return Err(err(format!(
                 "{points} points of {step} bytes in rows of {row} bytes do not fit in {} bytes of data",
                 cloud.data.len()

@@ -32,6 +32,31 @@ pub struct Configured {
     /// The checkpoint trigger topic's subscription.
     _trigger: Option<Subscription>,
     summary: Summary,
+    /// The checkpoint being written, if one is.
+    writer: Writer,
+}
+
+/// The checkpoint writer: one write at a time. A save asked while one is written waits (with
+/// every reply asked meanwhile) until it is done: the requests are coalesced into the next write.
+#[derive(Default)]
+struct Writer(Option<std::thread::JoinHandle<()>>);
+
+impl Writer {
+    /// Whether a write is under way (one that ended is reaped).
+    fn busy(&mut self) -> bool {
+        if self.0.as_ref().is_some_and(|t| !t.is_finished()) {
+            return true;
+        }
+        self.wait();
+        false
+    }
+
+    /// Wait for the write under way, if any.
+    fn wait(&mut self) {
+        if let Some(t) = self.0.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Configured {
@@ -112,6 +137,7 @@ impl Configured {
             view_stop,
             _trigger: trigger,
             summary,
+            writer: Writer::default(),
         })
     }
 
@@ -124,14 +150,14 @@ impl Configured {
             realtime::apply_logged(&rt);
         }
         tracing::info!("active: bursting at {} Hz", self.topics.rate());
-        let (genome, path, topics) = (&self.genome, &self.checkpoint.path, &mut self.topics);
+        let (genome, path, topics, writer) = (&self.genome, &self.checkpoint.path, &mut self.topics, &mut self.writer);
         let mut last = self.summary.bursts;
         let ran = crate::run::bursts(topics, self.opened.backend.as_mut(), &control.interrupt, |burst, backend| {
             last = burst;
             control.burst.store(burst, Ordering::Relaxed);
             switch_learning(control, backend)?;
-            if control.save.swap(false, Ordering::Relaxed) {
-                save(genome, backend, path, false, control.take_save_replies());
+            if !writer.busy() && control.save.swap(false, Ordering::Relaxed) {
+                writer.0 = save(genome, backend, path, false, control.take_save_replies());
             }
             Ok(control.reset_trace.swap(false, Ordering::Relaxed))
         })?;
@@ -148,8 +174,8 @@ impl Configured {
         if let Err(e) = switch_learning(control, self.opened.backend.as_mut()) {
             tracing::error!("{e:#}");
         }
-        if control.save.swap(false, Ordering::Relaxed) {
-            save(&self.genome, self.opened.backend.as_mut(), &self.checkpoint.path, false, control.take_save_replies());
+        if !self.writer.busy() && control.save.swap(false, Ordering::Relaxed) {
+            self.writer.0 = save(&self.genome, self.opened.backend.as_mut(), &self.checkpoint.path, false, control.take_save_replies());
         }
     }
 
@@ -168,6 +194,7 @@ impl Configured {
         (summary.dropped_messages, summary.malformed_messages) = self.topics.dropped();
         summary.link_losses = transport.link_losses();
         summary.latency = self.topics.report.latency.clone();
+        self.writer.wait();
         if self.checkpoint.on_shutdown && fatal.is_none() {
             save(&self.genome, self.opened.backend.as_mut(), &self.checkpoint.path, true, vec![]);
         }
@@ -194,9 +221,15 @@ fn switch_learning(control: &Control, backend: &mut dyn Backend) -> anyhow::Resu
 }
 
 /// Snapshot the brain (on the burst thread: the state must be that of one burst) and write the
-/// checkpoint, beside the bursts unless `wait`; each of `replies` hears where it went, or why
-/// not. Failures are logged, the node goes on.
-pub fn save(genome: &Genome, backend: &mut dyn Backend, path: &std::path::Path, wait: bool, replies: Vec<SaveReply>) {
+/// checkpoint, beside the bursts unless `wait` (the writer thread, returned); each of `replies`
+/// hears where it went, or why not. Failures are logged, the node goes on.
+fn save(
+    genome: &Genome,
+    backend: &mut dyn Backend,
+    path: &std::path::Path,
+    wait: bool,
+    replies: Vec<SaveReply>,
+) -> Option<std::thread::JoinHandle<()>> {
     let start = Instant::now();
     let answer = |replies: Vec<SaveReply>, r: Result<PathBuf, String>| replies.into_iter().for_each(|reply| reply(r.clone()));
     let state = match backend.snapshot() {
@@ -204,7 +237,8 @@ pub fn save(genome: &Genome, backend: &mut dyn Backend, path: &std::path::Path, 
         Err(e) => {
             let why = format!("checkpoint {}: {}", path.display(), crate::errors::chain(&e));
             tracing::error!("{why}");
-            return answer(replies, Err(why));
+            answer(replies, Err(why));
+            return None;
         }
     };
     let (checkpoint, path) = (Checkpoint::new(genome, state), path.to_path_buf());
@@ -228,7 +262,11 @@ pub fn save(genome: &Genome, backend: &mut dyn Backend, path: &std::path::Path, 
     };
     if wait {
         write();
-    } else if let Err(e) = std::thread::Builder::new().name("checkpoint".into()).spawn(write) {
-        tracing::error!("checkpoint: cannot start the writer thread: {e}");
+        return None;
     }
+    std::thread::Builder::new()
+        .name("checkpoint".into())
+        .spawn(write)
+        .map_err(|e| tracing::error!("checkpoint: cannot start the writer thread: {e}"))
+        .ok()
 }

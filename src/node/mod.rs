@@ -190,6 +190,27 @@ pub fn topic_spec(name: &str, config: &NodeConfig, type_name: &str, qos: Qos) ->
     Ok(TopicSpec::new(resolved, type_name, hash, qos))
 }
 
+/// The largest message topic `topic` (of type `type_name`) takes: `node.max_message_size`, or
+/// its type's default.
+pub fn topic_max_bytes(nc: &NodeConfig, type_name: &str) -> u64 {
+    match nc.max_message_size {
+        0 => crate::encode::default_max_message_bytes(type_name),
+        n => n,
+    }
+}
+
+/// The largest message any of the node's topics takes (the Zenoh session's limit): the largest
+/// of its sensor and view topics', at least 1 MiB (services, parameters, `/clock`).
+pub fn max_message_size(setup: &NodeSetup<'_>) -> u64 {
+    let nc = setup.node;
+    let types = setup.encoders.iter().filter_map(|e| {
+        let topic = e.topic();
+        nc.input_types.get(topic).map(String::as_str).or_else(|| e.message_types().first().copied())
+    });
+    let view = setup.view.topics.iter().map(|t| t.type_name.as_str());
+    types.chain(view).map(|t| topic_max_bytes(nc, t)).fold(1 << 20, u64::max)
+}
+
 /// The message type to subscribe to `topic` with: `node.input_types`, or the first type its
 /// encoder accepts.
 pub fn input_type(nc: &NodeConfig, intake: &Intake, topic: &str) -> anyhow::Result<&'static str> {

@@ -62,6 +62,14 @@ pub struct NodeConfig {
     /// A managed (lifecycle) node: it starts unconfigured and bursts once a lifecycle manager
     /// has configured and activated it (`~/change_state`).
     pub lifecycle: bool,
+    /// The directory inside which a client of the parameter services may point the parameters
+    /// that name files (`genome`, `checkpoint.path`, `cluster.checkpoint_dir`); empty: they are
+    /// read-only over the services (set in the configuration, with `--set`, or as launch
+    /// parameters). Fixed when the node starts.
+    pub parameter_files_dir: std::path::PathBuf,
+    /// The largest message (bytes) a sensor topic takes (and the Zenoh session, of any topic);
+    /// 0: by the topics' message types ([`crate::encode::default_max_message_bytes`]).
+    pub max_message_size: u64,
     /// The message type to subscribe with, per encoder topic, where the encoder accepts several
     /// (image: sensor_msgs/msg/Image by default, or CompressedImage; float_array:
     /// std_msgs/msg/Float32MultiArray by default, or Float64MultiArray).
@@ -85,6 +93,8 @@ impl Default for NodeConfig {
             use_sim_time: false,
             log_interval_s: 5.0,
             lifecycle: false,
+            parameter_files_dir: std::path::PathBuf::new(),
+            max_message_size: 0,
             input_types: BTreeMap::new(),
         }
     }

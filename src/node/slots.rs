@@ -55,10 +55,13 @@ pub struct Slot {
     pub last_error: Mutex<Option<String>>,
     /// The live view, shown every message the encoder read (at most `view.rate_hz` per second).
     pub view: std::sync::OnceLock<Arc<crate::view::View>>,
+    /// The largest message taken (`node.max_message_size`): a larger one is dropped undecoded.
+    max_bytes: u64,
 }
 
 impl Slot {
-    pub fn new(topic: &str, counters: Arc<TopicCounters>) -> Arc<Slot> {
+    /// The slot of `topic`, whose messages are at most `max_bytes` long.
+    pub fn new(topic: &str, counters: Arc<TopicCounters>, max_bytes: u64) -> Arc<Slot> {
         Arc::new(Slot {
             topic: topic.to_string(),
             latest: Mutex::new(None),
@@ -71,6 +74,7 @@ impl Slot {
             counters,
             last_error: Mutex::new(None),
             view: std::sync::OnceLock::new(),
+            max_bytes,
         })
     }
 
@@ -79,6 +83,12 @@ impl Slot {
         self.counters.received.add(1);
         if matches!(sample.attachment, AttachmentStatus::Missing | AttachmentStatus::Malformed) {
             self.counters.bad_attachment.add(1);
+            return;
+        }
+        if sample.payload.len() as u64 > self.max_bytes {
+            self.counters.malformed.add(1);
+            let why = format!("a message of {} bytes, more than node.max_message_size ({} bytes)", sample.payload.len(), self.max_bytes);
+            *locked(&self.last_error) = Some(why);
             return;
         }
         self.stored.fetch_add(1, Ordering::AcqRel);
@@ -224,7 +234,12 @@ mod tests {
 
     #[test]
     fn latest_wins_and_losses_are_counted() {
-        let s = Slot::new("/scan", Arc::default());
+        let s = Slot::new("/scan", Arc::default(), 4);
+        // a message larger than the topic takes: dropped undecoded, counted, said why
+        s.put(Sample { payload: vec![0; 5], ..sample(AttachmentStatus::NotExpected, 0) });
+        assert_eq!(s.counters.malformed.get(), 1);
+        assert!(locked(&s.last_error).as_ref().unwrap().contains("5 bytes"));
+        assert!(locked(&s.latest).is_none());
         s.put(sample(AttachmentStatus::NotExpected, 1));
         s.put(sample(AttachmentStatus::NotExpected, 2));
         s.put(sample(AttachmentStatus::Missing, 3));
@@ -234,7 +249,7 @@ mod tests {
         assert!(!s.ready.load(Ordering::Acquire));
         assert_eq!(s.counters.replaced.get(), 1);
         assert_eq!(s.counters.bad_attachment.get(), 2);
-        assert_eq!(s.counters.lost(), 3);
+        assert_eq!(s.counters.lost(), 4);
         // two samples stored, one replaced: one is still to be encoded, and nothing encodes it
         assert!(!s.settle(&Wake::new(), Instant::now() + Duration::from_millis(20)));
     }
@@ -246,7 +261,7 @@ mod tests {
         let layout = Layout::from_genome(&genome);
         let config: EncoderConfig = serde_yaml::from_str("{kind: laser_scan, topic: scan, area: scan, max_range: 2.0}").unwrap();
         let encoder = Encoder::new(&config, &layout).unwrap();
-        let (slot, wake) = (Slot::new("/scan", Arc::default()), Wake::new());
+        let (slot, wake) = (Slot::new("/scan", Arc::default(), 1 << 20), Wake::new());
         let thread = slot
             .spawn_encoder(vec![encoder], "sensor_msgs/msg/LaserScan", (wake.clone(), None), false, Arc::new(Fatal::new(Arc::default())))
             .unwrap();

@@ -146,7 +146,7 @@ impl LiveTopics {
             let type_name = input_type(nc, &intake, &key)?;
             intake.check_type(&key, type_name)?;
             let spec = topic_spec(&key, nc, type_name, Qos::SENSOR)?;
-            let slot = Slot::new(&spec.name, intake.counters(&key).expect("the intake's topic"));
+            let slot = Slot::new(&spec.name, intake.counters(&key).expect("the intake's topic"), super::topic_max_bytes(nc, type_name));
             let trigger = (nc.mode == Mode::Reflex && !nc.use_sim_time && nc.reflex.triggered_by(&key))
                 .then(|| Trigger { wake: triggers.clone(), on_change: nc.reflex.on_change });
             let encoder =

@@ -67,6 +67,13 @@ impl Wake {
     }
 }
 
+/// How far `/clock` may run ahead of the next burst before the bursts restart from it instead of
+/// catching up back to back: 100 periods, or a simulated second where that is more (`ros2 bag
+/// play --clock` publishes 40 times a simulated second, 25 periods of a 1 kHz brain each).
+fn catch_up(period_ns: u64) -> u64 {
+    period_ns.saturating_mul(100).max(1_000_000_000)
+}
+
 /// The latest `/clock` time, fed by the transport's callback.
 #[derive(Default)]
 pub struct SimTime {
@@ -118,7 +125,7 @@ impl SimTime {
 pub enum Pace {
     Free,
     Wall(Grid),
-    Sim { time: Arc<SimTime>, period_ns: u64, next: Option<u64> },
+    Sim { time: Arc<SimTime>, period_ns: u64, next: Option<u64>, jumps: u64 },
     Reflex(Reflex),
     Bag(BagTime),
 }
@@ -226,7 +233,7 @@ impl Pace {
     }
 
     pub fn sim(rate_hz: f64, time: Arc<SimTime>) -> Pace {
-        Pace::Sim { time, period_ns: (1e9 / rate_hz).round().max(1.0) as u64, next: None }
+        Pace::Sim { time, period_ns: (1e9 / rate_hz).round().max(1.0) as u64, next: None, jumps: 0 }
     }
 
     /// The bursts at these bag times (non-empty), `speed` bag seconds per wall-clock second.
@@ -277,7 +284,7 @@ impl Pace {
                 b.last = t;
                 Some(t)
             }
-            Pace::Sim { time, period_ns, next } => loop {
+            Pace::Sim { time, period_ns, next, jumps } => loop {
                 if stop.load(Ordering::Relaxed) {
                     return None;
                 }
@@ -294,6 +301,20 @@ impl Pace {
                             t as f64 * 1e-9,
                             now as f64 * 1e-9
                         );
+                        *next = Some(now + *period_ns);
+                        return Some(now);
+                    }
+                    Some(t) if now.saturating_sub(t) > catch_up(*period_ns) => {
+                        // a jump forward: the grid restarts from the new time instead of running
+                        // every burst in between back to back (an hour at 100 Hz: 360,000)
+                        if *jumps == 0 {
+                            tracing::warn!(
+                                "/clock jumped from {:.3} s to {:.3} s: the bursts restart from there (further jumps are counted, not logged)",
+                                t as f64 * 1e-9,
+                                now as f64 * 1e-9
+                            );
+                        }
+                        *jumps += 1;
                         *next = Some(now + *period_ns);
                         return Some(now);
                     }
@@ -372,5 +393,13 @@ mod tests {
         time.set(1_000_000_000);
         assert_eq!(p.wait(0, &stop), Some(1_000_000_000));
         assert_eq!(p.missed(), 0);
+        // a jump of an hour: the grid restarts at the new time, not 360,000 bursts back to back
+        time.set(3_601_000_000_000);
+        assert_eq!(p.wait(0, &stop), Some(3_601_000_000_000));
+        time.set(3_601_015_000_000);
+        assert_eq!(p.wait(0, &stop), Some(3_601_010_000_000));
+        // a jump within a simulated second is caught up burst by burst
+        time.set(3_601_500_000_000);
+        assert_eq!(p.wait(0, &stop), Some(3_601_020_000_000));
     }
 }

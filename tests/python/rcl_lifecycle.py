@@ -25,6 +25,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy, qos_profile_
 ap = argparse.ArgumentParser()
 ap.add_argument("--node-name", default="/brain")
 ap.add_argument("--genome", required=True, help="the genome to set once the first configure failed")
+ap.add_argument("--outside", required=True, help="a file outside node.parameter_files_dir: genome and checkpoint.path set to it are refused")
 ap.add_argument("node", nargs=argparse.REMAINDER)
 args = ap.parse_args()
 node_cmd = args.node[1:] if args.node[:1] == ["--"] else args.node
@@ -166,6 +167,11 @@ try:
     check(state() == "unconfigured", f"starts {state()}")
     check(not change(Transition.TRANSITION_CONFIGURE), "configure with a missing genome succeeded")
     check(state() == "unconfigured", f"after a failed configure: {state()}")
+    # the parameters that name files, pointed outside node.parameter_files_dir: refused, with the reason
+    for key in ["checkpoint.path", "genome"]:
+        ok, why = set_param(key, args.outside)
+        check(not ok and "outside node.parameter_files_dir" in why, f"set {key} outside the files directory: {ok} {why}")
+    out["refused_file"] = why
     ok, why = set_param("genome", args.genome)
     check(ok, f"set genome: {why}")
     check(change(Transition.TRANSITION_CONFIGURE), "configure failed")
@@ -180,7 +186,7 @@ try:
     check(d[0].floating_point_range and d[0].floating_point_range[0].to_value == 100000.0, f"node.rate_hz range {d[0].floating_point_range}")
     check(not d[1].read_only, f"decoders.cmd_vel.linear_x.limit read-only: {d[1]}")
     v = call(GetParameters, "get_parameters", GetParameters.Request(names=["node.rate_hz", "genome"])).values
-    check(value(v[0]) == 50.0 and value(v[1]) == args.genome, f"get: {[value(x) for x in v]}")
+    check(value(v[0]) == 50.0 and value(v[1]) == os.path.realpath(args.genome), f"get: {[value(x) for x in v]}")
 
     feeding.set()
     time.sleep(0.5)

@@ -169,10 +169,11 @@ pub fn run(mut nc: node::NodeConfig, backend: BackendConfig, opts: Options) -> a
     let c = control.clone();
     let domain = nc.domain;
     let node = std::thread::Builder::new().name("burst".into()).spawn(move || -> anyhow::Result<node::Summary> {
-        let mut t = ZenohTransport::open(&zenoh, nc.domain, "/", &nc.name)?;
         let view = crate::view::ViewConfig::default();
         let (encoders, decoders) = (&topics.encoders, &topics.decoders);
         let setup = node::NodeSetup { node: &nc, encoders, decoders, backend: &backend, checkpoint: &checkpoint, view: &view };
+        let zenoh = ZenohConfig { max_message_size: node::max_message_size(&setup), ..zenoh };
+        let mut t = ZenohTransport::open(&zenoh, nc.domain, "/", &nc.name)?;
         let r = node::run(&genome, setup, false, &mut t, c.clone(), drive);
         c.request_stop();
         r

@@ -42,6 +42,9 @@ impl ZenohTransport {
     /// Open the session and, in the rmw format, declare the node's liveliness token.
     pub fn open(config: &ZenohConfig, domain: u32, namespace: &str, node: &str) -> Result<ZenohTransport, TransportError> {
         let session = ::zenoh::open(config.session_config()?).wait().map_err(zerr)?;
+        if config.max_message_size > 0 {
+            tracing::info!("zenoh: a message larger than {} bytes is dropped before it is reassembled", config.max_message_size);
+        }
         let identity =
             NodeIdentity { domain, zid: session.zid().to_string(), node_id: 0, namespace: namespace.to_string(), name: node.to_string() };
         let links = links::LinkWatch::start(session.clone(), config.connect.clone());

@@ -39,6 +39,11 @@ pub struct ZenohConfig {
     /// the file a robot passes to rmw_zenoh in ZENOH_SESSION_CONFIG_URI, which is read when this is
     /// not set). `mode`, `connect`, `listen` and multicast scouting apply on top of it.
     pub config_file: Option<std::path::PathBuf>,
+    /// The largest message (bytes) the session takes from a link; a larger one is dropped by
+    /// Zenoh before it is reassembled. 0: Zenoh's default. Not a key of the file: the node sets
+    /// it from `node.max_message_size` (or its topics), a shard from its share of the brain.
+    #[serde(skip)]
+    pub max_message_size: u64,
 }
 
 impl Default for ZenohConfig {
@@ -49,6 +54,7 @@ impl Default for ZenohConfig {
             listen: vec!["tcp/127.0.0.1:0".into()],
             format: KeyFormat::Rmw,
             config_file: None,
+            max_message_size: 0,
         }
     }
 }
@@ -81,6 +87,9 @@ impl ZenohConfig {
         // A peer listens only where told; a client never listens.
         let listen = if self.mode == ZenohMode::Client { vec![] } else { self.listen.clone() };
         set("listen/endpoints", serde_json::json!(listen))?;
+        if self.max_message_size > 0 {
+            set("transport/link/rx/max_message_size", self.max_message_size.into())?;
+        }
         Ok(c)
     }
 
