@@ -218,6 +218,8 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
         "bursts_run": report.bursts_run,
         "last_burst": report.last_burst,
         "malformed_messages": report.malformed,
+        "stray_messages": report.stray,
+        "forged_directives": report.forged,
         "timed_bursts": p.len(),
         "p50_us": percentile(&p, 0.5),
         "p99_us": percentile(&p, 0.99),

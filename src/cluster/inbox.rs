@@ -4,8 +4,16 @@
 //! or the timeout passes.
 //!
 //! Slots form a ring of [`RING`] bursts from `base` (the burst being gathered): a peer is at most
-//! one burst ahead (it needs this shard's spikes to go further), so a message beyond the ring
-//! means that this shard fell behind: the others have gone on without it.
+//! one burst ahead (it needs this shard's spikes to go further). A message beyond the ring, or
+//! older than a peer's resends, is counted and dropped (`stray`): it stops nothing by itself. Only
+//! when the peers' spikes do not come in time does a message far ahead say that this shard fell
+//! behind (the others went on without it: `ahead`), so a forged one cannot stop a shard.
+//!
+//! Trust: a message is taken only as its key's shard's (spikes inside that shard's neurons, input
+//! for this shard only from the io shard's keys) and a directive only as the io shard's (`from`,
+//! and a membership that holds the io shard and no shard beyond the cluster); Zenoh's access
+//! control (config/zenoh/cluster_mtls.json5: each shard its own certificate, allowed only its own
+//! keys) makes the key the sender's identity.
 
 use std::ops::Range;
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -15,6 +23,9 @@ use super::wire::{self, Directive, Keys, Topic};
 use crate::model::Injection;
 
 pub const RING: usize = 4;
+/// Bursts before `base` whose messages peers may still send (a shard resends its last two bursts'
+/// while it waits); an older one is stray.
+const RESENT: u64 = 2;
 /// Messages of a future epoch kept until the directive that opens it (a rejoining shard sees
 /// the old epoch's traffic first; those are dropped first).
 const PENDING_MAX: usize = 256;
@@ -63,6 +74,14 @@ pub struct Inbox {
     /// Messages that could not be decoded, and the first error.
     pub malformed: u64,
     pub first_error: Option<String>,
+    /// Well-formed messages of this epoch for a burst outside the window (beyond the ring, or
+    /// older than the peers' resends): dropped.
+    pub stray: u64,
+    /// Directives that cannot be the io shard's (another sender, a membership without the io
+    /// shard or with shards beyond the cluster): dropped.
+    pub forged: u64,
+    /// The io shard, the only one whose directives count.
+    io: usize,
 }
 
 /// The inbox and its condition variable.
@@ -72,7 +91,8 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(me: usize, ranges: Vec<Range<u32>>, keys: Keys) -> Shared {
+    /// The inbox of shard `me` of the shards owning `ranges`, `io` the io shard.
+    pub fn new(me: usize, io: usize, ranges: Vec<Range<u32>>, keys: Keys) -> Shared {
         let n = ranges.len();
         let slots = (0..RING).map(|_| Slot { spikes: vec![Vec::new(); n], ..Default::default() }).collect();
         let inbox = Inbox {
@@ -92,6 +112,9 @@ impl Shared {
             ahead: None,
             malformed: 0,
             first_error: None,
+            stray: 0,
+            forged: 0,
+            io,
         };
         Shared { inbox: Mutex::new(inbox), changed: Condvar::new() }
     }
@@ -129,7 +152,18 @@ impl Shared {
         let mut g = self.lock();
         match Directive::decode(key, bytes) {
             Ok(d) => {
-                if g.directive.is_none_or(|old| d.epoch > old.epoch) {
+                let (io, n) = (g.io, g.ranges.len());
+                let beyond = if n >= 64 { 0 } else { d.members >> n };
+                if d.from != io || d.members & (1 << io) == 0 || beyond != 0 {
+                    g.forged += 1;
+                    if g.forged <= 10 {
+                        tracing::warn!(
+                            "dropped a directive that is not the io shard's: from shard {}, members {} (the io shard is {io} of {n})",
+                            d.from,
+                            wire::list(d.members)
+                        );
+                    }
+                } else if g.directive.is_none_or(|old| d.epoch > old.epoch) {
                     g.directive = Some(d);
                 }
             }
@@ -223,7 +257,13 @@ impl Inbox {
             return Ok(());
         }
         if burst >= self.base + RING as u64 {
+            // evidence that this shard is behind, taken only if the peers fall silent
             self.ahead = Some((shard, burst));
+            self.stray += 1;
+            return Ok(());
+        }
+        if burst + RESENT < self.base {
+            self.stray += 1;
             return Ok(());
         }
         let (me, range) = (self.me, self.ranges[shard].clone());
@@ -314,6 +354,8 @@ impl Inbox {
         s.have = 0;
         s.has_input = false;
         self.base = burst + 1;
+        // the peers are with this shard: what claimed otherwise was not them
+        self.ahead = None;
     }
 }
 
@@ -332,7 +374,7 @@ mod tests {
 
     fn shared() -> (Shared, Keys) {
         let keys = Keys::new("t");
-        (Shared::new(1, vec![0..10, 10..20, 20..30], keys.clone()), keys)
+        (Shared::new(1, 0, vec![0..10, 10..20, 20..30], keys.clone()), keys)
     }
 
     #[test]
@@ -380,6 +422,38 @@ mod tests {
         let (k, b) = spikes(&keys, 2, 2, 310, &[24]);
         s.on_data(&k, &b);
         assert_eq!(s.lock().ahead, Some((2, 310)));
+        let g = s.lock();
+        assert_eq!((g.stray, g.malformed), (1, 0), "counted and dropped, not malformed");
+        drop(g);
+        // the peers' spikes come after all: the claim is forgotten
+        for shard in [0, 2] {
+            let (k, b) = spikes(&keys, shard, 2, 300, &[]);
+            s.on_data(&k, &b);
+        }
+        s.lock().take(300, 0b101, &mut vec![Vec::new(); 3], None);
+        assert_eq!(s.lock().ahead, None);
+        // a peer's resend of the last bursts is fine; a burst long past is stray
+        let (k, b) = spikes(&keys, 0, 2, 299, &[4]);
+        s.on_data(&k, &b);
+        assert_eq!(s.lock().stray, 1);
+        let (k, b) = spikes(&keys, 0, 2, 5, &[4]);
+        s.on_data(&k, &b);
+        assert_eq!(s.lock().stray, 2);
+    }
+
+    #[test]
+    fn only_the_io_shards_directives_count() {
+        let (s, _) = shared();
+        s.lock().rebase(1, 0);
+        let d = |from, members| Directive { from, epoch: 2, resume: 0, members, last: 0 }.encode();
+        s.on_control("c", &d(2, 0b110)); // another shard: not the io shard (0)
+        s.on_control("c", &d(0, 0b110)); // a membership without the io shard
+        s.on_control("c", &d(0, 0b1111)); // a shard beyond the cluster's three
+        let g = s.lock();
+        assert_eq!((g.forged, g.directive), (3, None));
+        drop(g);
+        s.on_control("c", &d(0, 0b101));
+        assert_eq!(s.lock().directive.map(|d| d.members), Some(0b101));
     }
 
     #[test]

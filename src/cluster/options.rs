@@ -66,6 +66,10 @@ pub struct Report {
     pub bursts_run: u64,
     pub last_burst: u64,
     pub malformed: u64,
+    /// Well-formed messages for bursts outside the window, dropped (see `inbox`).
+    pub stray: u64,
+    /// Directives that were not the io shard's, dropped.
+    pub forged: u64,
     /// Per timed burst: from the whole fired list of the last burst to that of this one (the
     /// burst period; at the io shard, the brain's burst latency), microseconds.
     pub period_us: Vec<f64>,

@@ -265,9 +265,6 @@ impl Shard {
                 }
                 return Gathered::Behind(format!("the io shard's directive of epoch {} leaves this shard out", d.epoch));
             }
-            if let Some((s, at)) = g.ahead {
-                return Gathered::Behind(format!("shard {s} is at burst {at} while this shard waits for burst {b}"));
-            }
             if self.is_io() {
                 let req = g.appeared & !members & g.alive;
                 if req != 0 {
@@ -299,6 +296,10 @@ impl Shard {
                 continue;
             }
             if now >= deadline {
+                // the peers fell silent: a message far ahead now says they went on without this one
+                if let Some((s, at)) = g.ahead {
+                    return Gathered::Behind(format!("shard {s} is at burst {at} while this shard waits for burst {b}"));
+                }
                 let shards = missing | if input_missing { io_bit } else { 0 };
                 let what = if missing != 0 { "spikes" } else { "input" };
                 return Gathered::Lost {

@@ -19,6 +19,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --version 0.13.2 --locked >&2
 fi
 fuzz build >&2
+bin=$root/tests/fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/release
 
 # Seeds: what the repository holds of each input kind.
 corpus=$root/target/fuzz-corpus
@@ -37,7 +38,9 @@ mkdir -p "$corpus/ros_messages" "$corpus/encoders" "$corpus/cluster_inbox" "$cor
 failed=()
 for t in "${targets[@]}"; do
   log=$root/target/fuzz-$t.log
-  if fuzz run "$t" "$corpus/$t" -- -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+  mkdir -p "tests/fuzz/artifacts/$t"
+  if "$bin/$t" "$corpus/$t" -artifact_prefix="tests/fuzz/artifacts/$t/" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+    -print_final_stats=1 >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo "?")
     echo "tests/fuzz/run.sh: $t: $runs executions in ${seconds} s, $cov coverage points, no crash"

@@ -84,7 +84,7 @@ pub fn encoders(data: &[u8]) {
 /// message's own first bytes, directives, member tokens).
 pub fn cluster_inbox(data: &[u8]) {
     let keys = Keys::new("f");
-    let inbox = Shared::new(1, vec![0..10, 10..20, 20..30], keys.clone());
+    let inbox = Shared::new(1, 0, vec![0..10, 10..20, 20..30], keys.clone());
     inbox.lock().rebase(1, 0);
     let mut rest = data;
     let mut key = String::new();

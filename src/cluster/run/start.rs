@@ -81,7 +81,7 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         tracing::info!("io shard: {}", io_side.describe());
     }
     let keys = Keys::new(&c.name);
-    let shared = Arc::new(Shared::new(me, ranges.clone(), keys.clone()));
+    let shared = Arc::new(Shared::new(me, c.io_shard, ranges.clone(), keys.clone()));
     let session = ::zenoh::open(session_config(c, me)?).wait().map_err(zerr("opening the session"))?;
     tracing::info!("zenoh peer {} listening on {}, connecting to the other {} shard(s)", session.zid(), c.endpoints[me], n - 1);
 
@@ -128,6 +128,8 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         bursts_run: 0,
         last_burst: 0,
         malformed: 0,
+        stray: 0,
+        forged: 0,
         period_us: vec![],
         compute_us: vec![],
         wait_us: vec![],
@@ -184,7 +186,10 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
     }
     shard.report.outcome = outcome?;
     shard.report.io = io_summary.transpose()?.unwrap_or_default();
-    shard.report.malformed = shard.shared.lock().malformed;
+    {
+        let g = shard.shared.lock();
+        (shard.report.malformed, shard.report.stray, shard.report.forged) = (g.malformed, g.stray, g.forged);
+    }
     Ok(shard.report)
 }
 
