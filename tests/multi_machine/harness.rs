@@ -55,6 +55,8 @@ pub struct Cluster {
     pub starts: usize,
     /// RUST_LOG of the shards (NEUROBURST_TEST_LOG, else info with Zenoh's warnings).
     pub log: String,
+    /// The brain's name is `w<tag>`.
+    pub tag: String,
 }
 
 impl Cluster {
@@ -88,7 +90,30 @@ impl Cluster {
         }
         std::fs::write(&config, serde_yaml::to_string(&merged).unwrap()).unwrap();
         let log = std::env::var("NEUROBURST_TEST_LOG").unwrap_or_else(|_| "info,zenoh=warn".into());
-        Cluster { procs: (0..SHARDS).map(|_| None).collect(), hosts, dir, config, starts: 0, log }
+        Cluster { procs: (0..SHARDS).map(|_| None).collect(), hosts, dir, config, starts: 0, log, tag: tag.to_string() }
+    }
+
+    /// The cluster's endpoints (`cluster.endpoints` of its configuration).
+    pub fn endpoints(&self) -> Vec<String> {
+        let yaml: serde_yaml::Mapping = serde_yaml::from_str(&std::fs::read_to_string(&self.config).unwrap()).unwrap();
+        yaml["cluster"]["endpoints"].as_sequence().unwrap().iter().map(|e| e.as_str().unwrap().to_string()).collect()
+    }
+
+    /// The endpoints as QUIC ones (TLS 1.3) on the same addresses and ports.
+    pub fn use_quic(&mut self) {
+        let mut yaml: serde_yaml::Mapping = serde_yaml::from_str(&std::fs::read_to_string(&self.config).unwrap()).unwrap();
+        let eps: Vec<String> = self.endpoints().iter().map(|e| e.replacen("tcp/", "quic/", 1)).collect();
+        yaml.get_mut("cluster").and_then(|v| v.as_mapping_mut()).unwrap().insert("endpoints".into(), serde_yaml::to_value(&eps).unwrap());
+        std::fs::write(&self.config, serde_yaml::to_string(&yaml).unwrap()).unwrap();
+    }
+
+    /// Shard `k` of W recording to record 0, with `extra` arguments.
+    pub fn spawn_run(&mut self, k: usize, extra: &[String]) {
+        let (record, bursts) = (self.record(0), BURSTS.to_string());
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["--workload".into(), WORKLOAD.into(), "--bursts".into(), bursts.into(), "--record".into(), record.into()];
+        args.extend(extra.iter().map(Into::into));
+        self.spawn_with(k, &args, false);
     }
 
     pub fn record(&self, run: usize) -> PathBuf {

@@ -1,105 +1,156 @@
-//! The shards of one brain over mutual TLS with access control (config/zenoh/cluster_mtls.json5
-//! with the test's certificates: a cluster CA, one "shard" certificate for every host's address),
-//! while a rogue with a certificate of the same CA but not a member's (tests/python/rogue_shard.py)
-//! connects to a shard and publishes garbage and forged spikes on the brain's keys: none of them
-//! reaches a shard, and the fired sets equal one process's.
+//! Shards that trust only their peers.
+//!
+//! - Over mutual TLS with access control (config/zenoh/cluster_mtls.json5 as shipped, with the
+//!   test's certificates: a cluster CA, each shard its own certificate "shard-K"): two rogues
+//!   connect to shard 1 and publish well-formed forgeries and garbage on the brain's keys
+//!   (tests/python/rogue_shard.py --mode all): one with a certificate of the same CA but no
+//!   member's ("rogue"), one with shard 2's certificate publishing as shard 1 and as the io
+//!   shard. None of it reaches a shard (nothing counted malformed, stray or forged), and the fired
+//!   sets of 1,000 bursts equal one process's.
+//! - Over plain TCP without access control, a rogue publishes what the shards themselves must
+//!   refuse (--mode app): spikes of a shard that is not in the cluster, directives that are not
+//!   the io shard's, bursts far ahead and far behind. Every shard counts them and drops them, none
+//!   stops, and the fired sets equal one process's.
 
 use super::common::certs::Ca;
 use super::common::{repo, venv, PY_PACKAGES};
 use super::harness::*;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-#[test]
-fn three_hosts_over_mutual_tls_fire_as_one_process_and_a_rogue_changes_nothing() {
-    let hosts = hosts("t");
-    let names: Vec<String> = (0..SHARDS).map(|i| hosts.addr(i).to_string()).collect();
-    let mut c = Cluster::with(hosts, "t", None, "");
-    let d = c.dir.path().to_path_buf();
-    let ca = Ca::new("cluster CA");
-    let ca_pem = ca.write(&d.join("cluster-ca.pem"));
-    let mut sans: Vec<&str> = names.iter().map(String::as_str).collect();
-    sans.push("127.0.0.1");
-    let (cert, key) = ca.issue(&d, "shard", &sans);
-    let (rcert, rkey) = ca.issue(&d, "rogue", &sans);
-    let shipped = std::fs::read_to_string(repo().join("config/zenoh/cluster_mtls.json5")).unwrap();
-    let zconf = d.join("cluster_mtls.json5");
-    std::fs::write(
-        &zconf,
-        shipped
-            .replace("/etc/neuroburst/cluster-ca.pem", &ca_pem.display().to_string())
-            .replace("/etc/neuroburst/shard.pem", &cert.display().to_string())
-            .replace("/etc/neuroburst/shard-key.pem", &key.display().to_string()),
-    )
-    .unwrap();
-    // the cluster's endpoints as TLS ones, and the Zenoh configuration
-    let mut yaml: serde_yaml::Mapping = serde_yaml::from_str(&std::fs::read_to_string(&c.config).unwrap()).unwrap();
-    let cluster = yaml.get_mut("cluster").and_then(|v| v.as_mapping_mut()).unwrap();
-    let eps: Vec<String> =
-        cluster["endpoints"].as_sequence().unwrap().iter().map(|e| e.as_str().unwrap().replacen("tcp/", "quic/", 1)).collect();
-    cluster.insert("endpoints".into(), serde_yaml::to_value(&eps).unwrap());
-    cluster.insert("zenoh_config_file".into(), zconf.display().to_string().into());
-    std::fs::write(&c.config, serde_yaml::to_string(&yaml).unwrap()).unwrap();
-    let rogue_conf = d.join("rogue.json5");
-    std::fs::write(
-        &rogue_conf,
-        format!(
-            r#"{{ transport: {{ link: {{ tls: {{ root_ca_certificate: "{}", enable_mtls: true, verify_name_on_connect: true, connect_certificate: "{}", connect_private_key: "{}" }} }} }} }}"#,
-            ca_pem.display(),
-            rcert.display(),
-            rkey.display()
-        ),
-    )
-    .unwrap();
-
-    // Zenoh's access control says, once per link, when a peer matches no member
-    c.log = format!("{},zenoh::net::routing::interceptor::access_control=info", c.log);
-    // Shards 1 and 2 first: they listen and wait for the io shard, so the rogue is connected and
-    // publishing before the brain's first burst, however slowly it starts on a loaded machine.
-    for k in 1..SHARDS {
-        c.spawn(k, false, 0);
-    }
+/// A rogue connected to `endpoint` (from host 0), publishing in `mode` for 15 s; its first line
+/// (connected or not) is read before this returns.
+fn rogue(c: &Cluster, endpoint: &str, mode: &str, config: Option<&Path>) -> (std::process::Child, Receiver<String>) {
     let python = venv("pyenv", PY_PACKAGES);
-    c.time_to(1, "listening on", std::time::Instant::now(), Duration::from_secs(120));
-    let mut rogue = c
-        .hosts
-        .command(0, &python)
-        .arg(repo().join("tests/python/rogue_shard.py"))
-        .args(["--connect", &eps[1], "--name", "wt", "--seconds", "15"])
-        .arg("--config")
-        .arg(&rogue_conf)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = c.hosts.command(0, &python);
+    cmd.arg(repo().join("tests/python/rogue_shard.py"))
+        .args(["--connect", endpoint, "--name", &format!("w{}", c.tag), "--seconds", "15", "--mode", mode])
+        .stdout(std::process::Stdio::piped());
+    if let Some(config) = config {
+        cmd.arg("--config").arg(config);
+    }
+    let mut child = cmd.spawn().unwrap();
     let (tx, said) = std::sync::mpsc::channel();
-    let out = rogue.stdout.take().unwrap();
+    let out = child.stdout.take().unwrap();
     std::thread::spawn(move || {
         use std::io::BufRead;
         for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
             let _ = tx.send(line);
         }
     });
-    // the rogue's QUIC connect times out after 30 s: its first line comes by then
+    // a QUIC connect times out after 30 s: its first line comes by then
     let first = said.recv_timeout(Duration::from_secs(45)).unwrap_or_else(|e| format!("(nothing: {e})"));
-    println!("rogue: {first}");
+    println!("rogue ({mode}, {}): {first}", config.map_or("plain".into(), |p| p.display().to_string()));
     assert!(first.contains("\"connected\": true"), "the rogue did not connect: the test would prove nothing\n{first}\n{}", c.logs());
-    c.spawn(0, false, 0);
+    (child, said)
+}
+
+/// The rogue's last line, once it is done; it must have sent something.
+fn finished(mut child: std::process::Child, said: Receiver<String>) -> String {
+    let last = said.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    let _ = child.wait();
+    assert!(last.contains("\"done\": true") && !last.contains("\"sent\": 0"), "the rogue sent nothing: {last}");
+    last
+}
+
+/// Each shard's count of `field` in its summary line.
+fn counts(logs: &str, field: &str) -> Vec<u64> {
+    logs.split(&format!("\"{field}\":")).skip(1).map(|t| t.split([',', '}']).next().unwrap_or("").trim().parse().unwrap()).collect()
+}
+
+/// Run shards 1 and 2, then `rogues` against shard 1, then the io shard; all must finish and fire
+/// as one process.
+fn run_with_rogues(c: &mut Cluster, args: &dyn Fn(usize) -> Vec<String>, rogues: &[(&str, Option<PathBuf>)]) -> String {
+    // Shards 1 and 2 first: they listen and wait for the io shard, so the rogues are connected and
+    // publishing before the brain's first burst, however slowly it starts on a loaded machine.
+    for k in 1..SHARDS {
+        c.spawn_run(k, &args(k));
+    }
+    c.time_to(1, "listening on", std::time::Instant::now(), Duration::from_secs(120));
+    let endpoint = c.endpoints()[1].clone();
+    let started: Vec<_> = rogues.iter().map(|(mode, config)| rogue(c, &endpoint, mode, config.as_deref())).collect();
+    c.spawn_run(0, &args(0));
     for k in 0..SHARDS {
         let s = c.wait(k, Duration::from_secs(240));
         assert!(s.success(), "shard {k}: {s}\n{}", c.logs());
     }
-    let lines = read_record(&c.record(0));
-    assert_matches_reference(&lines, &c.logs());
-    let last = said.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
-    let _ = rogue.wait();
-    assert!(last.contains("\"done\": true") && !last.contains("\"sent\": 0"), "the rogue sent nothing: {last}");
-    // Without the access control the same rogue's messages reach the shards: each counts 87
-    // malformed messages and logs "dropped a malformed directive" (measured once with
-    // `enabled: false`). With it, none arrives.
-    let logs = c.logs();
-    assert!(!logs.contains("malformed directive"), "a rogue message reached a shard:\n{logs}");
-    // the rogue's link (to shard 1) is logged once: it matches no member, so nothing it sends passes
+    assert_matches_reference(&read_record(&c.record(0)), &c.logs());
+    for (child, said) in started {
+        println!("rogue: {}", finished(child, said));
+    }
+    c.logs()
+}
+
+#[test]
+fn shards_over_mutual_tls_each_its_own_identity_and_rogues_change_nothing() {
+    let mut c = Cluster::with(hosts("t"), "t", None, "");
+    c.use_quic();
+    let names: Vec<String> = (0..SHARDS).map(|i| c.hosts.addr(i).to_string()).collect();
+    let d = c.dir.path().to_path_buf();
+    let ca = Ca::new("cluster CA");
+    let ca_pem = ca.write(&d.join("cluster-ca.pem"));
+    let mut sans: Vec<&str> = names.iter().map(String::as_str).collect();
+    sans.push("127.0.0.1");
+    let shipped = std::fs::read_to_string(repo().join("config/zenoh/cluster_mtls.json5")).unwrap();
+    // each shard's own certificate, in its own copy of the shipped file
+    let mut configs = Vec::new();
+    for k in 0..SHARDS {
+        let (cert, key) = ca.issue(&d, &format!("shard-{k}"), &sans);
+        let file = d.join(format!("cluster_mtls-{k}.json5"));
+        std::fs::write(
+            &file,
+            shipped
+                .replace("/etc/neuroburst/cluster-ca.pem", &ca_pem.display().to_string())
+                .replace("/etc/neuroburst/shard.pem", &cert.display().to_string())
+                .replace("/etc/neuroburst/shard-key.pem", &key.display().to_string()),
+        )
+        .unwrap();
+        configs.push(file);
+    }
+    let client = |cn: &str| {
+        let (cert, key) =
+            if cn == "rogue" { ca.issue(&d, cn, &sans) } else { (d.join(format!("{cn}.pem")), d.join(format!("{cn}-key.pem"))) };
+        let file = d.join(format!("{cn}-client.json5"));
+        std::fs::write(
+            &file,
+            format!(
+                r#"{{ transport: {{ link: {{ tls: {{ root_ca_certificate: "{}", enable_mtls: true, verify_name_on_connect: true, connect_certificate: "{}", connect_private_key: "{}" }} }} }} }}"#,
+                ca_pem.display(),
+                cert.display(),
+                key.display()
+            ),
+        )
+        .unwrap();
+        file
+    };
+    let rogues = [("all", Some(client("rogue"))), ("all", Some(client("shard-2")))];
+    // Zenoh's access control says, once per link, when a peer matches no member
+    c.log = format!("{},zenoh::net::routing::interceptor::access_control=info", c.log);
+    let args = |k: usize| vec!["--set".to_string(), format!("cluster.zenoh_config_file={}", configs[k].display())];
+    let logs = run_with_rogues(&mut c, &args, &rogues);
+    // Without the access control these messages reach the shards (the plain test below counts
+    // them); with it, none arrives: nothing is counted, nothing logged.
+    assert!(!logs.contains("malformed directive") && !logs.contains("not the io shard's"), "a rogue message reached a shard:\n{logs}");
+    for field in ["malformed_messages", "stray_messages", "forged_directives"] {
+        let n = counts(&logs, field);
+        assert!(n.len() == SHARDS && n.iter().all(|&x| x == 0), "the shards counted {field} {n:?}:\n{logs}");
+    }
+    // the rogue without a member's certificate is logged once by shard 1: it matches no subject
     let refused = c.proc(1).log().matches("did not match any configured ACL subject").count();
-    assert_eq!(refused, 1, "shard 1 should log the rogue's link once:\n{logs}");
-    let counted: Vec<&str> = logs.split("\"malformed_messages\":").skip(1).map(|t| t.split(',').next().unwrap_or("")).collect();
-    assert!(counted.iter().all(|n| *n == "0"), "the shards counted malformed messages {counted:?}:\n{logs}");
+    assert_eq!(refused, 1, "shard 1 should log the non-member's link once:\n{logs}");
+}
+
+#[test]
+fn forged_well_formed_messages_are_counted_and_dropped_without_access_control() {
+    let mut c = Cluster::with(hosts("f"), "f", None, "");
+    let logs = run_with_rogues(&mut c, &|_| vec![], &[("app", None)]);
+    // every shard saw the forgeries (spikes and directives reach all), counted them, went on
+    let (forged, stray, malformed) =
+        (counts(&logs, "forged_directives"), counts(&logs, "stray_messages"), counts(&logs, "malformed_messages"));
+    println!("forged directives {forged:?}, stray {stray:?}, malformed {malformed:?}");
+    assert!(forged.len() == SHARDS && forged.iter().all(|&x| x > 0), "directives not the io shard's, uncounted: {forged:?}\n{logs}");
+    assert!(stray.iter().all(|&x| x > 0), "bursts far ahead and behind, uncounted: {stray:?}\n{logs}");
+    assert!(malformed.iter().all(|&x| x > 0), "spikes of a shard beyond the cluster, uncounted: {malformed:?}\n{logs}");
+    assert!(!logs.contains("left behind"), "a forged burst far ahead stopped a shard:\n{logs}");
 }
