@@ -59,6 +59,8 @@ fn the_avoider_drives_the_simulated_robot_without_a_collision_in_two_worlds() {
         assert!(log.contains("stopped after 6000 bursts"), "{world}: 50 bursts per simulated second:\n{log}");
         // lock-stepped: every burst took the scan published before its clock, none was replaced
         assert!(log.contains(" 0 dropped messages"), "{world}: a scan missed its burst:\n{log}");
+        // the bridge dialled the node and said goodbye: no link of the node's was lost
+        assert!(log.contains(" 0 link losses"), "{world}: a peer's goodbye counted as a link loss:\n{log}");
     }
 }
 

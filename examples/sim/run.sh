@@ -42,7 +42,8 @@ fi
 if [ ${#view[@]} -gt 0 ]; then bridge+=(--pace 1); fi
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 work=$(mktemp -d)
-trap 'kill -INT $node 2>/dev/null; wait $node 2>/dev/null; rm -rf "$work"' EXIT
+# (errexit holds inside the trap too: a node that has ended must not make it fail)
+trap 'kill -INT $node 2>/dev/null || true; wait $node 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$work" && exec "$root/target/release/neuroburst" node --genome "$genome" --config "$config" \
   --set "zenoh.listen=[tcp/127.0.0.1:$port]" --set checkpoint.on_shutdown=false \
   --set "backend.kind=${NEUROBURST_BACKEND:-cpu}" "${view[@]}" >node.log 2>&1) &
@@ -57,9 +58,14 @@ if [ ${#view[@]} -gt 0 ]; then
     "layout examples/sim/foxglove-layout.json); the robot starts in 5 s" >&2
   sleep 5
 fi
-"$venv/bin/python" "$here/bridge.py" --connect "tcp/127.0.0.1:$port" --wait 5 "${bridge[@]}" "${pass[@]}" >"$work/report.json"
+if ! "$venv/bin/python" "$here/bridge.py" --connect "tcp/127.0.0.1:$port" --wait 5 "${bridge[@]}" "${pass[@]}" >"$work/report.json"; then
+  echo "run.sh: the simulation failed (bridge.py, above); the node's log:" >&2
+  tail -20 "$work/node.log" >&2
+  exit 1
+fi
 kill -INT $node
-wait $node || true
+status=0
+wait $node || status=$?
 "$venv/bin/python" - "$work/report.json" <<'PY'
 import json, sys
 r = json.loads(open(sys.argv[1]).read().splitlines()[-1])
@@ -71,4 +77,10 @@ for t in r.get("trials", []):
 if r.get("trials") and not r["camera"]:
     print("  (no camera: MuJoCo found no offscreen OpenGL here; Debian: libegl1 libegl-mesa0 libgl1-mesa-dri)")
 PY
-grep -E "stopped after" "$work/node.log" | sed 's/^.*INFO[^ ]* /node: /'
+grep -E "stopped after" "$work/node.log" | sed 's/^.*INFO[^ ]* /node: /' || true
+# the run succeeded when the node stopped cleanly on SIGINT and the bridge's report came back
+if [ $status -ne 0 ]; then
+  echo "run.sh: the node exited with status $status (its log follows)" >&2
+  cat "$work/node.log" >&2
+  exit $status
+fi

@@ -1,7 +1,8 @@
 //! Watches the session's links: a thread polls the routers and peers it is connected to, counts
-//! every loss of all of them (the robot's router stopped, the network went away) and logs each
-//! loss and each reconnection once. Zenoh reconnects by itself (`connect/timeout_ms = -1`); the
-//! node keeps bursting meanwhile.
+//! every loss of the links the node dialled (its `connect` endpoints: the robot's router stopped,
+//! the network went away) and logs each loss and each reconnection once. Zenoh reconnects by
+//! itself (`connect/timeout_ms = -1`); the node keeps bursting meanwhile. A peer that dialled the
+//! node and leaves (a simulator's bridge saying goodbye) is no loss: nothing is reconnected.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -49,6 +50,23 @@ impl Drop for LinkWatch {
     }
 }
 
+/// `(protocol, port)` of an endpoint or a locator (`tcp/10.0.0.1:7447#iface=eth0` -> `(tcp, 7447)`).
+fn protocol_port(s: &str) -> Option<(&str, &str)> {
+    let (protocol, rest) = s.split_once('/')?;
+    let address = rest.split(['#', '?']).next()?;
+    Some((protocol, address.rsplit_once(':')?.1))
+}
+
+/// Whether the session holds a link it dialled: one whose far end is a `connect` endpoint (an
+/// incoming link's far end is the other side's ephemeral port).
+fn dialled(session: &Session, connect: &[String]) -> bool {
+    let ours: Vec<(&str, &str)> = connect.iter().filter_map(|e| protocol_port(e)).collect();
+    session.info().links().wait().any(|l| {
+        let dst = l.dst().to_string();
+        protocol_port(&dst).is_some_and(|pp| ours.contains(&pp))
+    })
+}
+
 fn watch(session: &Session, connect: &[String], shared: &Shared) {
     let start = Instant::now();
     let mut up = false;
@@ -59,7 +77,7 @@ fn watch(session: &Session, connect: &[String], shared: &Shared) {
         let routers = session.info().routers_zid().wait().count();
         let peers = session.info().peers_zid().wait().count();
         let now = Instant::now();
-        match (up, routers + peers > 0) {
+        match (up, routers + peers > 0 && dialled(session, connect)) {
             (false, true) => {
                 match down_since.take() {
                     Some(t) => tracing::info!(
@@ -72,12 +90,15 @@ fn watch(session: &Session, connect: &[String], shared: &Shared) {
             }
             (true, false) => {
                 let n = shared.losses.fetch_add(1, Ordering::Relaxed) + 1;
-                tracing::warn!("zenoh: lost every router and peer link (loss {n}); reconnecting to {connect:?}, bursting on");
+                tracing::warn!("zenoh: lost every link to {connect:?} (loss {n}); reconnecting, bursting on");
                 down_since = Some(now);
                 up = false;
             }
-            (false, false) if !warned && down_since.is_none() && now - start > PATIENCE => {
-                tracing::warn!("zenoh: no router or peer after {} s; still trying {connect:?}", PATIENCE.as_secs());
+            (false, false) if !warned && down_since.is_none() && now - start > PATIENCE && !connect.is_empty() => {
+                tracing::warn!(
+                    "zenoh: no link to {connect:?} after {} s ({routers} routers, {peers} peers); still trying",
+                    PATIENCE.as_secs()
+                );
                 warned = true;
             }
             _ => {}
@@ -86,5 +107,17 @@ fn watch(session: &Session, connect: &[String], shared: &Shared) {
             break;
         }
         std::thread::sleep(POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn endpoints_and_locators_compare_by_protocol_and_port() {
+        let pp = super::protocol_port;
+        assert_eq!(pp("tcp/127.0.0.1:7447"), Some(("tcp", "7447")));
+        assert_eq!(pp("tcp/[::1]:7447#iface=lo"), Some(("tcp", "7447")));
+        assert_eq!(pp("quic/robot.local:7600"), Some(("quic", "7600")));
+        assert_eq!(pp("tcp/localhost"), None);
     }
 }
