@@ -24,6 +24,18 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// Why W(N, K, rho) is not a brain to build, if it is not: N at least 1, rho within 0..1, and
+    /// the genome's own rules (K at most a random fan-out's limit, N at most a brain's neurons).
+    pub fn check(&self) -> Result<(), String> {
+        if self.neurons < 1 {
+            return Err("N (neurons) must be at least 1".into());
+        }
+        if !(self.rate.is_finite() && (0.0..=1.0).contains(&self.rate)) {
+            return Err(format!("rho (rate) {} must be within 0..1", self.rate));
+        }
+        self.genome().validate().map_err(|e| e.to_string())
+    }
+
     /// `20 × K × rho`: the steady recurrent input settles near half of it.
     pub fn threshold(&self) -> f64 {
         20.0 * self.fanout as f64 * self.rate

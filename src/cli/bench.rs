@@ -75,10 +75,12 @@ pub struct BenchArgs {
 }
 
 pub fn main(a: BenchArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(a.neurons >= 1, "--neurons must be at least 1");
-    anyhow::ensure!(a.rate.is_finite() && (0.0..=1.0).contains(&a.rate), "--rate {} must be within 0..1", a.rate);
+    let w = Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rate, seed: a.seed };
+    w.check().map_err(|e| anyhow::anyhow!("--neurons {} --fanout {} --rate {}: {e}", a.neurons, a.fanout, a.rate))?;
     anyhow::ensure!(a.bursts >= 1, "--bursts must be at least 1");
-    anyhow::ensure!(a.hz.is_finite() && a.hz >= 0.0, "--hz {} must be a rate >= 0 (0: back to back)", a.hz);
+    if a.hz != 0.0 {
+        crate::time::check_rate(a.hz, "--hz (0: back to back)").map_err(anyhow::Error::msg)?;
+    }
     let mut config = a.runtime.config()?;
     if let Some(addr) = &a.view {
         crate::view::parse_addr(addr)?;
@@ -90,7 +92,6 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         config.backend.connectome = crate::connectome::storage::Storage::Procedural;
     }
     super::init(&config);
-    let w = Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rate, seed: a.seed };
     let learning = Learning { window: a.plastic, associative: a.associative };
     let mut genome: Genome = w.learning_genome(&learning);
     genome.mappings.iter_mut().for_each(|m| m.attractivity = a.attractivity);

@@ -100,8 +100,10 @@ pub fn link_main(a: BenchLinkArgs) -> anyhow::Result<()> {
 }
 
 pub fn main(a: BenchClusterArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(a.neurons >= 1 && a.bursts >= 1, "--neurons and --bursts must be at least 1");
-    anyhow::ensure!(a.rate.is_finite() && (0.0..=1.0).contains(&a.rate), "--rate {} must be within 0..1", a.rate);
+    anyhow::ensure!(a.bursts >= 1, "--bursts must be at least 1");
+    Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rate, seed: a.seed }
+        .check()
+        .map_err(|e| anyhow::anyhow!("--neurons {} --fanout {} --rate {}: {e}", a.neurons, a.fanout, a.rate))?;
     anyhow::ensure!(a.shards.iter().all(|&s| (1..=64).contains(&s)), "--shards: counts between 1 and 64");
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter("warn").try_init();
     let w = Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rate, seed: a.seed };

@@ -108,16 +108,20 @@ pub fn main(a: BenchLoopArgs) -> anyhow::Result<()> {
     for (name, v) in
         [("--duration", a.duration), ("--warmup", a.warmup), ("--image-hz", a.image_hz), ("--scan-hz", a.scan_hz), ("--imu-hz", a.imu_hz)]
     {
-        if !(v.is_finite() && v >= 0.0) || (name.ends_with("hz") && v == 0.0) {
+        let ok =
+            if name.ends_with("hz") { crate::time::rate_ok(v) } else { v.is_finite() && (0.0..=crate::time::MAX_SECONDS).contains(&v) };
+        if !ok {
             anyhow::bail!("{name} {v}: not a usable value");
         }
     }
+    crate::time::check_rate(config.node.rate_hz, "--rate").map_err(anyhow::Error::msg)?;
     let brain = match &a.genome {
         Some(path) => BrainSpec::Genome(Genome::load(path)?),
-        None => BrainSpec::Workload(
-            Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rho, seed: 1 },
-            Learning { window: a.plastic, associative: 0 },
-        ),
+        None => {
+            let w = Workload { neurons: a.neurons, fanout: a.fanout, rate: a.rho, seed: 1 };
+            w.check().map_err(|e| anyhow::anyhow!("--neurons {} --fanout {} --rho {}: {e}", a.neurons, a.fanout, a.rho))?;
+            BrainSpec::Workload(w, Learning { window: a.plastic, associative: 0 })
+        }
     };
     let opts = Options {
         brain,

@@ -85,8 +85,7 @@ pub fn parse_workload(s: &str) -> anyhow::Result<Workload> {
         rate: f[2].parse().map_err(|_| bad())?,
         seed: f.get(3).map_or(Ok(1), |x| x.parse()).map_err(|_| bad())?,
     };
-    anyhow::ensure!(w.neurons >= 1, "--workload {s:?}: N must be at least 1");
-    anyhow::ensure!(w.rate.is_finite() && (0.0..=1.0).contains(&w.rate), "--workload {s:?}: RHO must be within 0..1");
+    w.check().map_err(|e| anyhow::anyhow!("--workload {s:?}: {e}"))?;
     Ok(w)
 }
 

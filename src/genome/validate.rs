@@ -10,6 +10,8 @@ const MAX_NEURONS: u64 = u32::MAX as u64 - 1;
 /// coordinate, a tile pattern's count): more than any area is wide, and small enough that a
 /// vector times a mapping's scalar plus a coordinate never overflows.
 const MAX_OFFSET: i64 = i32::MAX as i64;
+/// The most synapses a random fan-out gives each neuron.
+const MAX_FANOUT: u32 = 1_000_000;
 
 fn check(ok: bool, location: &str, field: &str, message: impl FnOnce() -> String) -> Result<(), GenomeError> {
     if ok {
@@ -95,7 +97,9 @@ pub(super) fn validate(g: &Genome) -> Result<(), GenomeError> {
             }
             Morphology::Random(r) => match (r.probability, r.fanout) {
                 (Some(p), None) => finite_in(p, 0.0, 1.0, &loc, "random.probability")?,
-                (None, Some(_)) => {}
+                (None, Some(f)) => check(f <= MAX_FANOUT, &loc, "random.fanout", || {
+                    format!("{f} synapses a neuron is more than {MAX_FANOUT} (a fired neuron's synapses are drawn every burst)")
+                })?,
                 _ => return Err(GenomeError::invalid(loc, "random", "give exactly one of `probability` and `fanout`")),
             },
             Morphology::Tile(t) => {

@@ -15,8 +15,11 @@ use neuroburst::genome::Genome;
 use neuroburst::model::Layout;
 use neuroburst::ros::registry;
 
+/// A target: its name and its body.
+pub type Target = (&'static str, fn(&[u8]));
+
 /// Every target by name, as `tests/fuzz/run.sh` and the regression test know them.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[Target] = &[
     ("ros_messages", ros_messages),
     ("encoders", encoders),
     ("cluster_inbox", cluster_inbox),
@@ -104,7 +107,7 @@ pub fn cluster_inbox(data: &[u8]) {
                 inbox.on_data(&key, msg);
             }
             2 => inbox.on_control(&keys.control(), msg),
-            3 => inbox.on_token(&String::from_utf8_lossy(msg), burst % 2 == 0),
+            3 => inbox.on_token(&String::from_utf8_lossy(msg), burst.is_multiple_of(2)),
             4 => inbox.on_data(&String::from_utf8_lossy(msg), msg),
             _ => {
                 // the burst thread takes what is complete, as a shard does
