@@ -94,6 +94,13 @@ if [ $# -eq 0 ] || [[ "$*" == *ros2_* ]]; then
   NEUROBURST_ROS2_ENV=$kilted cargo test --profile ci --test integration -- ros2_rcl:: ros2_bridge:: 2>&1 | tee "$log.kilted"
   phase "ROS 2 tests run on Kilted"
 fi
+# The coverage-guided fuzzers (tests/fuzz/run.sh: each target for FUZZ_SECONDS, 45 by default),
+# unless the arguments chose other tests; a crash fails the run and leaves its input in
+# tests/fuzz/regressions/.
+if [ $# -eq 0 ] || [[ "$*" == *fuzz* ]]; then
+  tests/fuzz/run.sh
+  phase "fuzz targets run"
+fi
 # How many tests ran on the real ROS 2 (a skip says so above; CI makes it a failure).
 for t in ros2_rcl ros2_bridge; do
   for d in jazzy kilted; do
