@@ -348,7 +348,10 @@ mod tests {
         assert_eq!((w.neurons, w.fanout, w.rate, w.seed), (20000, 50, 0.01, 1));
         assert_eq!(parse_workload("10, 5, 0.5, 9").unwrap().seed, 9);
         assert!(parse_workload("10,5").unwrap_err().to_string().contains("--workload"));
-        assert!(parse_workload("10,5,2").unwrap_err().to_string().contains("RHO"));
+        let e = parse_workload("10,5,2").unwrap_err().to_string();
+        assert!(e.contains("--workload") && e.contains("rho"), "{e}");
+        let e = parse_workload("10,4294967295,0.1").unwrap_err().to_string();
+        assert!(e.contains("random.fanout"), "{e}");
         assert!(parse_workload("0,5,0.1").is_err());
     }
 

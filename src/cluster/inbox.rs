@@ -29,6 +29,8 @@ const RESENT: u64 = 2;
 /// Messages of a future epoch kept until the directive that opens it (a rejoining shard sees
 /// the old epoch's traffic first; those are dropped first).
 const PENDING_MAX: usize = 256;
+/// ... and at most this many bytes of them.
+const PENDING_BYTES: usize = 64 << 20;
 
 #[derive(Default)]
 struct Slot {
@@ -290,9 +292,16 @@ impl Inbox {
         Ok(())
     }
 
+    /// Keep `p` for its epoch's directive, the oldest kept dropped first to stay within
+    /// [`PENDING_MAX`] messages and [`PENDING_BYTES`] bytes.
     fn pend(&mut self, p: Pending) {
-        if self.pending.len() >= PENDING_MAX {
-            let oldest = (0..self.pending.len()).min_by_key(|&i| (self.pending[i].epoch, self.pending[i].burst)).unwrap();
+        if p.bytes.len() > PENDING_BYTES {
+            self.stray += 1;
+            return;
+        }
+        let bytes = |pending: &[Pending]| pending.iter().map(|q| q.bytes.len()).sum::<usize>();
+        while !self.pending.is_empty() && (self.pending.len() >= PENDING_MAX || bytes(&self.pending) + p.bytes.len() > PENDING_BYTES) {
+            let oldest = (0..self.pending.len()).min_by_key(|&i| (self.pending[i].epoch, self.pending[i].burst)).unwrap_or(0);
             self.pending.swap_remove(oldest);
         }
         self.pending.push(p);

@@ -114,13 +114,15 @@ pub(super) fn zerr(what: &str) -> impl Fn(::zenoh::Error) -> ClusterError + '_ {
 
 /// The Zenoh session of shard `index`: a peer listening on its endpoint and connecting to every
 /// other, multicast and gossip scouting off, connections retried every 0.1..1 s, a blocked put
-/// waiting at most half of `burst_timeout_ms` for a peer's link before closing it.
-pub fn session_config(cluster: &ClusterConfig, index: usize) -> Result<::zenoh::Config, ClusterError> {
+/// waiting at most half of `burst_timeout_ms` for a peer's link before closing it, and no message
+/// larger than `largest` bytes taken from a link ([`super::wire::largest_message`]).
+pub fn session_config(cluster: &ClusterConfig, index: usize, largest: u64) -> Result<::zenoh::Config, ClusterError> {
     let z = ZenohConfig {
         mode: ZenohMode::Peer,
         listen: vec![cluster.endpoints[index].clone()],
         connect: cluster.endpoints.iter().enumerate().filter(|&(k, _)| k != index).map(|(_, e)| e.clone()).collect(),
         config_file: cluster.zenoh_config_file.clone(),
+        max_message_size: largest,
         ..Default::default()
     };
     let mut c = z.session_config().map_err(|e| ClusterError::Zenoh(e.to_string()))?;

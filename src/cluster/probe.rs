@@ -26,7 +26,7 @@ pub fn round_trips(cluster: &ClusterConfig, index: usize, bytes: usize, warmup: 
     if index > 1 {
         return Err(ClusterError::Startup(format!("the link probe runs between shards 0 and 1, not {index}")));
     }
-    let session = ::zenoh::open(session_config(cluster, index)?).wait().map_err(zerr("opening the session"))?;
+    let session = ::zenoh::open(session_config(cluster, index, bytes as u64 + (1 << 20))?).wait().map_err(zerr("opening the session"))?;
     let (ping, pong) = (format!("neuroburst/{}/probe/ping", cluster.name), format!("neuroburst/{}/probe/pong", cluster.name));
     let (listen, answer) = if index == 0 { (&pong, &ping) } else { (&ping, &pong) };
     let sub = session.declare_subscriber(listen.as_str()).allowed_origin(Locality::Remote).wait().map_err(zerr("probe subscriber"))?;

@@ -312,6 +312,15 @@ impl Directive {
     }
 }
 
+/// The largest message a shard of a brain cut into `ranges` takes from a link: a spikes message
+/// of the largest range (at most 5 bytes an id) or an input message (at most 15 bytes an
+/// injection, a few injections a neuron), with room to spare; at least 1 MiB, at most Zenoh's own
+/// default (1 GiB).
+pub fn largest_message(ranges: &[Range<u32>]) -> u64 {
+    let widest = ranges.iter().map(|r| (r.end - r.start) as u64).max().unwrap_or(0);
+    (HEADER as u64 + 64 * widest).clamp(1 << 20, 1 << 30)
+}
+
 /// The shards of a membership mask, ascending.
 pub fn shards_of(mask: u64) -> impl Iterator<Item = usize> {
     (0..64).filter(move |k| mask & (1 << k) != 0)

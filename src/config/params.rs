@@ -548,7 +548,9 @@ mod tests {
         assert_eq!(ok.checkpoint.path, root.join("brain.ckpt"));
         let ok = set(&c, "checkpoint.path", &string(&root.join("b2.ckpt").display().to_string()), false).unwrap();
         assert_eq!(ok.checkpoint.path, root.join("b2.ckpt"));
-        for bad in ["/etc/cron.d/evil", "../evil.ckpt", "sub/../../evil.ckpt", "etc/passwd", "host.ckpt", "", ".", "nodir/x.ckpt"] {
+        let up = |p: &str| format!("..{}{p}", std::path::MAIN_SEPARATOR);
+        let bad = ["/etc/cron.d/evil".into(), up("evil.ckpt"), format!("sub/{}", up(&up("evil.ckpt"))), "etc/passwd".into()];
+        for bad in bad.iter().map(String::as_str).chain(["host.ckpt", "", ".", "nodir/x.ckpt"]) {
             let e = set(&c, "checkpoint.path", &string(bad), false).unwrap_err();
             assert!(e.starts_with("checkpoint.path") && e.contains(&format!("{bad:?}")), "{bad}: {e}");
         }

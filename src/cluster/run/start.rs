@@ -82,7 +82,9 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
     }
     let keys = Keys::new(&c.name);
     let shared = Arc::new(Shared::new(me, c.io_shard, ranges.clone(), keys.clone()));
-    let session = ::zenoh::open(session_config(c, me)?).wait().map_err(zerr("opening the session"))?;
+    let session = ::zenoh::open(session_config(c, me, crate::cluster::wire::largest_message(&ranges))?)
+        .wait()
+        .map_err(zerr("opening the session"))?;
     tracing::info!("zenoh peer {} listening on {}, connecting to the other {} shard(s)", session.zid(), c.endpoints[me], n - 1);
 
     // Subscribers first, then the token: whoever sees the token can reach the subscribers.
