@@ -196,27 +196,25 @@ impl Slot {
         news: &mut News,
     ) {
         let slot = self;
-        {
-            while let Some(sample) = slot.next(busy) {
-                // sorted here, off the burst thread
-                let injections = encode_sorted(encoders, type_name, &sample.payload).map_err(|e| e.to_string());
-                if let Err(e) = &injections {
-                    slot.counters.malformed.add(1);
-                    *locked(&slot.last_error) = Some(e.clone());
-                }
-                let starts = match (&trigger, &injections) {
-                    (Some(t), Ok(now)) => !t.on_change || news.changed(now),
-                    _ => false,
-                };
-                slot.set_encoded(Encoded { injections, received: sample.received });
-                slot.settled.fetch_add(1, Ordering::AcqRel);
-                wake.notify();
-                if let (true, Some(t)) = (starts, &trigger) {
-                    t.wake.notify();
-                }
-                if let Some(view) = slot.view.get() {
-                    view.ros(&slot.topic, type_name, &sample.payload, crate::run::pace::system_now_ns(), true);
-                }
+        while let Some(sample) = slot.next(busy) {
+            // sorted here, off the burst thread
+            let injections = encode_sorted(encoders, type_name, &sample.payload).map_err(|e| e.to_string());
+            if let Err(e) = &injections {
+                slot.counters.malformed.add(1);
+                *locked(&slot.last_error) = Some(e.clone());
+            }
+            let starts = match (&trigger, &injections) {
+                (Some(t), Ok(now)) => !t.on_change || news.changed(now),
+                _ => false,
+            };
+            slot.set_encoded(Encoded { injections, received: sample.received });
+            slot.settled.fetch_add(1, Ordering::AcqRel);
+            wake.notify();
+            if let (true, Some(t)) = (starts, &trigger) {
+                t.wake.notify();
+            }
+            if let Some(view) = slot.view.get() {
+                view.ros(&slot.topic, type_name, &sample.payload, crate::run::pace::system_now_ns(), true);
             }
         }
     }
