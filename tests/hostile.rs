@@ -118,6 +118,18 @@ fn hostile_configurations_and_command_lines_are_refused_naming_the_key() {
     ] {
         refused(&["node", "--genome", g, "--check", "--set", set], &[key]);
     }
+    // a decoder's moving average keeps its window's bursts: a window of 2^32 grew without end
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("window.yaml");
+    std::fs::write(
+        &config,
+        "decoders:\n  - {kind: twist, area: o__mot, topic: /cmd_vel, axes: [{axis: linear_x, scale: 0.5, limit: 1.0}], output: {window: 4294967295}}\n",
+    )
+    .unwrap();
+    let (bag, genome, out) =
+        (repo().join("examples/diffdrive/input.mcap"), repo().join("examples/diffdrive/genome.yaml"), dir.path().join("o.mcap"));
+    let [bag, genome, config, out] = [&bag, &genome, &config, &out].map(|p| p.to_str().unwrap().to_string());
+    refused(&["replay", "--bag", &bag, "--genome", &genome, "--config", &config, "--out", &out], &["/cmd_vel", "output.window"]);
     for (args, what) in [
         (&["bench", "--backend", "cpu", "--neurons", "1000", "--fanout", "4294967295", "--bursts", "1"][..], "random.fanout"),
         (&["bench", "--backend", "cpu", "--neurons", "1000", "--fanout", "10", "--hz", "1e-30", "--bursts", "1"][..], "--hz"),

@@ -22,6 +22,9 @@ pub use twist::{Axis, TwistAxis};
 use crate::model::Layout;
 
 /// One decoder of the configuration.
+
+/// The longest moving average of a decoder's output, in bursts.
+pub const MAX_WINDOW: usize = 100_000;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DecoderConfig {
@@ -169,8 +172,12 @@ impl Decoder {
             DecoderConfig::Joints(c) => &c.output,
             DecoderConfig::FloatArray(c) => &c.output,
         };
-        if out.window == 0 || out.rate_hz.is_nan() || out.rate_hz < 0.0 {
-            return Err(format!("decoder of {topic}: window must be >= 1 and rate_hz >= 0"));
+        // the window's bursts are kept: bounded, so that a long run's memory is too
+        if !(1..=MAX_WINDOW).contains(&out.window) || out.rate_hz.is_nan() || out.rate_hz < 0.0 || out.rate_hz > crate::time::MAX_RATE_HZ {
+            return Err(format!(
+                "decoder of {topic}: output.window must be 1..={MAX_WINDOW} bursts and output.rate_hz 0..={} (0: every burst)",
+                crate::time::MAX_RATE_HZ
+            ));
         }
         let stop = out.stop.unwrap_or(match config {
             DecoderConfig::Joints(_) => StopCommand::Hold,
