@@ -21,10 +21,10 @@ pub use twist::{Axis, TwistAxis};
 
 use crate::model::Layout;
 
-/// One decoder of the configuration.
-
 /// The longest moving average of a decoder's output, in bursts.
 pub const MAX_WINDOW: usize = 100_000;
+
+/// One decoder of the configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DecoderConfig {
