@@ -1,7 +1,8 @@
 //! A thread that dies stops the node: the publisher thread panics once (a transport's publisher
 //! that panics on a burst's Twist); the node does not stay up with a silent motor topic: its
 //! bursts end with the cause, every motor topic gets its stop command (the zero Twist), and
-//! /diagnostics says ERROR with the cause, the last message the robot hears.
+//! /diagnostics says ERROR with the cause, the last message the robot hears. A managed node goes
+//! through ErrorProcessing to unconfigured instead, and can be shut down.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -97,4 +98,82 @@ fn a_publisher_that_panics_stops_the_node_with_its_stop_commands_and_the_cause()
     assert_eq!(d.status[0].level.0, 2, "ERROR: {d:?}");
     assert!(d.status[0].message.contains("the transport broke"), "{:?}", d.status[0].message);
     println!("stopped with: {e}; {} Twists, the last {:?}; {}", twists.len(), twists.last(), DiagnosticArray::TYPE);
+}
+
+/// The node's parameters for a managed run: the configuration's sections and the genome file.
+struct Params {
+    config: Config,
+    genome: std::path::PathBuf,
+}
+
+impl neuroburst::node::services::Parameters for Params {
+    fn names(&self) -> Vec<String> {
+        vec![]
+    }
+    fn get(&self, _name: &str) -> Option<neuroburst::ros::rcl_interfaces::ParameterValue> {
+        None
+    }
+    fn describe(&self, _name: &str) -> Option<neuroburst::ros::rcl_interfaces::ParameterDescriptor> {
+        None
+    }
+    fn set(&mut self, _changes: &[neuroburst::ros::rcl_interfaces::Parameter], _configured: bool) -> Result<(), String> {
+        Err("read-only here".into())
+    }
+    fn sections(&self) -> node::NodeSections {
+        self.config.node_sections()
+    }
+    fn genome(&self) -> Option<std::path::PathBuf> {
+        Some(self.genome.clone())
+    }
+    fn resume(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_managed_node_whose_publisher_panics_goes_through_error_processing_to_unconfigured() {
+    use neuroburst::node::lifecycle::State;
+    use neuroburst::node::services::Shared;
+    use neuroburst::ros::lifecycle_msgs::TransitionEvent;
+    let dir = tempfile::tempdir().unwrap();
+    let genome = dir.path().join("drive.yaml");
+    std::fs::write(&genome, GENOME).unwrap();
+    let config: Config = serde_yaml::from_str(CONFIG).unwrap();
+    let log = Log::default();
+    let mut transport = Flaky { log: log.clone(), panic_at: 20 };
+    let control = Arc::new(Control::default());
+    let (commands, requests) = std::sync::mpsc::channel();
+    let shared = Arc::new(Shared::new(Box::new(Params { config, genome }), control.clone(), "/brain".into(), commands));
+    node::services::start(&mut transport, &shared, true).unwrap();
+    let s = shared.clone();
+    let burster = std::thread::spawn(move || node::managed::run(s, &mut transport, requests, true));
+    let wait_for = |want: State| {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while shared.state() != want {
+            assert!(std::time::Instant::now() < end, "the node is {:?}, not {want:?}", shared.state());
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    shared.begin(1, "", Box::new(|_| {})).unwrap();
+    wait_for(State::Inactive);
+    shared.begin(3, "", Box::new(|_| {})).unwrap();
+    // the 20th Twist's publish panics: error processing, the brain released, unconfigured
+    wait_for(State::Unconfigured);
+    let events: Vec<(u8, u8, u8)> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(t, _)| t == "/brain/transition_event")
+        .map(|(_, b)| decode::<TransitionEvent>(b).unwrap())
+        .map(|e| (e.transition.id, e.start_state.id, e.goal_state.id))
+        .collect();
+    let (active, errorprocessing, unconfigured) = (State::Active.id(), State::ErrorProcessing.id(), State::Unconfigured.id());
+    assert!(events.contains(&(99, active, errorprocessing)) && events.contains(&(97, errorprocessing, unconfigured)), "{events:?}");
+    let twists: Vec<f64> =
+        log.lock().unwrap().iter().filter(|(t, _)| t == "/cmd_vel").map(|(_, b)| decode::<Twist>(b).unwrap().linear.x).collect();
+    assert_eq!(twists.last(), Some(&0.0), "the stop command after the failure: {twists:?}");
+    // still a node its manager can shut down
+    shared.begin(5, "", Box::new(|_| {})).unwrap();
+    burster.join().unwrap().expect("a managed node that processed its error ends cleanly at shutdown");
+    assert_eq!(shared.state(), State::Finalized);
 }
