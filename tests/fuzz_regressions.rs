@@ -3,7 +3,7 @@
 //! coverage-guided fuzzers call (`tests/fuzz/targets.rs`; `tests/fuzz/run.sh` runs those).
 
 #[path = "fuzz/targets.rs"]
-mod targets;
+pub(crate) mod targets;
 
 use super::common::repo;
 

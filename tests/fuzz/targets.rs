@@ -42,7 +42,8 @@ pub fn ros_messages(data: &[u8]) {
     }
 }
 
-const SENSORS: &str = "name: fuzz
+/// The sensor areas the encoders inject into.
+pub const SENSORS: &str = "name: fuzz
 areas:
   - {id: vis, kind: sensor, dims: [4, 3, 3]}
   - {id: scan, kind: sensor, dims: [8, 1, 5]}
