@@ -1,7 +1,8 @@
 // Shared by the kernels: types, the device structs (`Net`, `Side`, `OutHeader`, `AreaParams`,
 // mirrored in src/backend/cuda/layout.rs and checked against it by a test), fixed-point helpers,
 // and the row and accumulator helpers. src/backend/cuda/module.rs compiles this header and then
-// inject.cu, step.cu, propagate.cu and resident.cu as one NVRTC program.
+// inject.cu, step.cu, rows.cu, propagate.cu, procbin.cu, tiles.cu, learn.cu, resident.cu and
+// build.cu as one NVRTC program.
 //
 // The burst on the GPU: on one GPU, one kernel that stays on the GPU runs every burst
 // (resident.cu), on several GPUs one on each, exchanging the fired lists (resident.cu, `exchange`);

@@ -20,14 +20,24 @@ __device__ void proc_impl(const Net& net, const u32* fired, u32 count, u64 warp,
     }
 }
 
-template <typename ACC, typename RP, typename CODE>
-__device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
+// The fired list's pair count and fired count (packed counter of `rd`).
+struct Pairs {
+    u64 pairs;
+    u32 count;
+};
+__device__ __forceinline__ Pairs pairs_of(const Net& net, const Side& rd) {
     const u64 packed = *rd.counter;
-    const u32 count = (u32)(packed >> net.count_shift);
-    const u64 pairs = packed & ((1ULL << net.count_shift) - 1);
+    return Pairs{packed & ((1ULL << net.count_shift) - 1), (u32)(packed >> net.count_shift)};
+}
+
+#define CHUNK_ITEMS (PAIRS_PER_WARP / 32)
+
+// The ITEMS * 32 (spike, synapse) pairs from k0 (a multiple of PAIRS_PER_WARP) of the fired list
+// `rd`, read by one warp: lane l's item i is pair k0 + l + 32 i, its target, code and contribution
+// (cv 0: no pair, or none to add). Every load of a stage is issued before the next stage's.
+template <typename RP, typename CODE, int ITEMS>
+__device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs pc, u64 k0, u32 (&tg)[ITEMS], u32 (&cd)[ITEMS], int (&cv)[ITEMS]) {
     const u32 lane = threadIdx.x & 31;
-    const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5;
-    const u64 warps = ((u64)b.n * blockDim.x) >> 5;
     const CODE* __restrict__ codes = (const CODE*)net.codes;
     const u32* __restrict__ targets = net.targets;
     // (not __restrict__: the resident kernel wrote them earlier in the same launch, and the
@@ -35,44 +45,61 @@ __device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
     const u64* offs = rd.offs;
     const u32* fired = rd.fired;
     const int* __restrict__ table = net.table;
-    constexpr int ITEMS = PAIRS_PER_WARP / 32;
-    for (u64 c = warp; c * PAIRS_PER_WARP < pairs; c += warps) {
-        const u64 k0 = c * PAIRS_PER_WARP;
-        const u64 k1 = min(k0 + PAIRS_PER_WARP, pairs);
-        const u32 lo = net.chunk_first[c];
-        const u32 hi = (k1 < pairs) ? net.chunk_first[c + 1] : count - 1;
-        u32 s[ITEMS];
-        u32 src[ITEMS];
-        u64 j[ITEMS];
-        u32 tg[ITEMS];
-        u32 cd[ITEMS];
+    const u64 k1 = min(k0 + ITEMS * 32, pc.pairs);
+    const u32 lo = k0 < pc.pairs ? net.chunk_first[k0 / PAIRS_PER_WARP] : 0;
+    const u32 hi = (k1 < pc.pairs) ? net.chunk_first[k1 / PAIRS_PER_WARP] : pc.count - 1;
+    u32 s[ITEMS];
+    u32 src[ITEMS];
+    u64 j[ITEMS];
 #pragma unroll
-        for (int i = 0; i < ITEMS; i++) {
-            const u64 k = k0 + lane + 32 * i;
-            s[i] = (k < k1) ? find_row(offs, lo, hi, k) : lo;
-        }
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) src[i] = fired[s[i]];
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) {
-            const u64 k = k0 + lane + 32 * i;
-            // a DEAD slot (early step: the neuron did not fire after all) propagates nothing
-            j[i] = src[i] != DEAD ? row_start<RP>(net, src[i]) + (k - offs[s[i]]) : 0;
-        }
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) {
-            const bool ok = k0 + lane + 32 * i < k1 && src[i] != DEAD;
-            tg[i] = ok ? targets[j[i]] : 0;
-            cd[i] = ok ? (u32)codes[j[i]] : 0;
-        }
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) {
-            const bool ok = k0 + lane + 32 * i < k1 && src[i] != DEAD;
-            const int cv = ok ? table[cd[i]] : 0;
-            if (cv != 0) acc_add<ACC>(net.acc, tg[i], cv);
-        }
+    for (int i = 0; i < ITEMS; i++) {
+        const u64 k = k0 + lane + 32 * i;
+        s[i] = (k < k1) ? find_row(offs, lo, hi, k) : lo;
     }
-    if (net.n_proc && !net.proc_binned) proc_impl<ACC>(net, fired, count, warp, warps, lane);
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) src[i] = k0 + lane + 32 * i < k1 ? fired[s[i]] : DEAD;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+        const u64 k = k0 + lane + 32 * i;
+        // a DEAD slot (early step: the neuron did not fire after all) propagates nothing
+        j[i] = src[i] != DEAD ? row_start<RP>(net, src[i]) + (k - offs[s[i]]) : 0;
+    }
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+        const bool ok = src[i] != DEAD;
+        tg[i] = ok ? targets[j[i]] : 0;
+        cd[i] = ok ? (u32)codes[j[i]] : 0;
+    }
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) cv[i] = src[i] != DEAD ? table[cd[i]] : 0;
+}
+
+// Every (spike, synapse) pair of the last burst's fired list `rd` whose contribution is not 0,
+// grid-stride over chunks of PAIRS_PER_WARP pairs a warp: f(target, code, contribution).
+template <typename RP, typename CODE, typename F>
+__device__ __forceinline__ void each_pair(const Net& net, const Side& rd, Blk b, F f) {
+    const Pairs pc = pairs_of(net, rd);
+    const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5;
+    const u64 warps = ((u64)b.n * blockDim.x) >> 5;
+    for (u64 c = warp; c * PAIRS_PER_WARP < pc.pairs; c += warps) {
+        u32 tg[CHUNK_ITEMS], cd[CHUNK_ITEMS];
+        int cv[CHUNK_ITEMS];
+        warp_pairs<RP, CODE, CHUNK_ITEMS>(net, rd, pc, c * PAIRS_PER_WARP, tg, cd, cv);
+#pragma unroll
+        for (int i = 0; i < CHUNK_ITEMS; i++)
+            if (cv[i] != 0) f(tg[i], cd[i], cv[i]);
+    }
+}
+
+template <typename ACC, typename RP, typename CODE>
+__device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
+    each_pair<RP, CODE>(net, rd, b, [&](u32 t, u32, int cv) { acc_add<ACC>(net.acc, t, cv); });
+    if (net.n_proc && !net.proc_binned) {
+        const u32 lane = threadIdx.x & 31;
+        const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5;
+        const u64 warps = ((u64)b.n * blockDim.x) >> 5;
+        proc_impl<ACC>(net, rd.fired, pairs_of(net, rd).count, warp, warps, lane);
+    }
 }
 
 // One GPU of several: where another GPU's fired list of the last burst lies (peer memory over

@@ -31,6 +31,12 @@ struct ResDev {
     u64 go;    // the command, from block 0 to the others
     u64 src;
     u64 bytes;
+    // block 0's time (ns, %globaltimer) in the work ahead of the bursts since the launch, by
+    // phase (learning, propagation, early step), and the bursts (NEUROBURST_CUDA_TRACE=1 reports it)
+    u64 t_learn;
+    u64 t_propagate;
+    u64 t_prestep;
+    u64 ahead;
 };
 
 // One GPU of several (the resident kernel on each): after `fix`, every block copies its share of
@@ -74,6 +80,7 @@ struct ResParams {
     u32 learning;  // bit 0: the brain learns, from `learn`; bit 1: it has associative mappings (growth)
     Learn learn;
     Xchg x;
+    Tiles tiles;  // n_tiles 0: the propagation is direct
 };
 
 __device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
@@ -275,6 +282,7 @@ __device__ void resident_impl(const ResParams& p) {
                 return;
             }
         }
+        const u64 t0 = blockIdx.x == 0 ? globaltimer() : 0;
         if (p.learning) {
             // learning from the list just written, before it is propagated (learn.cu)
             each_blk(p.prop_blocks, [&](Blk b) { learn_mark_impl(p.learn, list, next.count_shift, b); });
@@ -288,12 +296,27 @@ __device__ void resident_impl(const ResParams& p) {
                 grid_sync(p.dev, arrived);
             }
         }
-        each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, list, b); });
+        const u64 t1 = blockIdx.x == 0 ? globaltimer() : 0;
+        if (p.tiles.n_tiles) {
+            tile_bin_impl<RP, CODE>(next, list, p.tiles);
+            grid_sync(p.dev, arrived);
+            each_blk(p.tiles.n_tiles, [&](Blk b) { tile_sum_impl(next, p.tiles, b); });
+        } else {
+            each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, list, b); });
+        }
         grid_sync(p.dev, arrived);
+        const u64 t2 = blockIdx.x == 0 ? globaltimer() : 0;
         if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 5;
         each_blk(p.step_blocks, [&](Blk b) { step_impl<ACC, RP, STEP_ITEMS, true>(next, p.side[r], b); });
         grid_sync(p.dev, arrived);
-        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 6;
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            ResDev* d = p.dev;
+            d->t_learn += t1 - t0;
+            d->t_propagate += t2 - t1;
+            d->t_prestep += globaltimer() - t2;
+            d->ahead += 1;
+            *(volatile u64*)at = num | 6;
+        }
         r = 1 - r;
     }
 }

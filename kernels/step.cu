@@ -356,8 +356,9 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
                 // into the other state buffer: `fix` steps the injected neurons again from this one
                 net.v_out[n] = v1[i];
                 net.rcc_out[n] = r1[i];
-                // the last burst's accumulator: `fix` of that burst is done with it
-                ((ACC*)net.acc_other)[n] = 0;
+                // the last burst's accumulator: `fix` of that burst is done with it (none when
+                // the propagation writes every neuron's input: tiles.cu)
+                if (net.acc_other) ((ACC*)net.acc_other)[n] = 0;
             } else {
                 if (mw[i] & (1u << lane)) injp[n] = 0;
                 if (v1[i] != v[i]) vp[n] = v1[i];

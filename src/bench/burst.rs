@@ -33,7 +33,13 @@ pub struct Measured {
     pub wall_s: f64,
     /// Each measured burst's device time (us), where the backend times it.
     pub dev_us: Vec<f64>,
+    /// Paced (`hz` > 0): the latencies (us) of a stretch of bursts run back to back after the
+    /// paced ones ([`PERIOD_BURSTS`] at most), each a burst period (the work run ahead included).
+    pub period_us: Vec<f64>,
 }
+
+/// Bursts a paced run adds back to back, to measure the period beside the latency.
+pub const PERIOD_BURSTS: u64 = 500;
 
 /// Run the warm-up and the measured bursts.
 ///
@@ -82,6 +88,22 @@ pub fn measure(a: &Timing, w: &Workload, learning: &Learning, backend: &mut dyn 
             pace.finished(Instant::now());
         }
         m.wall_s = measured_from.elapsed().as_secs_f64();
+        if a.hz > 0.0 {
+            // the period too: the same drive, back to back (the first burst still finds the work
+            // ahead done, so it is left out)
+            let t0 = a.warmup + a.bursts;
+            for t in t0 + 1..=t0 + 1 + a.bursts.min(PERIOD_BURSTS) {
+                injection.clear();
+                injection.extend_from(Workload::drive_at(&pool, t).as_slice());
+                let start = Instant::now();
+                let out = backend.burst(injection.as_slice())?;
+                let dt = start.elapsed();
+                std::hint::black_box(out.fired.last());
+                if t > t0 + 1 {
+                    m.period_us.push(dt.as_secs_f64() * 1e6);
+                }
+            }
+        }
         Ok(m)
     };
     // a worker of the global pool runs the loop (the backend moves with it: `Backend: Send`)

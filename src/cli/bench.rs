@@ -117,7 +117,7 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     };
     let measured = measure(&Timing { warmup: a.warmup, bursts: a.bursts, hz: a.hz }, &w, &learning, backend, feed.as_ref());
     stop_view.store(true, std::sync::atomic::Ordering::Relaxed);
-    let Measured { mut lat_us, fired, motor, injected, wall_s, mut dev_us } = measured?;
+    let Measured { mut lat_us, fired, motor, injected, wall_s, mut dev_us, mut period_us } = measured?;
     dev_us.sort_by(f64::total_cmp);
     // the device's own time of a burst (its propagation included), where the backend times it
     let device = (!dev_us.is_empty()).then(|| (percentile(&dev_us, 0.5), percentile(&dev_us, 0.99)));
@@ -137,6 +137,14 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
     let host_peak = crate::memory::peak_rss();
     // every neuron has K synapses (K x attractivity on average), so each spike is that many events
     let events_per_s = fired as f64 * a.fanout as f64 * a.attractivity / 100.0 / total_s;
+    // the period (back to back: the bursts measured; paced: the stretch run back to back after
+    // them) and, paced, the latency a robot sees: p50, p99 and the events a second at each p50
+    let events_per_burst = fired as f64 * a.fanout as f64 * a.attractivity / 100.0 / bursts;
+    period_us.sort_by(f64::total_cmp);
+    let period = if a.hz > 0.0 { &period_us } else { &lat_us };
+    let at = |v: &Vec<f64>| (!v.is_empty()).then(|| (percentile(v, 0.5), percentile(v, 0.99)));
+    let (period, latency) = (at(period), if a.hz > 0.0 { at(&lat_us) } else { None });
+    let per_s = |p: Option<(f64, f64)>| p.map(|(p50, _)| events_per_burst / (p50 * 1e-6));
     // what the brain learned: plastic synapses, and the associative pairs grown while measured
     let learned = if a.plastic.is_some() || a.associative > 0 { Some(backend.snapshot()?.learned) } else { None };
     let grown = learned.as_ref().map_or(0, |l| l.grown.len());
@@ -179,6 +187,17 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         "grown": grown,
         "grown_per_s": grown_per_s,
     });
+    let mut obj = obj;
+    for (k, v) in [
+        ("period_p50_us", period.map(|p| p.0)),
+        ("period_p99_us", period.map(|p| p.1)),
+        ("events_per_s_period", per_s(period)),
+        ("latency_p50_us", latency.map(|p| p.0)),
+        ("latency_p99_us", latency.map(|p| p.1)),
+        ("events_per_s_latency", per_s(latency)),
+    ] {
+        obj[k] = json!(v);
+    }
     if a.json {
         println!("{obj}");
         return Ok(());
@@ -194,6 +213,15 @@ pub fn main(a: BenchArgs) -> anyhow::Result<()> {
         vec!["burst latency p99".into(), format!("{p99:.1} us")],
         vec!["burst latency mean".into(), format!("{:.1} us", total_s * 1e6 / bursts)],
     ];
+    if let (Some((p50, p99)), true) = (period, a.hz > 0.0) {
+        rows.push(vec!["burst period p50 / p99".into(), format!("{p50:.1} / {p99:.1} us (then, back to back)")]);
+    }
+    if let Some(e) = per_s(period) {
+        rows.push(vec!["synaptic events/s at the period".into(), format!("{e:.3e}")]);
+    }
+    if let Some(e) = per_s(latency) {
+        rows.push(vec!["synaptic events/s at the latency".into(), format!("{e:.3e}")]);
+    }
     if let Some((d50, d99)) = device {
         rows.push(vec!["device time p50".into(), format!("{d50:.1} us (the propagation run ahead included)")]);
         rows.push(vec!["device time p99".into(), format!("{d99:.1} us")]);

@@ -102,8 +102,8 @@ pub fn main(a: SelftestArgs) -> anyhow::Result<()> {
     } else {
         for b in &report.brains {
             println!(
-                "  seed {:>4} {:<17} {:>2} areas {:>6} neurons {:>9} synapses {:>9} fired, readback {}",
-                b.seed, b.shape, b.areas, b.neurons, b.synapses, b.fired, b.readback
+                "  seed {:>4} {:<17} {:>2} areas {:>6} neurons {:>9} synapses {:>9} fired, readback {}, {}",
+                b.seed, b.shape, b.areas, b.neurons, b.synapses, b.fired, b.readback, b.on
             );
         }
         println!("{report}");

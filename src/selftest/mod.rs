@@ -55,6 +55,8 @@ pub struct BrainReport {
     /// Times learning was switched on or off (at random bursts of a brain that learns).
     pub switches: u64,
     pub readback: &'static str,
+    /// Where the candidate ran it (its backend's device and path).
+    pub on: String,
 }
 
 /// The whole check.
@@ -224,6 +226,7 @@ pub fn parity_with(cfg: &ParityConfig, genomes: &dyn Fn(u64, u32) -> Genome, can
             weights: 0,
             switches: 0,
             readback: if i % 2 == 0 { "all" } else { "ranges" },
+            on: cand.info().device,
         };
         for b in 1..=cfg.bursts {
             random_injections(&mut rng, &layout, &mut inj);
@@ -298,15 +301,20 @@ pub fn cpu_candidate(_: &Genome, brain: Brain, readback: Readback) -> Result<Box
     Ok(Box::new(CpuBackend::new(brain, readback)))
 }
 
-/// The CUDA backend on `device` as a candidate: of every two brains, the first runs on the
+/// The CUDA backend on `device` as a candidate: of every three brains, the first runs on the
 /// device's own path (the resident kernel, where the device has cooperative launch), the second as
-/// graphs (the path of a device without it, and of several GPUs).
+/// graphs (the path of a device without it, and of several GPUs), the third in the resident
+/// kernel with its propagation tiled as a large brain's is, in tiles of 64 neurons and with rooms
+/// of 4 entries a block, so that most tiles spill (where the brain can be tiled: 32-bit
+/// accumulators, no procedural synapse).
 pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> {
+    use crate::backend::cuda::CudaBackend;
     let built = std::sync::atomic::AtomicUsize::new(0);
     move |_, brain, readback| {
-        let b = match built.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2 {
-            0 => crate::backend::cuda::CudaBackend::new(brain, readback, device)?,
-            _ => crate::backend::cuda::CudaBackend::new_graphs(brain, readback, device)?,
+        let b = match built.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 3 {
+            0 => CudaBackend::new(brain, readback, device)?,
+            1 => CudaBackend::new_graphs(brain, readback, device)?,
+            _ => CudaBackend::new_tiled(brain, readback, device, 6, 4)?,
         };
         Ok(Box::new(b) as Box<dyn Backend>)
     }

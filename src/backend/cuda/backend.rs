@@ -19,6 +19,7 @@ use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
 use super::procbin::ProcBins;
 use super::resident::Resident;
+use super::tiles::{TileShape, Tiles};
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
 use crate::connectome::stream::Streamed;
@@ -70,7 +71,7 @@ impl CudaBackend {
     /// Put `brain` on GPU `device`: the resident kernel, or graphs where the device has no
     /// cooperative launch. Refuses (nothing allocated) when the GPU lacks the memory.
     pub fn new(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, Placement::Host)
+        Self::on_path(brain, readback, device, None, Placement::Host, None)
     }
 
     /// As [`CudaBackend::new`] for a brain built with every mapping procedural, all of them in
@@ -78,20 +79,27 @@ impl CudaBackend {
     /// every burst, with a progress bar (or lines) when `progress` and the build takes over a
     /// second. Any other brain is taken as [`CudaBackend::new`] takes it.
     pub fn built_on_gpu(brain: Brain, readback: Readback, device: usize, progress: bool) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, Placement::OnGpu { progress })
+        Self::on_path(brain, readback, device, None, Placement::OnGpu { progress }, None)
     }
 
     /// As [`CudaBackend::new`] for a brain planned by [`crate::connectome::stream::plan`] (its
     /// part holds row pointers only): the synapses are drawn on the host a few chunks at a time
     /// and copied to the GPU.
     pub fn streamed(brain: Brain, streamed: Streamed, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, Placement::Streamed(Arc::new(streamed)))
+        Self::on_path(brain, readback, device, None, Placement::Streamed(Arc::new(streamed)), None)
     }
 
     /// As [`CudaBackend::new`], on graphs whatever the device (to check that path where the
     /// resident kernel could run: `selftest`).
     pub(crate) fn new_graphs(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, Some(Path::Graphs), Placement::Host)
+        Self::on_path(brain, readback, device, Some(Path::Graphs), Placement::Host, None)
+    }
+
+    /// As [`CudaBackend::new`], the propagation tiled whatever the brain's size, in tiles of
+    /// 2^`bits` neurons with `room` entries a block (to check that path, spills included, on
+    /// small brains: `selftest`). A brain the tiles cannot take runs as `new` runs it.
+    pub(crate) fn new_tiled(brain: Brain, readback: Readback, device: usize, bits: u32, room: u64) -> Result<CudaBackend, BackendError> {
+        Self::on_path(brain, readback, device, None, Placement::Host, Some(TileShape { bits, room: Some(room) }))
     }
 
     fn on_path(
@@ -100,6 +108,7 @@ impl CudaBackend {
         device: usize,
         path: Option<Path>,
         placement: Placement,
+        tiles: Option<TileShape>,
     ) -> Result<CudaBackend, BackendError> {
         match super::probe::probe(device) {
             crate::backend::GpuProbe::Available(_) => {}
@@ -120,7 +129,7 @@ impl CudaBackend {
         // them), and so do procedural rows (`proc_rows`, which the resident kernel leaves out)
         let binned = ProcBins::wanted(shard.neurons, &shard.procedural);
         let path = if (binned || !shard.rows.is_empty()) && path == Path::Resident { Path::Graphs } else { path };
-        Self::build(ctx, shard, readback, device, path)
+        Self::build(ctx, shard, readback, device, path, tiles)
     }
 
     /// One GPU of several (see `multi.rs`): bursts only after [`CudaBackend::connect`]. `linked`:
@@ -135,7 +144,7 @@ impl CudaBackend {
                 "GPU {device} has no cooperative launch: it cannot run a brain's share in the resident kernel"
             )));
         }
-        let gpu = Self::build(ctx, shard, readback, device, if linked { Path::Linked } else { Path::Shard });
+        let gpu = Self::build(ctx, shard, readback, device, if linked { Path::Linked } else { Path::Shard }, None);
         tracing::debug!(device, shard_s = t0.elapsed().as_secs_f64(), "CUDA: a GPU's share made");
         gpu
     }
@@ -146,6 +155,7 @@ impl CudaBackend {
         readback: Readback,
         device: usize,
         path: Path,
+        tile_shape: Option<TileShape>,
     ) -> Result<CudaBackend, BackendError> {
         let t0 = std::time::Instant::now();
         // SAFETY: one stream does all the work; no cross-stream event tracking is needed.
@@ -327,16 +337,28 @@ impl CudaBackend {
         tracing::debug!(device, rows_s = t_up, state_s = t0.elapsed().as_secs_f64() - t_up, "CUDA: a GPU's brain placed");
 
         let sm = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
+        // one GPU in the resident kernel: a large brain's propagation tiled (`tiles.rs`), where
+        // its bins fit beside the brain
+        let procedural = !shard.procedural.is_empty() || !shard.rows.is_empty();
+        let tiled = path == Path::Resident && Tiles::wanted(n, wide_acc, procedural, table_len, tile_shape) && {
+            let (free, _) = ctx.mem_get_info().map_err(e("free memory"))?;
+            Tiles::bytes_for(n, synapses, 2 * sm, tile_shape) + RESERVE_BYTES <= free as u64
+        };
+        let smem = if tiled { Tiles::shared_bytes_of(n, tile_shape) } else { 0 };
         let resident = match early {
-            Some(_) => Some(Resident::new(&ctx, kernels.resident.clone(), sm, n).map_err(BackendError::Device)?),
+            Some(_) => Some(Resident::new(&ctx, kernels.resident.clone(), sm, n, smem).map_err(BackendError::Device)?),
             None => None,
+        };
+        let tiles = match &resident {
+            Some(r) if tiled && r.blocks() <= super::tiles::MAX_BLOCKS => Some(Tiles::new(s, n, synapses, r.blocks(), tile_shape)?),
+            _ => None,
         };
         let exchange = if path == Path::Linked { Some(Exchange::new(s, n_total)?) } else { None };
         let trace = std::env::var("NEUROBURST_CUDA_TRACE").is_ok_and(|v| v == "1").then(Trace::default);
         let info = BackendInfo {
             backend: "cuda".into(),
             device: format!("{name}, {} MiB, device {device}", total_mem >> 20),
-            memory_bytes: plan.total_bytes + proc_bins.as_ref().map_or(0, ProcBins::bytes),
+            memory_bytes: plan.total_bytes + proc_bins.as_ref().map_or(0, ProcBins::bytes) + tiles.as_ref().map_or(0, Tiles::bytes),
             bytes_per_synapse: plan.bytes_per_synapse(),
         };
         let rows = n_total as usize + 1;
@@ -358,6 +380,7 @@ impl CudaBackend {
                 early,
                 learning,
                 proc_bins,
+                tiles,
                 net,
                 neurons: n,
                 base,
@@ -418,12 +441,20 @@ impl CudaBackend {
         &self.plan
     }
 
-    /// Mean host time per burst of each phase, when NEUROBURST_CUDA_TRACE=1 (and resets the sums).
+    /// Mean host time per burst of each phase, when NEUROBURST_CUDA_TRACE=1 (and resets the sums);
+    /// with the resident kernel parked, its block 0's device time ahead of the bursts by phase.
     pub fn trace_summary(&mut self) -> Option<String> {
         let tr = std::mem::take(self.io.trace.as_mut()?);
         let n = tr.bursts.max(1) as f64;
+        let device = match self.launch.resident.as_ref().and_then(|r| r.phases()) {
+            Some(([learn, propagate, prestep], bursts)) if bursts > 0 => format!(
+                "; device, ahead of a burst: learning {learn:.1} us, propagation {propagate:.1} us{}, early step {prestep:.1} us",
+                if self.state.tiles.is_some() { " (tiled)" } else { "" }
+            ),
+            _ => String::new(),
+        };
         Some(format!(
-            "per burst: write {:.1} us, launch {:.1} us, wait {:.1} us, post {:.1} us (read {:.1}), spins {:.0}",
+            "per burst: write {:.1} us, launch {:.1} us, wait {:.1} us, post {:.1} us (read {:.1}), spins {:.0}{device}",
             tr.write_s / n * 1e6,
             tr.launch_s / n * 1e6,
             tr.wait_s / n * 1e6,
@@ -454,6 +485,7 @@ impl Backend for CudaBackend {
     fn info(&self) -> BackendInfo {
         let mut info = self.info.clone();
         match self.launch.path {
+            Path::Resident if self.state.tiles.is_some() => info.device += ", resident kernel, tiled propagation",
             Path::Resident => info.device += ", resident kernel",
             Path::Graphs => info.device += ", graphs",
             Path::Shard | Path::Linked => {}
@@ -506,14 +538,14 @@ impl Backend for CudaBackend {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // the resident kernel reads our buffers: it must return before they are freed
+        let _ = self.park();
         if !self.launch.path.sharded() {
             if let Some(s) = self.trace_summary() {
                 eprintln!("cuda trace: {s}");
             }
         }
-        let _ = self.ctx.bind_to_thread();
-        // the resident kernel reads our buffers: it must return before they are freed
-        let _ = self.park();
         let _ = self.stream.synchronize();
     }
 }

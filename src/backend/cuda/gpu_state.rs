@@ -9,6 +9,7 @@ use super::device_connectome::Resources;
 use super::layout::Net;
 use super::learn::Learning;
 use super::procbin::ProcBins;
+use super::tiles::Tiles;
 
 /// A brain's part on one GPU: neurons `base..base + neurons` of a brain of `rows - 1`.
 pub(crate) struct GpuState {
@@ -33,6 +34,8 @@ pub(crate) struct GpuState {
     pub learning: Option<Learning>,
     /// Some: a large brain's procedural synapses are binned (`procbin.rs`).
     pub proc_bins: Option<ProcBins>,
+    /// Some: a large brain's stored synapses are binned by target tile (`tiles.rs`).
+    pub tiles: Option<Tiles>,
     /// The kernels' view of the buffers above.
     pub net: Net,
     /// This GPU's neurons: `base..base + neurons`.

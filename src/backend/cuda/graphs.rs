@@ -80,8 +80,9 @@ impl CudaBackend {
             let (a, b) = ((dptr(&self.state.v, s), dptr(&self.state.rcc, s)), (dptr(&x.v, s), dptr(&x.rcc, s)));
             let ((v, rcc), (v_out, rcc_out)) = if r == 0 { (a, b) } else { (b, a) };
             (net.v, net.rcc, net.v_out, net.rcc_out) = (v, rcc, v_out, rcc_out);
-            // `prestep` clears the other side's accumulator (no clear before each propagation)
-            net.acc_other = dptr(&self.state.acc[1 - r], s);
+            // `prestep` clears the other side's accumulator (no clear before each propagation),
+            // unless the propagation writes every neuron's (tiled)
+            net.acc_other = if self.state.tiles.is_some() { 0 } else { dptr(&self.state.acc[1 - r], s) };
         }
         net
     }
@@ -160,11 +161,15 @@ impl CudaBackend {
             }
             None => {}
         }
-        // SAFETY: every pointer in `net` and `rd` points into buffers owned by `self` that outlive
-        // the graphs (rebuilt whenever a buffer is replaced); the kernel indexes them within the
-        // sizes allocated in `build` (N fired slots, the chunk index, the synapse count).
-        unsafe { s.launch_builder(&self.launch.kernels.propagate).arg(&net).arg(&rd).launch(self.prop_cfg()) }
-            .map_err(dev_err("capturing propagate"))?;
+        if let Some(t) = &self.state.tiles {
+            t.launch(s, &self.launch.kernels, &net, &rd)?;
+        } else {
+            // SAFETY: every pointer in `net` and `rd` points into buffers owned by `self` that outlive
+            // the graphs (rebuilt whenever a buffer is replaced); the kernel indexes them within the
+            // sizes allocated in `build` (N fired slots, the chunk index, the synapse count).
+            unsafe { s.launch_builder(&self.launch.kernels.propagate).arg(&net).arg(&rd).launch(self.prop_cfg()) }
+                .map_err(dev_err("capturing propagate"))?;
+        }
         if net.n_row_areas > 0 {
             // SAFETY: as propagate's; it reads the flat rows (uploaded in `upload`, n_row_areas
             // areas) and adds into this side's accumulator at targets within this GPU's neurons.

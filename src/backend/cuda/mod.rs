@@ -50,6 +50,7 @@ mod procbin;
 mod resident;
 mod staging;
 mod state;
+mod tiles;
 
 pub use backend::CudaBackend;
 pub use build::LONGEST as GPU_BUILD_LONGEST_ROW;

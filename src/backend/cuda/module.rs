@@ -16,6 +16,7 @@ pub const BURST_CU: &str = concat!(
     include_str!("../../../kernels/rows.cu"),
     include_str!("../../../kernels/propagate.cu"),
     include_str!("../../../kernels/procbin.cu"),
+    include_str!("../../../kernels/tiles.cu"),
     include_str!("../../../kernels/learn.cu"),
     include_str!("../../../kernels/resident.cu"),
     include_str!("../../../kernels/build.cu"),
@@ -131,6 +132,10 @@ pub struct Kernels {
     pub proc_fold: CudaFunction,
     /// The procedural mappings drawn row by row (`kernels/rows.cu`), after `propagate`.
     pub proc_rows: CudaFunction,
+    /// A large brain's stored synapses binned by target tile and summed in shared memory
+    /// (`kernels/tiles.cu`), as kernels of their own.
+    pub tile_bin: CudaFunction,
+    pub tile_sum: CudaFunction,
 }
 
 /// Which kernel variant a brain needs.
@@ -196,6 +201,8 @@ impl Kernels {
             proc_sum: [f("proc_sum_n64_s16".into())?, f("proc_sum_n64_s32".into())?],
             proc_fold: f("proc_fold".into())?,
             proc_rows: f(format!("proc_rows_{n}"))?,
+            tile_bin: f(format!("tile_bin_{r}_{c}"))?,
+            tile_sum: f("tile_sum".into())?,
             module,
         })
     }

@@ -61,16 +61,21 @@ struct State {
     word: u64,
     /// Blocks of the launch.
     grid: u32,
+    /// Dynamic shared memory of a block.
+    smem: u32,
 }
 
 impl Resident {
     /// The kernel's launch shape on this device, or why it cannot run (no cooperative launch, no
     /// room for a block).
-    pub(super) fn new(ctx: &Arc<CudaContext>, func: CudaFunction, sm: u32, neurons: u32) -> Result<Resident, String> {
+    /// `smem`: bytes of dynamic shared memory a block (the tiles' phases).
+    pub(super) fn new(ctx: &Arc<CudaContext>, func: CudaFunction, sm: u32, neurons: u32, smem: u32) -> Result<Resident, String> {
         if !cooperative(ctx) {
             return Err("the device has no cooperative launch".into());
         }
-        let occ = func.occupancy_max_active_blocks_per_multiprocessor(256, 0, None).map_err(|e| e.to_string())?;
+        func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
+            .map_err(|e| e.to_string())?;
+        let occ = func.occupancy_max_active_blocks_per_multiprocessor(256, smem as usize, None).map_err(|e| e.to_string())?;
         let want = if neurons <= ONE_BLOCK_PER_SM_UP_TO { 1 } else { 2 };
         let per_sm = occ.min(want);
         if per_sm == 0 {
@@ -81,7 +86,7 @@ impl Resident {
         let dev = stream.alloc_zeros::<u64>(8).map_err(|e| e.to_string())?;
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
-        let state = Arc::new(Mutex::new(State { stream, ctl, running: false, word: 0, grid }));
+        let state = Arc::new(Mutex::new(State { stream, ctl, running: false, word: 0, grid, smem }));
         Ok(Resident { func, dev, state })
     }
 
@@ -119,14 +124,14 @@ impl Resident {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         debug_assert!(!st.running);
         let s = st.stream.clone();
-        // SAFETY: zeroes our own 8 words of device memory on the kernel's stream.
+        // SAFETY: zeroes our own 8 words of device memory (`ResDev`) on the kernel's stream.
         unsafe { sys::cuMemsetD32Async(dptr(&self.dev, &s), 0, 16, s.cu_stream()) }
             .result()
             .map_err(dev_err("clearing the resident kernel's words"))?;
         p.ctl = st.ctl.dev();
         p.dev = dptr(&self.dev, &s);
         p.last = st.word;
-        let cfg = LaunchConfig { grid_dim: (st.grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig { grid_dim: (st.grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: st.smem };
         // SAFETY: every pointer in `p` points into buffers of the backend that owns this value and
         // parks the kernel (quit, then wait until it has returned) before any of them is freed or
         // replaced; the kernel indexes them within the sizes `build` allocated, as the graphs'
@@ -150,6 +155,18 @@ impl Resident {
     /// Stop the kernel (if it runs) and wait until it has returned.
     pub(super) fn park(&mut self) -> Result<(), BackendError> {
         self.state().park()
+    }
+
+    /// Block 0's mean device time per burst (us) in the work ahead of the bursts since the last
+    /// launch, by phase: learning, propagation, early step; and the bursts (read once parked).
+    pub(super) fn phases(&self) -> Option<([f64; 3], u64)> {
+        let st = self.state();
+        if st.running {
+            return None;
+        }
+        let w = st.stream.clone_dtoh(&self.dev).ok()?;
+        let n = w[7].max(1) as f64;
+        Some(([w[4] as f64 / n / 1e3, w[5] as f64 / n / 1e3, w[6] as f64 / n / 1e3], w[7]))
     }
 }
 

@@ -150,6 +150,7 @@ impl CudaBackend {
                 learning: self.state.learning.as_ref().map_or(0, |l| l.flags()),
                 learn: self.state.learning.as_ref().map(|l| l.params).unwrap_or_default(),
                 x: self.launch.exchange.as_ref().map(|x| x.params(&self.stream, gathered)).unwrap_or_default(),
+                tiles: self.state.tiles.as_ref().map(|t| t.params(&self.stream)).unwrap_or_default(),
                 ..Default::default()
             };
             tracing::trace!(cur = self.launch.cur, "CUDA: launching the resident kernel");
