@@ -25,6 +25,10 @@ struct Ctl {
 // barrier (small input).
 #define RES_DIRECT (1ULL << 62)
 
+// The phases of the work ahead of a burst, as `ResDev::t` times them: learning (mark, shift,
+// rows, growth), propagation (direct, or tiled: binning), the tiles' sums, the early step.
+#define RES_PHASES 7
+
 // The resident kernel's words in device memory (zeroed before each launch).
 struct ResDev {
     u64 bar;   // grid barrier: arrivals so far
@@ -32,10 +36,8 @@ struct ResDev {
     u64 src;
     u64 bytes;
     // block 0's time (ns, %globaltimer) in the work ahead of the bursts since the launch, by
-    // phase (learning, propagation, early step), and the bursts (NEUROBURST_CUDA_TRACE=1 reports it)
-    u64 t_learn;
-    u64 t_propagate;
-    u64 t_prestep;
+    // phase (RES_PHASES), and the bursts (NEUROBURST_CUDA_TRACE=1 reports it)
+    u64 t[RES_PHASES];
     u64 ahead;
 };
 
@@ -282,39 +284,50 @@ __device__ void resident_impl(const ResParams& p) {
                 return;
             }
         }
-        const u64 t0 = blockIdx.x == 0 ? globaltimer() : 0;
+        // block 0's clock at each phase's end (its thread 0 keeps the sums)
+        u64 lap = blockIdx.x == 0 && threadIdx.x == 0 ? globaltimer() : 0;
+        auto phase = [&](int k) {
+            if (blockIdx.x == 0 && threadIdx.x == 0) {
+                const u64 now = globaltimer();
+                p.dev->t[k] += now - lap;
+                lap = now;
+            }
+        };
         if (p.learning) {
             // learning from the list just written, before it is propagated (learn.cu)
             each_blk(p.prop_blocks, [&](Blk b) { learn_mark_impl(p.learn, list, next.count_shift, b); });
             grid_sync(p.dev, arrived);
+            phase(0);
             each_blk(p.prop_blocks, [&](Blk b) { learn_shift_impl(p.learn, b); });
             grid_sync(p.dev, arrived);
+            phase(1);
             each_blk(p.prop_blocks, [&](Blk b) { learn_rows_impl<RP, CODE>(p.learn, next, b); });
             grid_sync(p.dev, arrived);
+            phase(2);
             if (p.learning & 2) {
                 if (blockIdx.x == 0) learn_grow_impl<RP, CODE>(p.learn, next, Blk{0, 1});
                 grid_sync(p.dev, arrived);
+                phase(3);
             }
         }
-        const u64 t1 = blockIdx.x == 0 ? globaltimer() : 0;
         if (p.tiles.n_tiles) {
             tile_bin_impl<RP, CODE>(next, list, p.tiles);
             grid_sync(p.dev, arrived);
+            phase(4);
             each_blk(p.tiles.n_tiles, [&](Blk b) { tile_sum_impl(next, p.tiles, b); });
+            grid_sync(p.dev, arrived);
+            phase(5);
         } else {
             each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, list, b); });
+            grid_sync(p.dev, arrived);
+            phase(4);
         }
-        grid_sync(p.dev, arrived);
-        const u64 t2 = blockIdx.x == 0 ? globaltimer() : 0;
         if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 5;
         each_blk(p.step_blocks, [&](Blk b) { step_impl<ACC, RP, STEP_ITEMS, true>(next, p.side[r], b); });
         grid_sync(p.dev, arrived);
+        phase(6);
         if (blockIdx.x == 0 && threadIdx.x == 0) {
-            ResDev* d = p.dev;
-            d->t_learn += t1 - t0;
-            d->t_propagate += t2 - t1;
-            d->t_prestep += globaltimer() - t2;
-            d->ahead += 1;
+            p.dev->ahead += 1;
             *(volatile u64*)at = num | 6;
         }
         r = 1 - r;

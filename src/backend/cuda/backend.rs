@@ -447,10 +447,13 @@ impl CudaBackend {
         let tr = std::mem::take(self.io.trace.as_mut()?);
         let n = tr.bursts.max(1) as f64;
         let device = match self.launch.resident.as_ref().and_then(|r| r.phases()) {
-            Some(([learn, propagate, prestep], bursts)) if bursts > 0 => format!(
-                "; device, ahead of a burst: learning {learn:.1} us, propagation {propagate:.1} us{}, early step {prestep:.1} us",
-                if self.state.tiles.is_some() { " (tiled)" } else { "" }
-            ),
+            Some((us, bursts)) if bursts > 0 => {
+                let tiled = if self.state.tiles.is_some() { " (tiled: binning)" } else { "" };
+                let each = super::resident::PHASES.iter().zip(us).filter(|(_, t)| *t > 0.0);
+                let each: Vec<String> =
+                    each.map(|(name, t)| format!("{name}{} {t:.1} us", if *name == "propagation" { tiled } else { "" })).collect();
+                format!("; device, ahead of a burst: {}", each.join(", "))
+            }
             _ => String::new(),
         };
         Some(format!(

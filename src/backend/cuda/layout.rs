@@ -346,7 +346,7 @@ mod tests {
             ("Net", size_of::<Net>()),
             ("Side", size_of::<Side>()),
             ("Ctl", 64),
-            ("ResDev", 64),
+            ("ResDev", 96),
             ("Learn", size_of::<Learn>()),
             ("Xchg", size_of::<Xchg>()),
             ("Tiles", size_of::<super::super::tiles::TilesParams>()),

@@ -32,6 +32,12 @@ use crate::backend::BackendError;
 /// Bit of the command word that tells the kernel to return (`RES_QUIT` in resident.cu).
 const QUIT: u64 = 1 << 63;
 
+/// The phases of the work ahead of a burst that the kernel times (`RES_PHASES` in resident.cu).
+pub(super) const PHASES: [&str; 7] = ["learning: mark", "shift", "rows", "growth", "propagation", "tiles' sums", "early step"];
+
+/// Words of `ResDev` (resident.cu): 4, the phases' times, the bursts.
+const RES_DEV_WORDS: usize = 4 + PHASES.len() + 1;
+
 /// How long `park` waits for the kernel to return.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -83,7 +89,7 @@ impl Resident {
         }
         let stream = ctx.new_stream().map_err(|e| e.to_string())?;
         let ctl = Pinned::new(ctx, 64).map_err(|e| e.to_string())?;
-        let dev = stream.alloc_zeros::<u64>(8).map_err(|e| e.to_string())?;
+        let dev = stream.alloc_zeros::<u64>(RES_DEV_WORDS).map_err(|e| e.to_string())?;
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
         let state = Arc::new(Mutex::new(State { stream, ctl, running: false, word: 0, grid, smem }));
@@ -124,8 +130,8 @@ impl Resident {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         debug_assert!(!st.running);
         let s = st.stream.clone();
-        // SAFETY: zeroes our own 8 words of device memory (`ResDev`) on the kernel's stream.
-        unsafe { sys::cuMemsetD32Async(dptr(&self.dev, &s), 0, 16, s.cu_stream()) }
+        // SAFETY: zeroes our own RES_DEV_WORDS words of device memory (`ResDev`) on the kernel's stream.
+        unsafe { sys::cuMemsetD32Async(dptr(&self.dev, &s), 0, 2 * RES_DEV_WORDS, s.cu_stream()) }
             .result()
             .map_err(dev_err("clearing the resident kernel's words"))?;
         p.ctl = st.ctl.dev();
@@ -158,15 +164,15 @@ impl Resident {
     }
 
     /// Block 0's mean device time per burst (us) in the work ahead of the bursts since the last
-    /// launch, by phase: learning, propagation, early step; and the bursts (read once parked).
-    pub(super) fn phases(&self) -> Option<([f64; 3], u64)> {
+    /// launch, by phase ([`PHASES`]), and the bursts (read once parked).
+    pub(super) fn phases(&self) -> Option<([f64; PHASES.len()], u64)> {
         let st = self.state();
         if st.running {
             return None;
         }
         let w = st.stream.clone_dtoh(&self.dev).ok()?;
-        let n = w[7].max(1) as f64;
-        Some(([w[4] as f64 / n / 1e3, w[5] as f64 / n / 1e3, w[6] as f64 / n / 1e3], w[7]))
+        let n = w[4 + PHASES.len()];
+        Some((std::array::from_fn(|k| w[4 + k] as f64 / n.max(1) as f64 / 1e3), n))
     }
 }
 
