@@ -99,6 +99,9 @@ __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift,
 
 // Entries of the active list a block gathers in shared memory before it claims room for them.
 #define SHIFT_LIST 1024
+// Neurons a thread of learn_shift takes at once (their loads issued together): W(1M), every
+// synapse plastic, on an H200 (2026-11-28) the shift took 47.6 us a burst with one.
+#define SHIFT_ITEMS 4
 
 __device__ void learn_shift_impl(const Learn& L, Blk b) {
     if (skipped(L)) return;
@@ -106,63 +109,77 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
     const bool counting = learns(L, t);
     __shared__ u32 warp_n[32];
     __shared__ u32 list[SHIFT_LIST];
-    __shared__ u32 listed, block_at;
-    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    __shared__ u32 block_at, s_total;
+    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     // each block a contiguous range of whole warps of neurons: its active ones are gathered in
-    // shared memory and listed with one atomic per SHIFT_LIST (one counter hit by every block of a
-    // grid over all neurons was most of this phase)
+    // shared memory and listed with one atomic a round (one counter hit by every block of a grid
+    // over all neurons was most of this phase)
     const u32 per = (((L.n_total + 31) / 32 + b.n - 1) / b.n) * 32;
     const u32 lo = min(b.id * per, L.n_total), hi = min(lo + per, L.n_total);
-    if (threadIdx.x == 0) listed = 0;
-    __syncthreads();
-    for (u32 w0 = lo; w0 < hi; w0 += blockDim.x) {
-        const u32 n = w0 + threadIdx.x;
-        const bool in = n < hi;
-        // a warp's 32 neurons share one word of `now` (w0 is a multiple of 32)
-        const u32 word = in ? *(volatile u32*)(L.now + (n >> 5)) : 0;
-        u32 h = 0;
-        if (in) {
-            const u32 old = L.hist[n];
-            h = (old << 1) | ((word >> lane) & 1);
-            L.hist[n] = h;
-            // the status of a neuron silent in every window stays as it is
-            if ((old | h) & L.longest) {
-                for (u32 k = 0; k < L.n_slots; k++) {
-                    const u32 w = L.windows[k], mask = window_mask(w);
-                    const u32 any = (h & mask) != 0, all = (h & mask) == mask;
-                    u32* st = L.status + (u64)k * L.n_total + n;
-                    *st = ((*st & 0xFFFF0000u) + ((any && t >= w && counting) ? 0x10000u : 0)) | all << 1 | any;
+    for (u32 w0 = lo; w0 < hi; w0 += blockDim.x * SHIFT_ITEMS) {
+        u32 word[SHIFT_ITEMS], h[SHIFT_ITEMS], old[SHIFT_ITEMS];
+#pragma unroll
+        for (int i = 0; i < SHIFT_ITEMS; i++) {
+            // a warp's 32 neurons share one word of `now` (w0 is a multiple of 32)
+            const u32 n = w0 + i * blockDim.x + threadIdx.x;
+            word[i] = n < hi ? *(volatile u32*)(L.now + (n >> 5)) : 0;
+            old[i] = n < hi ? L.hist[n] : 0;
+        }
+#pragma unroll
+        for (int i = 0; i < SHIFT_ITEMS; i++) {
+            const u32 n = w0 + i * blockDim.x + threadIdx.x;
+            h[i] = (old[i] << 1) | ((word[i] >> lane) & 1);
+            if (n < hi) L.hist[n] = h[i];
+        }
+        // the status of a neuron silent in every window stays as it is
+        for (u32 k = 0; k < L.n_slots; k++) {
+            const u32 w = L.windows[k], mask = window_mask(w);
+            u32 st[SHIFT_ITEMS];
+#pragma unroll
+            for (int i = 0; i < SHIFT_ITEMS; i++) {
+                const u32 n = w0 + i * blockDim.x + threadIdx.x;
+                st[i] = n < hi && ((old[i] | h[i]) & L.longest) ? L.status[(u64)k * L.n_total + n] : 0;
+            }
+#pragma unroll
+            for (int i = 0; i < SHIFT_ITEMS; i++) {
+                const u32 n = w0 + i * blockDim.x + threadIdx.x;
+                if (n < hi && ((old[i] | h[i]) & L.longest)) {
+                    const u32 any = (h[i] & mask) != 0, all = (h[i] & mask) == mask;
+                    L.status[(u64)k * L.n_total + n] = ((st[i] & 0xFFFF0000u) + ((any && t >= w && counting) ? 0x10000u : 0)) | all << 1 | any;
                 }
             }
         }
+        // (every lane has read its words of `now` before lane 0 clears them)
         __syncwarp();
-        if (lane == 0 && in && word) L.now[n >> 5] = 0;
-        const bool act = in && (h & L.longest) != 0;
-        const u32 ballot = __ballot_sync(0xFFFFFFFFu, act);
-        if (lane == 0) warp_n[wid] = __popc(ballot);
+        u32 ballot[SHIFT_ITEMS], mine = 0;
+#pragma unroll
+        for (int i = 0; i < SHIFT_ITEMS; i++) {
+            const u32 n = w0 + i * blockDim.x + threadIdx.x;
+            if (lane == 0 && n < hi && word[i]) L.now[n >> 5] = 0;
+            ballot[i] = __ballot_sync(0xFFFFFFFFu, n < hi && (h[i] & L.longest) != 0);
+            mine += __popc(ballot[i]);
+        }
+        if (lane == 0) warp_n[wid] = mine;
         __syncthreads();
-        if (threadIdx.x == 0) {
-            u32 total = listed;
-            for (u32 k = 0; k < (blockDim.x >> 5); k++) {
-                const u32 c = warp_n[k];
-                warp_n[k] = total;
-                total += c;
-            }
-            listed = total;
+        if (wid == 0) {
+            // the warps' offsets in `list`, and the round's room in the active list
+            const u32 c = lane < nw ? warp_n[lane] : 0, incl = warp_scan(c);
+            if (lane < nw) warp_n[lane] = incl - c;
+            const u32 total = __shfl_sync(0xFFFFFFFFu, incl, 31);
+            if (lane == 0) block_at = total ? atomicAdd(L.n_active, total) : 0;
+            if (lane == 0) s_total = total;
         }
         __syncthreads();
-        if (act) list[warp_n[wid] + __popc(ballot & ((1u << lane) - 1))] = n;
-        __syncthreads();
-        // room for the gathered entries once the next round might not fit, and at the end
-        const u32 count = listed;
-        if (count + blockDim.x > SHIFT_LIST || w0 + blockDim.x >= hi) {
-            if (threadIdx.x == 0) block_at = count ? atomicAdd(L.n_active, count) : 0;
-            __syncthreads();
-            for (u32 i = threadIdx.x; i < count; i += blockDim.x) L.active[block_at + i] = list[i];
-            __syncthreads();
-            if (threadIdx.x == 0) listed = 0;
-            __syncthreads();
+        const u32 total = s_total;
+        u32 at = warp_n[wid];
+#pragma unroll
+        for (int i = 0; i < SHIFT_ITEMS; i++) {
+            if ((ballot[i] >> lane) & 1) list[at + __popc(ballot[i] & ((1u << lane) - 1))] = w0 + i * blockDim.x + threadIdx.x;
+            at += __popc(ballot[i]);
         }
+        __syncthreads();
+        for (u32 i = threadIdx.x; i < total; i += blockDim.x) L.active[block_at + i] = list[i];
+        __syncthreads();
     }
 }
 
