@@ -6,7 +6,7 @@
 //
 // The burst on the GPU: on one GPU, one kernel that stays on the GPU runs every burst
 // (resident.cu), on several GPUs one on each, exchanging the fired lists (resident.cu, `exchange`);
-// where it cannot run, CUDA graphs of the phase kernels (src/backend/cuda/graphs.rs).
+// where it cannot run, CUDA graphs of the phase kernels (src/backend/cuda/burst/graphs.rs).
 // The phases:
 //
 //   propagate: the spikes of burst t-1 over (spike, synapse) pairs -> integer atomics into the

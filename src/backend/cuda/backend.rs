@@ -1,25 +1,26 @@
 //! [`CudaBackend`]: the brain on one GPU (or one GPU of several). This file holds what the
-//! backend owns and how it is built; the bursts run in `resident.rs` (one GPU) or `graphs.rs`
-//! (binned or row-drawn procedural brains, a GPU without cooperative launch), staged and read
-//! back by `staging.rs`;
-//! `state.rs` snapshots and restores, `peers.rs` connects the GPUs of one brain.
+//! backend owns and how it is put together; the brain's part on the device comes from `build/`,
+//! the bursts run in `burst/` (`resident.rs` on one GPU, `graphs.rs` for binned or row-drawn
+//! procedural brains and a GPU without cooperative launch, staged and read back by
+//! `staging.rs`, snapshots and restores in `snapshot.rs`), and `gpus/peers.rs` connects the GPUs
+//! of one brain.
 
 use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 
-use super::device_connectome::{summed_input_bound, upload, whole, GpuShard, Placement};
-use super::exchange::Exchange;
-pub(crate) use super::gpu_state::{Early, GpuState, Multi};
-use super::host_io::{HostIo, Trace};
-pub(crate) use super::launch::{Launch, Path};
+use super::build::connectome::{summed_input_bound, upload, whole, GpuShard, Placement};
+pub(crate) use super::build::state::{Early, GpuState, Multi};
+use super::burst::host_io::{HostIo, Trace};
+pub(crate) use super::burst::launch::{Launch, Path};
+use super::burst::learn::Learning;
+use super::burst::procbin::ProcBins;
+use super::burst::resident::Resident;
+use super::burst::tiles::{TileShape, Tiles};
+use super::gpus::exchange::Exchange;
 use super::layout::{dev_err, dptr, Net, BLOCK, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER};
-use super::learn::Learning;
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
-use super::procbin::ProcBins;
-use super::resident::Resident;
-use super::tiles::{TileShape, Tiles};
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
 use crate::connectome::stream::Streamed;
@@ -32,8 +33,8 @@ const LEND_IDS_MIN: usize = 1 << 16;
 /// The CUDA backend: one GPU's part of a brain. What it holds is split by who uses it: the
 /// brain's device state ([`GpuState`]), the host's side of a burst ([`HostIo`]: the injection
 /// going up, the read-back coming down) and how the bursts are launched ([`Launch`]: resident
-/// kernel or graphs). `staging.rs` writes an input and reads an output, `resident.rs` and
-/// `graphs.rs` launch, `state.rs` snapshots and restores the state.
+/// kernel or graphs). `burst/staging.rs` writes an input and reads an output, `burst/resident.rs`
+/// and `burst/graphs.rs` launch, `burst/snapshot.rs` snapshots and restores the state.
 pub struct CudaBackend {
     pub(super) ctx: Arc<CudaContext>,
     pub(super) stream: Arc<CudaStream>,
@@ -139,7 +140,7 @@ impl CudaBackend {
         let t0 = std::time::Instant::now();
         let ctx = CudaContext::new(device).map_err(dev_err("creating the context"))?;
         tracing::debug!(device, context_s = t0.elapsed().as_secs_f64(), "CUDA: a GPU's context made");
-        if linked && !super::resident::cooperative(&ctx) {
+        if linked && !super::burst::resident::cooperative(&ctx) {
             return Err(BackendError::Device(format!(
                 "GPU {device} has no cooperative launch: it cannot run a brain's share in the resident kernel"
             )));
@@ -173,7 +174,7 @@ impl CudaBackend {
         let (table_len, areas) = (shard.contributions.len(), shard.params.len());
         let mut plan = MemoryPlan::of_counts(n as u64, n_total as u64, shard.synapses(), shard.code_bytes(), table_len, areas, sharded);
         if let Some(p) = &shard.plastic {
-            let learning = super::learn::device_bytes(shard.synapses(), p, n_total);
+            let learning = super::burst::learn::device_bytes(shard.synapses(), p, n_total);
             (plan.connectome_bytes, plan.total_bytes) = (plan.connectome_bytes + learning, plan.total_bytes + learning);
         }
         let (free, _) = ctx.mem_get_info().map_err(dev_err("free memory"))?;
@@ -350,7 +351,7 @@ impl CudaBackend {
             None => None,
         };
         let tiles = match &resident {
-            Some(r) if tiled && r.blocks() <= super::tiles::MAX_BLOCKS => Some(Tiles::new(s, n, synapses, r.blocks(), tile_shape)?),
+            Some(r) if tiled && r.blocks() <= super::burst::tiles::MAX_BLOCKS => Some(Tiles::new(s, n, synapses, r.blocks(), tile_shape)?),
             _ => None,
         };
         let exchange = if path == Path::Linked { Some(Exchange::new(s, n_total)?) } else { None };
@@ -449,7 +450,7 @@ impl CudaBackend {
         let device = match self.launch.resident.as_ref().and_then(|r| r.phases()) {
             Some((us, bursts)) if bursts > 0 => {
                 let tiled = if self.state.tiles.is_some() { " (tiled: binning)" } else { "" };
-                let each = super::resident::PHASES.iter().zip(us).filter(|(_, t)| *t > 0.0);
+                let each = super::burst::resident::PHASES.iter().zip(us).filter(|(_, t)| *t > 0.0);
                 let each: Vec<String> =
                     each.map(|(name, t)| format!("{name}{} {t:.1} us", if *name == "propagation" { tiled } else { "" })).collect();
                 format!("; device, ahead of a burst: {}", each.join(", "))

@@ -172,7 +172,7 @@ pub(super) struct ResParams {
     /// One GPU of several: the spike exchange (`n` 0: one GPU alone).
     pub x: Xchg,
     /// The propagation's tiles (`n_tiles` 0: direct).
-    pub tiles: super::tiles::TilesParams,
+    pub tiles: super::burst::tiles::TilesParams,
 }
 // SAFETY: plain old data with the layout of the kernel's `ResParams`.
 unsafe impl DeviceRepr for ResParams {}
@@ -349,7 +349,7 @@ mod tests {
             ("ResDev", 96),
             ("Learn", size_of::<Learn>()),
             ("Xchg", size_of::<Xchg>()),
-            ("Tiles", size_of::<super::super::tiles::TilesParams>()),
+            ("Tiles", size_of::<super::super::burst::tiles::TilesParams>()),
         ];
         let net = rust_layout!(Net: v, rcc, acc, inj, inj_mask, row_ptr, targets, codes, table, areas, area_end, rb_lo, rb_hi,
             burst, rb_counter, ticket, chunk_first, host_in, host_map, host_out, v_out, rcc_out, spec, where_, dead, corr,
@@ -360,7 +360,7 @@ mod tests {
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");
         assert_eq!(c_layout(&src, "SumPeer", &sizes), rust_layout!(SumPeer: part, spill, flags), "SumPeer");
         let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, prop_blocks, step_blocks, learning, learn, x, tiles);
-        use super::super::tiles::TilesParams;
+        use super::super::burst::tiles::TilesParams;
         let tiles = rust_layout!(TilesParams: bins, counts, flags, spill, room, n_tiles, bits, blocks, pad);
         assert_eq!(c_layout(&src, "Tiles", &sizes), tiles, "Tiles");
         assert_eq!(c_layout(&src, "ResParams", &sizes), res, "ResParams");

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::backend::CudaBackend;
-use super::layout::{dev_err, dptr, BLOCK, DEAD, M_BURST, M_COUNTER};
+use crate::backend::cuda::backend::CudaBackend;
+use crate::backend::cuda::layout::{dev_err, dptr, BLOCK, DEAD, M_BURST, M_COUNTER};
 use crate::backend::BackendError;
 use crate::model::NeuronState;
 
@@ -34,7 +34,7 @@ impl CudaBackend {
         }
     }
 
-    pub(super) fn snapshot_impl(&mut self) -> Result<NeuronState, BackendError> {
+    pub(in crate::backend::cuda) fn snapshot_impl(&mut self) -> Result<NeuronState, BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         self.park()?;
         let s = &self.stream;
@@ -58,7 +58,7 @@ impl CudaBackend {
         Ok(NeuronState { burst: self.launch.burst, potential, refractory, consecutive, fired, learned })
     }
 
-    pub(super) fn restore_impl(&mut self, st: &NeuronState) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn restore_impl(&mut self, st: &NeuronState) -> Result<(), BackendError> {
         crate::backend::shard::check_lengths(st, self.state.neurons as usize)?;
         if let Some(&bad) = st.fired.iter().find(|&&f| f >= self.n_total()) {
             return Err(BackendError::InjectionOutOfRange { neuron: bad, neurons: self.n_total() });

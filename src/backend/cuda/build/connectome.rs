@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::layout::{as_bytes, dev_err, dptr, Net, ProcMap, BLOCK, M_BOUND, PAIRS_PER_CHUNK};
-use super::module::Kernels;
+use crate::backend::cuda::layout::{as_bytes, dev_err, dptr, Net, ProcMap, BLOCK, M_BOUND, PAIRS_PER_CHUNK};
+use crate::backend::cuda::module::Kernels;
 use crate::backend::BackendError;
 use crate::brain::Brain;
 use crate::connectome::flat::{FlatArea, FlatMap};
@@ -25,25 +25,25 @@ pub struct GpuShard {
     /// The brain's plastic mappings, when it learns.
     pub plastic: Option<Plastic>,
     /// The brain's procedural mappings in closed form, drawn again on the GPU a draw per thread.
-    pub(super) procedural: Vec<ProcMap>,
+    pub(in crate::backend::cuda) procedural: Vec<ProcMap>,
     /// Its other procedural mappings, drawn again row by row (`kernels/rows.cu`).
-    pub(super) rows: FlatRows,
+    pub(in crate::backend::cuda) rows: FlatRows,
     /// Some: the synapses are built on the GPU from this (`part` holds none).
-    pub(super) recipe: Option<super::build::Recipe>,
+    pub(in crate::backend::cuda) recipe: Option<crate::backend::cuda::build::on_gpu::Recipe>,
     /// One GPU of several built on the GPUs: its rows' pointers, counted there first.
-    pub(super) part_rows: Option<super::build::PartRows>,
+    pub(in crate::backend::cuda) part_rows: Option<crate::backend::cuda::build::on_gpu::PartRows>,
     /// One GPU of several built on the GPUs: their meeting, and this GPU's index in it.
-    pub(super) parts: Option<(Arc<super::build::Parts>, usize)>,
+    pub(in crate::backend::cuda) parts: Option<(Arc<crate::backend::cuda::build::on_gpu::Parts>, usize)>,
     /// Some: the synapses are drawn on the host chunk by chunk and copied to the GPU (part
     /// `.1` of the stream; `part` holds its row pointers only).
-    pub(super) streamed: Option<(Arc<Streamed>, usize)>,
+    pub(in crate::backend::cuda) streamed: Option<(Arc<Streamed>, usize)>,
     /// One GPU of several in this process: its binned procedural synapses are summed with the
     /// others' (`procbin.rs`, `Spread`).
-    pub(super) together: bool,
+    pub(in crate::backend::cuda) together: bool,
 }
 
 /// Where a brain's synapses are made.
-pub(super) enum Placement {
+pub(in crate::backend::cuda) enum Placement {
     /// Built on the host (the brain's parts hold them).
     Host,
     /// Built on the GPU from closed forms (see `build.rs`), with a progress bar when `progress`.
@@ -55,7 +55,7 @@ pub(super) enum Placement {
 
 impl GpuShard {
     /// The synapses this GPU stores.
-    pub(super) fn synapses(&self) -> u64 {
+    pub(in crate::backend::cuda) fn synapses(&self) -> u64 {
         match (&self.recipe, &self.streamed) {
             (Some(r), _) => self.part_rows.as_ref().map_or(r.synapses, |p| p.synapses),
             (_, Some((st, p))) => st.synapses(*p),
@@ -64,7 +64,7 @@ impl GpuShard {
     }
 
     /// Bytes per code on the device.
-    pub(super) fn code_bytes(&self) -> u64 {
+    pub(in crate::backend::cuda) fn code_bytes(&self) -> u64 {
         match (&self.recipe, &self.streamed) {
             (Some(_), _) => 2,
             (_, Some((st, _))) => 2 + 2 * st.wide as u64,
@@ -76,34 +76,34 @@ impl GpuShard {
 /// The procedural mappings of `c` for the GPU: those in closed form, drawn one synapse per thread,
 /// and the others, drawn row by row. An error names a mapping that has neither form (the opener
 /// keeps those stored).
-pub(super) fn gpu_procedural(c: &crate::connectome::Connectome) -> Result<(Vec<ProcMap>, FlatRows), BackendError> {
+pub(in crate::backend::cuda) fn gpu_procedural(c: &crate::connectome::Connectome) -> Result<(Vec<ProcMap>, FlatRows), BackendError> {
     let Some(p) = &c.procedural else { return Ok((Vec::new(), FlatRows::default())) };
     let rows = p.flat_rows().map_err(BackendError::Device)?;
     Ok((p.closed_forms().iter().map(ProcMap::from).collect(), rows))
 }
 
 /// The connectome and the areas on the device (read by the kernels through `Net`).
-pub(super) struct Resources {
-    pub(super) row_ptr: CudaSlice<u8>,
-    pub(super) targets: CudaSlice<u32>,
+pub(in crate::backend::cuda) struct Resources {
+    pub(in crate::backend::cuda) row_ptr: CudaSlice<u8>,
+    pub(in crate::backend::cuda) targets: CudaSlice<u32>,
     /// The synapses' codes (learning rewrites them).
-    pub(super) codes: CudaSlice<u8>,
-    pub(super) _table: CudaSlice<i32>,
-    pub(super) _areas: CudaSlice<u8>,
-    pub(super) _area_end: CudaSlice<u32>,
-    pub(super) _rb: CudaSlice<u32>,
-    pub(super) _chunk_first: CudaSlice<u32>,
-    pub(super) _proc: CudaSlice<u8>,
+    pub(in crate::backend::cuda) codes: CudaSlice<u8>,
+    pub(in crate::backend::cuda) _table: CudaSlice<i32>,
+    pub(in crate::backend::cuda) _areas: CudaSlice<u8>,
+    pub(in crate::backend::cuda) _area_end: CudaSlice<u32>,
+    pub(in crate::backend::cuda) _rb: CudaSlice<u32>,
+    pub(in crate::backend::cuda) _chunk_first: CudaSlice<u32>,
+    pub(in crate::backend::cuda) _proc: CudaSlice<u8>,
     /// The flat rows' areas, maps and list (`rows.cu`).
-    pub(super) _rows: [CudaSlice<u8>; 3],
+    pub(in crate::backend::cuda) _rows: [CudaSlice<u8>; 3],
     /// Built on the GPU: the largest input of one burst a neuron can get (summed as drawn).
-    pub(super) bound: Option<u64>,
+    pub(in crate::backend::cuda) bound: Option<u64>,
 }
 
 /// The whole brain as GPU 0's part. `Placement::OnGpu`: a brain built with every mapping
 /// procedural, every one in closed form, is stored by building its rows on the GPU (see
 /// `build.rs`). `Placement::Streamed`: a brain planned by [`crate::connectome::stream::plan`].
-pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, BackendError> {
+pub(in crate::backend::cuda) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, BackendError> {
     let (on_gpu, streamed) = match placement {
         Placement::Host => (None, None),
         Placement::OnGpu { progress } => (Some(progress), None),
@@ -113,7 +113,7 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
     let (mut procedural, rows) = gpu_procedural(&brain.connectome)?;
     let c = &brain.connectome;
     let recipe = if on_gpu.is_some() && c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() && rows.is_empty() {
-        super::build::Recipe::new(procedural.clone(), on_gpu == Some(true))
+        crate::backend::cuda::build::on_gpu::Recipe::new(procedural.clone(), on_gpu == Some(true))
     } else {
         None
     };
@@ -150,7 +150,12 @@ pub(super) fn whole(brain: Brain, placement: Placement) -> Result<GpuShard, Back
 }
 
 /// Upload this GPU's part of the connectome and the areas; the read-back ranges of this GPU.
-pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row64: bool) -> Result<Resources, BackendError> {
+pub(in crate::backend::cuda) fn upload(
+    s: &Arc<CudaStream>,
+    shard: &mut GpuShard,
+    rb: &[u32],
+    row64: bool,
+) -> Result<Resources, BackendError> {
     let synapses = shard.synapses();
     let part_rows = shard.part_rows.take();
     let shard = &*shard;
@@ -174,7 +179,7 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row6
         (Some(r), _) => {
             let b = match (part_rows, &shard.parts) {
                 (Some(p), Some((parts, me))) => parts.build(*me, s, r, p, r.progress)?,
-                _ => super::build::materialize(s, r, shard.neurons, row64, r.progress)?,
+                _ => crate::backend::cuda::build::on_gpu::materialize(s, r, shard.neurons, row64, r.progress)?,
             };
             bound = Some(b.bound);
             (b.row_ptr, b.targets, b.codes)
@@ -229,7 +234,7 @@ pub(super) fn upload(s: &Arc<CudaStream>, shard: &mut GpuShard, rb: &[u32], row6
 
 /// The largest synaptic input one burst can give a neuron, summed on the device (`in_bound`, into
 /// `scratch`: N zeroed u64).
-pub(super) fn summed_input_bound(
+pub(in crate::backend::cuda) fn summed_input_bound(
     ctx: &Arc<CudaContext>,
     s: &Arc<CudaStream>,
     k: &Kernels,

@@ -13,15 +13,15 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
-use super::layout::dev_err;
+use crate::backend::cuda::layout::dev_err;
 use crate::backend::BackendError;
 
 /// How long a waiting thread spins before it sleeps: a burst's phases take microseconds, and a
 /// sleeping thread wakes tens of microseconds late.
-pub(super) const SPIN: Duration = Duration::from_millis(20);
+pub(in crate::backend::cuda) const SPIN: Duration = Duration::from_millis(20);
 
 /// Spin, then doze, until `f` holds (the other side is another thread on another core).
-pub(super) fn wait_until(f: impl Fn() -> bool) {
+pub(in crate::backend::cuda) fn wait_until(f: impl Fn() -> bool) {
     let start = Instant::now();
     let mut spins = 0u32;
     while !f() {
@@ -35,7 +35,7 @@ pub(super) fn wait_until(f: impl Fn() -> bool) {
 }
 
 /// Shared by the GPUs of one brain.
-pub(super) struct Meeting {
+pub(in crate::backend::cuda) struct Meeting {
     /// Each GPU's event, in shard order, recorded after its first half.
     events: Vec<CudaEvent>,
     /// Arrivals, never cleared: meeting k is complete at k times the GPUs.
@@ -46,7 +46,7 @@ pub(super) struct Meeting {
 
 impl Meeting {
     /// A meeting of the GPUs of these contexts (in shard order).
-    pub(super) fn new(ctxs: &[Arc<CudaContext>]) -> Result<Arc<Meeting>, BackendError> {
+    pub(in crate::backend::cuda) fn new(ctxs: &[Arc<CudaContext>]) -> Result<Arc<Meeting>, BackendError> {
         let events = ctxs
             .iter()
             .map(|c| c.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)))
@@ -56,13 +56,13 @@ impl Meeting {
     }
 
     /// The others stop waiting (and every later meeting fails).
-    pub(super) fn abandon(&self) {
+    pub(in crate::backend::cuda) fn abandon(&self) {
         self.abandoned.store(true, Ordering::Release);
     }
 }
 
 /// One GPU's seat at the meeting.
-pub(super) struct Seat {
+pub(in crate::backend::cuda) struct Seat {
     meeting: Arc<Meeting>,
     me: usize,
     /// Meetings this GPU has come to.
@@ -70,14 +70,14 @@ pub(super) struct Seat {
 }
 
 impl Seat {
-    pub(super) fn new(meeting: Arc<Meeting>, me: usize) -> Seat {
+    pub(in crate::backend::cuda) fn new(meeting: Arc<Meeting>, me: usize) -> Seat {
         Seat { meeting, me, rounds: 0 }
     }
 
     /// After this GPU's first half was launched on `s` (`launched`: whether it was): once every
     /// GPU's first half is queued, `s` waits for all of them. Comes to the meeting even when the
     /// launch failed, so that the others do not wait for it.
-    pub(super) fn meet(&mut self, s: &CudaStream, launched: Result<(), BackendError>) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn meet(&mut self, s: &CudaStream, launched: Result<(), BackendError>) -> Result<(), BackendError> {
         let m = &self.meeting;
         let recorded = launched.and_then(|_| m.events[self.me].record(s).map_err(dev_err("recording the meeting event")));
         if recorded.is_err() {
@@ -100,7 +100,7 @@ impl Seat {
     }
 
     /// This GPU will not come to the next meeting.
-    pub(super) fn abandon(&self) {
+    pub(in crate::backend::cuda) fn abandon(&self) {
         self.meeting.abandon();
     }
 }

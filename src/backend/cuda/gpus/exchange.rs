@@ -16,11 +16,11 @@
 
 use cudarc::driver::{CudaSlice, CudaStream};
 
-use super::layout::{as_bytes, dev_err, dptr, Link, Peer, Side, Xchg};
+use crate::backend::cuda::layout::{as_bytes, dev_err, dptr, Link, Peer, Side, Xchg};
 use crate::backend::BackendError;
 
 /// GPUs one brain may span (MAX_PEERS in propagate.cu).
-pub(super) const MAX_GPUS: usize = 64;
+pub(in crate::backend::cuda) const MAX_GPUS: usize = 64;
 
 /// Where one GPU's inbox lies, and what it adds to an exchange, for the others.
 #[derive(Clone, Copy, Debug)]
@@ -34,7 +34,7 @@ pub(crate) struct Inbox {
     blocks: u32,
 }
 
-pub(super) struct Exchange {
+pub(in crate::backend::cuda) struct Exchange {
     /// u32[2 * neurons of the brain]: by parity, every GPU's list at its first neuron.
     ids: CudaSlice<u32>,
     /// u64[2 * MAX_GPUS]: by parity, every GPU's count (count << count_shift).
@@ -53,7 +53,7 @@ pub(super) struct Exchange {
 
 impl Exchange {
     /// The inbox of one GPU of a brain of `neurons` neurons.
-    pub(super) fn new(s: &std::sync::Arc<CudaStream>, neurons: u32) -> Result<Exchange, BackendError> {
+    pub(in crate::backend::cuda) fn new(s: &std::sync::Arc<CudaStream>, neurons: u32) -> Result<Exchange, BackendError> {
         let e = |w: &'static str| dev_err(w);
         Ok(Exchange {
             ids: s.alloc_zeros(2 * neurons as usize).map_err(e("alloc the spike inbox"))?,
@@ -67,13 +67,18 @@ impl Exchange {
         })
     }
 
-    pub(super) fn inbox(&self, s: &CudaStream, base: u32, blocks: u32) -> Inbox {
+    pub(in crate::backend::cuda) fn inbox(&self, s: &CudaStream, base: u32, blocks: u32) -> Inbox {
         Inbox { ids: dptr(&self.ids, s), counts: dptr(&self.counts, s), arrivals: dptr(&self.arrivals, s), base, blocks }
     }
 
     /// GPU `me` of `all` (every GPU's inbox, in shard order): where its list goes, where the
     /// others' land.
-    pub(super) fn connect(&mut self, s: &std::sync::Arc<CudaStream>, me: usize, all: &[Inbox]) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn connect(
+        &mut self,
+        s: &std::sync::Arc<CudaStream>,
+        me: usize,
+        all: &[Inbox],
+    ) -> Result<(), BackendError> {
         if all.len() > MAX_GPUS {
             return Err(BackendError::Device(format!("{} GPUs: at most {MAX_GPUS} can share one brain", all.len())));
         }
@@ -108,7 +113,7 @@ impl Exchange {
     }
 
     /// The kernel's view for a launch, `gathered` the list it gathers into.
-    pub(super) fn params(&self, s: &CudaStream, gathered: Side) -> Xchg {
+    pub(in crate::backend::cuda) fn params(&self, s: &CudaStream, gathered: Side) -> Xchg {
         let Some((links, inbox)) = &self.tables else { return Xchg::default() };
         Xchg {
             links: dptr(links, s),
@@ -123,7 +128,7 @@ impl Exchange {
     }
 
     /// One more burst commanded: one more exchange.
-    pub(super) fn commanded(&mut self) {
+    pub(in crate::backend::cuda) fn commanded(&mut self) {
         self.done += 1;
     }
 }

@@ -8,14 +8,14 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use super::layout::{as_bytes, dev_err, dptr, ProcMap};
-use super::module::{Kernels, Variant};
+use crate::backend::cuda::layout::{as_bytes, dev_err, dptr, ProcMap};
+use crate::backend::cuda::module::{Kernels, Variant};
 use crate::backend::BackendError;
 
 /// Mirror of `struct MatArea` in build.cu: one source area's rows.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct MatArea {
+pub(in crate::backend::cuda) struct MatArea {
     pub off: u64,
     pub first: u32,
     pub count: u32,
@@ -50,7 +50,7 @@ impl Recipe {
     /// The recipe of a brain stored as closed forms `maps` (in the order of
     /// [`crate::connectome::Procedural::closed_forms`]: by source area, then mapping); None when a
     /// row is too long for the GPU's sort. `progress`: show the build's progress.
-    pub(super) fn new(maps: Vec<ProcMap>, progress: bool) -> Option<Recipe> {
+    pub(in crate::backend::cuda) fn new(maps: Vec<ProcMap>, progress: bool) -> Option<Recipe> {
         let mut areas: Vec<MatArea> = Vec::new();
         for (f, m) in maps.iter().enumerate() {
             match areas.last_mut() {
@@ -92,7 +92,7 @@ impl Recipe {
 /// The device's connectome arrays: row pointers (u32 or u64 as bytes), targets, u16 codes; and an
 /// upper bound of any neuron's input of one burst: the largest of its blocks of 2^[`BOUND_SHIFT`]
 /// neurons', summed as the rows were drawn.
-pub(super) struct Built {
+pub(in crate::backend::cuda) struct Built {
     pub row_ptr: CudaSlice<u8>,
     pub targets: CudaSlice<u32>,
     pub codes: CudaSlice<u8>,
@@ -103,7 +103,7 @@ pub(super) struct Built {
 /// over NVLink).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Owner {
+pub(in crate::backend::cuda) struct Owner {
     counts: u64,
     row_ptr: u64,
     targets: u64,
@@ -260,7 +260,13 @@ impl Rules {
 
 /// Build `r`'s rows for `n` neurons on the GPU of stream `s`: the row pointers in closed form
 /// (`materialize_rows`), then the rows.
-pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool, progress: bool) -> Result<Built, BackendError> {
+pub(in crate::backend::cuda) fn materialize(
+    s: &Arc<CudaStream>,
+    r: &Recipe,
+    n: u32,
+    row64: bool,
+    progress: bool,
+) -> Result<Built, BackendError> {
     let e = |w: &'static str| dev_err(w);
     let rules = Rules::upload(s, r)?;
     let row_ptr: CudaSlice<u8> = s.alloc_zeros((n as usize + 1) * if row64 { 8 } else { 4 }).map_err(e("alloc row pointers"))?;
@@ -290,11 +296,11 @@ pub(super) fn materialize(s: &Arc<CudaStream>, r: &Recipe, n: u32, row64: bool, 
 /// One GPU's part of a brain built on several GPUs (the synapses onto its neurons `range`, rows
 /// for every source): the row pointers, counted on the GPUs before the rows are drawn into them
 /// (`kernels/build.cu`, `part_count`, `scan_tiles`, `scan_write`, `materialize`).
-pub(super) struct PartRows {
+pub(in crate::backend::cuda) struct PartRows {
     pub range: Range<u32>,
     /// Neurons of the brain.
     n: u32,
-    /// u32, or u64 from u32::MAX synapses on (as [`super::MemoryPlan`] sizes them).
+    /// u32, or u64 from u32::MAX synapses on (as [`crate::backend::cuda::MemoryPlan`] sizes them).
     pub row_ptr: CudaSlice<u8>,
     pub synapses: u64,
     /// The row pointers are u64 (`row_ptr`'s width).
@@ -310,7 +316,7 @@ const SCAN_TILE: u32 = 4096;
 /// part has scanned its counts into row pointers, to sort them and write each part's run where
 /// that part lies (peer stores over NVLink). Each GPU's thread publishes where its part lies and
 /// meets the others before each pass and after the last.
-pub(super) struct Parts {
+pub(in crate::backend::cuda) struct Parts {
     n: usize,
     state: Mutex<PartsState>,
     cv: Condvar,
@@ -324,15 +330,15 @@ struct PartsState {
 }
 
 /// What a GPU's thread returns when another GPU's build failed (the caller reports that one's).
-pub(super) const ANOTHER_FAILED: &str = "CUDA: another GPU's build failed";
+pub(in crate::backend::cuda) const ANOTHER_FAILED: &str = "CUDA: another GPU's build failed";
 
 impl Parts {
-    pub(super) fn new(n: usize) -> Arc<Parts> {
+    pub(in crate::backend::cuda) fn new(n: usize) -> Arc<Parts> {
         Arc::new(Parts { n, state: Mutex::new(PartsState { owners: vec![None; n], arrived: [0; 5], failed: false }), cv: Condvar::new() })
     }
 
     /// A GPU's build failed or stopped: the others stop waiting.
-    pub(super) fn fail(&self) {
+    pub(in crate::backend::cuda) fn fail(&self) {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).failed = true;
         self.cv.notify_all();
     }
@@ -355,7 +361,14 @@ impl Parts {
 
     /// GPU `me`'s row pointers for the part of `r`'s brain (`n` neurons) onto `range`: every GPU
     /// counts the rows of its own neurons into every part's counts, then each scans its own.
-    pub(super) fn count(&self, me: usize, s: &Arc<CudaStream>, r: &Recipe, n: u32, range: Range<u32>) -> Result<PartRows, BackendError> {
+    pub(in crate::backend::cuda) fn count(
+        &self,
+        me: usize,
+        s: &Arc<CudaStream>,
+        r: &Recipe,
+        n: u32,
+        range: Range<u32>,
+    ) -> Result<PartRows, BackendError> {
         let e = |w: &'static str| dev_err(w);
         let t0 = std::time::Instant::now();
         let rules = Rules::upload(s, r)?;
@@ -365,7 +378,7 @@ impl Parts {
         let owner = Owner { counts: dptr(&counts, s), lo: range.start, hi: range.end, ..Default::default() };
         let peers = self.meet(0, me, Some((ctx.clone(), owner)))?;
         for (other, _) in &peers {
-            super::peers::peer_access(&ctx, other)?;
+            crate::backend::cuda::gpus::peers::peer_access(&ctx, other)?;
         }
         let owners: Vec<Owner> = peers.iter().map(|p| p.1).collect();
         let table = s.clone_htod(&owners).map_err(e("uploading the parts' addresses"))?;
@@ -402,7 +415,14 @@ impl Parts {
     /// GPU `me`'s part (counted by [`Parts::count`]): targets and codes allocated, the rows of its
     /// own neurons drawn into every part, once every GPU is there, and the largest input of its
     /// neurons from every GPU's bounds; returns when every GPU has done so.
-    pub(super) fn build(&self, me: usize, s: &Arc<CudaStream>, r: &Recipe, part: PartRows, progress: bool) -> Result<Built, BackendError> {
+    pub(in crate::backend::cuda) fn build(
+        &self,
+        me: usize,
+        s: &Arc<CudaStream>,
+        r: &Recipe,
+        part: PartRows,
+        progress: bool,
+    ) -> Result<Built, BackendError> {
         let t0 = std::time::Instant::now();
         let own = part.range.clone();
         let bounds = block_bounds(s, part.n)?;
@@ -457,7 +477,7 @@ fn scan(s: &Arc<CudaStream>, rules: &Rules, counts: &CudaSlice<u32>, n: u32) -> 
 /// Stored synapses as read back: row pointers, targets, codes.
 pub type Rows = (Vec<u64>, Vec<u32>, Vec<u32>);
 
-impl super::CudaBackend {
+impl crate::backend::cuda::CudaBackend {
     /// The stored synapses as they lie on the GPU: row pointers, targets and codes (for checks
     /// against the host's build).
     pub fn stored_rows(&self) -> Result<Rows, BackendError> {

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 
-use super::layout::DEAD;
+use crate::backend::cuda::layout::DEAD;
 
-use super::memory::Pinned;
+use crate::backend::cuda::memory::Pinned;
 
 /// Read-back entries from which a dense burst output is ranked by a bitmap rather than sorted.
 const RANK_MIN: usize = 256;

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use cudarc::driver::sys;
 
-use super::backend::{CudaBackend, Path};
-use super::layout::{dev_err, entry_format, ResParams, BLOCK, DEAD, DEAD_RB, OUT_HEADER, STEP_ITEMS};
-use super::memory::{ColumnLock, Pinned};
+use crate::backend::cuda::backend::{CudaBackend, Path};
+use crate::backend::cuda::layout::{dev_err, entry_format, ResParams, BLOCK, DEAD, DEAD_RB, OUT_HEADER, STEP_ITEMS};
+use crate::backend::cuda::memory::{ColumnLock, Pinned};
 use crate::backend::{BackendError, BurstOutput};
 use crate::model::{InjectionSlice, Values};
 
@@ -104,7 +104,7 @@ impl CudaBackend {
         let new = Pinned::new(&self.ctx, cap).map_err(dev_err("growing the pinned injection buffer"))?;
         self.io.dev_in = self.stream.alloc_zeros(cap).map_err(dev_err("growing the injection buffer"))?;
         self.io.host_in = new;
-        self.state.net.host_in = super::layout::dptr(&self.io.dev_in, &self.stream);
+        self.state.net.host_in = crate::backend::cuda::layout::dptr(&self.io.dev_in, &self.stream);
         self.state.net.in_cap = cap as u64;
         self.state.net.host_map = self.io.host_in.dev();
         if self.launch.path.resident() {
@@ -116,7 +116,7 @@ impl CudaBackend {
 
     /// Run the propagation and early step of the next burst unless they have run (or are queued),
     /// and wait for them. One GPU of several in the resident kernel gathers the others' lists
-    /// here: the brain calls it on every GPU before any bursts again ([`super::MultiGpu`]).
+    /// here: the brain calls it on every GPU before any bursts again ([`crate::backend::cuda::MultiGpu`]).
     pub(crate) fn ahead(&mut self) -> Result<(), BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         // (on graphs, the burst launches its own)

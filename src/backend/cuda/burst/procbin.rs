@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::layout::{as_bytes, dev_err, dptr, Net, ProcMap, Side, SumPeer};
-use super::module::Kernels;
+use crate::backend::cuda::layout::{as_bytes, dev_err, dptr, Net, ProcMap, Side, SumPeer};
+use crate::backend::cuda::module::Kernels;
 use crate::backend::BackendError;
 
 /// Neurons per tile, as bits: 2M. W(100M, 1000) on an H100: 11.5 ms a burst in 48 tiles against
@@ -33,7 +33,7 @@ const SPLIT_SHARED: u32 = 2 * SUB_BLOCK * SPLIT_K * 4;
 const SUM_BLOCK: u32 = 1024;
 
 /// The bins of one GPU.
-pub(super) struct ProcBins {
+pub(in crate::backend::cuda) struct ProcBins {
     bins: CudaSlice<u32>,
     /// The entries of each bin, then of each sub-bin (zeroed every burst).
     counts: CudaSlice<u64>,
@@ -71,14 +71,20 @@ impl ProcBins {
     /// Whether binning pays for `n` neurons and these procedural maps: more than one tile, and
     /// fanouts of at least [`MIN_FANOUT`]. (The direct path runs on the resident kernel, with
     /// the early step that hides a small propagation; binned runs on graphs.)
-    pub(super) fn wanted(n: u32, maps: &[ProcMap]) -> bool {
+    pub(in crate::backend::cuda) fn wanted(n: u32, maps: &[ProcMap]) -> bool {
         let fanout = maps.iter().map(|m| m.fanout).max().unwrap_or(0);
         fanout >= MIN_FANOUT && n > 1 << TILE_BITS && n.div_ceil(1 << TILE_BITS) <= MAX_TILES && maps.len() < 1 << (32 - TILE_BITS)
     }
 
     /// Bins for `n` neurons, in at most `bytes` of device memory; `spread`: Some(the
     /// brain's neurons) for one GPU of several in this process, which bins onto every neuron.
-    pub(super) fn new(s: &Arc<CudaStream>, n: u32, spread: Option<u32>, maps: &[ProcMap], bytes: u64) -> Result<ProcBins, BackendError> {
+    pub(in crate::backend::cuda) fn new(
+        s: &Arc<CudaStream>,
+        n: u32,
+        spread: Option<u32>,
+        maps: &[ProcMap],
+        bytes: u64,
+    ) -> Result<ProcBins, BackendError> {
         let e = |w: &'static str| dev_err(w);
         let n = spread.unwrap_or(n);
         let tiles = n.div_ceil(1 << TILE_BITS);
@@ -126,20 +132,20 @@ impl ProcBins {
     }
 
     /// Device bytes of the bins.
-    pub(super) fn bytes(&self) -> u64 {
+    pub(in crate::backend::cuda) fn bytes(&self) -> u64 {
         let spread = self.spread.as_ref().map_or(0, |x| x.part.len() as u64 * 4 + x.flags.len() as u64 * 4);
         self.bins.len() as u64 * 4 + self.counts.len() as u64 * 8 + self.subs.bytes() + self.spill.len() as u64 * 8 + spread
     }
 
     /// One GPU of several in this process: where its partial sums lie, for the others.
-    pub(super) fn sum_peer(&self, s: &CudaStream) -> Option<SumPeer> {
+    pub(in crate::backend::cuda) fn sum_peer(&self, s: &CudaStream) -> Option<SumPeer> {
         let x = self.spread.as_ref()?;
         Some(SumPeer { part: dptr(&x.part, s), spill: dptr(&self.spill, s), flags: dptr(&x.flags, s) })
     }
 
     /// One GPU of several in this process: every GPU's partial sums ([`Self::sum_peer`] of each,
     /// in shard order), which `proc_fold` adds.
-    pub(super) fn connect(&mut self, s: &Arc<CudaStream>, all: &[SumPeer]) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn connect(&mut self, s: &Arc<CudaStream>, all: &[SumPeer]) -> Result<(), BackendError> {
         if let Some(x) = &mut self.spread {
             let table = s.clone_htod(as_bytes(all)).map_err(dev_err("uploading the partial sums' table"))?;
             x.peers = Some((table, all.len() as u32));
@@ -149,7 +155,7 @@ impl ProcBins {
 
     /// Whether this GPU's sums are folded from every GPU's partials (see [`Spread`]): the
     /// propagation runs in two halves, every GPU's partials made between them.
-    pub(super) fn spread(&self) -> bool {
+    pub(in crate::backend::cuda) fn spread(&self) -> bool {
         self.spread.is_some()
     }
 
@@ -157,7 +163,7 @@ impl ProcBins {
     /// the sums, which `proc_sum` writes to every neuron of `net.acc`: no clear before, and other
     /// additions after. Spread over several GPUs (see [`Spread`]), `rd` is this GPU's own list, and
     /// the sums are partials of every neuron of the brain, which [`Self::fold`] adds.
-    pub(super) fn launch(&self, s: &CudaStream, k: &Kernels, net: &Net, rd: &Side, sm: u32) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn launch(&self, s: &CudaStream, k: &Kernels, net: &Net, rd: &Side, sm: u32) -> Result<(), BackendError> {
         let n_subs = self.tiles << (TILE_BITS - SUB_BITS);
         // spread: the whole brain's neurons are this GPU's targets
         let net = &match &self.spread {
@@ -214,7 +220,7 @@ impl ProcBins {
 
     /// Spread over several GPUs, once every GPU has made its partials: this GPU's neurons' sums,
     /// written to every neuron of `net.acc` (no clear before, other additions after).
-    pub(super) fn fold(&self, s: &CudaStream, k: &Kernels, net: &Net, sm: u32) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn fold(&self, s: &CudaStream, k: &Kernels, net: &Net, sm: u32) -> Result<(), BackendError> {
         let Some(x) = &self.spread else { return Ok(()) };
         let Some((peers, n_peers)) = &x.peers else {
             return Err(BackendError::Device("one GPU of several folds partial sums before it was connected".into()));

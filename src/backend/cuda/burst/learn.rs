@@ -11,16 +11,16 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::device_connectome::Resources;
-use super::layout::{as_bytes, dev_err, dptr, Learn, Net, PlasMap, Side, BLOCK};
-use super::module::Kernels;
+use crate::backend::cuda::build::connectome::Resources;
+use crate::backend::cuda::layout::{as_bytes, dev_err, dptr, Learn, Net, PlasMap, Side, BLOCK};
+use crate::backend::cuda::module::Kernels;
 use crate::backend::learn::{Deferred, Learner, SWEEP_BURSTS};
 use crate::backend::BackendError;
 use crate::connectome::{Codes, Part, Plastic};
 use crate::model::plasticity::{window_mask, Learned, Switch};
 
 /// The learning state of one GPU.
-pub(super) struct Learning {
+pub(in crate::backend::cuda) struct Learning {
     pub params: Learn,
     _now: CudaSlice<u32>,
     _active: CudaSlice<u32>,
@@ -53,14 +53,14 @@ pub(super) struct Learning {
 
 impl Learning {
     /// The resident kernel's `learning` word: 1, and 2 when the brain has associative mappings.
-    pub(super) fn flags(&self) -> u32 {
+    pub(in crate::backend::cuda) fn flags(&self) -> u32 {
         1 | (!self.words.is_empty() as u32) << 1
     }
 }
 
 /// Bytes learning takes on the device for a part: histories (and their bits, the active list)
 /// and a status per window for every neuron, a stamp per synapse, the pair tables.
-pub(super) fn device_bytes(synapses: u64, plastic: &Plastic, neurons_total: u32) -> u64 {
+pub(in crate::backend::cuda) fn device_bytes(synapses: u64, plastic: &Plastic, neurons_total: u32) -> u64 {
     let n = neurons_total as u64;
     let pairs: u64 = plastic.mappings.iter().filter_map(|m| m.associative.as_ref()).map(|a| (a.pairs() as u64).div_ceil(64) * 8).sum();
     let mut windows: Vec<u32> = plastic.mappings.iter().map(|m| m.rule.window).collect();
@@ -72,7 +72,7 @@ pub(super) fn device_bytes(synapses: u64, plastic: &Plastic, neurons_total: u32)
 impl Learning {
     /// `part`: this GPU's part, whose row pointers are kept (its synapses, `synapses` of them, are
     /// on the device).
-    pub(super) fn new(
+    pub(in crate::backend::cuda) fn new(
         s: &Arc<CudaStream>,
         part: &Part,
         synapses: u64,
@@ -171,7 +171,14 @@ impl Learning {
 
     /// Launch (or record, into a capture) the learning from the fired list `rd`, before it is
     /// propagated; `sm`: the device's multiprocessors.
-    pub(super) fn launch(&self, s: &Arc<CudaStream>, k: &Kernels, net: &Net, rd: &Side, sm: u32) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn launch(
+        &self,
+        s: &Arc<CudaStream>,
+        k: &Kernels,
+        net: &Net,
+        rd: &Side,
+        sm: u32,
+    ) -> Result<(), BackendError> {
         let e = |w: &'static str| dev_err(w);
         let cfg = |blocks: u32| LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
         let l = &self.params;
@@ -191,7 +198,7 @@ impl Learning {
     /// Learn or not from the firing of burst `last + 2` on (see [`Switch`]): the word is written
     /// behind the learning already queued on `s` (that of burst `last`'s firing, which reads the
     /// word before it), and the device is not running the resident kernel.
-    pub(super) fn set(&mut self, s: &Arc<CudaStream>, on: bool, last: u64) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn set(&mut self, s: &Arc<CudaStream>, on: bool, last: u64) -> Result<(), BackendError> {
         self.switch.set(on, last);
         s.memcpy_htod(&[self.switch.word()], &mut self.toggle).map_err(dev_err("writing the learning switch"))
     }
@@ -233,7 +240,7 @@ impl Learning {
     }
 
     /// The learned state of this GPU's part.
-    pub(super) fn snapshot(&mut self, s: &Arc<CudaStream>, res: &Resources) -> Result<Learned, BackendError> {
+    pub(in crate::backend::cuda) fn snapshot(&mut self, s: &Arc<CudaStream>, res: &Resources) -> Result<Learned, BackendError> {
         self.download(s, res)?;
         let learned = self.learner.snapshot(&[(&self.part, &self.deferred)]);
         self.release();
@@ -249,7 +256,13 @@ impl Learning {
 
     /// Take `learned` (the whole brain's) onto the device; an empty one changes nothing.
     /// `burst`: the restored state's last burst (whose learning a state that is ahead holds).
-    pub(super) fn restore(&mut self, s: &Arc<CudaStream>, res: &mut Resources, learned: &Learned, burst: u64) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn restore(
+        &mut self,
+        s: &Arc<CudaStream>,
+        res: &mut Resources,
+        learned: &Learned,
+        burst: u64,
+    ) -> Result<(), BackendError> {
         if learned.is_empty() {
             return Ok(());
         }
@@ -294,9 +307,9 @@ impl Learning {
     }
 }
 
-impl super::backend::CudaBackend {
+impl crate::backend::cuda::backend::CudaBackend {
     /// What this GPU's part learned (the device is idle); empty when the brain does not learn.
-    pub(super) fn learned(&mut self) -> Result<crate::model::plasticity::Learned, BackendError> {
+    pub(in crate::backend::cuda) fn learned(&mut self) -> Result<crate::model::plasticity::Learned, BackendError> {
         // the learning from the last burst ran with the propagation launched after it
         let ran_ahead = self.launch.pre_pending;
         match &mut self.state.learning {
@@ -312,7 +325,7 @@ impl super::backend::CudaBackend {
 
     /// Learn or not from the firing of the burst after the next on (before the first burst: from
     /// the start).
-    pub(super) fn switch_learning(&mut self, on: bool) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn switch_learning(&mut self, on: bool) -> Result<(), BackendError> {
         if self.state.learning.is_none() {
             return Ok(());
         }
@@ -327,7 +340,11 @@ impl super::backend::CudaBackend {
     }
 
     /// Take the whole brain's learned state (the device is idle).
-    pub(super) fn restore_learned(&mut self, learned: &crate::model::plasticity::Learned, burst: u64) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn restore_learned(
+        &mut self,
+        learned: &crate::model::plasticity::Learned,
+        burst: u64,
+    ) -> Result<(), BackendError> {
         match &mut self.state.learning {
             Some(l) => l.restore(&self.stream, &mut self.state.res, learned, burst),
             None => Ok(()),

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaSlice};
 
-use super::backend::{CudaBackend, Multi};
-use super::exchange::Inbox;
-use super::layout::{as_bytes, dev_err, dptr, Peer, SumPeer, M_COUNTER};
-use super::meeting::{Meeting, Seat};
+use crate::backend::cuda::backend::{CudaBackend, Multi};
+use crate::backend::cuda::gpus::exchange::Inbox;
+use crate::backend::cuda::gpus::meeting::{Meeting, Seat};
+use crate::backend::cuda::layout::{as_bytes, dev_err, dptr, Peer, SumPeer, M_COUNTER};
 use crate::backend::BackendError;
 
 impl CudaBackend {
@@ -32,7 +32,7 @@ impl CudaBackend {
 
     /// One GPU of several in this process that sums its binned procedural synapses with the
     /// others': where its partial sums lie, for them.
-    pub(super) fn sum_peer(&self) -> Option<SumPeer> {
+    pub(in crate::backend::cuda) fn sum_peer(&self) -> Option<SumPeer> {
         self.state.proc_bins.as_ref()?.sum_peer(&self.stream)
     }
 
@@ -41,7 +41,7 @@ impl CudaBackend {
     /// resident kernel every GPU's inbox too (`inbox` of each), else the burst graphs are captured,
     /// which start by gathering the lists. `sums`: where the GPUs sum their binned synapses
     /// together, every GPU's partial sums (`sum_peer` of each) and their meeting.
-    pub(super) fn connect(
+    pub(in crate::backend::cuda) fn connect(
         &mut self,
         me: usize,
         lists: &[[(u64, u64); 2]],
@@ -81,7 +81,7 @@ impl CudaBackend {
     }
 
     /// The other GPUs of the brain stop waiting for this one at their meetings (its burst failed).
-    pub(super) fn abandon_meeting(&self) {
+    pub(in crate::backend::cuda) fn abandon_meeting(&self) {
         if let Some(seat) = &self.launch.seat {
             seat.abandon();
         }
@@ -127,7 +127,7 @@ impl CudaBackend {
 
 /// Let the GPU of `ctx` read and write `other`'s memory (NVLink or PCIe peer access), its memory
 /// pool's included; a clear error when it cannot.
-pub(super) fn peer_access(ctx: &CudaContext, other: &CudaContext) -> Result<(), BackendError> {
+pub(in crate::backend::cuda) fn peer_access(ctx: &CudaContext, other: &CudaContext) -> Result<(), BackendError> {
     let (a, b) = (ctx.ordinal(), other.ordinal());
     if a == b {
         return Ok(());

@@ -25,9 +25,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::backend::CudaBackend;
-use super::device_connectome::GpuShard;
-use super::meeting::{wait_until, Meeting, SPIN};
+use crate::backend::cuda::backend::CudaBackend;
+use crate::backend::cuda::build::connectome::GpuShard;
+use crate::backend::cuda::gpus::meeting::{wait_until, Meeting, SPIN};
 use crate::backend::shard::{check_state, state_slice};
 use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
 use crate::brain::Brain;
@@ -42,7 +42,7 @@ enum Placed {
     /// Drawn on the host chunk by chunk, copied to each GPU.
     Streamed(Arc<Streamed>),
     /// Each GPU builds its part from the closed forms.
-    OnGpus(super::build::Recipe),
+    OnGpus(crate::backend::cuda::build::on_gpu::Recipe),
 }
 
 /// What the calling thread hands a worker for one burst: the input, sorted.
@@ -134,13 +134,13 @@ fn with_ranges(mut brain: Brain, plan: &ShardPlan) -> Brain {
 
 /// Whether the GPUs of a brain with these parts run it in the resident kernel (linked): unless its
 /// procedural synapses are binned or drawn row by row (graphs, as on one GPU).
-fn links(parts: &[Range<u32>], procedural: &[super::layout::ProcMap], has_rows: bool) -> bool {
-    !has_rows && parts.iter().all(|r| !r.is_empty() && !super::procbin::ProcBins::wanted(r.len() as u32, procedural))
+fn links(parts: &[Range<u32>], procedural: &[crate::backend::cuda::layout::ProcMap], has_rows: bool) -> bool {
+    !has_rows && parts.iter().all(|r| !r.is_empty() && !crate::backend::cuda::burst::procbin::ProcBins::wanted(r.len() as u32, procedural))
 }
 
 /// Dropped by a GPU's build thread that failed or panicked (still holding the meeting): the GPUs
 /// building together stop waiting for it. A thread that built its share takes the meeting out.
-struct StopOthers(Option<Arc<super::build::Parts>>);
+struct StopOthers(Option<Arc<crate::backend::cuda::build::on_gpu::Parts>>);
 
 impl StopOthers {
     /// The thread built its share: nothing to stop.
@@ -175,10 +175,10 @@ impl MultiGpu {
         devices: &[usize],
         progress: bool,
     ) -> Result<MultiGpu, BackendError> {
-        let (procedural, rows) = super::device_connectome::gpu_procedural(&brain.connectome)?;
+        let (procedural, rows) = crate::backend::cuda::build::connectome::gpu_procedural(&brain.connectome)?;
         let c = &brain.connectome;
         let recipe = (c.synapses() == 0 && c.plastic.is_none() && !procedural.is_empty() && rows.is_empty())
-            .then(|| super::build::Recipe::new(procedural, progress))
+            .then(|| crate::backend::cuda::build::on_gpu::Recipe::new(procedural, progress))
             .flatten()
             .ok_or_else(|| {
                 BackendError::Device("this brain cannot be built on its GPUs (every mapping must be a fanout in closed form)".into())
@@ -210,7 +210,7 @@ impl MultiGpu {
         assert_eq!(brain.connectome.parts.len(), plan.len(), "one part per shard");
         let neurons = brain.layout.neurons;
         let params = brain.layout.params;
-        let (procedural, rows) = super::device_connectome::gpu_procedural(&brain.connectome)?;
+        let (procedural, rows) = crate::backend::cuda::build::connectome::gpu_procedural(&brain.connectome)?;
         let (streamed, recipe) = match placed {
             Placed::Host => (None, None),
             Placed::Streamed(st) => (Some(st), None),
@@ -224,7 +224,7 @@ impl MultiGpu {
         let table = recipe.as_ref().map_or(brain.connectome.contributions, |r| r.table.clone());
         let plastic = brain.connectome.plastic;
         // built on the GPUs: they meet to draw each other's parts
-        let parts = recipe.as_ref().map(|_| super::build::Parts::new(plan.len()));
+        let parts = recipe.as_ref().map(|_| crate::backend::cuda::build::on_gpu::Parts::new(plan.len()));
         let shards: Vec<GpuShard> = (brain.connectome.parts.into_iter().enumerate())
             .map(|(i, part)| GpuShard {
                 part,
@@ -266,7 +266,7 @@ impl MultiGpu {
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(BackendError::Device("a GPU's build stopped".into())))).collect()
         });
         // the error of the GPU that failed, not the others' that stopped waiting for it
-        let another = |e: &BackendError| matches!(e, BackendError::Device(m) if m == super::build::ANOTHER_FAILED);
+        let another = |e: &BackendError| matches!(e, BackendError::Device(m) if m == crate::backend::cuda::build::on_gpu::ANOTHER_FAILED);
         if let Some(i) = results.iter().position(|r| r.as_ref().is_err_and(|e| !another(e))).or(results.iter().position(|r| r.is_err())) {
             return Err(results.into_iter().nth(i).and_then(|r| r.err()).expect("an error"));
         }

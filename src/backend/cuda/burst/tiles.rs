@@ -10,20 +10,20 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use super::layout::{dev_err, dptr, Net, Side, BLOCK};
-use super::module::Kernels;
+use crate::backend::cuda::layout::{dev_err, dptr, Net, Side, BLOCK};
+use crate::backend::cuda::module::Kernels;
 use crate::backend::BackendError;
 
 /// Neurons of a tile: 2^TILE_BITS, 64 KB of 32-bit sums in shared memory (two resident blocks an
 /// SM).
-pub(super) const TILE_BITS: u32 = 14;
+pub(in crate::backend::cuda) const TILE_BITS: u32 = 14;
 
 /// Tiles at most: each binning block counts its entries per tile in shared memory (8 bytes a
 /// tile, beside the chunk it stages: `tile_bin_smem` in tiles.cu).
 const MAX_TILES: u64 = 1 << 13;
 
 /// Blocks that bin at most (`TILE_MAX_BLOCKS` in tiles.cu).
-pub(super) const MAX_BLOCKS: u32 = 1024;
+pub(in crate::backend::cuda) const MAX_BLOCKS: u32 = 1024;
 
 /// Bytes of the chunk a binning block stages (`tile_bin_smem` in tiles.cu: 8 warps, 2 chunks of
 /// 256 pairs each, 6 bytes a pair).
@@ -37,12 +37,12 @@ const ROOM_SHARE: f64 = 0.02;
 /// Brains from this many neurons bin their synapses: below, the accumulators stay in L2 and the
 /// direct atomics are cheaper. One H200, W(N, 100, 1%) back to back, p50 direct against tiled
 /// (2026-11-28): 5M 158 / 236 us, 10M 338 / 415, 14M 583 / 546, 20M 999 / 836, 80M 4947 / 4573.
-pub(super) const TILES_FROM: u32 = 14_000_000;
+pub(in crate::backend::cuda) const TILES_FROM: u32 = 14_000_000;
 
 /// Mirror of `struct Tiles` in tiles.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct TilesParams {
+pub(in crate::backend::cuda) struct TilesParams {
     pub bins: u64,
     pub counts: u64,
     pub flags: u64,
@@ -66,7 +66,7 @@ pub(crate) struct TileShape {
 }
 
 /// The bins of a GPU whose propagation is tiled.
-pub(super) struct Tiles {
+pub(in crate::backend::cuda) struct Tiles {
     bins: CudaSlice<u32>,
     counts: CudaSlice<u32>,
     flags: CudaSlice<u32>,
@@ -81,7 +81,13 @@ impl Tiles {
     /// Whether a brain's propagation is tiled: one GPU in the resident kernel, 32-bit
     /// accumulators, no procedural synapse (drawn into the accumulator), from [`TILES_FROM`]
     /// neurons up to [`MAX_TILES`] tiles, and codes that fit beside a target in 32 bits.
-    pub(super) fn wanted(neurons: u32, wide_acc: bool, procedural: bool, table_len: usize, shape: Option<TileShape>) -> bool {
+    pub(in crate::backend::cuda) fn wanted(
+        neurons: u32,
+        wide_acc: bool,
+        procedural: bool,
+        table_len: usize,
+        shape: Option<TileShape>,
+    ) -> bool {
         let bits = shape.map_or(TILE_BITS, |s| s.bits);
         let from = if shape.is_some() { 1 } else { TILES_FROM };
         !wide_acc
@@ -92,7 +98,7 @@ impl Tiles {
     }
 
     /// Bytes the bins take for `neurons` and `synapses` binned by `blocks` blocks.
-    pub(super) fn bytes_for(neurons: u32, synapses: u64, blocks: u32, shape: Option<TileShape>) -> u64 {
+    pub(in crate::backend::cuda) fn bytes_for(neurons: u32, synapses: u64, blocks: u32, shape: Option<TileShape>) -> u64 {
         let (n_tiles, room) = Self::shape(neurons, synapses, blocks, shape);
         n_tiles * blocks as u64 * room * 4 + n_tiles * (blocks as u64 + 1) * 4 + neurons as u64 * 4
     }
@@ -108,7 +114,7 @@ impl Tiles {
     }
 
     /// The bins for `neurons` binned by `blocks` blocks (the resident kernel's grid).
-    pub(super) fn new(
+    pub(in crate::backend::cuda) fn new(
         s: &Arc<CudaStream>,
         neurons: u32,
         synapses: u64,
@@ -134,17 +140,17 @@ impl Tiles {
         Ok(tiles)
     }
 
-    pub(super) fn bytes(&self) -> u64 {
+    pub(in crate::backend::cuda) fn bytes(&self) -> u64 {
         ((self.bins.len() + self.counts.len() + self.flags.len() + self.spill.len()) * 4) as u64
     }
 
     /// Dynamic shared memory the phases need: the binning's counts or a tile's sums.
-    pub(super) fn shared_bytes(&self) -> u32 {
+    pub(in crate::backend::cuda) fn shared_bytes(&self) -> u32 {
         Self::shared_bytes_for(self.n_tiles as u64, self.bits)
     }
 
     /// [`Tiles::shared_bytes`] of the tiles of `neurons`.
-    pub(super) fn shared_bytes_of(neurons: u32, shape: Option<TileShape>) -> u32 {
+    pub(in crate::backend::cuda) fn shared_bytes_of(neurons: u32, shape: Option<TileShape>) -> u32 {
         let bits = shape.map_or(TILE_BITS, |s| s.bits);
         Self::shared_bytes_for((neurons as u64).div_ceil(1 << bits), bits)
     }
@@ -153,7 +159,7 @@ impl Tiles {
         (8 * n_tiles + STAGE_BYTES).max(4 << bits) as u32
     }
 
-    pub(super) fn params(&self, s: &Arc<CudaStream>) -> TilesParams {
+    pub(in crate::backend::cuda) fn params(&self, s: &Arc<CudaStream>) -> TilesParams {
         TilesParams {
             bins: dptr(&self.bins, s),
             counts: dptr(&self.counts, s),
@@ -169,7 +175,7 @@ impl Tiles {
 
     /// The propagation of `rd` into `net.acc` as two kernels (ahead of the resident kernel's
     /// first burst): `tile_bin` on the resident kernel's grid, then `tile_sum`.
-    pub(super) fn launch(&self, s: &Arc<CudaStream>, k: &Kernels, net: &Net, rd: &Side) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn launch(&self, s: &Arc<CudaStream>, k: &Kernels, net: &Net, rd: &Side) -> Result<(), BackendError> {
         let t = self.params(s);
         let smem = self.shared_bytes();
         for f in [&k.tile_bin, &k.tile_sum] {

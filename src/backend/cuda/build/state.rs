@@ -1,15 +1,15 @@
 //! What one GPU holds of a brain ([`GpuState`]): its neurons' state, the accumulators, the
 //! injection, the fired lists of both sides, the connectome's resources, and what the early step,
 //! learning, binned procedural synapses and several GPUs add; with [`Net`], the kernels' view of
-//! it. Only the device: the host's side of a burst is [`super::host_io::HostIo`].
+//! it. Only the device: the host's side of a burst is [`crate::backend::cuda::burst::host_io::HostIo`].
 
 use cudarc::driver::CudaSlice;
 
-use super::device_connectome::Resources;
-use super::layout::Net;
-use super::learn::Learning;
-use super::procbin::ProcBins;
-use super::tiles::Tiles;
+use crate::backend::cuda::build::connectome::Resources;
+use crate::backend::cuda::burst::learn::Learning;
+use crate::backend::cuda::burst::procbin::ProcBins;
+use crate::backend::cuda::burst::tiles::Tiles;
+use crate::backend::cuda::layout::Net;
 
 /// A brain's part on one GPU: neurons `base..base + neurons` of a brain of `rows - 1`.
 pub(crate) struct GpuState {

@@ -5,9 +5,9 @@
 
 use cudarc::driver::CudaGraph;
 
-use super::exchange::Exchange;
-use super::module::Kernels;
-use super::resident::Resident;
+use crate::backend::cuda::burst::resident::Resident;
+use crate::backend::cuda::gpus::exchange::Exchange;
+use crate::backend::cuda::module::Kernels;
 
 /// How the bursts run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub(crate) struct Launch {
     /// second half of side 0's and side 1's propagation (`pre` is the first), launched once every
     /// GPU's first half is queued (its seat at the meeting, `meeting.rs`).
     pub folds: Vec<CudaGraph>,
-    pub seat: Option<super::meeting::Seat>,
+    pub seat: Option<crate::backend::cuda::gpus::meeting::Seat>,
     /// The propagation (and early step) of the side the next burst reads has been launched.
     pub pre_pending: bool,
     /// Blocks of `inject`.
@@ -64,7 +64,7 @@ pub(crate) struct Launch {
     /// Some: one GPU of several in the resident kernel ([`Path::Linked`]).
     pub exchange: Option<Exchange>,
     /// Some: each burst's device time is measured (`graphs.rs`).
-    pub timing: Option<super::graphs::Timing>,
+    pub timing: Option<crate::backend::cuda::burst::graphs::Timing>,
     /// Multiprocessors of the device.
     pub sm: u32,
 }

@@ -25,15 +25,16 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::layout::{dev_err, dptr, ResParams};
-use super::memory::{Park, Pinned};
+use crate::backend::cuda::layout::{dev_err, dptr, ResParams};
+use crate::backend::cuda::memory::{Park, Pinned};
 use crate::backend::BackendError;
 
 /// Bit of the command word that tells the kernel to return (`RES_QUIT` in resident.cu).
 const QUIT: u64 = 1 << 63;
 
 /// The phases of the work ahead of a burst that the kernel times (`RES_PHASES` in resident.cu).
-pub(super) const PHASES: [&str; 7] = ["learning: mark", "shift", "rows", "growth", "propagation", "tiles' sums", "early step"];
+pub(in crate::backend::cuda) const PHASES: [&str; 7] =
+    ["learning: mark", "shift", "rows", "growth", "propagation", "tiles' sums", "early step"];
 
 /// Words of `ResDev` (resident.cu): 4, the phases' times, the bursts.
 const RES_DEV_WORDS: usize = 4 + PHASES.len() + 1;
@@ -47,7 +48,7 @@ const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// 50.4-52.8 with two against 54.5-57.3 with one (more warps for the early step).
 const ONE_BLOCK_PER_SM_UP_TO: u32 = 2_000_000;
 
-pub(super) struct Resident {
+pub(in crate::backend::cuda) struct Resident {
     func: CudaFunction,
     /// `ResDev`: barrier arrivals, the command passed on.
     dev: CudaSlice<u64>,
@@ -75,7 +76,13 @@ impl Resident {
     /// The kernel's launch shape on this device, or why it cannot run (no cooperative launch, no
     /// room for a block).
     /// `smem`: bytes of dynamic shared memory a block (the tiles' phases).
-    pub(super) fn new(ctx: &Arc<CudaContext>, func: CudaFunction, sm: u32, neurons: u32, smem: u32) -> Result<Resident, String> {
+    pub(in crate::backend::cuda) fn new(
+        ctx: &Arc<CudaContext>,
+        func: CudaFunction,
+        sm: u32,
+        neurons: u32,
+        smem: u32,
+    ) -> Result<Resident, String> {
         if !cooperative(ctx) {
             return Err("the device has no cooperative launch".into());
         }
@@ -102,31 +109,31 @@ impl Resident {
     }
 
     /// Blocks of the launch.
-    pub(super) fn blocks(&self) -> u32 {
+    pub(in crate::backend::cuda) fn blocks(&self) -> u32 {
         self.state().grid
     }
 
-    pub(super) fn running(&self) -> bool {
+    pub(in crate::backend::cuda) fn running(&self) -> bool {
         self.state().running
     }
 
     /// The stream the kernel runs on (to ask the driver whether it failed).
-    pub(super) fn stream(&self) -> Arc<CudaStream> {
+    pub(in crate::backend::cuda) fn stream(&self) -> Arc<CudaStream> {
         self.state().stream.clone()
     }
 
     /// A handle that parks the kernel (for the page-lock of an input column).
-    pub(super) fn parker(&self) -> Arc<dyn Park> {
+    pub(in crate::backend::cuda) fn parker(&self) -> Arc<dyn Park> {
         self.state.clone()
     }
 
-    pub(super) fn whereabouts(&self) -> String {
+    pub(in crate::backend::cuda) fn whereabouts(&self) -> String {
         self.state().whereabouts()
     }
 
     /// Launch the kernel; `p` without the control words (filled here). The caller has finished
     /// everything on its own stream that the kernel reads.
-    pub(super) fn start(&mut self, mut p: ResParams) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn start(&mut self, mut p: ResParams) -> Result<(), BackendError> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         debug_assert!(!st.running);
         let s = st.stream.clone();
@@ -152,20 +159,20 @@ impl Resident {
     ///
     /// `direct`: the entries lie after the header in the pinned buffer, and `inject` and `fix`
     /// read them there (small input: no copy into device memory, no barrier).
-    pub(super) fn command(&mut self, src: u64, bytes: u64, direct: bool) {
+    pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool) {
         let mut st = self.state();
         let go = (st.word & !QUIT) + 1;
         st.write(src, bytes | (direct as u64) << 62, go);
     }
 
     /// Stop the kernel (if it runs) and wait until it has returned.
-    pub(super) fn park(&mut self) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn park(&mut self) -> Result<(), BackendError> {
         self.state().park()
     }
 
     /// Block 0's mean device time per burst (us) in the work ahead of the bursts since the last
     /// launch, by phase ([`PHASES`]), and the bursts (read once parked).
-    pub(super) fn phases(&self) -> Option<([f64; PHASES.len()], u64)> {
+    pub(in crate::backend::cuda) fn phases(&self) -> Option<([f64; PHASES.len()], u64)> {
         let st = self.state();
         if st.running {
             return None;
@@ -247,7 +254,7 @@ impl State {
 }
 
 /// Whether the device has cooperative launch (the resident kernel needs it).
-pub(super) fn cooperative(ctx: &CudaContext) -> bool {
+pub(in crate::backend::cuda) fn cooperative(ctx: &CudaContext) -> bool {
     ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).is_ok_and(|c| c != 0)
 }
 

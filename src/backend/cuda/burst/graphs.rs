@@ -11,8 +11,8 @@
 
 use cudarc::driver::{result, sys, CudaEvent, CudaGraph, LaunchConfig, PushKernelArg};
 
-use super::backend::CudaBackend;
-use super::layout::{dev_err, dptr, Net, Side, BLOCK, M_COUNTER, M_GATHER, STEP_ITEMS};
+use crate::backend::cuda::backend::CudaBackend;
+use crate::backend::cuda::layout::{dev_err, dptr, Net, Side, BLOCK, M_COUNTER, M_GATHER, STEP_ITEMS};
 use crate::backend::BackendError;
 
 /// Events around each side's propagation graph and around the burst graph (one GPU on graphs).
@@ -25,7 +25,7 @@ pub(crate) struct Timing {
 
 impl CudaBackend {
     /// Time each burst from now on, where the bursts run on graphs (one GPU, or one of several).
-    pub(super) fn start_timing(&mut self) -> bool {
+    pub(in crate::backend::cuda) fn start_timing(&mut self) -> bool {
         if self.launch.path.resident() {
             return false;
         }
@@ -42,7 +42,7 @@ impl CudaBackend {
 
     /// The last burst's device time: its propagation's (with its wait for the other GPUs' partial
     /// sums, on one GPU of several) and its burst graph's, in microseconds.
-    pub(super) fn timed_us(&self) -> Option<f64> {
+    pub(in crate::backend::cuda) fn timed_us(&self) -> Option<f64> {
         let t = self.launch.timing.as_ref()?;
         // (the output is read before the burst graph's end is recorded as done)
         t.burst.1.synchronize().ok()?;
@@ -52,7 +52,7 @@ impl CudaBackend {
     }
 
     /// The fired list (and its counter) of side `i`.
-    pub(super) fn side(&self, i: usize) -> Side {
+    pub(in crate::backend::cuda) fn side(&self, i: usize) -> Side {
         Side {
             fired: dptr(&self.state.fired[i], &self.stream),
             offs: dptr(&self.state.offs[i], &self.stream),
@@ -60,7 +60,7 @@ impl CudaBackend {
         }
     }
 
-    pub(super) fn gathered_side(&self) -> Option<Side> {
+    pub(in crate::backend::cuda) fn gathered_side(&self) -> Option<Side> {
         self.state.multi.as_ref().map(|m| Side {
             fired: dptr(&m.fired, &self.stream),
             offs: dptr(&m.offs, &self.stream),
@@ -71,7 +71,7 @@ impl CudaBackend {
     /// The kernels' view for bursts reading side `r`: side r has its own accumulator, which the
     /// propagation fills and `step` leaves alone; with the early step, bursts reading side r step
     /// from state buffer r into the other.
-    pub(super) fn net_for(&self, r: usize) -> Net {
+    pub(in crate::backend::cuda) fn net_for(&self, r: usize) -> Net {
         let mut net = self.state.net;
         let s = &self.stream;
         net.acc = dptr(&self.state.acc[r], s);
@@ -87,7 +87,7 @@ impl CudaBackend {
         net
     }
 
-    pub(super) fn step_cfg(&self) -> LaunchConfig {
+    pub(in crate::backend::cuda) fn step_cfg(&self) -> LaunchConfig {
         LaunchConfig { grid_dim: (self.state.neurons.div_ceil(BLOCK * STEP_ITEMS), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
     }
 
@@ -101,7 +101,7 @@ impl CudaBackend {
     /// else, without the early step, its clear; the propagation into it; with the early step,
     /// `prestep`. Where the GPUs sum their binned synapses together, in two halves with every
     /// GPU's partial sums made between them ([`Self::ahead_sums`], then [`Self::ahead_rest`]).
-    pub(super) fn run_ahead(&self, r: usize) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn run_ahead(&self, r: usize) -> Result<(), BackendError> {
         self.ahead_sums(r)?;
         self.ahead_rest(r)
     }
@@ -216,7 +216,7 @@ impl CudaBackend {
     }
 
     /// Capture the graphs of both sides (again after a buffer they name was replaced).
-    pub(super) fn capture_graphs(&mut self) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn capture_graphs(&mut self) -> Result<(), BackendError> {
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let (mut graphs, mut pre, mut folds) = (vec![], vec![], vec![]);
         for r in 0..2 {
@@ -262,7 +262,7 @@ impl CudaBackend {
 
     /// Copy the staged injection (`in_bytes` of the pinned buffer) up and launch the burst graph;
     /// on one GPU, the next burst's propagation right after it.
-    pub(super) fn launch_graphs(&mut self, in_bytes: usize) -> Result<(), BackendError> {
+    pub(in crate::backend::cuda) fn launch_graphs(&mut self, in_bytes: usize) -> Result<(), BackendError> {
         self.launch_pre()?;
         if let Some(t) = &mut self.launch.timing {
             t.side = Some(self.launch.cur);

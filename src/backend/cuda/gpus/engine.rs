@@ -10,8 +10,8 @@ use std::ops::Range;
 use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
-use super::backend::CudaBackend;
-use super::device_connectome::GpuShard;
+use crate::backend::cuda::backend::CudaBackend;
+use crate::backend::cuda::build::connectome::GpuShard;
 use crate::backend::shard::{check_lengths, ShardEngine};
 use crate::backend::{Backend, BackendError, BackendInfo, Readback};
 use crate::brain::Brain;
@@ -53,7 +53,7 @@ impl CudaShardEngine {
     /// parts per shard).
     pub fn new(brain: Brain, range: Range<u32>, devices: &[usize]) -> Result<CudaShardEngine, BackendError> {
         let neurons = brain.layout.neurons;
-        let (procedural, rows) = super::device_connectome::gpu_procedural(&brain.connectome)?;
+        let (procedural, rows) = crate::backend::cuda::build::connectome::gpu_procedural(&brain.connectome)?;
         let mut parts: Vec<_> = brain
             .connectome
             .parts
