@@ -5,7 +5,7 @@ could not connect), and one at the end.
 
 --mode app: only what the shards themselves must refuse, over any link: spikes of a shard that is
 not in the cluster, directives that are not the io shard's, messages of bursts far ahead and far
-behind, garbage. --mode all: also what only the access control can stop (the rogue holds no
+behind (ten bursts before the latest a member published), garbage. --mode all: also what only the access control can stop (the rogue holds no
 member's certificate, or another member's): spikes and input under a member's keys, directives as
 the io shard, member tokens of other shards."""
 import argparse
@@ -77,10 +77,29 @@ def some_ids(rng, shard, k=20):
 
 key = lambda *parts: "/".join(["neuroburst", args.name, *map(str, parts)])
 rng = random.Random(7)
-tokens = []
-sent = 0
-t0 = time.time()
 io, victim, far = 0, 1, 10**6
+
+# the latest burst a member published (the shard this rogue is connected to sends it its own):
+# a burst "far behind" is ten before it, so that it is past whenever it arrives (burst 0 sent
+# before the first burst would be the first burst's: without access control, a shard could not
+# tell it from the io shard's own)
+latest = [None]
+
+
+def seen(sample):
+    parts = str(sample.key_expr).split("/")
+    try:
+        burst, shard = int(parts[-2]), int(parts[-1])
+    except ValueError:
+        return
+    if shard < args.shards and burst < far:
+        latest[0] = max(latest[0] or 0, burst)
+
+
+watch = session.declare_subscriber(key("spikes", "**"), seen, allowed_origin=zenoh.Locality.REMOTE)
+tokens = []
+sent = sent_past = 0
+t0 = time.time()
 while time.time() - t0 < args.seconds:
     burst = rng.randrange(1, 1000)
     msgs = [
@@ -89,14 +108,18 @@ while time.time() - t0 < args.seconds:
         # directives not from the io shard: leaving the victim out, and one naming a shard beyond
         (key("control"), directive(2, 2 + rng.randrange(100), burst, 0b101, 0)),
         (key("control"), directive(io, 3 + rng.randrange(100), burst, 0b1111 | (1 << 40), 0)),
-        # bursts far ahead of every shard (the claim that a shard is behind), and far behind, as
-        # the io shard (whose certificate no rogue here holds)
+        # bursts far ahead of every shard (the claim that a shard is behind), as the io shard
+        # (whose certificate no rogue here holds)
         (key("spikes", far + burst, io), spikes(io, 1, far + burst, some_ids(rng, io))),
-        (key("spikes", 0, io), spikes(io, 1, 0, some_ids(rng, io))),
         # garbage
         (key("spikes", burst, victim), bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))),
         (key("control"), bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))),
     ]
+    if latest[0] is not None and latest[0] >= 10:
+        # ... and far behind, once the brain is under way
+        past = latest[0] - 10
+        msgs.append((key("spikes", past, io), spikes(io, 1, past, some_ids(rng, io))))
+        sent_past += 1
     if args.mode == "all":
         msgs += [
             # as the victim: its spikes of this burst and the next, before the real ones
@@ -112,5 +135,5 @@ while time.time() - t0 < args.seconds:
         session.put(k, payload)
         sent += 1
     time.sleep(0.002)
-print(json.dumps({"done": True, "sent": sent, "tokens": len(tokens)}), flush=True)
+print(json.dumps({"done": True, "sent": sent, "past": sent_past, "tokens": len(tokens)}), flush=True)
 os._exit(0)
