@@ -62,46 +62,45 @@ pub fn measure(a: &Timing, w: &Workload, learning: &Learning, backend: &mut dyn 
         let mut pace = Pace::rate(a.hz);
         let never = std::sync::atomic::AtomicBool::new(false);
         let mut measured_from = Instant::now();
-        for t in 1..=a.warmup + a.bursts {
+        // paced (--hz), the period too: after the paced bursts, a stretch of the same drive back
+        // to back (its first burst still finds the work ahead done, so it is left out)
+        let paced_end = a.warmup + a.bursts;
+        let end = if a.hz > 0.0 { paced_end + 1 + a.bursts.min(PERIOD_BURSTS) } else { paced_end };
+        for t in 1..=end {
+            let paced = t <= paced_end;
             if t == a.warmup + 1 {
                 measured_from = Instant::now();
             }
             // the burst's period starts: its sensor input arrives now
-            pace.wait(t, &never);
+            if paced {
+                pace.wait(t, &never);
+            }
             injection.clear();
             injection.extend_from(Workload::drive_at(&pool, t).as_slice());
             let start = Instant::now();
             let out = backend.burst(injection.as_slice())?;
-            let dt = start.elapsed();
+            let us = start.elapsed().as_secs_f64() * 1e6;
             std::hint::black_box(out.fired.last());
+            if !paced {
+                if t > paced_end + 1 {
+                    m.period_us.push(us);
+                }
+                continue;
+            }
             // as the node's burst thread does: a frame copied only when the view asks for one
             if let Some(feed) = view.filter(|f| f.wanted()) {
                 feed.offer(t * 1_000_000, out.fired);
             }
             if t > a.warmup {
-                m.lat_us.push(dt.as_secs_f64() * 1e6);
+                m.lat_us.push(us);
                 m.fired += out.fired_total;
                 m.motor += out.fired.len() as u64;
                 m.injected += injection.len() as u64;
                 m.dev_us.extend(backend.device_us());
             }
             pace.finished(Instant::now());
-        }
-        m.wall_s = measured_from.elapsed().as_secs_f64();
-        if a.hz > 0.0 {
-            // the period too: the same drive, back to back (the first burst still finds the work
-            // ahead done, so it is left out)
-            let t0 = a.warmup + a.bursts;
-            for t in t0 + 1..=t0 + 1 + a.bursts.min(PERIOD_BURSTS) {
-                injection.clear();
-                injection.extend_from(Workload::drive_at(&pool, t).as_slice());
-                let start = Instant::now();
-                let out = backend.burst(injection.as_slice())?;
-                let dt = start.elapsed();
-                std::hint::black_box(out.fired.last());
-                if t > t0 + 1 {
-                    m.period_us.push(dt.as_secs_f64() * 1e6);
-                }
+            if t == paced_end {
+                m.wall_s = measured_from.elapsed().as_secs_f64();
             }
         }
         Ok(m)

@@ -65,6 +65,11 @@ pub(crate) struct TileShape {
     pub room: Option<u64>,
 }
 
+/// The tile size's bits of a shape (the default: [`TILE_BITS`]).
+fn bits_of(shape: Option<TileShape>) -> u32 {
+    shape.map_or(TILE_BITS, |s| s.bits)
+}
+
 /// The bins of a GPU whose propagation is tiled.
 pub(in crate::backend::cuda) struct Tiles {
     bins: CudaSlice<u32>,
@@ -88,7 +93,7 @@ impl Tiles {
         table_len: usize,
         shape: Option<TileShape>,
     ) -> bool {
-        let bits = shape.map_or(TILE_BITS, |s| s.bits);
+        let bits = bits_of(shape);
         let from = if shape.is_some() { 1 } else { TILES_FROM };
         !wide_acc
             && !procedural
@@ -104,7 +109,7 @@ impl Tiles {
     }
 
     fn shape(neurons: u32, synapses: u64, blocks: u32, shape: Option<TileShape>) -> (u64, u64) {
-        let bits = shape.map_or(TILE_BITS, |s| s.bits);
+        let bits = bits_of(shape);
         let n_tiles = (neurons as u64).div_ceil(1 << bits);
         let room = shape.and_then(|s| s.room).unwrap_or_else(|| {
             let share = synapses as f64 * ROOM_SHARE / (n_tiles * blocks as u64) as f64;
@@ -121,7 +126,7 @@ impl Tiles {
         blocks: u32,
         shape: Option<TileShape>,
     ) -> Result<Tiles, BackendError> {
-        let bits = shape.map_or(TILE_BITS, |s| s.bits);
+        let bits = bits_of(shape);
         let (n_tiles, room) = Self::shape(neurons, synapses, blocks, shape);
         let e = |what: &'static str| dev_err(what);
         let len = usize::try_from(n_tiles * blocks as u64 * room)
@@ -151,7 +156,7 @@ impl Tiles {
 
     /// [`Tiles::shared_bytes`] of the tiles of `neurons`.
     pub(in crate::backend::cuda) fn shared_bytes_of(neurons: u32, shape: Option<TileShape>) -> u32 {
-        let bits = shape.map_or(TILE_BITS, |s| s.bits);
+        let bits = bits_of(shape);
         Self::shared_bytes_for((neurons as u64).div_ceil(1 << bits), bits)
     }
 
