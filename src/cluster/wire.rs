@@ -226,7 +226,7 @@ pub fn decode_spikes(key: &str, b: &[u8], h: &Header, range: &Range<u32>, out: &
         let Some(gap) = get_varint(b, &mut at) else {
             return fail(out, format!("ends inside id {i} of {}", h.count));
         };
-        let n = last.map_or(0, |l| l as u64) + gap;
+        let n = last.map_or(0, |l| l as u64).saturating_add(gap);
         if (i > 0 && gap == 0) || n < range.start as u64 || n >= range.end as u64 {
             return fail(out, format!("neuron {n} (id {i}) is not ascending inside the sender's range {range:?}"));
         }
@@ -253,7 +253,7 @@ pub fn decode_input(key: &str, b: &[u8], h: &Header, range: &Range<u32>, out: &m
         let (Some(gap), Some(z)) = (get_varint(b, &mut at), get_varint(b, &mut at)) else {
             return fail(out, format!("ends inside entry {i} of {}", h.count));
         };
-        let n = last + gap;
+        let n = last.saturating_add(gap);
         if n < range.start as u64 || n >= range.end as u64 {
             return fail(out, format!("injection names neuron {n}, outside this shard's range {range:?}"));
         }
@@ -421,6 +421,28 @@ mod tests {
         huge[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
         let h = decode_header("k", &huge, Topic::Spikes, 5, 1).unwrap();
         assert!(decode_spikes("k", &huge, &h, &(0..10), &mut out).is_err());
+    }
+
+    #[test]
+    fn a_gap_past_u64_is_an_error_not_a_wrap() {
+        // tests/fuzz/regressions/cluster_inbox/: a first id in range, then a gap of u64::MAX
+        for topic in [Topic::Spikes, Topic::Input] {
+            let (kind, z): (u8, &[u8]) = if topic == Topic::Spikes { (SPIKES, &[]) } else { (INPUT, &[0]) };
+            let mut b = vec![kind, VERSION, 1, 0, 0, 0, 0, 0];
+            b.extend_from_slice(&5u64.to_le_bytes());
+            b.extend_from_slice(&2u32.to_le_bytes());
+            b.push(12);
+            b.extend_from_slice(z);
+            b.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+            b.extend_from_slice(z);
+            let h = decode_header("k", &b, topic, 5, 1).unwrap();
+            let e = if topic == Topic::Spikes {
+                decode_spikes("k", &b, &h, &(10..20), &mut vec![]).unwrap_err()
+            } else {
+                decode_input("k", &b, &h, &(10..20), &mut vec![]).unwrap_err()
+            };
+            assert!(e.message.contains(&u64::MAX.to_string()), "{e}");
+        }
     }
 
     #[test]
