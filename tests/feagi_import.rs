@@ -92,10 +92,8 @@ fn barebones_genome_imports() {
     assert!(g.areas.iter().all(|a| a.kind == AreaKind::Core && a.dims == [1, 1, 1]));
     assert!(g.mappings.is_empty());
     assert_eq!(g.morphologies.len(), 48);
-    // excite-f 1 means 1 %: said out loud, as the genome may have meant a fraction
-    assert_eq!(g.area("_power").unwrap().neuron.excitability, 0.01);
-    assert!(has_warning(&warnings, &["area '_power'", "excite"]), "{warnings:?}");
-    assert!(has_warning(&warnings, &["area '_death'", "excite"]), "{warnings:?}");
+    // excite-f 1 is the fraction 1 in FEAGI's units (above 1 it would be an older percent)
+    assert_eq!(g.area("_power").unwrap().neuron.excitability, 1.0);
     assert!(has_warning(&warnings, &["area '_power'", "pstcr_", "clamped"]), "{warnings:?}");
     assert!(has_warning(&warnings, &["morphology 'episodic_memory'"]), "{warnings:?}");
 }
@@ -316,7 +314,70 @@ fn errors_name_the_area_and_the_gene() {
     let e = import_error(&[("c_bad_", json!({"nx-refrac-i": "long"}))], json!({}));
     assert!(e.contains("area 'c_bad_'") && e.contains("refrac"), "{e}");
     let e = import_error(&[("c_bad_", json!({"cx-dstmap-d": {"c_bad_": [["projector", [1, 1, 1], 1]]}}))], json!({}));
-    assert!(e.contains("area 'c_bad_'") && e.contains("7 or 8"), "{e}");
+    assert!(e.contains("area 'c_bad_'") && e.contains("4 to 9"), "{e}");
+}
+
+#[test]
+fn versions_it_does_not_know_are_refused_by_name() {
+    let genome = |top: Value| {
+        let mut g: Value = serde_json::from_str(&genome_json(&[("c_one__", json!({}))], json!({}))).unwrap();
+        g.as_object_mut().unwrap().remove("version");
+        g.as_object_mut().unwrap().extend(top.as_object().unwrap().clone());
+        import_str(&g.to_string())
+    };
+    for ok in [json!({"version": "2.0"}), json!({"version": "3.0"}), json!({"genome_schema_version": 7, "version": "3.0"})] {
+        assert!(genome(ok.clone()).is_ok(), "{ok}");
+    }
+    for (bad, field) in [
+        (json!({"version": "1.0"}), "version"),
+        (json!({"version": "4.0"}), "version"),
+        (json!({"genome_schema_version": 8}), "genome_schema_version"),
+    ] {
+        let e = genome(bad.clone()).err().unwrap_or_else(|| panic!("{bad} imported")).to_string();
+        assert!(e.contains(field) && e.contains("2.x") && e.contains("3.0"), "{e}");
+    }
+    let w = genome(json!({})).unwrap().warnings;
+    assert!(has_warning(&w, &["no `version`"]), "{w:?}");
+}
+
+#[test]
+fn a_3_0_genome_names_areas_by_their_2x_ids_and_keeps_the_rest_readable() {
+    // FEAGI 3.0: base64 ids, the power area drives, the destination map keyed by base64; a vision
+    // tile of unit 4 (no 2.x id) keeps its base64 id and gets a name; a 3.0 custom id of 8 letters
+    let power = "X19fcG93ZXI=";
+    let tile = "aXN2aQkABAA=";
+    let custom = "Y3VzdG9tMDE="; // custom01
+    let mut blueprint = serde_json::Map::new();
+    for (id, group) in [(power, "CORE"), (tile, "IPU"), (custom, "CUSTOM")] {
+        let mut genes = area_genes(id, json!({"cx-_group-t": group, "nx-fire_t-f": 0.10000000149011612}));
+        genes.as_object_mut().unwrap().remove(&format!("_____10c-{id}-cx-__name-t"));
+        blueprint.extend(genes.as_object().unwrap().clone());
+    }
+    blueprint.insert(
+        format!("_____10c-{power}-cx-dstmap-d"),
+        json!({custom: [{"morphology_id": "projector", "morphology_scalar": [1, 1, 1],
+        "postSynapticCurrent_multiplier": 1, "plasticity_flag": false, "plasticity_window": 0, "synaptic_delay_bursts": 1}]}),
+    );
+    let text = json!({"version": "3.0", "genome_schema_version": 7, "genome_title": "v3", "blueprint": blueprint, "modulators": {},
+        "physiology": {"simulation_timestep": 0.1}})
+    .to_string();
+    let Imported { genome: g, warnings } = import_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let ids: Vec<&str> = g.areas.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, ["_power", tile, "custom01"]);
+    assert_eq!(g.area(tile).unwrap().name, "FEAGI svi unit 4 sub-unit 0");
+    assert_eq!(g.area("_power").unwrap().neuron.threshold, 0.1);
+    assert_eq!((g.mappings[0].source.as_str(), g.mappings[0].destination.as_str()), ("_power", "custom01"));
+    let brain = Brain::build(&g, 1, false);
+    let neuron = brain.layout.neuron_id(brain.layout.area_index("_power").unwrap(), [0, 0, 0, 0]).unwrap();
+    let mut backend = CpuBackend::new(brain, Readback::All);
+    assert!(backend.burst(InjectionSlice::EMPTY).unwrap().fired.contains(&neuron), "the 3.0 power area drives");
+    // two ids that are one area are refused
+    let mut twice = blueprint.clone();
+    twice.extend(area_genes("_power", json!({"cx-_group-t": "CORE"})).as_object().unwrap().clone());
+    let text = json!({"version": "3.0", "blueprint": twice}).to_string();
+    let e = import_str(&text).err().unwrap().to_string();
+    assert!(e.contains("_power") && e.contains(power) && e.contains("same area"), "{e}");
 }
 
 #[test]

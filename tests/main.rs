@@ -13,6 +13,7 @@ mod cuda_parity;
 mod encoders_decoders;
 mod encoders_rosbags;
 mod feagi_import;
+mod feagi_v3;
 mod fuzz_regressions;
 mod hostile;
 mod kernels_nvrtc;

@@ -74,6 +74,11 @@ mkdir -p target
 cargo build --profile ci --locked --manifest-path tests/ros2/bridge/Cargo.toml --target-dir "$root/target/ros2dds-bridge" \
   >target/ros2dds-bridge.log 2>&1 &
 bridge_build=$!
+# FEAGI's own genome code (feagi-evolutionary from crates.io) for the FEAGI 3.0 tests
+# (tests/feagi_v3.rs): a small binary, tests/feagi; its log is target/feagi-peer.log.
+cargo build --profile ci --locked --manifest-path tests/feagi/Cargo.toml --target-dir "$root/target/feagi-peer" \
+  >target/feagi-peer.log 2>&1 &
+feagi_build=$!
 # Kilted's venv fills (pip: the network and one core) while Jazzy's workspace builds.
 tests/ros2/venv.sh kilted >/dev/null &
 kilted_venv=$!
@@ -84,6 +89,8 @@ export NEUROBURST_ROS2_ENV=$jazzy
 wait "$bridge_build" || { tail -30 target/ros2dds-bridge.log >&2; echo "tests/run.sh: zenoh-bridge-ros2dds did not build (target/ros2dds-bridge.log)" >&2; exit 1; }
 export NEUROBURST_ROS2DDS_BRIDGE=$root/target/ros2dds-bridge/ci/neuroburst-ros2dds-bridge
 phase "zenoh-bridge-ros2dds built"
+wait "$feagi_build" || { tail -30 target/feagi-peer.log >&2; echo "tests/run.sh: the FEAGI peer did not build (target/feagi-peer.log)" >&2; exit 1; }
+export NEUROBURST_FEAGI_PEER=$root/target/feagi-peer/ci/neuroburst-feagi-peer
 
 log=$root/target/test-output.log
 cargo test --profile ci "$@" 2>&1 | tee "$log"

@@ -23,6 +23,11 @@ pub struct ExportArgs {
     /// mappings holding the learned synapses and weights.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// The format: YAML (default; `.json`: FEAGI), or `feagi`: a FEAGI 3.0 genome, which holds
+    /// the brain's structure and rules but no synapses (a warning says how many learned ones stay
+    /// behind in the checkpoint).
+    #[arg(long, value_enum)]
+    pub to: Option<super::convert::Format>,
 }
 
 pub fn export(a: ExportArgs) -> anyhow::Result<()> {
@@ -36,15 +41,15 @@ pub fn export(a: ExportArgs) -> anyhow::Result<()> {
         a.checkpoint.display()
     );
     let out = crate::genome::learned_genome(&genome, learned, c.state.burst);
-    let yaml = format!(
-        "# learned by neuroburst {}: {} at burst {} (checkpoint {})\n{}",
+    let origin = format!(
+        "learned by neuroburst {}: {} at burst {} (checkpoint {})",
         env!("CARGO_PKG_VERSION"),
         a.genome.display(),
         c.state.burst,
         a.checkpoint.display(),
-        out.to_yaml()
     );
-    std::fs::write(&a.out, yaml).with_context(|| format!("{}: cannot write the learned genome", a.out.display()))?;
+    let text = super::convert::write(&out, super::convert::Format::pick(a.to, Some(&a.out)), &origin);
+    std::fs::write(&a.out, text).with_context(|| format!("{}: cannot write the learned genome", a.out.display()))?;
     let rows = stats(&genome, Some(learned));
     print!("{}", table::render(&table_rows(&rows)));
     println!("learned genome written to {}", a.out.display());

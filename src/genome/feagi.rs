@@ -1,6 +1,8 @@
-//! FEAGI genome import: a FEAGI 2.x JSON genome (flat gene keys, 6-character cortical ids) becomes
-//! a [`Genome`], together with a warning for everything that cannot be carried over exactly.
-//! The format is described in docs/genome.md (section "FEAGI import"); this module documents the choices.
+//! FEAGI genomes: a FEAGI 2.x or 3.0 JSON genome (flat gene keys; 6-character cortical ids in 2.x,
+//! 8-byte base64 ids in 3.0, [`ids`]) becomes a [`Genome`], together with a warning for everything
+//! that cannot be carried over exactly; [`export`] writes a genome back as FEAGI 3.0. The format is
+//! described in docs/genome.md (sections "FEAGI import" and "FEAGI export"); this module documents
+//! the choices.
 //!
 //! # What maps to what
 //!
@@ -10,15 +12,17 @@
 //! | `genome_description`, `genome_id`, `version` | `description` |
 //! | `physiology.simulation_timestep` (legacy `burst_delay`), seconds | `burst_rate_hz = 1 / timestep` (30 with a warning when absent) |
 //! | — | `seed: 0`: FEAGI draws synapses from an unseeded RNG, so there is no seed to carry over; change it in the YAML for another draw |
-//! | areas of `blueprint` | `areas`, ordered by cortical id (byte order), which fixes the neuron ids |
+//! | `version` `2.0`/`2.1`/`3.0`, or `genome_schema_version` 2..=7 | read; any other version is refused |
+//! | areas of `blueprint` | `areas`, ordered by id (byte order), which fixes the neuron ids; a 3.0 id is named by the 2.x id FEAGI made it from when there is one ([`ids`]), so a 2.x genome and FEAGI's 3.0 save of it are the same genome |
 //! | `_group-t` IPU / OPU / CORE / CUSTOM / MEMORY | `sensor` / `motor` / `core` / `interneuron` / `interneuron` + warning |
 //! | `___bbx/y/z-i` (required), `rcordx/y/z-i`, `_n_cnt-i`, `__name-t` | `dims`, `position`, `neurons_per_voxel`, `name` |
 //! | `pstcr_-f` | `psp`, clamped to 0..255 with a warning; a negative value makes the area's outgoing mappings inhibitory (legacy FEAGI multiplies the rule's multiplier by it) |
-//! | `pspuni-b` | `psp_uniform_distribution` |
+//! | `pspuni-b` | `psp_uniform_distribution` (absent on `_power`: true, as in FEAGI) |
+//! | every `-f` gene | the shortest decimal of the 32-bit float FEAGI holds (FEAGI saves 0.1 as 0.10000000149011612) |
 //! | `fire_t-f`, `ftincx/y/z-f`, `fthlim-f` | `neuron.threshold` (default 1), `threshold_gradient`, `threshold_limit` |
 //! | `refrac-i`, `c_fr_c-i`, `snooze-i` | `refractory_period`, `consecutive_fire_limit`, `snooze_period` |
 //! | `leak_c-f` | `leak: {fraction: v}` when `v <= 1`, `leak: {linear: v}` (units per burst) when `v > 1` |
-//! | `excite-f` (percent) | `excitability = v / 100`, clamped to 0..1; values in (0, 1] also warn, as they may have been meant as a fraction |
+//! | `excite-f` | `excitability`: FEAGI's units (feagi-evolutionary `units::excitability_fraction`): `v` in 0..=1 is the fraction, `v > 1` an older genome's percent (`min(v / 100, 1)`) |
 //! | `mp_acc-b` | `mp_charge_accumulation` |
 //! | `synatt-f` | `attractivity` of every mapping *into* the area (see below) |
 //! | `dstmap-d` | `mappings` (see below) |
@@ -44,13 +48,14 @@
 //! # Mappings
 //!
 //! `dstmap-d` is `{destination id: [rule, ...]}`; a rule is an array
-//! `[morphology_id, scalar, psc_multiplier, plasticity_flag, plasticity_constant, ltp_multiplier,
-//! ltd_multiplier(, plasticity_window)]` (7 or 8 elements) or an object with those names (FEAGI's
-//! `morphology_scalar`, `postSynapticCurrent_multiplier`, ...). The scalar is `[sx, sy, sz]` or one
+//! `[morphology_id, scalar, psc_multiplier, plasticity_flag(, plasticity_constant, ltp_multiplier,
+//! ltd_multiplier, plasticity_window, synaptic_delay_bursts)]` (4 to 9 elements) or an object with
+//! those names (FEAGI's `morphology_scalar`, `postSynapticCurrent_multiplier` or `psc_multiplier`,
+//! ...). A synaptic delay other than 1 burst is imported as 1 with a warning. The scalar is `[sx, sy, sz]` or one
 //! whole number for all three axes. `weight = |multiplier|` (clamped to 255 with a warning),
 //! negative = inhibitory. A set plasticity flag makes the mapping plastic (docs/plasticity.md), as
-//! does the `associative_memory` morphology whatever the flag; a 7-element rule has no window and
-//! takes [`crate::model::plasticity::DEFAULT_WINDOW`] (warned once). A rule whose morphology could not be imported (e.g.
+//! does the `associative_memory` morphology whatever the flag; a rule without a window (or window 0, which
+//! FEAGI's 3.0 save writes for it) takes [`crate::model::plasticity::DEFAULT_WINDOW`] (warned once). A rule whose morphology could not be imported (e.g.
 //! `episodic_memory`) is dropped with a warning; a morphology that is neither defined nor built in,
 //! or a destination that is not an area, is an error.
 //!
@@ -68,6 +73,8 @@
 //! [`Morphology`]: super::Morphology
 
 mod blueprint;
+pub mod export;
+pub mod ids;
 mod mappings;
 mod morphologies;
 
@@ -95,7 +102,7 @@ pub fn import_str(text: &str) -> Result<Imported, GenomeError> {
         return Err(GenomeError::invalid("genome", "(top level)", "a FEAGI genome is a JSON object"));
     };
     let mut w = Warnings::default();
-    check_top_level(&root, &mut w);
+    check_top_level(&root, &mut w)?;
 
     let library = morphologies::import(root.get("neuron_morphologies"), &mut w)?;
     let blueprint = match root.get("blueprint") {
@@ -105,6 +112,7 @@ pub fn import_str(text: &str) -> Result<Imported, GenomeError> {
     };
     let areas = blueprint::import(blueprint, &mut w)?;
     let mappings = mappings::import(&areas, &library, &mut w)?;
+    let areas = areas.list;
 
     let genome = Genome {
         name: genome_name(&root),
@@ -138,7 +146,7 @@ impl Warnings {
     }
 }
 
-const TOP_LEVEL_KEYS: [&str; 12] = [
+const TOP_LEVEL_KEYS: [&str; 18] = [
     "genome_id",
     "genome_title",
     "genome_description",
@@ -151,17 +159,43 @@ const TOP_LEVEL_KEYS: [&str; 12] = [
     "signatures",
     "timestamp",
     "hosts",
+    "genome_schema_version",
+    "classifiers",
+    "modulators",
+    "brain_regions_root",
+    "change_history",
+    "visualization_voxel_granularity_overrides",
 ];
 
-fn check_top_level(root: &Map<String, Value>, w: &mut Warnings) {
-    match root.get("version").map(value_text) {
-        Some(v) if v.starts_with("2.") || v == "2" => {}
-        Some(v) => w.push(format!("genome version {v}: this importer reads FEAGI 2.x genomes (flat gene keys); reading it as one")),
-        None => w.push("the genome has no `version`; reading it as a FEAGI 2.x genome".to_string()),
+/// The newest `genome_schema_version` this importer knows (feagi-evolutionary 0.0.53); a flat
+/// genome of any of 2..=7 has the same gene keys.
+const NEWEST_SCHEMA: u64 = 7;
+
+/// The version: `version` 2.x or 3.0, or `genome_schema_version` 2..=7 (FEAGI's own detector reads
+/// the integer first); anything else is refused.
+fn check_top_level(root: &Map<String, Value>, w: &mut Warnings) -> Result<(), GenomeError> {
+    let known = "neuroburst reads FEAGI genomes 2.x (6-character cortical ids) and 3.0 (base64 ids), \
+                 `genome_schema_version` 2..=7";
+    match (root.get("genome_schema_version"), root.get("version").map(value_text)) {
+        (Some(n), _) => {
+            let ok = n.as_u64().is_some_and(|n| (2..=NEWEST_SCHEMA).contains(&n));
+            if !ok {
+                return Err(GenomeError::invalid("genome", "genome_schema_version", format!("{n}: {known}")));
+            }
+        }
+        (None, Some(v)) if v == "2" || v.starts_with("2.") || v == "3" || v.starts_with("3.") => {}
+        (None, Some(v)) => return Err(GenomeError::invalid("genome", "version", format!("{v:?}: {known}"))),
+        (None, None) => w.push("the genome has no `version`; reading it as a FEAGI 2.x / 3.0 genome".to_string()),
     }
     for key in root.keys().filter(|k| !TOP_LEVEL_KEYS.contains(&k.as_str())) {
         w.push(format!("unknown top-level key `{key}`; ignored"));
     }
+    for key in ["modulators", "classifiers"] {
+        if root.get(key).and_then(Value::as_object).is_some_and(|m| !m.is_empty()) {
+            w.push(format!("`{key}` (FEAGI {key}) are not simulated by neuroburst; ignored"));
+        }
+    }
+    Ok(())
 }
 
 /// A JSON value as text: strings without their quotes, anything else as JSON.

@@ -1,9 +1,11 @@
-//! Areas from the blueprint's flat gene keys `_____10c-<cortical id>-<cx|nx>-<gene>-<type>`.
+//! Areas from the blueprint's flat gene keys `_____10c-<cortical id>-<cx|nx>-<gene>-<type>`; the
+//! cortical id is a 2.x id or a 3.0 base64 id ([`super::ids`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Map, Value};
 
+use super::ids::{io_name, Class, CorticalId};
 use super::{as_int, Warnings};
 use crate::genome::{Area, AreaKind, GenomeError, Leak, NeuronParams};
 
@@ -44,7 +46,12 @@ const READ: [(&str, &str, &str); 28] = [
 ];
 
 /// Display and bookkeeping genes that change nothing in the simulation: ignored without a warning.
-const IGNORED: [&str; 10] = ["2dcorx", "2dcory", "gd_vis", "subgrp", "pstcrm", "mem__t", "mem_gr", "mem_ls", "tmpdpt", "devcnt"];
+/// Memory genes (memory areas are warned about once, by `memory-b` or group MEMORY), and the
+/// sensor hold of 3.0 (what an encoder does when a frame is missing, not the brain).
+const IGNORED: [&str; 21] = [
+    "2dcorx", "2dcory", "gd_vis", "subgrp", "pstcrm", "mem__t", "mem_gr", "mem_ls", "tmpdpt", "devcnt", "mplrn", "mpchg", "mpdlq", "mprtq",
+    "mnwin", "scnsk", "memcap", "ltmevc", "twinrf", "snhold", "spktrn",
+];
 
 /// One area of the blueprint, and what the mappings need from it.
 pub(super) struct ImportedArea {
@@ -62,9 +69,16 @@ struct Gene {
     value: Value,
 }
 
-/// Group the gene keys by area (ordered by cortical id) and build each area.
-pub(super) fn import(blueprint: &Map<String, Value>, w: &mut Warnings) -> Result<Vec<ImportedArea>, GenomeError> {
-    let mut by_area: BTreeMap<String, BTreeMap<String, Gene>> = BTreeMap::new();
+/// The areas, and the id neuroburst gives each cortical id written in the file.
+pub(super) struct Areas {
+    pub list: Vec<ImportedArea>,
+    pub ids: HashMap<String, String>,
+}
+
+/// Group the gene keys by area (ordered by neuroburst's id, the 2.x id for FEAGI's 3.0 ids that
+/// have one) and build each area.
+pub(super) fn import(blueprint: &Map<String, Value>, w: &mut Warnings) -> Result<Areas, GenomeError> {
+    let mut by_raw: BTreeMap<String, BTreeMap<String, Gene>> = BTreeMap::new();
     for (key, value) in blueprint {
         let Some((id, gene)) = split_key(key) else {
             if value.is_object() && !key.starts_with(PREFIX) {
@@ -78,9 +92,27 @@ pub(super) fn import(blueprint: &Map<String, Value>, w: &mut Warnings) -> Result
             w.push(format!("blueprint key `{key}` is not a FEAGI gene key (`_____10c-<cortical id>-<cx|nx>-<gene>-<type>`); ignored"));
             continue;
         };
-        by_area.entry(id.to_string()).or_default().insert(gene.to_string(), Gene { key: key.clone(), value: value.clone() });
+        by_raw.entry(id.to_string()).or_default().insert(gene.to_string(), Gene { key: key.clone(), value: value.clone() });
     }
-    by_area.iter().map(|(id, genes)| area(&Genes { id, genes }, w)).collect()
+    let mut ids = HashMap::new();
+    // neuroburst's id -> (the id as written, decoded, the genes)
+    type Written = (String, Option<CorticalId>, BTreeMap<String, Gene>);
+    let mut by_area: BTreeMap<String, Written> = BTreeMap::new();
+    for (raw, genes) in by_raw {
+        let cid = CorticalId::from_base64(&raw);
+        let id = cid.map_or_else(|| raw.clone(), |c| c.neuroburst_id());
+        if let Some((other, _, _)) = by_area.get(&id) {
+            return Err(GenomeError::invalid(
+                format!("area '{id}'"),
+                "blueprint",
+                format!("cortical ids '{other}' and '{raw}' are the same area ('{id}'); a genome names each area once"),
+            ));
+        }
+        ids.insert(raw.clone(), id.clone());
+        by_area.insert(id, (raw, cid, genes));
+    }
+    let list = by_area.iter().map(|(id, (raw, cid, genes))| area(&Genes { id, raw, cid: *cid, genes }, w)).collect::<Result<_, _>>()?;
+    Ok(Areas { list, ids })
 }
 
 /// `_____10c-iic000-cx-___bbx-i` -> (`iic000`, `___bbx`).
@@ -93,13 +125,21 @@ fn split_key(key: &str) -> Option<(&str, &str)> {
 
 /// The genes of one area, with typed accessors whose errors name the area and the gene key.
 struct Genes<'a> {
+    /// neuroburst's id of the area.
     id: &'a str,
+    /// The cortical id as the file writes it, and decoded when it is a 3.0 id.
+    raw: &'a str,
+    cid: Option<CorticalId>,
     genes: &'a BTreeMap<String, Gene>,
 }
 
 impl Genes<'_> {
     fn location(&self) -> String {
-        format!("area '{}'", self.id)
+        if self.raw == self.id {
+            format!("area '{}'", self.id)
+        } else {
+            format!("area '{}' (FEAGI id {})", self.id, self.raw)
+        }
     }
 
     /// The gene's key as written in the file, or as FEAGI would write it when it is absent.
@@ -108,7 +148,7 @@ impl Genes<'_> {
             Some(g) => g.key.clone(),
             None => {
                 let (scope, ty) = READ.iter().find(|r| r.0 == gene).map_or(("cx", "?"), |r| (r.1, r.2));
-                format!("{PREFIX}{}-{scope}-{gene}-{ty}", self.id)
+                format!("{PREFIX}{}-{scope}-{gene}-{ty}", self.raw)
             }
         }
     }
@@ -121,10 +161,12 @@ impl Genes<'_> {
         self.genes.get(gene).map(|g| &g.value).filter(|v| !v.is_null())
     }
 
+    /// A `-f` gene as FEAGI holds it, a 32-bit float, written as its shortest decimal: FEAGI saves
+    /// the 0.1 of a 2.x genome as 0.10000000149011612, and both read as 0.1.
     fn number(&self, gene: &str, default: f64) -> Result<f64, GenomeError> {
         match self.get(gene) {
             None => Ok(default),
-            Some(v) => v.as_f64().filter(|f| f.is_finite()).ok_or_else(|| self.error(gene, format!("{v} is not a number"))),
+            Some(v) => v.as_f64().filter(|f| f.is_finite()).map(as_f32).ok_or_else(|| self.error(gene, format!("{v} is not a number"))),
         }
     }
 
@@ -161,8 +203,21 @@ impl Genes<'_> {
     }
 }
 
+/// The shortest decimal of the nearest 32-bit float (values beyond f32 stay as they are).
+fn as_f32(v: f64) -> f64 {
+    let f = v as f32;
+    if f.is_finite() {
+        f.to_string().parse().unwrap_or(v)
+    } else {
+        v
+    }
+}
+
 fn area(g: &Genes, w: &mut Warnings) -> Result<ImportedArea, GenomeError> {
-    let name = g.text("__name")?.unwrap_or("").trim().to_string();
+    let mut name = g.text("__name")?.unwrap_or("").trim().to_string();
+    if name.is_empty() {
+        name = g.cid.as_ref().and_then(io_name).unwrap_or_default();
+    }
     // How warnings name the area: `area 'iic000' (vision_LL)`.
     let label = if name.is_empty() { g.location() } else { format!("{} ({name})", g.location()) };
 
@@ -231,25 +286,30 @@ fn area(g: &Genes, w: &mut Warnings) -> Result<ImportedArea, GenomeError> {
         neurons_per_voxel,
         position,
         psp,
-        psp_uniform_distribution: g.flag("pspuni")?,
+        // FEAGI's default for the power area: every synapse gets the full psp
+        psp_uniform_distribution: if g.get("pspuni").is_none() && g.id == "_power" { true } else { g.flag("pspuni")? },
         neuron,
     };
     Ok(ImportedArea { area, attractivity, inhibitory, dstmap })
 }
 
-/// The kind from `_group-t` (or, when it is absent, from the cortical id's first character).
+/// The kind from `_group-t` (or, when it is absent, from the cortical id's class).
 /// Memory areas become interneuron areas with a warning.
 fn kind(g: &Genes, label: &str, w: &mut Warnings) -> Result<AreaKind, GenomeError> {
     let (group, inferred) = match g.text("_group")? {
         Some(group) => (group.trim().to_ascii_uppercase(), false),
         None => {
-            let group = match g.id.chars().next() {
-                Some('_') => "CORE",
-                Some('i') => "IPU",
-                Some('o') => "OPU",
-                Some('c') => "CUSTOM",
-                Some('m') => "MEMORY",
-                _ => return Err(g.error("_group", "missing, and the cortical id does not tell the group")),
+            let class = match g.cid {
+                Some(c) => c.class(),
+                None => CorticalId::from_legacy(g.id, g.id.as_bytes().first().copied().unwrap_or(0)).and_then(|c| c.class()),
+            };
+            let group = match class {
+                Some(Class::Core) => "CORE",
+                Some(Class::Input) => "IPU",
+                Some(Class::Output) => "OPU",
+                Some(Class::Custom) => "CUSTOM",
+                Some(Class::Memory) => "MEMORY",
+                Some(Class::Modulator) | None => return Err(g.error("_group", "missing, and the cortical id does not tell the group")),
             };
             (group.to_string(), true)
         }
@@ -298,17 +358,13 @@ fn neuron_params(g: &Genes, label: &str, w: &mut Warnings) -> Result<NeuronParam
     if variability != 0.0 {
         w.push(format!("{label}: leak variability `{}` = {variability} is not supported; ignored", g.key("leak_v")));
     }
-    let excite = g.number("excite", 100.0)?;
+    // FEAGI's units (feagi-evolutionary `units::excitability_fraction`): a fraction in 0..=1; a value
+    // above 1 can only be an older genome's percent
+    let excite = g.number("excite", 1.0)?;
     if !(0.0..=100.0).contains(&excite) {
-        w.push(format!("{label}: excitability `{}` = {excite} % is outside 0..100 %; clamped", g.key("excite")));
-    } else if excite > 0.0 && excite <= 1.0 {
-        w.push(format!(
-            "{label}: excitability `{}` = {excite} is read as {excite} % (FEAGI stores a percentage), so its neurons \
-             fire with probability {}; if a 0..1 fraction was meant, set `neuron.excitability` in the converted genome",
-            g.key("excite"),
-            excite / 100.0
-        ));
+        w.push(format!("{label}: excitability `{}` = {excite} is outside 0..=1 (or 0..=100 %); clamped", g.key("excite")));
     }
+    let excitability = if excite > 1.0 { (excite / 100.0).min(1.0) } else { excite.max(0.0) };
     let max16 = u16::MAX as u32;
     Ok(NeuronParams {
         threshold: g.number("fire_t", 1.0)?,
@@ -318,7 +374,7 @@ fn neuron_params(g: &Genes, label: &str, w: &mut Warnings) -> Result<NeuronParam
         refractory_period: g.count("refrac", 0, 0, max16)?,
         consecutive_fire_limit: g.count("c_fr_c", 0, 0, max16)?,
         snooze_period: g.count("snooze", 0, 0, max16)?,
-        excitability: (excite / 100.0).clamp(0.0, 1.0),
+        excitability,
         mp_charge_accumulation: g.flag("mp_acc")?,
     })
 }

@@ -1,10 +1,11 @@
-//! Mappings from each area's `dstmap-d`: `{destination id: [rule, ...]}`.
+//! Mappings from each area's `dstmap-d`: `{destination id: [rule, ...]}`, the destination named by
+//! its cortical id as the blueprint writes it (2.x or 3.0 base64).
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::blueprint::ImportedArea;
+use super::blueprint::{Areas, ImportedArea};
 use super::morphologies::{Library, Status};
 use super::{as_int, Warnings};
 use crate::genome::{GenomeError, Mapping, Plasticity, Sign};
@@ -20,14 +21,17 @@ struct Rule {
     constant: f64,
     ltp: f64,
     ltd: f64,
-    /// `None` for a 7-element rule.
+    /// `None` for a rule of fewer than 8 elements.
     window: Option<u32>,
+    /// feagi-core's `synaptic_delay_bursts` (9th element); neuroburst's synapses take one burst.
+    delay: Option<i64>,
     /// feagi-core's rule-level `synapse_attractivity`, when the rule is an object that has one.
     attractivity: Option<f64>,
 }
 
-/// The object form's field names, in the array form's order, then feagi-core's extra field.
-const FIELDS: [&str; 9] = [
+/// The object form's field names, in the array form's order, then feagi-core's rule-level
+/// attractivity (object form only).
+const FIELDS: [&str; 10] = [
     "morphology_id",
     "morphology_scalar",
     "postSynapticCurrent_multiplier",
@@ -36,13 +40,14 @@ const FIELDS: [&str; 9] = [
     "ltp_multiplier",
     "ltd_multiplier",
     "plasticity_window",
+    "synaptic_delay_bursts",
     "synapse_attractivity",
 ];
 
-pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings) -> Result<Vec<Mapping>, GenomeError> {
-    let by_id: HashMap<&str, &ImportedArea> = areas.iter().map(|a| (a.area.id.as_str(), a)).collect();
+pub(super) fn import(areas: &Areas, library: &Library, w: &mut Warnings) -> Result<Vec<Mapping>, GenomeError> {
+    let by_id: HashMap<&str, &ImportedArea> = areas.list.iter().map(|a| (a.area.id.as_str(), a)).collect();
     let mut out = Vec::new();
-    for src in areas {
+    for src in &areas.list {
         let Some((key, dstmap)) = &src.dstmap else {
             continue;
         };
@@ -52,9 +57,13 @@ pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings
         let Value::Object(dstmap) = dstmap else {
             return Err(invalid(format!("{dstmap} is not an object {{destination id: [rule, ...]}}")));
         };
-        for (destination, rules) in dstmap {
+        // in the order of the destinations' ids, whichever way the file writes them
+        let mut dstmap: Vec<(&String, &String, &Value)> =
+            dstmap.iter().map(|(written, rules)| (areas.ids.get(written).unwrap_or(written), written, rules)).collect();
+        dstmap.sort_by(|a, b| a.0.cmp(b.0));
+        for (destination, written, rules) in dstmap {
             let Some(dst) = by_id.get(destination.as_str()) else {
-                return Err(invalid(format!("maps to '{destination}', but no area has that id")));
+                return Err(invalid(format!("maps to '{written}', but no area has that id")));
             };
             let Value::Array(rules) = rules else {
                 return Err(invalid(format!("the rules for '{destination}' are not a list")));
@@ -97,12 +106,18 @@ pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings
                 };
                 // an associative mapping is plastic whatever its flag says (as in FEAGI)
                 let associative = rule.morphology == "associative_memory";
+                if let Some(d) = rule.delay.filter(|&d| d != 1) {
+                    w.push(format!(
+                        "{about}: a synaptic delay of {d} bursts is not supported (a synapse takes one burst); imported with 1"
+                    ));
+                }
                 let plasticity = (rule.plastic || associative).then(|| {
-                    let window = rule.window.unwrap_or_else(|| {
+                    // FEAGI writes window 0 for a rule that had none (a 7-element 2.x rule)
+                    let window = rule.window.filter(|&n| n > 0).unwrap_or_else(|| {
                         w.once("plasticity window", || {
                             format!(
-                                "{about}: the rule has no plasticity_window (a 7-element rule); using {DEFAULT_WINDOW} bursts \
-                                 (first of such rules; the others too)"
+                                "{about}: the rule has no plasticity_window (a 7-element rule, or 0); using {DEFAULT_WINDOW} \
+                                 bursts (first of such rules; the others too)"
                             )
                         });
                         DEFAULT_WINDOW
@@ -111,7 +126,7 @@ pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings
                 });
                 out.push(Mapping {
                     source: source.to_string(),
-                    destination: destination.clone(),
+                    destination: destination.to_string(),
                     morphology: rule.morphology,
                     scalar: rule.scalar,
                     weight: rule.multiplier.abs().min(255.0),
@@ -131,13 +146,15 @@ pub(super) fn import(areas: &[ImportedArea], library: &Library, w: &mut Warnings
 
 fn parse(rule: &Value, w: &mut Warnings) -> Result<Rule, String> {
     match rule {
-        Value::Array(items) if items.len() == 7 || items.len() == 8 => from_fields(|i| items.get(i)),
-        Value::Array(items) => Err(format!("a rule list has 7 or 8 elements ({}), not {}", FIELDS[..8].join(", "), items.len())),
+        Value::Array(items) if (4..=9).contains(&items.len()) => from_fields(|i| items.get(i)),
+        Value::Array(items) => Err(format!("a rule list has 4 to 9 elements ({}), not {}", FIELDS[..9].join(", "), items.len())),
         Value::Object(fields) => {
-            for key in fields.keys().filter(|k| !FIELDS.contains(&k.as_str())) {
+            for key in fields.keys().filter(|k| !FIELDS.contains(&k.as_str()) && *k != "psc_multiplier") {
                 w.once(&format!("rule field {key}"), || format!("unknown mapping rule field `{key}`; ignored"));
             }
-            from_fields(|i| fields.get(FIELDS[i]))
+            // FEAGI's short name for the multiplier
+            let short = fields.get("psc_multiplier");
+            from_fields(|i| if i == 2 { fields.get(FIELDS[2]).or(short) } else { fields.get(FIELDS[i]) })
         }
         other => Err(format!("{other} is neither a rule list nor a rule object")),
     }
@@ -172,7 +189,12 @@ fn from_fields<'a>(field: impl Fn(usize) -> Option<&'a Value>) -> Result<Rule, S
             as_int(v).and_then(|i| u32::try_from(i).ok()).ok_or_else(|| format!("`plasticity_window` {v} is not a whole number >= 0"))?,
         ),
     };
+    let delay = match present(8) {
+        None => None,
+        Some(v) => Some(as_int(v).ok_or_else(|| format!("`synaptic_delay_bursts` {v} is not a whole number"))?),
+    };
     Ok(Rule {
+        delay,
         morphology,
         scalar: scalar(present(1))?,
         multiplier: number(2, 1.0)?,
@@ -181,7 +203,7 @@ fn from_fields<'a>(field: impl Fn(usize) -> Option<&'a Value>) -> Result<Rule, S
         ltp: number(5, 1.0)?,
         ltd: number(6, 1.0)?,
         window,
-        attractivity: present(8).map(|v| v.as_f64().ok_or_else(|| format!("`synapse_attractivity` {v} is not a number"))).transpose()?,
+        attractivity: present(9).map(|v| v.as_f64().ok_or_else(|| format!("`synapse_attractivity` {v} is not a number"))).transpose()?,
     })
 }
 
@@ -224,7 +246,7 @@ mod tests {
 
     #[test]
     fn malformed_rules_say_why() {
-        assert!(rule(json!(["projector", [1, 1, 1], 1])).unwrap_err().contains("7 or 8"));
+        assert!(rule(json!(["projector", [1, 1, 1]])).unwrap_err().contains("4 to 9"));
         assert!(rule(json!(["projector", [1, 1], 1, false, 1, 1, 1])).unwrap_err().contains("morphology_scalar"));
         assert!(rule(json!([3, [1, 1, 1], 1, false, 1, 1, 1])).unwrap_err().contains("morphology_id"));
         assert!(rule(json!({"morphology_scalar": [1, 1, 1]})).unwrap_err().contains("missing"));
