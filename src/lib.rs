@@ -2,7 +2,7 @@
 //!
 //! Layers, from the inside out:
 //! - [`model`]: the burst semantics in fixed point (no I/O);
-//! - [`genome`]: the brain description (own YAML format, FEAGI import);
+//! - [`genome`]: the brain description (own YAML format, FEAGI genomes in and out);
 //! - [`connectome`]: synapses built from a genome;
 //! - [`backend`]: the [`backend::Backend`] trait and its implementations (CPU reference, CUDA);
 //! - [`ros`]: ROS 2 messages as CDR bytes (no ROS install), type hashes, `.msg` definitions;

@@ -1,7 +1,7 @@
 //! FEAGI genomes: a FEAGI 2.x or 3.0 JSON genome (flat gene keys; 6-character cortical ids in 2.x,
 //! 8-byte base64 ids in 3.0, [`ids`]) becomes a [`Genome`], together with a warning for everything
 //! that cannot be carried over exactly; [`export`] writes a genome back as FEAGI 3.0. The format is
-//! described in docs/genome.md (sections "FEAGI import" and "FEAGI export"); this module documents
+//! described in docs/genome.md (section "FEAGI genomes"); this module documents
 //! the choices.
 //!
 //! # What maps to what

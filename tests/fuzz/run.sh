@@ -30,7 +30,7 @@ seed() {
   for f in "$@"; do cp "$f" "$corpus/$t/$(echo "$f" | tr / _)"; done
 }
 seed genome_yaml examples/genomes/*.yaml examples/*/genome.yaml tests/fixtures/learning.yaml
-seed genome_feagi tests/fixtures/feagi/*.json
+seed genome_feagi tests/fixtures/feagi/*.json tests/fixtures/feagi/v3/*.json
 # a bag target's first byte picks its storage: 0 .mcap, 1 .db3, 2 a directory's metadata.yaml
 for f in examples/*/input.mcap; do mkdir -p "$corpus/bag"; { printf '\0'; head -c 65536 "$f"; } > "$corpus/bag/$(echo "$f" | tr / _)"; done
 mkdir -p "$corpus/ros_messages" "$corpus/encoders" "$corpus/cluster_inbox" "$corpus/checkpoint"

@@ -219,7 +219,11 @@ fn area(g: &Genes, w: &mut Warnings) -> Result<ImportedArea, GenomeError> {
         name = g.cid.as_ref().and_then(io_name).unwrap_or_default();
     }
     // How warnings name the area: `area 'iic000' (vision_LL)`.
-    let label = if name.is_empty() { g.location() } else { format!("{} ({name})", g.location()) };
+    let label = match (name.is_empty(), g.raw == g.id) {
+        (true, _) => g.location(),
+        (false, true) => format!("{} ({name})", g.location()),
+        (false, false) => format!("area '{}' ({name}, FEAGI id {})", g.id, g.raw),
+    };
 
     for gene in g.genes.keys() {
         if !READ.iter().any(|r| r.0 == gene) && !IGNORED.contains(&gene.as_str()) {
