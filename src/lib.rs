@@ -16,7 +16,12 @@
 //!   node; `bench-cluster`);
 //! - [`cluster`]: one brain sharded over processes or hosts, exchanging spikes over Zenoh;
 //! - [`cli`]: the command line;
-//! - [`time`]: rates and seconds as durations, bounded (no hostile value can panic a thread).
+//! - [`time`]: rates and seconds as durations, bounded (no hostile value can panic a thread);
+//! - beside them: [`brain`] (a genome's layout and connectome, ready to run), [`workload`] (the
+//!   benchmark brain W(N, K, rho)), [`partition`] (neuron ranges of shards), [`capacity`] and
+//!   [`memory`] (memory checked before it is spent; huge pages), [`config`] (the node's YAML
+//!   configuration), [`selftest`] (the parity check), [`view`] (the live Foxglove view),
+//!   [`progress`] (progress of long work), [`errors`] (errors said once).
 
 pub mod backend;
 pub mod bag;

@@ -1,4 +1,4 @@
-//! A robot in the loop (examples/sim, issue 45): the MuJoCo robot of examples/sim/bridge.py,
+//! A robot in the loop (examples/sim): the MuJoCo robot of examples/sim/bridge.py,
 //! lock-stepped to the node's bursts on simulated time over Zenoh (the rmw_zenoh format), driven
 //! by examples/sim/avoider.yaml for 120 simulated seconds in the bundled arena and in a world the
 //! brain was not tuned in: no collision, a distance covered above a floor, a Twist for every

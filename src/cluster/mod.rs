@@ -1,6 +1,7 @@
 //! One brain over several processes or hosts (`neuroburst shard`): each shard is a process with
-//! its own [`crate::backend::cpu::CpuEngine`] over a range of a [`crate::partition::ShardPlan`], and
-//! a Zenoh peer session to every other shard. docs/distributed.md is the user's guide.
+//! its own engine over a range of a [`crate::partition::ShardPlan`] (the CPU's
+//! [`crate::backend::cpu::CpuEngine`], or `cluster.gpus`' [`crate::backend::cuda::CudaShardEngine`]),
+//! and a Zenoh peer session to every other shard. docs/distributed.md is the user's guide.
 //!
 //! # The protocol
 //! - **Membership** is static ([`ClusterConfig`]): shard `k` listens on `endpoints[k]`; the plan is

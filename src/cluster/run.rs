@@ -1,5 +1,5 @@
-//! One shard of a brain spread over processes or hosts: its own [`CpuEngine`], a Zenoh peer
-//! session to every other shard, and the loop of [`super`]'s protocol.
+//! One shard of a brain spread over processes or hosts: its own engine (CPU or GPUs, a
+//! `ShardEngine`), a Zenoh peer session to every other shard, and the loop of [`super`]'s protocol.
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
