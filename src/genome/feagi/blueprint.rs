@@ -303,11 +303,8 @@ fn kind(g: &Genes, label: &str, w: &mut Warnings) -> Result<AreaKind, GenomeErro
     let (group, inferred) = match g.text("_group")? {
         Some(group) => (group.trim().to_ascii_uppercase(), false),
         None => {
-            let class = match g.cid {
-                Some(c) => c.class(),
-                None => CorticalId::from_legacy(g.id, g.id.as_bytes().first().copied().unwrap_or(0)).and_then(|c| c.class()),
-            };
-            let group = match class {
+            let first = g.cid.map_or_else(|| g.raw.as_bytes().first().copied(), |c| Some(c.0[0]));
+            let group = match first.and_then(Class::of) {
                 Some(Class::Core) => "CORE",
                 Some(Class::Input) => "IPU",
                 Some(Class::Output) => "OPU",

@@ -68,14 +68,14 @@ pub fn export(g: &Genome) -> Exported {
                 unsupported.insert(name);
                 continue;
             }
-            other => match (builtin_name(other), standard(name)) {
-                (Some(b), _) if b == name => standard(b).unwrap_or(Value::Null),
-                (Some(b), _) => {
+            // a built-in under its own name is in the library already; under another name the
+            // rules use the built-in's
+            other => {
+                if let Some(b) = builtin_name(other).filter(|b| b != name) {
                     renamed.insert(name, b);
-                    continue;
                 }
-                (None, _) => continue,
-            },
+                continue;
+            }
         };
         library.insert(name.clone(), entry);
     }

@@ -29,6 +29,21 @@ pub enum Class {
     Modulator,
 }
 
+impl Class {
+    /// The class a first byte names (2.x ids start with the same letters).
+    pub fn of(first: u8) -> Option<Class> {
+        Some(match first {
+            b'c' => Class::Custom,
+            b'm' => Class::Memory,
+            b'_' => Class::Core,
+            b'i' => Class::Input,
+            b'o' => Class::Output,
+            b'g' => Class::Modulator,
+            _ => return None,
+        })
+    }
+}
+
 /// Legacy vision tiles `iicK00` are FEAGI's segmented vision `svi` sub-unit K, Cartesian plane
 /// data (flag variant 9), absolute frames, unit 0.
 const VISION: &[u8; 4] = b"isvi";
@@ -56,15 +71,7 @@ impl CorticalId {
     }
 
     pub fn class(&self) -> Option<Class> {
-        Some(match self.0[0] {
-            b'c' => Class::Custom,
-            b'm' => Class::Memory,
-            b'_' => Class::Core,
-            b'i' => Class::Input,
-            b'o' => Class::Output,
-            b'g' => Class::Modulator,
-            _ => return None,
-        })
+        Class::of(self.0[0])
     }
 
     /// The 3.0 id FEAGI's migrator gives a legacy id it knows by name (`_power`, `_death`,
