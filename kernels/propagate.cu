@@ -35,6 +35,11 @@ __device__ __forceinline__ Pairs pairs_of(const Net& net, const Side& rd) {
 // The ITEMS * 32 (spike, synapse) pairs from k0 (a multiple of PAIRS_PER_WARP) of the fired list
 // `rd`, read by one warp: lane l's item i is pair k0 + l + 32 i, its target, code and contribution
 // (cv 0: no pair, or none to add). Every load of a stage is issued before the next stage's.
+// When the pairs lie in at most 32 rows (rows of 8 pairs or more on average), each lane loads one
+// row's offset, id and start, and every item finds its row among the lanes by shuffles: three
+// rounds of loads before the synapses (the chunk's first row; the rows; their starts) instead of
+// a binary search in memory per item (one H200: W(1M)'s propagation 30.3 -> 23.5 us, W(20M)'s
+// binning 482 -> 406 us).
 template <typename RP, typename CODE, int ITEMS>
 __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs pc, u64 k0, u32 (&tg)[ITEMS], u32 (&cd)[ITEMS], int (&cv)[ITEMS]) {
     const u32 lane = threadIdx.x & 31;
@@ -48,21 +53,50 @@ __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs
     const u64 k1 = min(k0 + ITEMS * 32, pc.pairs);
     const u32 lo = k0 < pc.pairs ? net.chunk_first[k0 / PAIRS_PER_WARP] : 0;
     const u32 hi = (k1 < pc.pairs) ? net.chunk_first[k1 / PAIRS_PER_WARP] : pc.count - 1;
-    u32 s[ITEMS];
     u32 src[ITEMS];
     u64 j[ITEMS];
+    if (hi - lo < 32) {
+        // lane l holds row lo + l: where its pairs start in the list (relative to k0, saturated)
+        // and j - k for its pairs (the row's start less its offset)
+        u64 o = ~0ULL;
+        u32 f = DEAD;
+        if (lane <= hi - lo && k0 < pc.pairs) {
+            o = offs[lo + lane];
+            f = fired[lo + lane];
+        }
+        const u64 rs = f != DEAD ? row_start<RP>(net, f) : 0;
+        const u32 rel = o == ~0ULL ? ~0u : (o <= k0 ? 0u : (u32)min(o - k0, (u64)0xFFFFFFFEULL));
+        const u64 shift = rs - o;
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-        const u64 k = k0 + lane + 32 * i;
-        s[i] = (k < k1) ? find_row(offs, lo, hi, k) : lo;
-    }
+        for (int i = 0; i < ITEMS; i++) {
+            const u32 kk = lane + 32 * i;
+            u32 pos = 0;
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) src[i] = k0 + lane + 32 * i < k1 ? fired[s[i]] : DEAD;
+            for (u32 b = 16; b; b >>= 1) {
+                const u32 c = pos + b;
+                const u32 r = __shfl_sync(0xffffffffu, rel, c & 31);
+                if (c < 32 && r <= kk) pos = c;
+            }
+            const u32 s = __shfl_sync(0xffffffffu, f, pos);
+            const u64 sh = __shfl_sync(0xffffffffu, shift, pos);
+            src[i] = k0 + kk < k1 ? s : DEAD;
+            j[i] = sh + k0 + kk;
+        }
+    } else {
+        u32 s[ITEMS];
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-        const u64 k = k0 + lane + 32 * i;
-        // a DEAD slot (early step: the neuron did not fire after all) propagates nothing
-        j[i] = src[i] != DEAD ? row_start<RP>(net, src[i]) + (k - offs[s[i]]) : 0;
+        for (int i = 0; i < ITEMS; i++) {
+            const u64 k = k0 + lane + 32 * i;
+            s[i] = (k < k1) ? find_row(offs, lo, hi, k) : lo;
+        }
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) src[i] = k0 + lane + 32 * i < k1 ? fired[s[i]] : DEAD;
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const u64 k = k0 + lane + 32 * i;
+            // a DEAD slot (early step: the neuron did not fire after all) propagates nothing
+            j[i] = src[i] != DEAD ? row_start<RP>(net, src[i]) + (k - offs[s[i]]) : 0;
+        }
     }
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {

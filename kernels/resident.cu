@@ -77,7 +77,6 @@ struct ResParams {
     u64 last;     // the command number before the first one to run
     u32 cur;      // the side the first burst reads
     u32 inj_blocks;
-    u32 prop_blocks;
     u32 step_blocks;
     u32 learning;  // bit 0: the brain learns, from `learn`; bit 1: it has associative mappings (growth)
     Learn learn;
@@ -284,6 +283,11 @@ __device__ void resident_impl(const ResParams& p) {
                 return;
             }
         }
+        // the phases whose work any number of blocks shares (grid-stride loops) run as one block
+        // each of the resident grid: no rounds of blocks, and no block waits at a round's end for
+        // its slowest warp (W(100k) every synapse plastic: learning's mark 6.4 -> 1.9 us, shift
+        // 14.8 -> 3.2 us, period 60.4 -> 38.3 us)
+        const Blk grid{blockIdx.x, gridDim.x};
         // block 0's clock at each phase's end (its thread 0 keeps the sums)
         u64 lap = blockIdx.x == 0 && threadIdx.x == 0 ? globaltimer() : 0;
         auto phase = [&](int k) {
@@ -295,13 +299,13 @@ __device__ void resident_impl(const ResParams& p) {
         };
         if (p.learning) {
             // learning from the list just written, before it is propagated (learn.cu)
-            each_blk(p.prop_blocks, [&](Blk b) { learn_mark_impl(p.learn, list, next.count_shift, b); });
+            learn_mark_impl(p.learn, list, next.count_shift, grid);
             grid_sync(p.dev, arrived);
             phase(0);
-            each_blk(p.prop_blocks, [&](Blk b) { learn_shift_impl(p.learn, b); });
+            learn_shift_impl(p.learn, grid);
             grid_sync(p.dev, arrived);
             phase(1);
-            each_blk(p.prop_blocks, [&](Blk b) { learn_rows_impl<RP, CODE>(p.learn, next, b); });
+            learn_rows_impl<RP, CODE>(p.learn, next, grid);
             grid_sync(p.dev, arrived);
             phase(2);
             if (p.learning & 2) {
@@ -318,7 +322,7 @@ __device__ void resident_impl(const ResParams& p) {
             grid_sync(p.dev, arrived);
             phase(5);
         } else {
-            each_blk(p.prop_blocks, [&](Blk b) { propagate_impl<ACC, RP, CODE>(next, list, b); });
+            propagate_impl<ACC, RP, CODE>(next, list, grid);
             grid_sync(p.dev, arrived);
             phase(4);
         }
@@ -334,8 +338,14 @@ __device__ void resident_impl(const ResParams& p) {
     }
 }
 
-// up to 2 blocks of 256 per SM: registers for every phase's code in one kernel
+// Up to 2 blocks of 256 an SM: registers for every phase's code in one kernel. A brain that
+// learns runs the one of a second program (the same source with RES_MINB 4, compiled when first
+// needed: the resident kernels are most of the compile time), 4 blocks an SM (64 registers a thread, some
+// spilled): learning's phases walk rows with chains of dependent loads and gain from twice the
+// warps, while the static phases lose (resident.rs has the figures).
+#ifndef RES_MINB
 #define RES_MINB 2
+#endif
 #define RESIDENT(SUFFIX, ACC, RP, CODE) \
     extern "C" __global__ void __launch_bounds__(256, RES_MINB) resident_##SUFFIX(const __grid_constant__ ResParams p) { resident_impl<ACC, RP, CODE>(p); }
 EACH_VARIANT(RESIDENT)

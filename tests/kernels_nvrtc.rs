@@ -60,6 +60,15 @@ fn the_kernels_compile_under_nvrtc_for_hopper_and_jetson_orin() {
         for k in &want {
             assert!(names.contains(&k.as_str()), "sm_{arch}: kernel {k} missing from {names:?}");
         }
+        // the second program: every variant's resident kernel, with four blocks an SM
+        let four = stdout.lines().nth(2).unwrap_or("");
+        let four: Vec<&str> =
+            four.strip_prefix("four blocks an SM: ").unwrap_or_else(|| panic!("sm_{arch}: {stdout}")).split(' ').collect();
+        let residents: Vec<&String> = want.iter().filter(|k| k.starts_with("resident_")).collect();
+        assert_eq!(four.len(), residents.len(), "sm_{arch}: {four:?}");
+        for k in residents {
+            assert!(four.contains(&k.as_str()), "sm_{arch}: kernel {k} missing from the four-block program: {four:?}");
+        }
         let text = std::fs::read_to_string(&ptx).unwrap();
         assert!(text.contains(&format!(".target sm_{arch}")), "sm_{arch}: the PTX targets another architecture");
         assert_eq!(text.matches(".entry ").count(), names.len(), "sm_{arch}: the PTX's entries and the names printed differ");

@@ -6,14 +6,14 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 
-use crate::backend::cuda::module;
+use crate::backend::cuda::module::{self, Program};
 
 #[derive(Args, Debug)]
 pub struct KernelsArgs {
     /// Compute capability to compile for: 90 (H100, H200), 89, 80, ... (also `sm_90` or `9.0`).
     #[arg(long, default_value = "90")]
     pub arch: String,
-    /// Also write the PTX to this file.
+    /// Also write the burst program's PTX to this file.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
@@ -36,14 +36,17 @@ pub fn main(a: KernelsArgs) -> anyhow::Result<()> {
     let (major, minor) =
         parse_arch(&a.arch).with_context(|| format!("--arch {:?}: expected a compute capability such as 90, sm_90 or 9.0", a.arch))?;
     let t0 = Instant::now();
-    let (ptx, names) = module::compile(major, minor).map_err(anyhow::Error::msg)?;
+    let (ptx, names) = module::compile(major, minor, Program::Burst).map_err(anyhow::Error::msg)?;
+    let (_, four) = module::compile(major, minor, Program::FourBlocks).map_err(anyhow::Error::msg)?;
     let cache = module::cache_dir().map_or("no cache folder".into(), |d| d.display().to_string());
     println!(
-        "kernels/*.cu for sm_{major}{minor}: {} kernels, {:.1} s (compiled, or read from the cache in {cache})",
+        "kernels/*.cu for sm_{major}{minor}: {} kernels, and the resident kernels of four blocks an SM (for brains that learn), {:.1} s (compiled, or read from the cache in {cache})",
         names.len(),
         t0.elapsed().as_secs_f64()
     );
     println!("{}", names.join(" "));
+    let resident: Vec<&str> = four.iter().map(String::as_str).filter(|k| k.starts_with("resident_")).collect();
+    println!("four blocks an SM: {}", resident.join(" "));
     if let Some(out) = &a.out {
         std::fs::write(out, ptx.to_src()).with_context(|| format!("{}: cannot write the PTX", out.display()))?;
     }

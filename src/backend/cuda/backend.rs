@@ -30,6 +30,14 @@ use crate::model::{InjectionSlice, Injections, NeuronState};
 /// its own, and a sixteenth of the neurons.
 const LEND_IDS_MIN: usize = 1 << 16;
 
+/// What `selftest` forces on a small brain, to check the paths large brains take: the propagation
+/// tiled (in tiles of this shape), the resident kernel of four blocks an SM.
+#[derive(Clone, Copy, Default)]
+struct Forced {
+    tiles: Option<TileShape>,
+    four_blocks: bool,
+}
+
 /// The CUDA backend: one GPU's part of a brain. What it holds is split by who uses it: the
 /// brain's device state ([`GpuState`]), the host's side of a burst ([`HostIo`]: the injection
 /// going up, the read-back coming down) and how the bursts are launched ([`Launch`]: resident
@@ -72,7 +80,7 @@ impl CudaBackend {
     /// Put `brain` on GPU `device`: the resident kernel, or graphs where the device has no
     /// cooperative launch. Refuses (nothing allocated) when the GPU lacks the memory.
     pub fn new(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, Placement::Host, None)
+        Self::on_path(brain, readback, device, None, Placement::Host, Forced::default())
     }
 
     /// As [`CudaBackend::new`] for a brain built with every mapping procedural, all of them in
@@ -80,27 +88,34 @@ impl CudaBackend {
     /// every burst, with a progress bar (or lines) when `progress` and the build takes over a
     /// second. Any other brain is taken as [`CudaBackend::new`] takes it.
     pub fn built_on_gpu(brain: Brain, readback: Readback, device: usize, progress: bool) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, Placement::OnGpu { progress }, None)
+        Self::on_path(brain, readback, device, None, Placement::OnGpu { progress }, Forced::default())
     }
 
     /// As [`CudaBackend::new`] for a brain planned by [`crate::connectome::stream::plan`] (its
     /// part holds row pointers only): the synapses are drawn on the host a few chunks at a time
     /// and copied to the GPU.
     pub fn streamed(brain: Brain, streamed: Streamed, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, Placement::Streamed(Arc::new(streamed)), None)
+        Self::on_path(brain, readback, device, None, Placement::Streamed(Arc::new(streamed)), Forced::default())
     }
 
     /// As [`CudaBackend::new`], on graphs whatever the device (to check that path where the
     /// resident kernel could run: `selftest`).
     pub(crate) fn new_graphs(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, Some(Path::Graphs), Placement::Host, None)
+        Self::on_path(brain, readback, device, Some(Path::Graphs), Placement::Host, Forced::default())
     }
 
     /// As [`CudaBackend::new`], the propagation tiled whatever the brain's size, in tiles of
     /// 2^`bits` neurons with `room` entries a block (to check that path, spills included, on
     /// small brains: `selftest`). A brain the tiles cannot take runs as `new` runs it.
     pub(crate) fn new_tiled(brain: Brain, readback: Readback, device: usize, bits: u32, room: u64) -> Result<CudaBackend, BackendError> {
-        Self::on_path(brain, readback, device, None, Placement::Host, Some(TileShape { bits, room: Some(room) }))
+        let tiles = Some(TileShape { bits, room: Some(room) });
+        Self::on_path(brain, readback, device, None, Placement::Host, Forced { tiles, four_blocks: false })
+    }
+
+    /// As [`CudaBackend::new`], in the resident kernel of four blocks an SM whatever the brain (as a
+    /// large brain that learns runs: `selftest`).
+    pub(crate) fn new_four_blocks(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
+        Self::on_path(brain, readback, device, None, Placement::Host, Forced { tiles: None, four_blocks: true })
     }
 
     fn on_path(
@@ -109,7 +124,7 @@ impl CudaBackend {
         device: usize,
         path: Option<Path>,
         placement: Placement,
-        tiles: Option<TileShape>,
+        forced: Forced,
     ) -> Result<CudaBackend, BackendError> {
         match super::probe::probe(device) {
             crate::backend::GpuProbe::Available(_) => {}
@@ -130,7 +145,7 @@ impl CudaBackend {
         // them), and so do procedural rows (`proc_rows`, which the resident kernel leaves out)
         let binned = ProcBins::wanted(shard.neurons, &shard.procedural);
         let path = if (binned || !shard.rows.is_empty()) && path == Path::Resident { Path::Graphs } else { path };
-        Self::build(ctx, shard, readback, device, path, tiles)
+        Self::build(ctx, shard, readback, device, path, forced)
     }
 
     /// One GPU of several (see `multi.rs`): bursts only after [`CudaBackend::connect`]. `linked`:
@@ -145,7 +160,7 @@ impl CudaBackend {
                 "GPU {device} has no cooperative launch: it cannot run a brain's share in the resident kernel"
             )));
         }
-        let gpu = Self::build(ctx, shard, readback, device, if linked { Path::Linked } else { Path::Shard }, None);
+        let gpu = Self::build(ctx, shard, readback, device, if linked { Path::Linked } else { Path::Shard }, Forced::default());
         tracing::debug!(device, shard_s = t0.elapsed().as_secs_f64(), "CUDA: a GPU's share made");
         gpu
     }
@@ -156,8 +171,9 @@ impl CudaBackend {
         readback: Readback,
         device: usize,
         path: Path,
-        tile_shape: Option<TileShape>,
+        forced: Forced,
     ) -> Result<CudaBackend, BackendError> {
+        let tile_shape = forced.tiles;
         let t0 = std::time::Instant::now();
         // SAFETY: one stream does all the work; no cross-stream event tracking is needed.
         unsafe { ctx.disable_event_tracking() };
@@ -347,7 +363,15 @@ impl CudaBackend {
         };
         let smem = if tiled { Tiles::shared_bytes_of(n, tile_shape) } else { 0 };
         let resident = match early {
-            Some(_) => Some(Resident::new(&ctx, kernels.resident.clone(), sm, n, smem).map_err(BackendError::Device)?),
+            Some(_) => {
+                let four = forced.four_blocks || (learning.is_some() && !tiled && n >= super::burst::resident::FOUR_BLOCKS_FROM);
+                let func = if four {
+                    Variant { wide_acc, row64, code32 }.resident_four_blocks(&ctx).map_err(BackendError::Device)?
+                } else {
+                    kernels.resident.clone()
+                };
+                Some(Resident::new(&ctx, func, sm, n, four, smem).map_err(BackendError::Device)?)
+            }
             None => None,
         };
         let tiles = match &resident {
@@ -490,7 +514,12 @@ impl Backend for CudaBackend {
         let mut info = self.info.clone();
         match self.launch.path {
             Path::Resident if self.state.tiles.is_some() => info.device += ", resident kernel, tiled propagation",
-            Path::Resident => info.device += ", resident kernel",
+            Path::Resident => {
+                info.device += ", resident kernel";
+                if self.launch.resident.as_ref().is_some_and(|r| r.per_sm() == 4) {
+                    info.device += ", four blocks an SM";
+                }
+            }
             Path::Graphs => info.device += ", graphs",
             Path::Shard | Path::Linked => {}
         }

@@ -164,7 +164,6 @@ pub(super) struct ResParams {
     /// The side the first burst reads.
     pub cur: u32,
     pub inj_blocks: u32,
-    pub prop_blocks: u32,
     pub step_blocks: u32,
     /// Bit 0: the brain learns (`learn` is set); bit 1: it has associative mappings (growth).
     pub learning: u32,
@@ -359,7 +358,7 @@ mod tests {
         assert_eq!(c_layout(&src, "Side", &sizes), rust_layout!(Side: fired, offs, counter), "Side");
         assert_eq!(c_layout(&src, "Peer", &sizes), rust_layout!(Peer: fired, counter), "Peer");
         assert_eq!(c_layout(&src, "SumPeer", &sizes), rust_layout!(SumPeer: part, spill, flags), "SumPeer");
-        let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, prop_blocks, step_blocks, learning, learn, x, tiles);
+        let res = rust_layout!(ResParams: net, side, ctl, dev, last, cur, inj_blocks, step_blocks, learning, learn, x, tiles);
         use super::super::burst::tiles::TilesParams;
         let tiles = rust_layout!(TilesParams: bins, counts, flags, spill, room, n_tiles, bits, blocks, pad);
         assert_eq!(c_layout(&src, "Tiles", &sizes), tiles, "Tiles");

@@ -44,10 +44,37 @@ pub fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("neuroburst"))
 }
 
-/// Compile (or fetch from the cache) the PTX of `BURST_CU` for compute capability `major.minor`.
-pub fn ptx_for(major: i32, minor: i32) -> Result<Ptx, String> {
+/// The two programs of the same source: the burst's (every kernel), and one whose resident
+/// kernels are compiled for four blocks an SM (`RES_MINB` in resident.cu) and which is
+/// compiled (or read from the cache) only when a brain that learns needs it: its resident kernels
+/// double the compile time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    Burst,
+    FourBlocks,
+}
+
+impl Program {
+    fn source(self) -> std::borrow::Cow<'static, str> {
+        match self {
+            Program::Burst => BURST_CU.into(),
+            Program::FourBlocks => format!("#define RES_MINB 4\n{BURST_CU}").into(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Program::Burst => "burst",
+            Program::FourBlocks => "four-blocks",
+        }
+    }
+}
+
+/// Compile (or fetch from the cache) the PTX of `program` for compute capability `major.minor`.
+pub fn ptx_for(major: i32, minor: i32, program: Program) -> Result<Ptx, String> {
     let arch = format!("sm_{major}{minor}");
-    let key = format!("burst-{:016x}-{arch}.ptx", fnv1a(BURST_CU.as_bytes()));
+    let src = program.source();
+    let key = format!("{}-{:016x}-{arch}.ptx", program.name(), fnv1a(src.as_bytes()));
     let cached = cache_dir().map(|d| d.join(&key));
     if let Some(path) = &cached {
         if let Ok(text) = std::fs::read_to_string(path) {
@@ -61,7 +88,7 @@ pub fn ptx_for(major: i32, minor: i32) -> Result<Ptx, String> {
         name: Some("neuroburst.cu".into()),
         ..Default::default()
     };
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(BURST_CU, opts).map_err(|e| format!("NVRTC could not compile kernels/*.cu: {e}"))?;
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(src.as_ref(), opts).map_err(|e| format!("NVRTC could not compile kernels/*.cu: {e}"))?;
     if let Some(path) = &cached {
         // A cache that cannot be written is no error: the next start-up compiles again.
         let _ = std::fs::create_dir_all(path.parent().unwrap_or(path));
@@ -76,14 +103,14 @@ pub fn ptx_for(major: i32, minor: i32) -> Result<Ptx, String> {
 /// Compile the kernels for compute capability `major.minor` without a GPU (NVRTC only, e.g. to
 /// check an NVRTC install or fill the cache before a robot starts): the PTX and its kernels'
 /// names. Never panics: a missing NVRTC or a compile error is an error that says so.
-pub fn compile(major: i32, minor: i32) -> Result<(Ptx, Vec<String>), String> {
+pub fn compile(major: i32, minor: i32, program: Program) -> Result<(Ptx, Vec<String>), String> {
     // SAFETY: only tries to dlopen the library.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err("NVRTC (libnvrtc.so) was not found: add the CUDA toolkit's lib64 (or the lib folder of \
                     PyPI's nvidia-cuda-nvrtc-cu12) to LD_LIBRARY_PATH"
             .into());
     }
-    let ptx = std::panic::catch_unwind(|| ptx_for(major, minor))
+    let ptx = std::panic::catch_unwind(|| ptx_for(major, minor, program))
         .map_err(|_| "NVRTC failed to load (a symbol is missing: is it CUDA 12.8 or newer?)".to_string())??;
     let names = ptx
         .to_src()
@@ -147,34 +174,47 @@ pub struct Variant {
     pub code32: bool,
 }
 
+impl Variant {
+    /// The kernels' name suffixes: accumulator, row pointer and code widths.
+    fn suffixes(self) -> (&'static str, &'static str, &'static str) {
+        (if self.wide_acc { "n64" } else { "n32" }, if self.row64 { "r64" } else { "r32" }, if self.code32 { "c32" } else { "c16" })
+    }
+
+    /// The resident kernel of this variant with four blocks an SM (its program compiled on first
+    /// use), for a brain that learns.
+    pub fn resident_four_blocks(self, ctx: &Arc<CudaContext>) -> Result<CudaFunction, String> {
+        let (n, r, c) = self.suffixes();
+        let name = format!("resident_{n}_{r}_{c}");
+        module(ctx, Program::FourBlocks)?.load_function(&name).map_err(|e| format!("kernel {name} (four blocks) is missing: {e}"))
+    }
+}
+
 /// The kernels' module of each context loaded so far (the device's primary context, kept for the
 /// process): every variant is in one module, and the probe, the GPU build and the backend of a GPU
 /// each take their kernels from it instead of loading it again (the driver parses the PTX each
 /// time).
-static MODULES: std::sync::Mutex<Vec<(usize, Arc<CudaModule>)>> = std::sync::Mutex::new(Vec::new());
+static MODULES: std::sync::Mutex<Vec<(usize, Program, Arc<CudaModule>)>> = std::sync::Mutex::new(Vec::new());
 
-/// The kernels' module on `ctx`, loaded once.
-fn module(ctx: &Arc<CudaContext>) -> Result<Arc<CudaModule>, String> {
+/// The module of `program` on `ctx`, loaded once.
+fn module(ctx: &Arc<CudaContext>, program: Program) -> Result<Arc<CudaModule>, String> {
     let key = ctx.cu_ctx() as usize;
     let mut loaded = MODULES.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, m)) = loaded.iter().find(|(k, _)| *k == key) {
+    if let Some((_, _, m)) = loaded.iter().find(|(k, p, _)| *k == key && *p == program) {
         return Ok(m.clone());
     }
     let (major, minor) = ctx.compute_capability().map_err(|e| format!("cannot read the compute capability: {e}"))?;
-    let ptx = ptx_for(major, minor)?;
+    let ptx = ptx_for(major, minor, program)?;
     let t0 = std::time::Instant::now();
     let module = ctx.load_module(ptx).map_err(|e| format!("the driver could not load the compiled kernels: {e}"))?;
     tracing::debug!(device = ctx.ordinal(), load_s = t0.elapsed().as_secs_f64(), "CUDA: the kernels' module loaded");
-    loaded.push((key, module.clone()));
+    loaded.push((key, program, module.clone()));
     Ok(module)
 }
 
 impl Kernels {
     pub fn load(ctx: &Arc<CudaContext>, v: Variant) -> Result<Kernels, String> {
-        let module = module(ctx)?;
-        let n = if v.wide_acc { "n64" } else { "n32" };
-        let r = if v.row64 { "r64" } else { "r32" };
-        let c = if v.code32 { "c32" } else { "c16" };
+        let module = module(ctx, Program::Burst)?;
+        let (n, r, c) = v.suffixes();
         let f = |name: String| module.load_function(&name).map_err(|e| format!("kernel {name} is missing: {e}"));
         Ok(Kernels {
             propagate: f(format!("propagate_{n}_{r}_{c}"))?,
@@ -220,7 +260,7 @@ mod tests {
             return;
         }
         std::env::set_var("NEUROBURST_PTX_CACHE", std::env::temp_dir().join("neuroburst-ptx-test"));
-        let ptx = super::ptx_for(9, 0).unwrap_or_else(|e| panic!("{e}"));
+        let ptx = super::ptx_for(9, 0, super::Program::Burst).unwrap_or_else(|e| panic!("{e}"));
         let src = ptx.to_src();
         for k in [
             "propagate_n32_r32_c16",

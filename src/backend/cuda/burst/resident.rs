@@ -48,8 +48,18 @@ const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// 50.4-52.8 with two against 54.5-57.3 with one (more warps for the early step).
 const ONE_BLOCK_PER_SM_UP_TO: u32 = 2_000_000;
 
+/// A brain that learns runs the resident kernel of four blocks of 256 an SM (64 registers a
+/// thread: `Program::FourBlocks`) from this many neurons (its propagation not tiled): learning's
+/// phases walk rows with chains of dependent loads and gain from the warps more than the other
+/// phases lose to the spills and the dearer barriers. One H200, W(N, 100, 1%) every synapse plastic, back to back
+/// p50 (2026-11-29), two blocks against four: 100k 38.3 / 53.5 us, 1M 153.1 / 101.2 us, 5M 388.0
+/// / 306.8 us; static brains lose with four (W(5M) 146 / 183 us, W(20M) tiled 789 / 1340 us).
+pub(in crate::backend::cuda) const FOUR_BLOCKS_FROM: u32 = 1_000_000;
+
 pub(in crate::backend::cuda) struct Resident {
     func: CudaFunction,
+    /// Blocks an SM.
+    per_sm: u32,
     /// `ResDev`: barrier arrivals, the command passed on.
     dev: CudaSlice<u64>,
     /// What a command or a park touches, shared with the page-locks of input columns: the driver
@@ -81,6 +91,7 @@ impl Resident {
         func: CudaFunction,
         sm: u32,
         neurons: u32,
+        four_blocks: bool,
         smem: u32,
     ) -> Result<Resident, String> {
         if !cooperative(ctx) {
@@ -89,7 +100,13 @@ impl Resident {
         func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
             .map_err(|e| e.to_string())?;
         let occ = func.occupancy_max_active_blocks_per_multiprocessor(256, smem as usize, None).map_err(|e| e.to_string())?;
-        let want = if neurons <= ONE_BLOCK_PER_SM_UP_TO { 1 } else { 2 };
+        let want = if four_blocks {
+            4
+        } else if neurons <= ONE_BLOCK_PER_SM_UP_TO {
+            1
+        } else {
+            2
+        };
         let per_sm = occ.min(want);
         if per_sm == 0 {
             return Err("the resident kernel does not fit on an SM".into());
@@ -100,12 +117,17 @@ impl Resident {
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
         let state = Arc::new(Mutex::new(State { stream, ctl, running: false, word: 0, grid, smem }));
-        Ok(Resident { func, dev, state })
+        Ok(Resident { func, per_sm, dev, state })
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // a poisoned lock only means a panic elsewhere: the words are still consistent
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Blocks an SM.
+    pub(in crate::backend::cuda) fn per_sm(&self) -> u32 {
+        self.per_sm
     }
 
     /// Blocks of the launch.

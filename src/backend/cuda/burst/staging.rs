@@ -145,7 +145,6 @@ impl CudaBackend {
                 side: [self.side(0), self.side(1)],
                 cur: self.launch.cur as u32,
                 inj_blocks: self.launch.inj_grid,
-                prop_blocks: self.launch.prop_grid,
                 step_blocks: self.state.neurons.div_ceil(BLOCK * STEP_ITEMS),
                 learning: self.state.learning.as_ref().map_or(0, |l| l.flags()),
                 learn: self.state.learning.as_ref().map(|l| l.params).unwrap_or_default(),
