@@ -9,7 +9,7 @@ use clap::Args;
 use super::table;
 use crate::bench::closed_loop::{robot::Rates, BrainSpec, LoopReport, Options};
 use crate::genome::Genome;
-use crate::run::schedule::Mode;
+use crate::run::pace::Mode;
 use crate::run::trace::Percentiles;
 use crate::workload::{Learning, Workload};
 

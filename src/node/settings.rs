@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::run::schedule::{Mode, ReflexConfig};
+pub use crate::run::pace::{Mode, ReflexConfig};
 use crate::transport::TransportKind;
 
 /// Real-time settings of the burst thread, applied when the process is permitted to (root, or

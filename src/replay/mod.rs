@@ -28,7 +28,7 @@ use crate::ros::neuroburst_msgs::BurstActivity;
 use crate::ros::{encode, registry, RosMessage};
 use crate::run::intake::{self, Intake, TopicCounters};
 use crate::run::outputs::{BurstProducts, Outputs};
-use crate::run::schedule::{Mode, ReflexConfig};
+use crate::run::pace::{Mode, ReflexConfig};
 use crate::view::scene::Geometry;
 use crate::view::{View, ViewConfig, POINTS_TOPIC, SCENE_TOPIC};
 use foxglove::Encode;

@@ -17,74 +17,11 @@
 use std::collections::BTreeMap;
 
 use super::intake::Intake;
-use serde::{Deserialize, Serialize};
+use super::pace::{Mode, ReflexConfig};
 
 use crate::bag::Bag;
 use crate::encode::{encode_sorted, Encoder, EncoderConfig, News};
 use crate::model::Layout;
-
-/// When the node bursts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// On the clock's grid, `rate_hz` bursts per second: a message waits for the next burst.
-    #[default]
-    Clock,
-    /// As soon as a sensor message has been encoded, `reflex.bursts` bursts back to back; the
-    /// clock's grid when nothing arrives. `rate_hz` stays the average rate: the node runs at most
-    /// `reflex.lead` bursts ahead of the clock (later grid points are skipped), never behind it.
-    Reflex,
-}
-
-/// Reflex mode's settings (`node.mode: reflex`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ReflexConfig {
-    /// Bursts run back to back after a sensor message (2: the sensor area fires in the first, an
-    /// area one synapse away answers in the second).
-    pub bursts: u32,
-    /// Bursts the node may run ahead of the clock's grid (the ceiling: never more than
-    /// `rate_hz` x T + `lead` bursts in any T seconds).
-    pub lead: u32,
-    /// The input topics whose messages start reflex bursts (as the encoders name them); empty:
-    /// every input. The others wait for the grid, and spend none of the `lead` budget.
-    pub triggers: Vec<String>,
-    /// A trigger's message starts reflex bursts only when its encoding differs from its topic's
-    /// previous one: a scan that says what the last one said is no news and waits for the grid.
-    pub on_change: bool,
-}
-
-impl Default for ReflexConfig {
-    fn default() -> Self {
-        ReflexConfig { bursts: 2, lead: 8, triggers: vec![], on_change: true }
-    }
-}
-
-/// Topic names as the encoders write them and as they are resolved (`scan`, `/scan`) are the same.
-fn same_topic(a: &str, b: &str) -> bool {
-    a.trim_start_matches('/') == b.trim_start_matches('/')
-}
-
-impl ReflexConfig {
-    /// Whether messages of the input `topic` start reflex bursts.
-    pub fn triggered_by(&self, topic: &str) -> bool {
-        self.triggers.is_empty() || self.triggers.iter().any(|t| same_topic(t, topic))
-    }
-
-    /// A clear error for settings no reflex can run with; `inputs`: the encoders' topics.
-    pub fn check(&self, inputs: &[&str]) -> Result<(), String> {
-        if self.bursts == 0 || self.lead < self.bursts {
-            return Err(format!(
-                "node.reflex: bursts {} and lead {}: a reflex needs at least one burst, and lead must allow them (lead >= bursts)",
-                self.bursts, self.lead
-            ));
-        }
-        match self.triggers.iter().find(|t| !inputs.iter().any(|i| same_topic(t, i))) {
-            Some(t) => Err(format!("node.reflex.triggers: no encoder reads topic {t}")),
-            None => Ok(()),
-        }
-    }
-}
 
 /// Per message of `bag`: whether it starts reflex bursts under `reflex` (its topic an input and a
 /// trigger, and news under `on_change`: its encodings, by `encoders`, differ from its topic's
