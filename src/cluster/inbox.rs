@@ -33,7 +33,7 @@ const PENDING_MAX: usize = 256;
 const PENDING_BYTES: usize = 64 << 20;
 
 #[derive(Default)]
-struct Slot {
+struct EpochSlot {
     burst: u64,
     /// Shards whose spikes of `burst` are here.
     have: u64,
@@ -56,7 +56,7 @@ pub struct Inbox {
     keys: Keys,
     epoch: u32,
     base: u64,
-    slots: Vec<Slot>,
+    slots: Vec<EpochSlot>,
     pending: Vec<Pending>,
     /// The newest directive seen (any epoch).
     pub directive: Option<Directive>,
@@ -96,7 +96,7 @@ impl Shared {
     /// The inbox of shard `me` of the shards owning `ranges`, `io` the io shard.
     pub fn new(me: usize, io: usize, ranges: Vec<Range<u32>>, keys: Keys) -> Shared {
         let n = ranges.len();
-        let slots = (0..RING).map(|_| Slot { spikes: vec![Vec::new(); n], ..Default::default() }).collect();
+        let slots = (0..RING).map(|_| EpochSlot { spikes: vec![Vec::new(); n], ..Default::default() }).collect();
         let inbox = Inbox {
             me,
             ranges,
@@ -234,7 +234,7 @@ impl Inbox {
         (lost, next)
     }
 
-    fn slot(&mut self, burst: u64) -> Option<&mut Slot> {
+    fn slot(&mut self, burst: u64) -> Option<&mut EpochSlot> {
         if burst < self.base || burst >= self.base + RING as u64 {
             return None;
         }

@@ -87,10 +87,10 @@ pub fn draw(s: &ReplaySummary, title: &PlotTitle<'_>, area_ids: &[String], area_
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+type Canvas<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
 
 /// The motor commands over bag time (held between messages), a legend inside.
-fn motor(s: &ReplaySummary, area: &Area<'_>, t_max: f64) -> Result<(), String> {
+fn motor(s: &ReplaySummary, area: &Canvas<'_>, t_max: f64) -> Result<(), String> {
     let labels: Vec<String> = s.motor.iter().flat_map(|m| m.labels.iter().map(move |l| format!("{} {l}{}", m.topic, unit(l)))).collect();
     let series: Vec<Vec<(f64, f64)>> = (0..labels.len())
         .map(|j| s.records.iter().map(|r| (r.t, r.motor.iter().flatten().nth(j).copied().unwrap_or(0.0))).collect())
@@ -100,7 +100,7 @@ fn motor(s: &ReplaySummary, area: &Area<'_>, t_max: f64) -> Result<(), String> {
 }
 
 /// The mean weight of each plastic mapping's synapses over bag time.
-fn learned(s: &ReplaySummary, area: &Area<'_>, t_max: f64) -> Result<(), String> {
+fn learned(s: &ReplaySummary, area: &Canvas<'_>, t_max: f64) -> Result<(), String> {
     let series: Vec<Vec<(f64, f64)>> =
         (0..s.learning_labels.len()).map(|j| s.learning.iter().map(|p| (p.t, p.mean[j])).collect()).collect();
     let y = series.iter().flatten().map(|p| p.1).fold(0.0f64, f64::max).max(1.0) * 1.15;
@@ -110,7 +110,7 @@ fn learned(s: &ReplaySummary, area: &Area<'_>, t_max: f64) -> Result<(), String>
 
 /// Lines over bag time, a legend inside.
 fn lines(
-    area: &Area<'_>,
+    area: &Canvas<'_>,
     caption: &str,
     y_desc: &str,
     t_max: f64,
@@ -157,7 +157,7 @@ fn lines(
 
 /// Every area's activity per time bin: rows are areas, the colour the mean fraction of the area
 /// that fired per burst in the bin, scaled to the row's maximum (written at the row's end).
-fn heat(s: &ReplaySummary, area: &Area<'_>, t_max: f64, ids: &[String], neurons: &[u32]) -> Result<(), String> {
+fn heat(s: &ReplaySummary, area: &Canvas<'_>, t_max: f64, ids: &[String], neurons: &[u32]) -> Result<(), String> {
     let rows = ids.len().max(1);
     let bins = s.records.len().clamp(1, BINS);
     let mut sum = vec![vec![0.0f64; bins]; rows];

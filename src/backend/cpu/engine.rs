@@ -48,7 +48,7 @@ impl Acc for i64 {
 }
 
 /// Synaptic input gathered for the coming burst, in LSBs.
-pub(super) enum Input {
+pub(super) enum PieceInput {
     Narrow(Vec<i32>),
     Wide(Vec<i64>),
 }
@@ -62,20 +62,20 @@ struct Segment {
 }
 
 /// One thread's neurons, and the synapses onto them.
-pub(super) struct Shard {
+pub(super) struct Piece {
     pub(super) conn: Part,
     /// Learning's deferred depressions (a brain with plasticity only).
     pub(super) deferred: Deferred,
-    pub(super) input: Input,
+    pub(super) input: PieceInput,
     /// The learning put the last burst's rows into `input` already (see `learn.rs`).
     pub(super) fused: bool,
     /// Scratch: synapse ranges of the spiking rows.
     rows: Vec<(usize, usize)>,
-    state: State,
+    state: PieceState,
 }
 
 /// The neurons of a shard.
-struct State {
+struct PieceState {
     /// Global id of the first neuron.
     base: u32,
     segments: Vec<Segment>,
@@ -86,11 +86,11 @@ struct State {
     fired_v: Vec<i64>,
 }
 
-impl Shard {
+impl Piece {
     /// `bounds`: the largest magnitude each code can take (see [`Plastic::bounds`]); `learns`: the
     /// brain has plasticity; `procedural`: it has procedural synapses (whose input has no bound
     /// worked out: the input is wide).
-    fn new(conn: Part, params: &[AreaParams], bounds: &[i32], learns: bool, procedural: bool) -> Shard {
+    fn new(conn: Part, params: &[AreaParams], bounds: &[i32], learns: bool, procedural: bool) -> Piece {
         let n = conn.targets_range.len();
         let segments = params
             .iter()
@@ -102,12 +102,12 @@ impl Shard {
             })
             .collect();
         let input = if !procedural && max_input(&conn, bounds) <= i32::MAX as u64 {
-            Input::Narrow(memory::zeroed(n))
+            PieceInput::Narrow(memory::zeroed(n))
         } else {
-            Input::Wide(memory::zeroed(n))
+            PieceInput::Wide(memory::zeroed(n))
         };
         let deferred = if learns { Deferred::of(&conn) } else { Deferred::default() };
-        let state = State {
+        let state = PieceState {
             base: conn.targets_range.start,
             segments,
             potential: memory::zeroed(n),
@@ -116,7 +116,7 @@ impl Shard {
             fired: Vec::new(),
             fired_v: Vec::new(),
         };
-        Shard { conn, deferred, input, fused: false, rows: Vec::new(), state }
+        Piece { conn, deferred, input, fused: false, rows: Vec::new(), state }
     }
 
     /// Propagate the last burst's spikes (the stored synapses, then piece `me`'s procedural ones
@@ -134,13 +134,13 @@ impl Shard {
     ) {
         let spikes = if std::mem::take(&mut self.fused) { &[][..] } else { spikes };
         match &mut self.input {
-            Input::Narrow(input) => {
+            PieceInput::Narrow(input) => {
                 propagate(input, &self.conn, table, spikes, &mut self.rows);
                 self.state.step_all(input, params, t, injection);
             }
-            Input::Wide(input) => {
+            PieceInput::Wide(input) => {
                 propagate(input, &self.conn, table, spikes, &mut self.rows);
-                // (a brain with procedural synapses always has wide input: see `Shard::new`)
+                // (a brain with procedural synapses always has wide input: see `Piece::new`)
                 regen.add(me, input);
                 self.state.step_all(input, params, t, injection);
             }
@@ -148,7 +148,7 @@ impl Shard {
     }
 }
 
-impl State {
+impl PieceState {
     fn step_all<A: Acc>(&mut self, input: &mut [A], params: &[AreaParams], t: u64, injection: InjectionSlice<'_>) {
         self.fired.clear();
         self.fired_v.clear();
@@ -208,11 +208,11 @@ impl State {
     }
 }
 
-impl Input {
+impl PieceInput {
     fn clear(&mut self) {
         match self {
-            Input::Narrow(v) => v.fill(0),
-            Input::Wide(v) => v.fill(0),
+            PieceInput::Narrow(v) => v.fill(0),
+            PieceInput::Wide(v) => v.fill(0),
         }
     }
 }
@@ -295,7 +295,7 @@ pub(super) fn add_row<A: Acc, C: Copy + Into<u32>>(input: &mut [A], table: &[i32
 pub struct CpuEngine {
     params: Vec<AreaParams>,
     range: Range<u32>,
-    pieces: Vec<Shard>,
+    pieces: Vec<Piece>,
     contributions: Vec<i32>,
     learner: Option<Learner>,
     regen: Regen,
@@ -323,7 +323,7 @@ impl CpuEngine {
         let learns = plastic.is_some();
         let bounds = plastic.as_ref().map_or_else(|| contributions.clone(), |p| p.bounds(&contributions));
         let drawn = procedural.is_some();
-        let pieces: Vec<Shard> = parts.into_par_iter().map(|p| Shard::new(p, &params, &bounds, learns, drawn)).collect();
+        let pieces: Vec<Piece> = parts.into_par_iter().map(|p| Piece::new(p, &params, &bounds, learns, drawn)).collect();
         let starts = pieces.iter().map(|p| p.conn.targets_range.start).collect();
         let regen = Regen::new(procedural, range.clone(), starts);
         let bytes: u64 = pieces.iter().map(|p| p.conn.bytes() + p.deferred.bytes()).sum::<u64>() + contributions.len() as u64 * 4;
@@ -387,7 +387,7 @@ impl ShardEngine for CpuEngine {
         let learns = self.learn(t, spikes);
         self.regen.draw(spikes);
         let (table, params, regen, learner) = (&self.contributions, &self.params, &self.regen, self.learner.as_ref());
-        let run = |(me, shard): (usize, &mut Shard)| {
+        let run = |(me, shard): (usize, &mut Piece)| {
             if let Some(l) = learner.filter(|_| learns) {
                 learn_piece(l, t, shard, table);
             }

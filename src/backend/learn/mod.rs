@@ -83,7 +83,7 @@ pub struct State<'a> {
 }
 
 /// A part's rows and range, borrowed beside its codes.
-struct Rows<'a> {
+struct LearnRows<'a> {
     base: u32,
     row_ptr: &'a [u64],
     targets: &'a [u32],
@@ -322,7 +322,7 @@ impl Learner {
     /// that keeps every deferral short (all of it when learning stops after this update).
     pub fn update(&self, t: u64, part: &mut Part, deferred: &mut Deferred, fired: &mut impl Scatter) {
         let Part { targets_range, row_ptr, targets, codes } = part;
-        let view = Rows { base: targets_range.start, row_ptr, targets };
+        let view = LearnRows { base: targets_range.start, row_ptr, targets };
         match codes {
             Codes::U16(c) => update_codes(self, t, &view, c, deferred, fired),
             Codes::U32(c) => update_codes(self, t, &view, c, deferred, fired),
@@ -461,7 +461,7 @@ impl Learner {
 fn update_codes<C: Code + Into<u32>, S: Scatter>(
     l: &Learner,
     t: u64,
-    part: &Rows<'_>,
+    part: &LearnRows<'_>,
     codes: &mut [C],
     deferred: &mut Deferred,
     fired: &mut S,

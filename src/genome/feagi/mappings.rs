@@ -13,7 +13,7 @@ use crate::model::plasticity::DEFAULT_WINDOW;
 
 /// One rule, as FEAGI writes it.
 #[derive(Debug)]
-struct Rule {
+struct FeagiRule {
     morphology: String,
     scalar: [i32; 3],
     multiplier: f64,
@@ -144,7 +144,7 @@ pub(super) fn import(areas: &Areas, library: &Library, w: &mut Warnings) -> Resu
     Ok(out)
 }
 
-fn parse(rule: &Value, w: &mut Warnings) -> Result<Rule, String> {
+fn parse(rule: &Value, w: &mut Warnings) -> Result<FeagiRule, String> {
     match rule {
         Value::Array(items) if (4..=9).contains(&items.len()) => from_fields(|i| items.get(i)),
         Value::Array(items) => Err(format!("a rule list has 4 to 9 elements ({}), not {}", FIELDS[..9].join(", "), items.len())),
@@ -162,7 +162,7 @@ fn parse(rule: &Value, w: &mut Warnings) -> Result<Rule, String> {
 
 /// Build a rule from its fields by position (see [`FIELDS`]); absent optional fields take their
 /// defaults.
-fn from_fields<'a>(field: impl Fn(usize) -> Option<&'a Value>) -> Result<Rule, String> {
+fn from_fields<'a>(field: impl Fn(usize) -> Option<&'a Value>) -> Result<FeagiRule, String> {
     let present = |i: usize| field(i).filter(|v| !v.is_null());
     let number = |i: usize, default: f64| -> Result<f64, String> {
         match present(i) {
@@ -193,7 +193,7 @@ fn from_fields<'a>(field: impl Fn(usize) -> Option<&'a Value>) -> Result<Rule, S
         None => None,
         Some(v) => Some(as_int(v).ok_or_else(|| format!("`synaptic_delay_bursts` {v} is not a whole number"))?),
     };
-    Ok(Rule {
+    Ok(FeagiRule {
         delay,
         morphology,
         scalar: scalar(present(1))?,
@@ -227,7 +227,7 @@ mod tests {
 
     use super::*;
 
-    fn rule(v: Value) -> Result<Rule, String> {
+    fn rule(v: Value) -> Result<FeagiRule, String> {
         parse(&v, &mut Warnings::default())
     }
 

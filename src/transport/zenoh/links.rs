@@ -17,19 +17,19 @@ const POLL: Duration = Duration::from_millis(100);
 const PATIENCE: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
-struct Shared {
+struct LinkState {
     stop: AtomicBool,
     losses: AtomicU64,
 }
 
 pub struct LinkWatch {
-    shared: Arc<Shared>,
+    shared: Arc<LinkState>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl LinkWatch {
     pub fn start(session: Session, connect: Vec<String>) -> LinkWatch {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(LinkState::default());
         let s = shared.clone();
         let thread = std::thread::Builder::new().name("zenoh-links".into()).spawn(move || watch(&session, &connect, &s)).ok();
         LinkWatch { shared, thread }
@@ -67,7 +67,7 @@ fn dialled(session: &Session, connect: &[String]) -> bool {
     })
 }
 
-fn watch(session: &Session, connect: &[String], shared: &Shared) {
+fn watch(session: &Session, connect: &[String], shared: &LinkState) {
     let start = Instant::now();
     let mut up = false;
     let mut down_since: Option<Instant> = None;

@@ -65,11 +65,11 @@ pub(in crate::backend::cuda) struct Resident {
     /// What a command or a park touches, shared with the page-locks of input columns: the driver
     /// unlocks host pages only once the device is idle, so a lock parks the kernel before it
     /// lets go of its pages (`ColumnLock`).
-    state: Arc<Mutex<State>>,
+    state: Arc<Mutex<ResidentState>>,
 }
 
 /// The kernel's stream and command words.
-struct State {
+struct ResidentState {
     stream: Arc<CudaStream>,
     /// Mapped pinned: `Ctl` (go, src, bytes, at).
     ctl: Pinned,
@@ -116,11 +116,11 @@ impl Resident {
         let dev = stream.alloc_zeros::<u64>(RES_DEV_WORDS).map_err(|e| e.to_string())?;
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
-        let state = Arc::new(Mutex::new(State { stream, ctl, running: false, word: 0, grid, smem }));
+        let state = Arc::new(Mutex::new(ResidentState { stream, ctl, running: false, word: 0, grid, smem }));
         Ok(Resident { func, per_sm, dev, state })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    fn state(&self) -> std::sync::MutexGuard<'_, ResidentState> {
         // a poisoned lock only means a panic elsewhere: the words are still consistent
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -211,7 +211,7 @@ impl Drop for Resident {
     }
 }
 
-impl State {
+impl ResidentState {
     /// Where the kernel is, in words (for an error when a burst does not come back).
     fn whereabouts(&self) -> String {
         // SAFETY: word 3 of `ctl` (64 bytes), written by the kernel.
@@ -280,7 +280,7 @@ pub(in crate::backend::cuda) fn cooperative(ctx: &CudaContext) -> bool {
     ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).is_ok_and(|c| c != 0)
 }
 
-impl Park for Mutex<State> {
+impl Park for Mutex<ResidentState> {
     fn park(&self) -> Result<(), BackendError> {
         self.lock().unwrap_or_else(|e| e.into_inner()).park()
     }

@@ -24,7 +24,7 @@ pub(in crate::backend::cuda) const MAX_GPUS: usize = 64;
 
 /// Where one GPU's inbox lies, and what it adds to an exchange, for the others.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Inbox {
+pub(crate) struct GpuInbox {
     ids: u64,
     counts: u64,
     arrivals: u64,
@@ -67,8 +67,8 @@ impl Exchange {
         })
     }
 
-    pub(in crate::backend::cuda) fn inbox(&self, s: &CudaStream, base: u32, blocks: u32) -> Inbox {
-        Inbox { ids: dptr(&self.ids, s), counts: dptr(&self.counts, s), arrivals: dptr(&self.arrivals, s), base, blocks }
+    pub(in crate::backend::cuda) fn inbox(&self, s: &CudaStream, base: u32, blocks: u32) -> GpuInbox {
+        GpuInbox { ids: dptr(&self.ids, s), counts: dptr(&self.counts, s), arrivals: dptr(&self.arrivals, s), base, blocks }
     }
 
     /// GPU `me` of `all` (every GPU's inbox, in shard order): where its list goes, where the
@@ -77,7 +77,7 @@ impl Exchange {
         &mut self,
         s: &std::sync::Arc<CudaStream>,
         me: usize,
-        all: &[Inbox],
+        all: &[GpuInbox],
     ) -> Result<(), BackendError> {
         if all.len() > MAX_GPUS {
             return Err(BackendError::Device(format!("{} GPUs: at most {MAX_GPUS} can share one brain", all.len())));

@@ -58,13 +58,13 @@ struct Out {
     fired: Vec<u32>,
     potentials: Vec<i64>,
     fired_total: u64,
-    /// Its GPU's time of the burst, once timed (`Control::Time`).
+    /// Its GPU's time of the burst, once timed (`WorkerCommand::Time`).
     device_us: Option<f64>,
     error: Option<BackendError>,
 }
 
 /// Requests other than bursts, run on the worker's thread.
-enum Control {
+enum WorkerCommand {
     Snapshot,
     Restore(NeuronState),
     /// The propagation ahead of the next burst, once every GPU has its state (`CudaBackend::ahead`).
@@ -81,8 +81,8 @@ enum Reply {
     Timed(bool),
 }
 
-/// Shared between the calling thread and the workers.
-struct Shared {
+/// What the calling thread and the workers share.
+struct WorkerShared {
     /// Round the workers are to run (0: none yet), one per burst.
     go: AtomicU64,
     job: Mutex<Job>,
@@ -98,14 +98,14 @@ struct Worker {
     thread: std::thread::Thread,
     done: Arc<AtomicU64>,
     out: Arc<Mutex<Out>>,
-    control: std::sync::mpsc::Sender<Control>,
+    control: std::sync::mpsc::Sender<WorkerCommand>,
     reply: std::sync::mpsc::Receiver<Reply>,
     handle: Option<JoinHandle<()>>,
 }
 
 /// The brain on several GPUs.
 pub struct MultiGpu {
-    shared: Arc<Shared>,
+    shared: Arc<WorkerShared>,
     /// Where the GPUs sum their binned synapses together: their meeting (abandoned on drop).
     meeting: Option<Arc<Meeting>>,
     workers: Vec<Worker>,
@@ -311,7 +311,7 @@ impl MultiGpu {
             memory_bytes: infos.iter().map(|i| i.memory_bytes).sum(),
             bytes_per_synapse: infos.iter().map(|i| i.bytes_per_synapse).sum::<f64>() / infos.len() as f64,
         };
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(WorkerShared {
             go: AtomicU64::new(0),
             job: Mutex::new(Job { input: InjectionSlice::EMPTY }),
             stepped: AtomicU64::new(0),
@@ -400,7 +400,7 @@ impl MultiGpu {
         }
     }
 
-    fn ask(&self, w: &Worker, c: Control) -> Result<Reply, BackendError> {
+    fn ask(&self, w: &Worker, c: WorkerCommand) -> Result<Reply, BackendError> {
         w.control.send(c).map_err(|_| BackendError::Device("a GPU shard's thread has stopped".into()))?;
         w.thread.unpark();
         w.reply.recv().map_err(|_| BackendError::Device("a GPU shard's thread has stopped".into()))
@@ -426,10 +426,10 @@ fn worker(
     mut gpu: CudaBackend,
     range: Range<u32>,
     graphs: Option<usize>,
-    shared: Arc<Shared>,
+    shared: Arc<WorkerShared>,
     done: Arc<AtomicU64>,
     out: Arc<Mutex<Out>>,
-    control: std::sync::mpsc::Receiver<Control>,
+    control: std::sync::mpsc::Receiver<WorkerCommand>,
     reply: std::sync::mpsc::Sender<Reply>,
 ) {
     let mut last = 0u64;
@@ -454,11 +454,11 @@ fn worker(
             if spins.is_multiple_of(1024) {
                 if let Ok(c) = control.try_recv() {
                     let r = match c {
-                        Control::Snapshot => Reply::State(gpu.snapshot()),
-                        Control::Restore(st) => Reply::Done(gpu.restore(&st)),
-                        Control::Ahead => Reply::Done(gpu.ahead()),
-                        Control::Time => Reply::Timed(gpu.start_timing()),
-                        Control::Learning(on) => Reply::Done(gpu.switch_learning(on)),
+                        WorkerCommand::Snapshot => Reply::State(gpu.snapshot()),
+                        WorkerCommand::Restore(st) => Reply::Done(gpu.restore(&st)),
+                        WorkerCommand::Ahead => Reply::Done(gpu.ahead()),
+                        WorkerCommand::Time => Reply::Timed(gpu.start_timing()),
+                        WorkerCommand::Learning(on) => Reply::Done(gpu.switch_learning(on)),
                     };
                     let _ = reply.send(r);
                     break None;
@@ -534,7 +534,7 @@ impl Backend for MultiGpu {
     fn time_device(&mut self) -> bool {
         let mut all = true;
         for w in &self.workers {
-            all &= matches!(self.ask(w, Control::Time), Ok(Reply::Timed(true)));
+            all &= matches!(self.ask(w, WorkerCommand::Time), Ok(Reply::Timed(true)));
         }
         all
     }
@@ -546,7 +546,7 @@ impl Backend for MultiGpu {
     fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
         let mut st = NeuronState { burst: self.burst, ..Default::default() };
         for w in &self.workers {
-            match self.ask(w, Control::Snapshot)? {
+            match self.ask(w, WorkerCommand::Snapshot)? {
                 Reply::State(s) => {
                     let s = s?;
                     st.potential.extend_from_slice(&s.potential);
@@ -567,7 +567,7 @@ impl Backend for MultiGpu {
     /// queued).
     fn set_learning(&mut self, on: bool) -> Result<(), BackendError> {
         for w in &self.workers {
-            match self.ask(w, Control::Learning(on))? {
+            match self.ask(w, WorkerCommand::Learning(on))? {
                 Reply::Done(r) => r?,
                 _ => unreachable!("a learning switch is answered with done"),
             }
@@ -580,14 +580,14 @@ impl Backend for MultiGpu {
         for w in &self.workers {
             let mut part = state_slice(st, &w.range);
             part.fired = st.fired.clone();
-            match self.ask(w, Control::Restore(part))? {
+            match self.ask(w, WorkerCommand::Restore(part))? {
                 Reply::Done(r) => r?,
                 _ => unreachable!("a restore is answered with done"),
             }
         }
         // every GPU has its list now: each gathers the others' (linked; on graphs the next burst does)
         for w in &self.workers {
-            match self.ask(w, Control::Ahead)? {
+            match self.ask(w, WorkerCommand::Ahead)? {
                 Reply::Done(r) => r?,
                 _ => unreachable!("a propagation ahead is answered with done"),
             }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaContext, CudaSlice};
 
 use crate::backend::cuda::backend::{CudaBackend, Multi};
-use crate::backend::cuda::gpus::exchange::Inbox;
+use crate::backend::cuda::gpus::exchange::GpuInbox;
 use crate::backend::cuda::gpus::meeting::{Meeting, Seat};
 use crate::backend::cuda::layout::{as_bytes, dev_err, dptr, Peer, SumPeer, M_COUNTER};
 use crate::backend::BackendError;
@@ -25,7 +25,7 @@ impl CudaBackend {
     }
 
     /// One GPU of several in the resident kernel: where its inbox lies, for the others.
-    pub(crate) fn inbox(&self) -> Option<Inbox> {
+    pub(crate) fn inbox(&self) -> Option<GpuInbox> {
         let blocks = self.launch.resident.as_ref()?.blocks();
         Some(self.launch.exchange.as_ref()?.inbox(&self.stream, self.state.base, blocks))
     }
@@ -45,7 +45,7 @@ impl CudaBackend {
         &mut self,
         me: usize,
         lists: &[[(u64, u64); 2]],
-        inboxes: &[Inbox],
+        inboxes: &[GpuInbox],
         sums: Option<(&[SumPeer], Arc<Meeting>)>,
     ) -> Result<(), BackendError> {
         assert!(self.launch.path.sharded(), "connect is for one GPU of several");
