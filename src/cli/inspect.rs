@@ -31,13 +31,13 @@ pub struct InspectArgs {
     pub checkpoint: Option<PathBuf>,
     /// Where the synapses live: `stored` (as the genome marks them), `procedural` (every mapping
     /// that can be is drawn again), `auto` (what fits this host is stored).
-    #[arg(long, value_enum, default_value_t = Placement::Stored)]
-    pub connectome: Placement,
+    #[arg(long, value_enum, default_value_t = ConnectomeKind::Stored)]
+    pub connectome: ConnectomeKind,
 }
 
 /// `--connectome`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Placement {
+pub enum ConnectomeKind {
     Auto,
     Stored,
     Procedural,
@@ -52,9 +52,9 @@ pub fn main(a: InspectArgs) -> anyhow::Result<()> {
     let genome = Genome::load(&a.genome)?;
     let layout = crate::model::Layout::from_genome(&genome);
     let storage = match a.connectome {
-        Placement::Auto => Storage::Auto,
-        Placement::Stored => Storage::Stored,
-        Placement::Procedural => Storage::Procedural,
+        ConnectomeKind::Auto => Storage::Auto,
+        ConnectomeKind::Stored => Storage::Stored,
+        ConnectomeKind::Procedural => Storage::Procedural,
     };
     let budget = crate::capacity::synapse_budget(layout.neurons as u64, &crate::capacity::host_available(), None);
     let (genome, notes) = crate::connectome::storage::apply(&genome, &layout, storage, false, &budget);

@@ -13,7 +13,7 @@ use super::build::connectome::{summed_input_bound, upload, whole, GpuShard, Plac
 pub(crate) use super::build::state::{Early, GpuState, Multi};
 use super::burst::host_io::{HostIo, Trace};
 pub(crate) use super::burst::launch::{Launch, Path};
-use super::burst::learn::Learning;
+use super::burst::learn::GpuLearning;
 use super::burst::procbin::ProcBins;
 use super::burst::resident::Resident;
 use super::burst::tiles::{TileShape, Tiles};
@@ -340,7 +340,7 @@ impl CudaBackend {
         net.proc_binned = proc_bins.is_some() as u32;
         let learning = match &shard.plastic {
             Some(p) => {
-                let mut l = Learning::new(s, &shard.part, synapses, p, n_total)?;
+                let mut l = GpuLearning::new(s, &shard.part, synapses, p, n_total)?;
                 l.params.burst = net.burst;
                 Some(l)
             }

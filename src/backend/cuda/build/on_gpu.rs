@@ -475,12 +475,12 @@ fn scan(s: &Arc<CudaStream>, rules: &Rules, counts: &CudaSlice<u32>, n: u32) -> 
 }
 
 /// Stored synapses as read back: row pointers, targets, codes.
-pub type Rows = (Vec<u64>, Vec<u32>, Vec<u32>);
+pub type BuiltRows = (Vec<u64>, Vec<u32>, Vec<u32>);
 
 impl crate::backend::cuda::CudaBackend {
     /// The stored synapses as they lie on the GPU: row pointers, targets and codes (for checks
     /// against the host's build).
-    pub fn stored_rows(&self) -> Result<Rows, BackendError> {
+    pub fn stored_rows(&self) -> Result<BuiltRows, BackendError> {
         let s = &self.stream;
         let e = |w: &'static str| dev_err(w);
         let raw = s.clone_dtoh(&self.state.res.row_ptr).map_err(e("reading row pointers"))?;

@@ -6,7 +6,7 @@
 use cudarc::driver::CudaSlice;
 
 use crate::backend::cuda::build::connectome::Resources;
-use crate::backend::cuda::burst::learn::Learning;
+use crate::backend::cuda::burst::learn::GpuLearning;
 use crate::backend::cuda::burst::procbin::ProcBins;
 use crate::backend::cuda::burst::tiles::Tiles;
 use crate::backend::cuda::layout::Net;
@@ -31,7 +31,7 @@ pub(crate) struct GpuState {
     /// Some: the early step (the resident kernel).
     pub early: Option<Early>,
     /// Some: the brain learns (`learn.rs`).
-    pub learning: Option<Learning>,
+    pub learning: Option<GpuLearning>,
     /// Some: a large brain's procedural synapses are binned (`procbin.rs`).
     pub proc_bins: Option<ProcBins>,
     /// Some: a large brain's stored synapses are binned by target tile (`tiles.rs`).

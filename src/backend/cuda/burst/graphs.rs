@@ -16,7 +16,7 @@ use crate::backend::cuda::layout::{dev_err, dptr, Net, Side, BLOCK, M_COUNTER, M
 use crate::backend::BackendError;
 
 /// Events around each side's propagation graph and around the burst graph (one GPU on graphs).
-pub(crate) struct Timing {
+pub(crate) struct DeviceTiming {
     pre: [(CudaEvent, CudaEvent); 2],
     burst: (CudaEvent, CudaEvent),
     /// The side the last burst read (whose propagation fed it); None before the first.
@@ -29,9 +29,9 @@ impl CudaBackend {
         if self.launch.path.resident() {
             return false;
         }
-        let events = || -> Result<Timing, cudarc::driver::DriverError> {
+        let events = || -> Result<DeviceTiming, cudarc::driver::DriverError> {
             let ev = || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-            Ok(Timing { pre: [(ev()?, ev()?), (ev()?, ev()?)], burst: (ev()?, ev()?), side: None })
+            Ok(DeviceTiming { pre: [(ev()?, ev()?), (ev()?, ev()?)], burst: (ev()?, ev()?), side: None })
         };
         match events() {
             Ok(t) => self.launch.timing = Some(t),

@@ -64,7 +64,7 @@ pub(crate) struct Launch {
     /// Some: one GPU of several in the resident kernel ([`Path::Linked`]).
     pub exchange: Option<Exchange>,
     /// Some: each burst's device time is measured (`graphs.rs`).
-    pub timing: Option<crate::backend::cuda::burst::graphs::Timing>,
+    pub timing: Option<crate::backend::cuda::burst::graphs::DeviceTiming>,
     /// Multiprocessors of the device.
     pub sm: u32,
 }

@@ -20,7 +20,7 @@ use crate::connectome::{Codes, Part, Plastic};
 use crate::model::plasticity::{window_mask, Learned, Switch};
 
 /// The learning state of one GPU.
-pub(in crate::backend::cuda) struct Learning {
+pub(in crate::backend::cuda) struct GpuLearning {
     pub params: Learn,
     _now: CudaSlice<u32>,
     _active: CudaSlice<u32>,
@@ -51,7 +51,7 @@ pub(in crate::backend::cuda) struct Learning {
     words: Vec<usize>,
 }
 
-impl Learning {
+impl GpuLearning {
     /// The resident kernel's `learning` word: 1, and 2 when the brain has associative mappings.
     pub(in crate::backend::cuda) fn flags(&self) -> u32 {
         1 | (!self.words.is_empty() as u32) << 1
@@ -69,7 +69,7 @@ pub(in crate::backend::cuda) fn device_bytes(synapses: u64, plastic: &Plastic, n
     n * 4 + n.div_ceil(32) * 4 + n * 4 + windows.len() as u64 * n * 4 + synapses * 2 + pairs
 }
 
-impl Learning {
+impl GpuLearning {
     /// `part`: this GPU's part, whose row pointers are kept (its synapses, `synapses` of them, are
     /// on the device).
     pub(in crate::backend::cuda) fn new(
@@ -78,7 +78,7 @@ impl Learning {
         synapses: u64,
         plastic: &Plastic,
         neurons_total: u32,
-    ) -> Result<Learning, BackendError> {
+    ) -> Result<GpuLearning, BackendError> {
         let e = |w: &'static str| dev_err(w);
         let n = neurons_total as usize;
         let mut learner = Learner::new(plastic.clone(), neurons_total);
@@ -144,7 +144,7 @@ impl Learning {
         };
         let codes = Codes::empty(part.codes.bytes_per_code() == 4);
         let host_part = Part { targets_range: part.targets_range.clone(), row_ptr: part.row_ptr.clone(), targets: Vec::new(), codes };
-        Ok(Learning {
+        Ok(GpuLearning {
             params,
             _now,
             _active,
@@ -204,7 +204,7 @@ impl Learning {
     }
 
     /// The device's targets, codes, stamps, histories, statuses and pair tables into the host
-    /// copies (the device is idle); [`Learning::release`] lets the synapses go again.
+    /// copies (the device is idle); [`GpuLearning::release`] lets the synapses go again.
     fn download(&mut self, s: &Arc<CudaStream>, res: &Resources) -> Result<(), BackendError> {
         let e = |w: &'static str| dev_err(w);
         let mut targets = s.clone_dtoh(&res.targets).map_err(e("reading targets"))?;

@@ -72,7 +72,7 @@ enum WorkerCommand {
     /// Time each burst on the GPU from now on (graphs).
     Time,
     /// Learn or not, from the firing of the burst after the next on.
-    Learning(bool),
+    GpuLearning(bool),
 }
 
 enum Reply {
@@ -458,7 +458,7 @@ fn worker(
                         WorkerCommand::Restore(st) => Reply::Done(gpu.restore(&st)),
                         WorkerCommand::Ahead => Reply::Done(gpu.ahead()),
                         WorkerCommand::Time => Reply::Timed(gpu.start_timing()),
-                        WorkerCommand::Learning(on) => Reply::Done(gpu.switch_learning(on)),
+                        WorkerCommand::GpuLearning(on) => Reply::Done(gpu.switch_learning(on)),
                     };
                     let _ = reply.send(r);
                     break None;
@@ -567,7 +567,7 @@ impl Backend for MultiGpu {
     /// queued).
     fn set_learning(&mut self, on: bool) -> Result<(), BackendError> {
         for w in &self.workers {
-            match self.ask(w, WorkerCommand::Learning(on))? {
+            match self.ask(w, WorkerCommand::GpuLearning(on))? {
                 Reply::Done(r) => r?,
                 _ => unreachable!("a learning switch is answered with done"),
             }
