@@ -339,10 +339,10 @@ __device__ void resident_impl(const ResParams& p) {
 }
 
 // Up to 2 blocks of 256 an SM: registers for every phase's code in one kernel. A brain that
-// learns runs the one of a second program (the same source with RES_MINB 4, compiled when first
-// needed: the resident kernels are most of the compile time), 4 blocks an SM (64 registers a thread, some
-// spilled): learning's phases walk rows with chains of dependent loads and gain from twice the
-// warps, while the static phases lose (resident.rs has the figures).
+// learns runs the kernel of a second program (the same source with RES_MINB 4, compiled when
+// first needed: the resident kernels are most of the compile time), 4 blocks an SM (64 registers
+// a thread, some spilled): learning's phases walk rows with chains of dependent loads and gain
+// from twice the warps, while the static phases lose (resident.rs has the figures).
 #ifndef RES_MINB
 #define RES_MINB 2
 #endif

@@ -364,7 +364,7 @@ impl CudaBackend {
         let smem = if tiled { Tiles::shared_bytes_of(n, tile_shape) } else { 0 };
         let resident = match early {
             Some(_) => {
-                let four = forced.four_blocks || (learning.is_some() && !tiled && n >= super::burst::resident::FOUR_BLOCKS_FROM);
+                let four = forced.four_blocks || Resident::wants_four_blocks(n, learning.is_some(), tiled);
                 let func = if four {
                     Variant { wide_acc, row64, code32 }.resident_four_blocks(&ctx).map_err(BackendError::Device)?
                 } else {
@@ -516,7 +516,7 @@ impl Backend for CudaBackend {
             Path::Resident if self.state.tiles.is_some() => info.device += ", resident kernel, tiled propagation",
             Path::Resident => {
                 info.device += ", resident kernel";
-                if self.launch.resident.as_ref().is_some_and(|r| r.per_sm() == 4) {
+                if self.launch.resident.as_ref().is_some_and(Resident::four_blocks) {
                     info.device += ", four blocks an SM";
                 }
             }

@@ -189,10 +189,10 @@ impl Variant {
     }
 }
 
-/// The kernels' module of each context loaded so far (the device's primary context, kept for the
-/// process): every variant is in one module, and the probe, the GPU build and the backend of a GPU
-/// each take their kernels from it instead of loading it again (the driver parses the PTX each
-/// time).
+/// The module of each program on each context loaded so far (the device's primary context, kept
+/// for the process): every variant is in a program's one module, and the probe, the GPU build and
+/// the backend of a GPU each take their kernels from it instead of loading it again (the driver
+/// parses the PTX each time).
 static MODULES: std::sync::Mutex<Vec<(usize, Program, Arc<CudaModule>)>> = std::sync::Mutex::new(Vec::new());
 
 /// The module of `program` on `ctx`, loaded once.

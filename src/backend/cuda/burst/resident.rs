@@ -51,15 +51,16 @@ const ONE_BLOCK_PER_SM_UP_TO: u32 = 2_000_000;
 /// A brain that learns runs the resident kernel of four blocks of 256 an SM (64 registers a
 /// thread: `Program::FourBlocks`) from this many neurons (its propagation not tiled): learning's
 /// phases walk rows with chains of dependent loads and gain from the warps more than the other
-/// phases lose to the spills and the dearer barriers. One H200, W(N, 100, 1%) every synapse plastic, back to back
-/// p50 (2026-11-29), two blocks against four: 100k 38.3 / 53.5 us, 1M 153.1 / 101.2 us, 5M 388.0
-/// / 306.8 us; static brains lose with four (W(5M) 146 / 183 us, W(20M) tiled 789 / 1340 us).
-pub(in crate::backend::cuda) const FOUR_BLOCKS_FROM: u32 = 1_000_000;
+/// phases lose to the spills and the dearer barriers. One H200, W(N, 100, 1%) every synapse
+/// plastic, back to back p50 (2026-11-29), two blocks against four: 100k 38.3 / 53.5 us, 1M 153.1
+/// / 101.2 us, 5M 388.0 / 306.8 us; static brains lose with four (W(5M) 146 / 183 us, W(20M)
+/// tiled 789 / 1340 us).
+const FOUR_BLOCKS_FROM: u32 = 1_000_000;
 
 pub(in crate::backend::cuda) struct Resident {
     func: CudaFunction,
-    /// Blocks an SM.
-    per_sm: u32,
+    /// The kernel of four blocks an SM (`Program::FourBlocks`).
+    four_blocks: bool,
     /// `ResDev`: barrier arrivals, the command passed on.
     dev: CudaSlice<u64>,
     /// What a command or a park touches, shared with the page-locks of input columns: the driver
@@ -84,7 +85,7 @@ struct ResidentState {
 
 impl Resident {
     /// The kernel's launch shape on this device, or why it cannot run (no cooperative launch, no
-    /// room for a block).
+    /// room for a block). `func` is of the four-block program when `four_blocks`.
     /// `smem`: bytes of dynamic shared memory a block (the tiles' phases).
     pub(in crate::backend::cuda) fn new(
         ctx: &Arc<CudaContext>,
@@ -117,7 +118,7 @@ impl Resident {
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
         let state = Arc::new(Mutex::new(ResidentState { stream, ctl, running: false, word: 0, grid, smem }));
-        Ok(Resident { func, per_sm, dev, state })
+        Ok(Resident { func, four_blocks, dev, state })
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, ResidentState> {
@@ -125,9 +126,15 @@ impl Resident {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Blocks an SM.
-    pub(in crate::backend::cuda) fn per_sm(&self) -> u32 {
-        self.per_sm
+    /// Whether a brain of `neurons` runs the kernel of four blocks an SM: it learns and its
+    /// propagation is not tiled (see [`FOUR_BLOCKS_FROM`]).
+    pub(in crate::backend::cuda) fn wants_four_blocks(neurons: u32, learns: bool, tiled: bool) -> bool {
+        learns && !tiled && neurons >= FOUR_BLOCKS_FROM
+    }
+
+    /// Whether this is the kernel of four blocks an SM.
+    pub(in crate::backend::cuda) fn four_blocks(&self) -> bool {
+        self.four_blocks
     }
 
     /// Blocks of the launch.
