@@ -1,4 +1,4 @@
-//! Burst latency of the CUDA backend on the standard workload W(N, K, rho) (`src/workload.rs`), with
+//! Burst latency of the CUDA backend on the standard workload W(N, K, rho) (`crates/engine/src/workload.rs`), with
 //! a per-phase trace and a CPU check of the first bursts; `neuroburst bench --backend cuda` is the
 //! user-facing benchmark.
 //!

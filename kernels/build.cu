@@ -1,8 +1,8 @@
 // build.cu: a connectome built where it lives. A brain whose every mapping has a closed form
-// (src/connectome/procedural.rs `ClosedForm`: fanouts drawn synapse by synapse) is stored on the
+// (crates/engine/src/connectome/procedural.rs `ClosedForm`: fanouts drawn synapse by synapse) is stored on the
 // GPU by drawing its rows there, in the order the host's build stores them (each row sorted by
 // target, then by mapping), with the same contribution codes (after common.cuh; see
-// src/backend/cuda/build/on_gpu.rs).
+// crates/engine/src/backend/cuda/build/on_gpu.rs).
 
 // One source area's rows: each of its `count` neurons has a row of `len` synapses from the maps
 // `maps[f0 .. f1)` (in mapping order), starting at `off + (s - first) * len`.

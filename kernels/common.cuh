@@ -1,18 +1,18 @@
 // Shared by the kernels: types, the device structs (`Net`, `Side`, `OutHeader`, `AreaParams`,
-// mirrored in src/backend/cuda/layout.rs and checked against it by a test), fixed-point helpers,
-// and the row and accumulator helpers. src/backend/cuda/module.rs compiles this header and then
+// mirrored in crates/engine/src/backend/cuda/layout.rs and checked against it by a test), fixed-point helpers,
+// and the row and accumulator helpers. crates/engine/src/backend/cuda/module.rs compiles this header and then
 // inject.cu, step.cu, rows.cu, propagate.cu, procbin.cu, tiles.cu, learn.cu, resident.cu and
 // build.cu as one NVRTC program.
 //
 // The burst on the GPU: on one GPU, one kernel that stays on the GPU runs every burst
 // (resident.cu), on several GPUs one on each, exchanging the fired lists (resident.cu, `exchange`);
-// where it cannot run, CUDA graphs of the phase kernels (src/backend/cuda/burst/graphs.rs).
+// where it cannot run, CUDA graphs of the phase kernels (crates/engine/src/backend/cuda/burst/graphs.rs).
 // The phases:
 //
 //   propagate: the spikes of burst t-1 over (spike, synapse) pairs -> integer atomics into the
 //              input accumulators (order-independent, exact), as soon as burst t-1 is done;
 //   inject:    the burst's sensory injection (copied up, or read where it lies) -> `inj`;
-//   step:      every neuron (4 per thread), steps 2-7 of burst-model.md (mirror of src/model/neuron.rs),
+//   step:      every neuron (4 per thread), steps 2-7 of burst-model.md (mirror of crates/model/src/model/neuron.rs),
 //              fired-list compaction (ids + row offsets, one packed 64-bit atomic per block),
 //              readback compaction straight into mapped pinned host memory; the last block to
 //              finish writes the burst's counters, then its number, into the mapped header.
@@ -42,7 +42,7 @@ typedef unsigned char u8;
 #define LEAK_LINEAR 1u
 #define PAIRS_PER_WARP 256
 
-// Mirror of src/model/mod.rs `AreaParams` (#[repr(C)], 104 bytes).
+// Mirror of crates/model/src/model/mod.rs `AreaParams` (#[repr(C)], 104 bytes).
 struct AreaParams {
     i64 threshold;
     i64 threshold_inc[3];
@@ -61,7 +61,7 @@ struct AreaParams {
     u32 flags;
 };
 
-// Mirror of src/connectome/procedural.rs `ClosedForm` as layout.rs `ProcMap`: a procedural
+// Mirror of crates/engine/src/connectome/procedural.rs `ClosedForm` as layout.rs `ProcMap`: a procedural
 // mapping whose synapses are drawn one by one (a fanout): draw j of source s goes to
 // dst_first + hi64(x * dst_count), x = mix64(key_s + (j * draws + 1) * G), key_s = mix64(key ^ s * D);
 // with an attractivity (draws 2) it is a synapse when mix64(key_s + (j * 2 + 2) * G) < keep.
@@ -80,7 +80,7 @@ struct ProcMap {
 struct FlatArea; // rows.cu
 struct FlatMap;
 
-// Mirror of src/backend/cuda/backend.rs `Net` (#[repr(C)]): everything a burst touches.
+// Mirror of crates/engine/src/backend/cuda/backend.rs `Net` (#[repr(C)]): everything a burst touches.
 struct Net {
     i64* v;              // potentials
     u32* rcc;            // refractory countdown (low 16 bits) | consecutive-fire count (high 16)
@@ -172,7 +172,7 @@ __device__ __forceinline__ i64 sat_mul_u32(i64 a, u32 x) {
     return a * (i64)x;
 }
 
-// SplitMix64's finaliser (src/connectome/draw.rs `mix64`).
+// SplitMix64's finaliser (crates/engine/src/connectome/draw.rs `mix64`).
 __device__ __forceinline__ u64 mix64(u64 z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;

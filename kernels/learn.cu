@@ -1,4 +1,4 @@
-// learn.cu: plasticity (docs/plasticity.md), the mirror of src/backend/learn/mod.rs, after the
+// learn.cu: plasticity (docs/plasticity.md), the mirror of crates/engine/src/backend/learn/mod.rs, after the
 // burst that fired the list `rd` and before that list is propagated (after common.cuh; see it).
 //
 // A plastic synapse's code is `code_base + group * 256 + weight`: learning rewrites codes, and
@@ -55,7 +55,7 @@ struct Learn {
     u32 sweep_rows;       // rows the sweep brings up to date a burst (all of them in SWEEP_BURSTS bursts)
 };
 
-// Mirror of `SWEEP_BURSTS` in src/backend/learn/mod.rs.
+// Mirror of `SWEEP_BURSTS` in crates/engine/src/backend/learn/mod.rs.
 #define SWEEP_BURSTS 32768u
 #define ST_ANY 1u
 #define ST_ALL 2u

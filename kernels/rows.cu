@@ -4,8 +4,8 @@
 // brain at start-up: the driver's compile of the module (once a machine; it caches it) took
 // 12.8 s with them in the resident kernel, 18 s in both, against 6.9 s as it is (ptxas, 2 cores).
 //
-// The rules are src/connectome/flat.rs's records, followed draw for draw as
-// src/connectome/rows.rs's Drawer draws them: a warp per (fired source, source area); for an area
+// The rules are crates/engine/src/connectome/flat.rs's records, followed draw for draw as
+// crates/engine/src/connectome/rows.rs's Drawer draws them: a warp per (fired source, source area); for an area
 // whose psp is divided by the out-degree, the row is counted first (every mapping of the area),
 // then drawn again adding quantize(value / out-degree).
 //
@@ -38,7 +38,7 @@
 #define P_EXCEPT (-4LL)
 #define STREAM_D 0xd1b54a32d192ed03ULL
 
-// Mirror of src/connectome/flat.rs `FlatMap`.
+// Mirror of crates/engine/src/connectome/flat.rs `FlatMap`.
 struct FlatMap {
     u64 key;
     u64 vkey;

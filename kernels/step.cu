@@ -21,7 +21,7 @@ __device__ __forceinline__ bool in_readback(const Net& net, const u32* lo_, cons
     return lo < net.n_rb && lo_[lo] <= id;
 }
 
-// Steps 2-7 of burst t for neuron n on register values (mirror of src/model/neuron.rs `step`).
+// Steps 2-7 of burst t for neuron n on register values (mirror of crates/model/src/model/neuron.rs `step`).
 // Returns whether it fired (then at_fire holds the potential at fire).
 __device__ __forceinline__ bool step_core(const AreaParams& p, u32 n, u64 t, u64 input, i64& v, u32& rcc, i64& at_fire) {
     if (p.flags & FLAG_POWER) input += (u64)ONE_LSB;

@@ -1,23 +1,20 @@
-//! The layering of docs/architecture.md, checked against the tree: every import between the
-//! top-level modules of `src/` (a line of code, not a comment, naming `crate::X`) goes to the
-//! module's own layer or one below, but for the exceptions named here; the imports make no circle
-//! but the one named; only the command line imports the whole configuration. An exception that
-//! no longer occurs fails too, so that the list only shrinks.
+//! The layering of docs/architecture.md, checked against the tree. Between crates the compiler
+//! keeps it (a crate cannot import a layer above it: it does not depend on it); inside each crate,
+//! every import between its top-level modules (a line of code, not a comment, naming `crate::X`)
+//! goes to the module's own layer or one below, but for the exceptions named here; the imports
+//! make no circle but the one named; only the command line imports the whole configuration. An
+//! exception that no longer occurs fails too, so that the list only shrinks.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// The layers, bottom first (docs/architecture.md).
-const LAYERS: &[&[&str]] = &[
-    &["errors", "memory", "progress", "time"],
-    &["model", "genome"],
-    &["brain", "connectome", "partition", "capacity", "workload"],
-    &["backend", "checkpoint"],
-    &["transport", "bag", "ros", "encode", "decode"],
-    &["run"],
-    &["node", "replay", "cluster", "bench", "selftest", "view"],
-    &["config"],
-    &["cli"],
+/// The crates of the workspace, bottom first: (folder of its sources, its modules' layers bottom
+/// first). A `crate::X` naming a module of a crate below (re-exported) is the compiler's to check.
+const CRATES: &[(&str, &[&[&str]])] = &[
+    ("crates/model/src", &[&["errors", "memory", "progress", "time"], &["model", "genome"]]),
+    ("crates/engine/src", &[&["brain", "connectome", "partition", "capacity", "workload"], &["backend", "checkpoint"], &["selftest"]]),
+    ("crates/ros/src", &[&["ros"], &["transport", "bag", "encode", "decode"]]),
+    ("src", &[&["run"], &["node", "replay", "cluster", "bench", "view"], &["config"], &["cli"]]),
 ];
 
 /// Imports against the layers that stand today: (module, what it imports, why).
@@ -27,46 +24,78 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[("connectome", "selftest", "its unit
 /// longer found does).
 const CIRCLES: &[&[&str]] = &[];
 
-fn layer_of(m: &str) -> usize {
-    LAYERS.iter().position(|l| l.contains(&m)).unwrap_or_else(|| panic!("src/{m}: a top-level module in no layer of LAYERS"))
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The top-level modules each module imports.
+/// Every source folder of the workspace (crates/*/src and src).
+fn sources() -> Vec<PathBuf> {
+    CRATES.iter().map(|c| root().join(c.0)).collect()
+}
+
+/// (crate's folder, layer index) of a module of the workspace.
+fn place(m: &str) -> (usize, usize) {
+    CRATES
+        .iter()
+        .enumerate()
+        .find_map(|(c, (_, layers))| layers.iter().position(|l| l.contains(&m)).map(|l| (c, l)))
+        .unwrap_or_else(|| panic!("{m}: a top-level module in no layer of CRATES"))
+}
+
+/// The top-level modules each module imports (of its own crate or of the crates below).
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(&src).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_string_lossy().to_string();
-        if name == "lib" || name == "main" {
-            continue;
-        }
-        let mut files = Vec::new();
-        collect(&path, &mut files);
-        let mut set = BTreeSet::new();
-        for f in files {
-            let text = std::fs::read_to_string(&f).unwrap();
-            for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
-                for (i, _) in line.match_indices("crate::") {
-                    let m: String = line[i + 7..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
-                    if !m.is_empty() && m != name {
-                        set.insert(m);
+    for src in sources() {
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().to_string();
+            if name == "lib" || name == "main" {
+                continue;
+            }
+            let mut files = Vec::new();
+            collect(&path, &mut files);
+            let mut set = BTreeSet::new();
+            for f in files {
+                let text = std::fs::read_to_string(&f).unwrap();
+                for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                    for (i, _) in line.match_indices("crate::") {
+                        let m: String = line[i + 7..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+                        if !m.is_empty() && m != name {
+                            set.insert(m);
+                        }
                     }
                 }
             }
+            out.insert(name, set);
         }
-        out.insert(name, set);
     }
     out
 }
 
-fn collect(path: &Path, out: &mut Vec<std::path::PathBuf>) {
+fn collect(path: &Path, out: &mut Vec<PathBuf>) {
     if path.is_dir() {
         for e in std::fs::read_dir(path).unwrap() {
             collect(&e.unwrap().path(), out);
         }
     } else if path.extension().is_some_and(|e| e == "rs") {
         out.push(path.to_path_buf());
+    }
+}
+
+/// The workspace's crates are those of CRATES, and each crate's lib.rs declares the modules
+/// CRATES gives it.
+#[test]
+fn the_crates_and_their_modules_are_those_of_the_layers() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    for (src, layers) in CRATES {
+        let dir = src.strip_suffix("/src").unwrap_or("");
+        if !dir.is_empty() {
+            assert!(manifest.contains(&format!("\"{dir}\"")), "{dir} is not a member of the workspace");
+        }
+        let lib = std::fs::read_to_string(root().join(src).join("lib.rs")).unwrap();
+        let declared: BTreeSet<&str> = lib.lines().filter_map(|l| l.strip_prefix("pub mod ")).map(|l| l.trim_end_matches(';')).collect();
+        let named: BTreeSet<&str> = layers.iter().flat_map(|l| l.iter().copied()).collect();
+        assert_eq!(declared, named, "{src}/lib.rs against CRATES");
     }
 }
 
@@ -77,7 +106,9 @@ fn every_import_goes_down_the_layers_but_the_named_exceptions() {
     let mut used = BTreeSet::new();
     for (m, set) in &imports {
         for i in set {
-            if layer_of(i) <= layer_of(m) {
+            let (here, there) = (place(m), place(i));
+            // a crate below: the compiler's; the same crate: the layer's own or one below
+            if there.0 < here.0 || (there.0 == here.0 && there.1 <= here.1) {
                 continue;
             }
             match EXCEPTIONS.iter().find(|e| e.0 == m && e.1 == i) {
@@ -134,7 +165,7 @@ fn the_model_and_the_genome_import_in_one_direction() {
     assert!(imports["model"].is_empty(), "the model imports {:?}", imports["model"]);
     // the genome: the model and the leaves (`time`: a rate's bounds)
     assert!(
-        imports["genome"].iter().all(|i| i == "model" || LAYERS[0].contains(&i.as_str())),
+        imports["genome"].iter().all(|i| i == "model" || CRATES[0].1[0].contains(&i.as_str())),
         "the genome imports {:?}",
         imports["genome"]
     );
@@ -179,19 +210,20 @@ fn one_intake_one_outputs_one_pacer() {
     assert_eq!(found.get("Pace").map(Vec::as_slice), Some(&["run/pace.rs".to_string()][..]));
 }
 
-/// Type names defined more than once under `src/` today, each in two modules: a name found twice
+/// Type names defined more than once in the workspace today, each in two modules: a name found twice
 /// and not listed here fails, and so does a listed one now defined once (the list only shrinks).
 const REPEATED_NAMES: &[&str] =
     &["BurstRecord", "Command", "FloatArrayConfig", "JointsConfig", "Output", "Qos", "Rule", "Shared", "State", "Topic"];
 
 #[test]
 fn type_names_are_unique_but_for_the_listed() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    collect(&src, &mut files);
+    for src in sources() {
+        collect(&src, &mut files);
+    }
     let mut defined: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for f in files {
-        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().to_string();
+        let rel = f.strip_prefix(root()).unwrap().to_string_lossy().to_string();
         for line in std::fs::read_to_string(&f).unwrap().lines() {
             // a struct, enum or trait at any depth (tests' modules too); a type alias only at the
             // top (an indented `type` is an associated type)
@@ -218,4 +250,33 @@ fn type_names_are_unique_but_for_the_listed() {
     assert!(unlisted.is_empty(), "type names defined twice: {unlisted:?}");
     let gone: Vec<&&str> = REPEATED_NAMES.iter().filter(|n| !repeated.contains_key(&n.to_string())).collect();
     assert!(gone.is_empty(), "now defined once (take them off REPEATED_NAMES): {gone:?}");
+}
+
+/// docs/cuda.md's files table names every file of `kernels/` and `crates/engine/src/backend/cuda/` (by its
+/// path below it), and no file that is not there.
+#[test]
+fn docs_cuda_names_every_file_of_the_kernels_and_the_cuda_backend() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/cuda.md")).unwrap();
+    let table = &doc[doc.find("### Files").unwrap()..doc.find("### Kernels").unwrap()];
+    let named: Vec<&str> = table.lines().filter_map(|l| l.strip_prefix("| `")).filter_map(|l| l.split('`').next()).collect();
+    let mut listed: Vec<String> =
+        named.iter().map(|p| p.strip_prefix("crates/engine/src/backend/cuda/").unwrap_or(p).to_string()).collect();
+    fn walk(dir: &std::path::Path, rel: &str, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = format!("{rel}{}", e.file_name().to_string_lossy());
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), &format!("{name}/"), out);
+            } else {
+                out.push(name);
+            }
+        }
+    }
+    let mut files = vec![];
+    walk(&root.join("kernels"), "kernels/", &mut files);
+    walk(&root.join("crates/engine/src/backend/cuda"), "", &mut files);
+    listed.sort();
+    files.sort();
+    assert_eq!(listed, files, "docs/cuda.md's files table against kernels/ and crates/engine/src/backend/cuda/");
 }

@@ -137,7 +137,7 @@ fn the_view_shows_the_robot_beside_the_brain() {
             panel["paths"].as_array().into_iter().flatten().map(|p| p["value"].as_str().unwrap().split('.').next().unwrap().to_string()),
         );
         for t in named {
-            assert!(count(&t) > 0, "the layout shows {t}, which the view did not serve: {said}");
+            assert!(count(&t) > 0, "the layout shows {t}, which the view did not serve: {said}\nnode log:\n{}", node.log());
         }
     }
 }

@@ -180,6 +180,10 @@ pub(crate) struct Frames {
     max_points: usize,
 }
 
+fn foreign(s: &foxglove::Schema) -> crate::bag::writer::ForeignSchema<'_> {
+    crate::bag::writer::ForeignSchema { name: &s.name, encoding: &s.encoding, data: &s.data }
+}
+
 impl Frames {
     pub(crate) fn new(writer: Option<&mut BagWriter>, config: &ViewConfig, genome: &Genome, t0: u64) -> anyhow::Result<Frames> {
         let channels = match writer.filter(|_| config.record) {
@@ -188,8 +192,8 @@ impl Frames {
                 let points = foxglove::messages::PointCloud::get_schema().expect("foxglove messages have schemas");
                 let encoding = foxglove::messages::SceneUpdate::get_message_encoding();
                 Some((
-                    writer.add_foreign_topic(SCENE_TOPIC, &scene, &encoding)?,
-                    writer.add_foreign_topic(POINTS_TOPIC, &points, &encoding)?,
+                    writer.add_foreign_topic(SCENE_TOPIC, foreign(&scene), &encoding)?,
+                    writer.add_foreign_topic(POINTS_TOPIC, foreign(&points), &encoding)?,
                 ))
             }
             None => None,

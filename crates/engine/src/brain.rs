@@ -169,7 +169,7 @@ mod tests {
     fn a_shard_builds_only_its_own_part() {
         let w = Workload { neurons: 5000, fanout: 20, rate: 0.01, seed: 4 };
         check(&w.genome(), 3, Strategy::RoundRobin, 2);
-        let rover = Genome::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/genomes/rover.yaml"))).unwrap();
+        let rover = Genome::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/genomes/rover.yaml"))).unwrap();
         check(&rover, 2, Strategy::ByCorticalArea, 1);
         check(&rover, 3, Strategy::RoundRobin, 3);
     }

@@ -13,7 +13,8 @@ use super::keys::KeyFormat;
 use crate::transport::TransportError;
 
 /// Zenoh session mode.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum ZenohMode {
     /// A peer that connects to a router (like every rmw_zenoh process on the robot).

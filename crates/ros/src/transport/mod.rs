@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 pub use topic::{Qos, Reliability, TopicSpec};
 
 /// Which transport carries the node's topics.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum TransportKind {
     /// A Zenoh session (see the `zenoh` section); no ROS install needed.

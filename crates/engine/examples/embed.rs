@@ -2,16 +2,16 @@
 //! a GPU when there is one and the brain is large enough for it, else the CPU), touch injected into
 //! the sensor area, bursts, and what the motor area fired. No ROS, no Zenoh, no bag.
 //!
-//! `cargo run --release --example embed`
+//! `cargo run --release --example embed` (in the workspace; `-p neuroburst-engine` elsewhere)
 
-use neuroburst::backend::open::open;
-use neuroburst::backend::{BackendConfig, Readback};
-use neuroburst::genome::Genome;
-use neuroburst::model::fixed::Potential;
-use neuroburst::model::{Injection, Injections, Layout};
+use neuroburst_engine::backend::open::open;
+use neuroburst_engine::backend::{BackendConfig, Readback};
+use neuroburst_engine::genome::Genome;
+use neuroburst_engine::model::fixed::Potential;
+use neuroburst_engine::model::{Injection, Injections, Layout};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/genomes/reflex.yaml");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/reflex.yaml");
     let genome = Genome::load(std::path::Path::new(path))?;
     let layout = Layout::from_genome(&genome);
     let area = |id: &str| {

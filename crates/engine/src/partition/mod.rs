@@ -14,9 +14,10 @@ use serde::{Deserialize, Serialize};
 use crate::model::Layout;
 
 /// How neurons are spread over shards.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", value(rename_all = "snake_case"))]
 pub enum Strategy {
     /// Contiguous id blocks of equal size.
     #[default]

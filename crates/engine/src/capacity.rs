@@ -18,30 +18,7 @@ const PEAK_PER_SYNAPSE_GPU: f64 = 14.0;
 const PEAK_PER_NEURON: f64 = 64.0;
 const PEAK_FIXED: u64 = 128 << 20;
 
-/// Memory the process may still take, and where that figure comes from.
-#[derive(Clone, Debug)]
-pub struct Available {
-    pub bytes: u64,
-    pub from: String,
-}
-
-/// What the host has available: the smaller of the system's available memory and what the
-/// process's cgroup (a container, a systemd slice) still allows. NEUROBURST_HOST_MEM_LIMIT
-/// (bytes) stands in for it (the tests of the refusal use it).
-pub fn host_available() -> Available {
-    if let Some(b) = std::env::var("NEUROBURST_HOST_MEM_LIMIT").ok().and_then(|v| v.parse().ok()) {
-        return Available { bytes: b, from: "NEUROBURST_HOST_MEM_LIMIT".into() };
-    }
-    let mut sys = sysinfo::System::new();
-    sys.refresh_memory();
-    let mut a = Available { bytes: sys.available_memory(), from: "the host's available memory".into() };
-    if let Some(cg) = sys.cgroup_limits() {
-        if cg.free_memory < a.bytes {
-            a = Available { bytes: cg.free_memory, from: "the memory its cgroup still allows".into() };
-        }
-    }
-    a
-}
+pub use crate::memory::{host_available, Available};
 
 /// How many synapses may be stored: what the host's build can hold at its peak, and on a GPU
 /// (`gpu`: its free bytes and bytes per stored synapse), what the device can hold beside the state

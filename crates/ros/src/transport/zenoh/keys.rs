@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use super::super::{Qos, Reliability, TopicSpec};
 
 /// How ROS topics appear as Zenoh keys.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum KeyFormat {
     /// rmw_zenoh (ROS 2 Jazzy+): `<domain>/<topic>/<type>/<hash>`, attachment on every sample,

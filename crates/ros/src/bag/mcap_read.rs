@@ -20,7 +20,7 @@ pub fn read(file: &Path, bag: &mut Bag) -> Result<(), BagError> {
     // decompresses record by record).
     let limit = usize::try_from(size).unwrap_or(usize::MAX).max(1 << 20);
     let mut reader = LinearReader::new_with_options(LinearReaderOptions::default().with_record_length_limit(limit));
-    let budget = crate::capacity::host_available();
+    let budget = crate::memory::host_available();
     let mut held = 0u64;
     let mut schemas: HashMap<u16, String> = HashMap::new();
     let mut channels: HashMap<u16, (String, u16, String)> = HashMap::new();

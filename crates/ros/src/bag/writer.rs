@@ -21,6 +21,15 @@ pub struct BagWriter {
     sequence: BTreeMap<u16, u32>,
 }
 
+/// A schema of another encoding than ROS 2's (Foxglove's protobuf schemas): its name, encoding
+/// and bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct ForeignSchema<'a> {
+    pub name: &'a str,
+    pub encoding: &'a str,
+    pub data: &'a [u8],
+}
+
 impl BagWriter {
     pub fn create(path: &Path) -> Result<BagWriter, BagError> {
         let file = File::create(path).map_err(|source| BagError::Io { file: path.to_path_buf(), source })?;
@@ -46,12 +55,12 @@ impl BagWriter {
         Ok(id)
     }
 
-    /// Declare a topic of another encoding than CDR (e.g. Foxglove's protobuf schemas: `schema`
-    /// with its `schema_encoding`, messages in `message_encoding`); returns its channel id. ROS 2
-    /// tools skip such channels; Foxglove plays them.
-    pub fn add_foreign_topic(&mut self, topic: &str, schema: &foxglove::Schema, message_encoding: &str) -> Result<u16, BagError> {
+    /// Declare a topic of another encoding than CDR (e.g. Foxglove's protobuf schemas: the schema
+    /// `name`d, its bytes `data` in `schema_encoding`, messages in `message_encoding`); returns its
+    /// channel id. ROS 2 tools skip such channels; Foxglove plays them.
+    pub fn add_foreign_topic(&mut self, topic: &str, schema: ForeignSchema<'_>, message_encoding: &str) -> Result<u16, BagError> {
         let w = self.writer.as_mut().expect("writer used after finish");
-        let id = w.add_schema(&schema.name, &schema.encoding, &schema.data).map_err(|e| write_err(&self.path, e))?;
+        let id = w.add_schema(schema.name, schema.encoding, schema.data).map_err(|e| write_err(&self.path, e))?;
         let id = w.add_channel(id, topic, message_encoding, &BTreeMap::new()).map_err(|e| write_err(&self.path, e))?;
         self.channels.insert(topic.to_string(), id);
         Ok(id)

@@ -46,34 +46,3 @@ pub use gpus::engine::CudaShardEngine;
 pub use gpus::multi::MultiGpu;
 pub use memory::{device_bytes_needed, MemoryPlan};
 pub use probe::{device_count, free_memory, probe};
-
-#[cfg(test)]
-mod tests {
-    /// docs/cuda.md's files table names every file of `kernels/` and `src/backend/cuda/` (by its
-    /// path below it), and no file that is not there.
-    #[test]
-    fn the_files_table_names_every_file() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let doc = std::fs::read_to_string(root.join("docs/cuda.md")).unwrap();
-        let table = &doc[doc.find("### Files").unwrap()..doc.find("### Kernels").unwrap()];
-        let named: Vec<&str> = table.lines().filter_map(|l| l.strip_prefix("| `")).filter_map(|l| l.split('`').next()).collect();
-        let mut listed: Vec<String> = named.iter().map(|p| p.strip_prefix("src/backend/cuda/").unwrap_or(p).to_string()).collect();
-        fn walk(dir: &std::path::Path, rel: &str, out: &mut Vec<String>) {
-            for e in std::fs::read_dir(dir).unwrap() {
-                let e = e.unwrap();
-                let name = format!("{rel}{}", e.file_name().to_string_lossy());
-                if e.file_type().unwrap().is_dir() {
-                    walk(&e.path(), &format!("{name}/"), out);
-                } else {
-                    out.push(name);
-                }
-            }
-        }
-        let mut files = vec![];
-        walk(&root.join("kernels"), "kernels/", &mut files);
-        walk(&root.join("src/backend/cuda"), "", &mut files);
-        listed.sort();
-        files.sort();
-        assert_eq!(listed, files, "docs/cuda.md's files table against kernels/ and src/backend/cuda/");
-    }
-}

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 /// What the user asked for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum BackendKind {
     /// The GPU when one is usable and the brain is large enough, otherwise the CPU.
