@@ -5,10 +5,15 @@ use crate::genome::Genome;
 use crate::model::Layout;
 use crate::partition::{incoming_per_area, PlanError, ShardPlan, Strategy};
 
+/// A genome's layout and connectome, ready to run.
 pub struct Brain {
+    /// The genome's name.
     pub name: String,
+    /// Bursts a second the genome asks for.
     pub burst_rate_hz: f64,
+    /// The areas and their neurons' parameters.
     pub layout: Layout,
+    /// The synapses.
     pub connectome: Connectome,
 }
 

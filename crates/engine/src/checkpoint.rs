@@ -25,7 +25,9 @@ use crate::genome::Genome;
 use crate::model::plasticity::{GrownPair, Learned, LearnedSynapse};
 use crate::model::NeuronState;
 
+/// The first 8 bytes of every checkpoint file.
 pub const MAGIC: &[u8; 8] = b"NBCKPT\r\n";
+/// The version this neuroburst writes.
 pub const VERSION: u32 = 2;
 
 /// The oldest version this neuroburst reads.
@@ -54,6 +56,7 @@ impl Default for CheckpointConfig {
 pub struct Fingerprint(pub [u8; 16]);
 
 impl Fingerprint {
+    /// The fingerprint of `genome`.
     pub fn of(genome: &Genome) -> Fingerprint {
         let mut bytes = genome.to_yaml().into_bytes();
         bytes.extend_from_slice(&genome.seed.to_le_bytes());
@@ -70,41 +73,88 @@ impl std::fmt::Display for Fingerprint {
 /// A checkpoint's contents.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Checkpoint {
+    /// The name of the genome whose state it is.
     pub genome_name: String,
+    /// That genome's fingerprint (a resume checks it).
     pub fingerprint: Fingerprint,
+    /// The neurons' state (and what was learned).
     pub state: NeuronState,
     /// Further tagged sections (e.g. learned weights), kept as bytes.
     pub sections: Vec<([u8; 4], Vec<u8>)>,
 }
 
+/// Errors from reading or writing a checkpoint, each naming the file.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
     #[error("{path}: {source}")]
+    /// The file could not be read or written.
     Io {
+        /// The checkpoint file.
         path: PathBuf,
         #[source]
+        /// What the system said.
         source: std::io::Error,
     },
     #[error("{path}: not a neuroburst checkpoint (bad magic)")]
-    BadMagic { path: PathBuf },
+    /// The file is not a checkpoint.
+    BadMagic {
+        /// The checkpoint file.
+        path: PathBuf,
+    },
     #[error("{path}: checkpoint format version {found}, this neuroburst reads versions 1 to {supported}")]
-    Version { path: PathBuf, found: u32, supported: u32 },
+    /// A checkpoint of a format this neuroburst does not read.
+    Version {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// Its version.
+        found: u32,
+        /// The newest version this neuroburst reads.
+        supported: u32,
+    },
     #[error("{path}: truncated or corrupt checkpoint ({what})")]
-    Corrupt { path: PathBuf, what: String },
+    /// The file ends early or holds what a checkpoint cannot.
+    Corrupt {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// What is missing or wrong.
+        what: String,
+    },
     #[error(
         "{path}: the checkpoint is of genome {saved_name:?} (fingerprint {saved}), not of genome {name:?} (fingerprint {expected}); \
          start without --resume or point checkpoint.path elsewhere"
     )]
-    GenomeMismatch { path: PathBuf, saved_name: String, saved: Fingerprint, name: String, expected: Fingerprint },
+    /// The checkpoint is of another genome.
+    GenomeMismatch {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The saved state's genome's name.
+        saved_name: String,
+        /// Its fingerprint.
+        saved: Fingerprint,
+        /// The running brain's genome's name.
+        name: String,
+        /// Its fingerprint.
+        expected: Fingerprint,
+    },
     #[error("{path}: the checkpoint takes {needed} bytes, but its disk has {available} bytes free; nothing was written")]
-    Disk { path: PathBuf, needed: u64, available: u64 },
+    /// The disk has no room for it (nothing was written).
+    Disk {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// Bytes the checkpoint takes.
+        needed: u64,
+        /// Bytes free on its disk.
+        available: u64,
+    },
 }
 
 impl Checkpoint {
+    /// A checkpoint of `state`, a state of `genome`'s brain.
     pub fn new(genome: &Genome, state: NeuronState) -> Checkpoint {
         Checkpoint { genome_name: genome.name.clone(), fingerprint: Fingerprint::of(genome), state, sections: vec![] }
     }
 
+    /// The checkpoint as the file's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let s = &self.state;
         let n = s.potential.len();
@@ -133,6 +183,7 @@ impl Checkpoint {
         b
     }
 
+    /// A checkpoint read from `b`, the bytes of file `path` (named in errors).
     pub fn from_bytes(path: &Path, b: &[u8]) -> Result<Checkpoint, CheckpointError> {
         let corrupt = |what: &str| CheckpointError::Corrupt { path: path.to_path_buf(), what: what.to_string() };
         let head = &b[..b.len().min(8)];

@@ -15,11 +15,16 @@ pub const DRIVE_POOL: usize = 256;
 /// Bytes of injected ids a benchmark's drive pool holds, at most.
 pub const DRIVE_POOL_BYTES: usize = 1 << 30;
 
+/// The benchmark brain W(N, K, rho): one area of N neurons, K random synapses each, ~rho N injected every burst.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Workload {
+    /// N: neurons.
     pub neurons: u32,
+    /// K: synapses a neuron.
     pub fanout: u32,
+    /// rho: the fraction of neurons injected every burst.
     pub rate: f64,
+    /// Seed of the synapses and the injections.
     pub seed: u64,
 }
 
@@ -46,6 +51,7 @@ impl Workload {
         0..(self.neurons / 100).max(1)
     }
 
+    /// W as a genome.
     pub fn genome(&self) -> Genome {
         let mut morphologies = std::collections::BTreeMap::new();
         morphologies.insert("random_k".to_string(), Morphology::Random(RandomSpec { probability: None, fanout: Some(self.fanout) }));
@@ -174,6 +180,7 @@ impl Workload {
         &pool[(t.max(1) - 1) as usize % pool.len()]
     }
 
+    /// Burst `t`'s injection of a brain that learns (`--plastic`): the cue and reward pattern of `learning`.
     pub fn learning_injection(&self, learning: &Learning, t: u64, out: &mut Injections) {
         self.injection(t, out);
         if learning.associative > 0 {

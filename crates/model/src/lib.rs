@@ -11,6 +11,8 @@
 //!
 //! The engine (`neuroburst-engine`) builds a connectome from a genome and runs it.
 
+#![warn(missing_docs)]
+
 pub mod errors;
 pub mod genome;
 pub mod memory;

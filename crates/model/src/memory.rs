@@ -68,7 +68,9 @@ pub fn peak_rss() -> Option<u64> {
 /// Memory the process may still take, and where that figure comes from.
 #[derive(Clone, Debug)]
 pub struct Available {
+    /// How many bytes.
     pub bytes: u64,
+    /// Where the figure comes from (said in a refusal).
     pub from: String,
 }
 

@@ -26,6 +26,7 @@ pub enum Readback {
 }
 
 impl Readback {
+    /// Whether neuron `n` is read back.
     pub fn contains(&self, n: u32) -> bool {
         match self {
             Readback::All => true,
@@ -64,10 +65,23 @@ pub struct BackendInfo {
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     #[error("injection names neuron {neuron}, but the brain has {neurons} neurons")]
-    InjectionOutOfRange { neuron: u32, neurons: u32 },
+    /// An injection names a neuron the brain does not have.
+    InjectionOutOfRange {
+        /// The id named.
+        neuron: u32,
+        /// The neurons the backend runs (ids below).
+        neurons: u32,
+    },
     #[error("state has {got} neurons, the brain has {expected}")]
-    StateMismatch { got: usize, expected: usize },
+    /// A restored state is of another brain.
+    StateMismatch {
+        /// Neurons of the state.
+        got: usize,
+        /// Neurons of the brain.
+        expected: usize,
+    },
     #[error("{0}")]
+    /// The device failed (a CUDA error, said as the driver said it).
     Device(String),
 }
 
@@ -80,6 +94,7 @@ pub(crate) fn out_of_range(input: InjectionSlice<'_>, own: Range<u32>) -> Backen
 
 /// The one small trait every backend implements.
 pub trait Backend: Send {
+    /// What the backend is and runs on.
     fn info(&self) -> BackendInfo;
 
     /// Run the next burst with this sensory input (any order; repeated neurons add up).

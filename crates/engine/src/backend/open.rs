@@ -13,12 +13,15 @@ use crate::partition::{ShardCount, ShardPlan};
 
 /// A running backend and how it came to be.
 pub struct Opened {
+    /// The backend, ready for its first burst.
     pub backend: Box<dyn Backend>,
+    /// Which backend, and why.
     pub choice: Choice,
     /// Synapses stored.
     pub synapses: u64,
     /// Synapses of the procedural mappings (drawn again, not stored).
     pub drawn: u64,
+    /// Seconds the build took.
     pub build_seconds: f64,
     /// The shard plan, when sharded.
     pub plan: Option<ShardPlan>,

@@ -11,7 +11,9 @@ pub enum BackendKind {
     /// The GPU when one is usable and the brain is large enough, otherwise the CPU.
     #[default]
     Auto,
+    /// The CPU backend (the reference).
     Cpu,
+    /// The CUDA backend (one GPU, or several with `backend.gpus`).
     Cuda,
 }
 
@@ -27,7 +29,9 @@ pub enum GpuProbe {
 /// The decision, with the reason to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Choice {
+    /// The backend chosen.
     pub kind: BackendKind,
+    /// Why, in one line (logged at start-up).
     pub reason: String,
 }
 

@@ -18,6 +18,7 @@ pub trait ShardEngine: Send {
     /// The neurons this shard owns.
     fn range(&self) -> Range<u32>;
 
+    /// What the shard's engine is and runs on.
     fn info(&self) -> BackendInfo;
 
     /// Run burst `t`: propagate `spikes` (every neuron of the whole brain that fired in burst
@@ -147,6 +148,7 @@ impl<E: ShardEngine> Sharded<E> {
         }
     }
 
+    /// The shards' engines, in the order of their neurons.
     pub fn engines(&self) -> &[E] {
         &self.engines
     }

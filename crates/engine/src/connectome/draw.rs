@@ -2,6 +2,7 @@
 //! (genome seed, mapping, source neuron, draw index), so any subset of rows can be built on any
 //! thread or machine and give the same synapses. SplitMix64's finaliser mixes the counter.
 
+/// SplitMix64's finaliser: a well-mixed 64-bit value of `z`.
 #[inline(always)]
 pub fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -17,6 +18,7 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// The stream of draws of `source`'s synapses in mapping `mapping` of a brain seeded `seed`.
     pub fn new(seed: u64, mapping: u64, source: u64) -> Stream {
         Stream::for_source(Stream::mapping_key(seed, mapping), source)
     }
@@ -38,6 +40,7 @@ impl Stream {
     }
 
     #[inline(always)]
+    /// The next draw.
     pub fn next_u64(&mut self) -> u64 {
         self.counter += 1;
         mix64(self.key.wrapping_add(self.counter.wrapping_mul(0x9e37_79b9_7f4a_7c15)))

@@ -20,14 +20,23 @@ pub const R_VOXEL: u32 = 2;
 
 /// `FlatMap::morph`, the voxel morphology (of a tile: its mapper).
 pub const M_VECTORS: u32 = 0;
+/// `FlatMap::morph`: FEAGI patterns.
 pub const M_PATTERNS: u32 = 1;
+/// `FlatMap::morph`: `projector`.
 pub const M_PROJECTOR: u32 = 2;
+/// `FlatMap::morph`: `block_to_block`.
 pub const M_BLOCK_TO_BLOCK: u32 = 3;
+/// `FlatMap::morph`: `all_to_all`.
 pub const M_ALL_TO_ALL: u32 = 4;
+/// `FlatMap::morph`: `expander_x`.
 pub const M_EXPANDER_X: u32 = 5;
+/// `FlatMap::morph`: `reducer_x`.
 pub const M_REDUCER_X: u32 = 6;
+/// `FlatMap::morph`: `randomizer`.
 pub const M_RANDOMIZER: u32 = 7;
+/// `FlatMap::morph`: `lateral_pairs_x`.
 pub const M_LATERAL_PAIRS_X: u32 = 8;
+/// `FlatMap::morph`: `last_to_first`.
 pub const M_LAST_TO_FIRST: u32 = 9;
 
 /// `FlatMap::flags`: a candidate is kept when its keep draw is below `keep` (an attractivity).
@@ -38,12 +47,16 @@ pub const F_DRAWN: u32 = 2;
 pub const F_TILE: u32 = 4;
 /// A probability of 1 or more (no skips) / of 0 or less (no synapse).
 pub const F_ALWAYS: u32 = 8;
+/// A probability of 0 or less: no synapse.
 pub const F_NEVER: u32 = 16;
 
 /// A pattern coordinate in `FlatRows::list`: a number (0 or more), or one of these.
 pub const P_NONE: i64 = -1;
+/// Any coordinate (`*`).
 pub const P_ANY: i64 = -2;
+/// The source's coordinate (`?`).
 pub const P_SAME: i64 = -3;
+/// Any coordinate but the source's (`!`).
 pub const P_EXCEPT: i64 = -4;
 
 /// One mapping of a source area, flat.
@@ -54,28 +67,43 @@ pub struct FlatMap {
     pub key: u64,
     /// The key of its voxels' draws (`randomizer`): `mapping_key(seed, index | 1 << 63)`.
     pub vkey: u64,
+    /// With `F_KEEP`: a candidate is kept when its keep draw is below this.
     pub keep: u64,
     /// `±weight × psp`, the bits of an `f64`: the contribution is `quantize(value / out-degree)`.
     pub value: u64,
     /// `ln(1 - p)` of a probability, the bits of an `f64` (libm's `log`, as the build's).
     pub log1mp: u64,
+    /// `R_*`: how destination neurons are picked.
     pub rule: u32,
+    /// `M_*`: the voxel morphology.
     pub morph: u32,
+    /// `F_*` bits.
     pub flags: u32,
+    /// Draws per source neuron (random morphologies).
     pub fanout: u32,
+    /// The source area's first neuron.
     pub src_first: u32,
+    /// The source area's voxels along x, y, z.
     pub src_dims: [u32; 3],
+    /// The source area's neurons per voxel.
     pub src_npv: u32,
+    /// The destination area's first neuron.
     pub dst_first: u32,
+    /// The destination area's neurons.
     pub dst_count: u32,
+    /// The destination area's voxels along x, y, z.
     pub dst_dims: [u32; 3],
+    /// The destination area's neurons per voxel.
     pub dst_npv: u32,
+    /// The mapping's `morphology_scalar`.
     pub scalar: [i32; 3],
     /// A tile's seed (each at least 1) and `[choose, skip]` per axis (`[0, 0]`: every tile).
     pub tile_seed: [u32; 3],
+    /// `[choose, skip]` of x, y and z.
     pub tile_pattern: [i32; 6],
     /// Its vectors (3 numbers each) or patterns (6 each: source, then destination) in the list.
     pub list_at: u32,
+    /// How many numbers of the list are its.
     pub list_len: u32,
 }
 
@@ -84,23 +112,31 @@ pub struct FlatMap {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlatArea {
+    /// The area's first neuron.
     pub first: u32,
+    /// The area's neurons.
     pub count: u32,
+    /// Its first map in `FlatRows::maps`.
     pub map_first: u32,
+    /// One past its last map.
     pub map_end: u32,
+    /// 1 when every source neuron's out-degree is 1.
     pub uniform: u32,
 }
 
 /// The procedural mappings of a brain that have no closed form, flat.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlatRows {
+    /// The source areas.
     pub areas: Vec<FlatArea>,
+    /// Their maps.
     pub maps: Vec<FlatMap>,
     /// Vectors and pattern coordinates of the maps.
     pub list: Vec<i64>,
 }
 
 impl FlatRows {
+    /// Whether no mapping is drawn row by row.
     pub fn is_empty(&self) -> bool {
         self.areas.is_empty()
     }

@@ -29,7 +29,9 @@ pub use rows::Drawer;
 /// codes widen to 32 bits (8 bytes per synapse).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Codes {
+    /// Codes of 16 bits.
     U16(Vec<u16>),
+    /// Codes of 32 bits.
     U32(Vec<u32>),
 }
 
@@ -49,22 +51,26 @@ impl Codes {
         }
     }
 
+    /// How many codes.
     pub fn len(&self) -> usize {
         match self {
             Codes::U16(v) => v.len(),
             Codes::U32(v) => v.len(),
         }
     }
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
     #[inline(always)]
+    /// Code `i`.
     pub fn get(&self, i: usize) -> u32 {
         match self {
             Codes::U16(v) => v[i] as u32,
             Codes::U32(v) => v[i],
         }
     }
+    /// 2 or 4.
     pub fn bytes_per_code(&self) -> u64 {
         match self {
             Codes::U16(_) => 2,
@@ -77,24 +83,30 @@ impl Codes {
 /// structure of arrays: `targets[i]` (relative to `targets_range.start`) and `codes[i]`.
 #[derive(Clone, Debug, Default)]
 pub struct Part {
+    /// The target neurons this part holds the synapses onto.
     pub targets_range: Range<u32>,
     /// `row_ptr[s]..row_ptr[s + 1]` indexes the synapses of source `s`; length = neurons + 1.
     pub row_ptr: Vec<u64>,
+    /// Each synapse's target, relative to `targets_range.start`.
     pub targets: Vec<u32>,
+    /// Each synapse's contribution code.
     pub codes: Codes,
 }
 
 impl Part {
     #[inline(always)]
+    /// The indexes of `source`'s synapses.
     pub fn row(&self, source: u32) -> Range<usize> {
         let s = source as usize;
         self.row_ptr[s] as usize..self.row_ptr[s + 1] as usize
     }
 
+    /// Synapses stored.
     pub fn synapses(&self) -> u64 {
         self.targets.len() as u64
     }
 
+    /// Bytes they take (row pointers, targets, codes).
     pub fn bytes(&self) -> u64 {
         self.row_ptr.len() as u64 * 8 + self.targets.len() as u64 * (4 + self.codes.bytes_per_code())
     }
@@ -103,10 +115,15 @@ impl Part {
 /// Synapse counts of one mapping.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MappingStats {
+    /// Index of the mapping in the genome.
     pub index: usize,
+    /// Its source area's id.
     pub source: String,
+    /// Its destination area's id.
     pub destination: String,
+    /// Its morphology's name.
     pub morphology: String,
+    /// Synapses it made.
     pub synapses: u64,
     /// Synapses whose contribution rounded to 0 (weight or psp 0, or a huge out-degree).
     pub dead: u64,
@@ -117,11 +134,14 @@ pub struct MappingStats {
 /// All synapses of a brain.
 #[derive(Clone, Debug, Default)]
 pub struct Connectome {
+    /// Neurons of the brain.
     pub neurons: u32,
+    /// The stored synapses, one part per range of targets.
     pub parts: Vec<Part>,
     /// The distinct contributions `±weight × psp [/ out-degree]` in LSBs of
     /// [`crate::model::fixed`], ascending; synapses refer to them by code.
     pub contributions: Vec<i32>,
+    /// Synapse counts per mapping.
     pub mappings: Vec<MappingStats>,
     /// The plastic mappings, when the brain has any.
     pub plastic: Option<Plastic>,

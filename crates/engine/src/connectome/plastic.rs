@@ -22,6 +22,7 @@ pub struct Plastic {
     pub base: u32,
     /// The plastic mapping (index into `mappings`) of each group.
     pub group_mapping: Vec<u32>,
+    /// The plastic mappings.
     pub mappings: Vec<PlasticMapping>,
 }
 
@@ -30,16 +31,20 @@ pub struct Plastic {
 pub struct PlasticMapping {
     /// Index of the mapping in the genome.
     pub index: usize,
+    /// Its rule.
     pub rule: Rule,
     /// Initial weight of its synapses (the mapping's weight, rounded).
     pub weight: u8,
+    /// The pairs it may grow, when associative.
     pub associative: Option<Associative>,
 }
 
 /// The pairs an associative mapping can grow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Associative {
+    /// The source neurons.
     pub sources: Range<u32>,
+    /// The target neurons.
     pub targets: Range<u32>,
     /// Growth stops once this many synapses exist.
     pub max_synapses: u64,
@@ -54,6 +59,7 @@ impl Associative {
         (s - self.sources.start) as usize * self.targets.len() + (d - self.targets.start) as usize
     }
 
+    /// How many pairs (sources × targets).
     pub fn pairs(&self) -> usize {
         self.sources.len() * self.targets.len()
     }
@@ -62,7 +68,9 @@ impl Associative {
 /// What a plastic code says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decoded {
+    /// The plastic group (a mapping's weights).
     pub group: u32,
+    /// The weight.
     pub weight: u8,
 }
 
@@ -75,6 +83,7 @@ impl Plastic {
     }
 
     #[inline(always)]
+    /// The code of a synapse of `group` at `weight`.
     pub fn encode(&self, group: u32, weight: u8) -> u32 {
         self.base + (group << 8) + weight as u32
     }

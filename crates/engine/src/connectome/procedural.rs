@@ -1,5 +1,5 @@
 //! Procedural connectivity: mappings whose synapses are not stored. When a source fires, its row
-//! is drawn again from the same rules and random streams as the build's ([`super::rows`]), and the
+//! is drawn again from the same rules and random streams as the build's (`super::rows`), and the
 //! procedural mappings' synapses contribute what a stored copy would: the same targets, and the
 //! contribution worked out from the same out-degree. A brain's fired sets are the same, bit for
 //! bit, whichever of its mappings are stored.
@@ -33,16 +33,22 @@ pub fn procedural_mask(genome: &Genome) -> Vec<bool> {
 pub struct ClosedForm {
     /// Index of the mapping in the genome.
     pub index: usize,
+    /// The source area's first neuron.
     pub src_first: u32,
+    /// The source area's neurons.
     pub src_count: u32,
+    /// The destination area's first neuron.
     pub dst_first: u32,
+    /// The destination area's neurons.
     pub dst_count: u32,
     /// Draws per source (the fanout; with an attractivity, some are not kept).
     pub fanout: u32,
     /// The mapping's attractivity as a threshold on a draw ([`super::draw::chance_threshold`]);
     /// None: every draw is a synapse.
     pub keep: Option<u64>,
+    /// The mapping's [`super::draw::Stream::mapping_key`].
     pub key: u64,
+    /// Each synapse's contribution, in LSBs.
     pub contribution: i32,
 }
 

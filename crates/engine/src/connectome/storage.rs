@@ -25,6 +25,7 @@ pub enum Storage {
 /// What the brain's synapses may take: `synapses` stored synapses at most.
 #[derive(Clone, Debug)]
 pub struct Budget {
+    /// Stored synapses at most.
     pub synapses: u64,
     /// Where the figure comes from, for the messages (e.g. "the GPU's free memory").
     pub from: String,

@@ -39,7 +39,9 @@ impl std::fmt::Display for Strategy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ShardCount {
     #[default]
+    /// The backend decides.
     Auto,
+    /// This many.
     Count(usize),
 }
 
@@ -93,7 +95,9 @@ impl std::fmt::Display for ShardCount {
 /// A plan: shard `i` owns `ranges[i]`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ShardPlan {
+    /// How the neurons were spread.
     pub strategy: Strategy,
+    /// The neurons of each shard.
     pub ranges: Vec<Range<u32>>,
     /// Synapses onto each shard's neurons (what it stores), where known.
     pub synapses: Vec<u64>,
@@ -101,12 +105,25 @@ pub struct ShardPlan {
     pub areas: Vec<Vec<String>>,
 }
 
+/// Why a plan cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PlanError {
     #[error("by_cortical_area puts whole areas on shards, but the brain has {areas} area(s) with neurons for {shards} shards; use round_robin or at most {areas} shards")]
-    TooFewAreas { areas: usize, shards: usize },
+    /// `by_cortical_area` with fewer areas than shards.
+    TooFewAreas {
+        /// Areas with neurons.
+        areas: usize,
+        /// Shards asked for.
+        shards: usize,
+    },
     #[error("{shards} shards for a brain of {neurons} neurons: every shard needs at least one neuron")]
-    TooManyShards { shards: usize, neurons: u32 },
+    /// More shards than neurons.
+    TooManyShards {
+        /// Shards asked for.
+        shards: usize,
+        /// The brain's neurons.
+        neurons: u32,
+    },
 }
 
 impl ShardPlan {
@@ -140,10 +157,12 @@ impl ShardPlan {
         Ok(ShardPlan { strategy, ranges, synapses, areas })
     }
 
+    /// How many shards.
     pub fn len(&self) -> usize {
         self.ranges.len()
     }
 
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }

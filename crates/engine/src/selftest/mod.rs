@@ -40,11 +40,17 @@ impl Default for ParityConfig {
 /// One brain's run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct BrainReport {
+    /// The brain's seed.
     pub seed: u64,
+    /// Its shape (chain, layers, random, ...).
     pub shape: &'static str,
+    /// Its areas.
     pub areas: usize,
+    /// Its neurons.
     pub neurons: u32,
+    /// Its synapses.
     pub synapses: u64,
+    /// Bursts run and compared.
     pub bursts: u64,
     /// Fired neurons over all bursts (whole brain).
     pub fired: u64,
@@ -54,6 +60,7 @@ pub struct BrainReport {
     pub weights: u64,
     /// Times learning was switched on or off (at random bursts of a brain that learns).
     pub switches: u64,
+    /// What was read back (all, or the motor ranges).
     pub readback: &'static str,
     /// Where the candidate ran it (its backend's device and path).
     pub on: String,
@@ -62,14 +69,18 @@ pub struct BrainReport {
 /// The whole check.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ParityReport {
+    /// The backend checked against the CPU.
     pub candidate: String,
+    /// Each brain's run.
     pub brains: Vec<BrainReport>,
 }
 
 impl ParityReport {
+    /// Bursts over all brains.
     pub fn bursts(&self) -> u64 {
         self.brains.iter().map(|b| b.bursts).sum()
     }
+    /// Fired neurons over all brains.
     pub fn fired(&self) -> u64 {
         self.brains.iter().map(|b| b.fired).sum()
     }

@@ -9,9 +9,11 @@ use crate::model::{Injection, Injections, Layout, Potential};
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator seeded `seed`.
     pub fn new(seed: u64) -> Rng {
         Rng(seed ^ 0x5851_f42d_4c95_7f2d)
     }
+    /// The next draw.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -23,18 +25,23 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
+    /// Uniform in `lo..=hi_inclusive`.
     pub fn range(&mut self, lo: u64, hi_inclusive: u64) -> u64 {
         lo + self.below(hi_inclusive - lo + 1)
     }
+    /// Uniform in `[0, 1)`.
     pub fn f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
+    /// Uniform in `[lo, hi)`.
     pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.f64()
     }
+    /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
         self.f64() < p
     }
+    /// One element of `v` (not empty), uniformly.
     pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
         &v[self.below(v.len() as u64) as usize]
     }

@@ -89,7 +89,9 @@ use super::{Genome, GenomeError};
 /// naming the area, mapping or morphology it is about.
 #[derive(Debug)]
 pub struct Imported {
+    /// The genome in neuroburst's own terms.
     pub genome: Genome,
+    /// What the import could not carry over exactly, one line each (said to the user).
     pub warnings: Vec<String>,
 }
 

@@ -2,7 +2,7 @@
 //! validation, and importers of other formats ([`feagi`]).
 //!
 //! A genome describes *what* the brain is: cortical areas, their neuron parameters, the named
-//! morphologies and the mappings between areas. [`crate::connectome`] turns it into synapses.
+//! morphologies and the mappings between areas. The engine (`neuroburst-engine`, its `connectome`) turns it into synapses.
 
 mod compile;
 pub mod feagi;
@@ -59,6 +59,7 @@ pub struct Area {
     /// Human-readable name.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// Sensor, motor, interneuron, memory or core (what the area's neurons are for).
     pub kind: AreaKind,
     /// Voxels along x, y, z (each >= 1).
     pub dims: [u32; 3],
@@ -150,7 +151,9 @@ impl Default for NeuronParams {
 #[serde(rename_all = "snake_case")]
 pub enum Sign {
     #[default]
+    /// The synapses add their weight to the target's potential.
     Excitatory,
+    /// The synapses subtract their weight from the target's potential.
     Inhibitory,
 }
 
@@ -159,12 +162,16 @@ pub enum Sign {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plasticity {
+    /// The constant of FEAGI's rule: the weight's change per co-firing, before the multipliers.
     pub constant: f64,
     #[serde(default = "one_f64")]
+    /// Potentiation's factor (the target fired just after the source).
     pub ltp_multiplier: f64,
     #[serde(default = "one_f64")]
+    /// Depression's factor (the target fired without the source before it).
     pub ltd_multiplier: f64,
     #[serde(default)]
+    /// How many bursts back a source's firing counts toward the target's.
     pub window: u32,
 }
 
@@ -173,7 +180,9 @@ pub struct Plasticity {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Mapping {
+    /// The id of the area whose neurons fire.
     pub source: String,
+    /// The id of the area whose neurons receive.
     pub destination: String,
     /// Name of a morphology in `morphologies` or a built-in one.
     pub morphology: String,
@@ -187,11 +196,13 @@ pub struct Mapping {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub psp: Option<f64>,
     #[serde(default)]
+    /// Excitatory (adds) or inhibitory (subtracts).
     pub sign: Sign,
     /// Percent chance (0..100) that a matching neuron pair gets a synapse.
     #[serde(default = "hundred")]
     pub attractivity: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// FEAGI's plasticity on this mapping's synapses; none: their weights stay.
     pub plasticity: Option<Plasticity>,
     /// An `associative_memory` mapping grows at most this many synapses (default: the smaller of
     /// |source| × |destination| and 1,000,000).
@@ -224,19 +235,32 @@ fn hundred() -> f64 {
 #[derive(Debug, thiserror::Error)]
 pub enum GenomeError {
     #[error("{path}: cannot read the genome: {source}")]
+    /// The file could not be read.
     Io {
+        /// The genome file.
         path: PathBuf,
         #[source]
+        /// What reading it said.
         source: std::io::Error,
     },
     #[error("{path}: {message}")]
-    Parse { path: PathBuf, message: String },
+    /// The file is not a genome document (YAML or FEAGI JSON): where and why.
+    Parse {
+        /// The genome file.
+        path: PathBuf,
+        /// Where and what the parser said.
+        message: String,
+    },
     #[error("{}{location}: field `{field}`: {message}", path_prefix(.path))]
+    /// A value of the genome is out of its range or names what is not there.
     Invalid {
+        /// The genome file, if it came from one.
         path: Option<PathBuf>,
         /// e.g. `area 'iic000'`, `mapping 3 (a -> b)`, `morphology 'm'`
         location: String,
+        /// The field, as a path (`areas[2].dims`).
         field: String,
+        /// What is wrong with it.
         message: String,
     },
 }
@@ -309,6 +333,7 @@ impl Genome {
         validate::validate(self)
     }
 
+    /// The area of id `id`, if the genome has one.
     pub fn area(&self, id: &str) -> Option<&Area> {
         self.areas.iter().find(|a| a.id == id)
     }

@@ -11,9 +11,13 @@ use serde::{Deserialize, Serialize, Serializer};
 /// source's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatternCoord {
+    /// This coordinate exactly.
     Exact(i64),
+    /// Any coordinate (`*`).
     Any,
+    /// The source's coordinate (`?`).
     Same,
+    /// Any coordinate but the source's (`!`).
     Except,
 }
 
@@ -27,8 +31,10 @@ pub type PatternVoxel = [PatternCoord; 3];
 #[serde(deny_unknown_fields)]
 pub struct RandomSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Each (source, destination) neuron pair is a synapse with this probability.
     pub probability: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Each source neuron gets this many destination neurons, drawn uniformly with replacement.
     pub fanout: Option<u32>,
 }
 
@@ -48,10 +54,12 @@ pub struct RandomSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TileSpec {
+    /// A tile's size in voxels, `[x, y, z]`.
     pub src_seed: [u32; 3],
     /// FEAGI's `src_pattern`: `[choose, skip]` tiles per axis.
     #[serde(default)]
     pub src_pattern: Vec<[i64; 2]>,
+    /// The voxel morphology each chosen tile is mapped with (FEAGI's `mapper_morphology`).
     pub mapper: String,
 }
 
@@ -120,6 +128,7 @@ impl Morphology {
         })
     }
 
+    /// The names of the built-in morphologies, which a genome need not define.
     pub const BUILTIN_NAMES: [&'static str; 9] = [
         "projector",
         "block_to_block",
@@ -141,8 +150,11 @@ impl Morphology {
 /// Everything a voxel morphology needs to know about one mapping.
 #[derive(Clone, Copy, Debug)]
 pub struct VoxelContext {
+    /// The source area's dimensions in voxels.
     pub src_dims: [u32; 3],
+    /// The destination area's dimensions in voxels.
     pub dst_dims: [u32; 3],
+    /// The mapping's `morphology_scalar`: how far each vector or pattern reaches, per axis.
     pub scalar: [i32; 3],
 }
 

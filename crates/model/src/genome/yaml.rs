@@ -5,10 +5,12 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+/// A value read from YAML text.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, serde_yaml::Error> {
     serde_yaml::with::singleton_map_recursive::deserialize(serde_yaml::Deserializer::from_str(text))
 }
 
+/// A value written as YAML text.
 pub fn to_string<T: Serialize>(value: &T) -> String {
     let mut out = Vec::new();
     let mut ser = serde_yaml::Serializer::new(&mut out);

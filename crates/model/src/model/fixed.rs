@@ -35,7 +35,9 @@ pub const LEAK_BITS: u32 = 16;
 pub struct Potential(pub i64);
 
 impl Potential {
+    /// A potential of zero.
     pub const ZERO: Potential = Potential(0);
+    /// A potential of one (a threshold of 1.0).
     pub const ONE: Potential = Potential(ONE);
 
     /// Nearest representable potential, saturating at ±`POTENTIAL_MAX`. NaN maps to 0.
@@ -43,6 +45,7 @@ impl Potential {
         Potential(quantize(v, POTENTIAL_MAX))
     }
 
+    /// The potential as a float (exact: every fixed-point value is a `f64`).
     pub fn to_f64(self) -> f64 {
         self.0 as f64 / ONE as f64
     }

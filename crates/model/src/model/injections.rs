@@ -77,10 +77,12 @@ impl Default for Injections {
 }
 
 impl Injections {
+    /// No injections.
     pub fn new() -> Injections {
         Injections { hold: None, ids: AVec::new(PAGE), each: Vec::new(), first: 0, sorted: true, ascending: true }
     }
 
+    /// No injections, with room for `n`.
     pub fn with_capacity(n: usize) -> Injections {
         Injections { ids: AVec::with_capacity(PAGE, n), ..Injections::new() }
     }
@@ -94,10 +96,12 @@ impl Injections {
         self.ascending = true;
     }
 
+    /// How many injections.
     pub fn len(&self) -> usize {
         self.ids.len()
     }
 
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
@@ -203,11 +207,13 @@ impl Injections {
         self.ascending = self.ids.windows(2).all(|w| w[0] < w[1]);
     }
 
+    /// The injections as the backends take them (borrowed columns).
     pub fn as_slice(&self) -> InjectionSlice<'_> {
         let values = if self.each.is_empty() { Values::Same(Potential(self.first)) } else { Values::Each(&self.each) };
         InjectionSlice { ids: &self.ids, values, sorted: self.sorted, ascending: self.ascending, hold: self.hold() }
     }
 
+    /// Each injection in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Injection> + '_ {
         self.as_slice().iter()
     }
@@ -300,18 +306,22 @@ impl<'a> InjectionSlice<'a> {
         self.hold
     }
 
+    /// The injected neurons' ids, in order.
     pub fn ids(&self) -> &'a [u32] {
         self.ids
     }
 
+    /// The injected potentials, in the same order.
     pub fn values(&self) -> Values<'a> {
         self.values
     }
 
+    /// How many injections.
     pub fn len(&self) -> usize {
         self.ids.len()
     }
 
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
@@ -343,6 +353,7 @@ impl<'a> InjectionSlice<'a> {
         Injection { neuron: self.ids[i], potential }
     }
 
+    /// Each injection in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Injection> + 'a {
         let s = *self;
         (0..s.ids.len()).map(move |i| s.get(i))

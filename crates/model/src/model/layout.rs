@@ -21,23 +21,31 @@ pub enum AreaKind {
 /// The descriptive half of an area (the numeric half is [`AreaParams`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AreaMeta {
+    /// The area's id in the genome.
     pub id: String,
+    /// Its human name.
     pub name: String,
+    /// Sensor, motor, interneuron, memory or core.
     pub kind: AreaKind,
 }
 
 /// A neuron's place: area index and `[x, y, z, k]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct NeuronCoord {
+    /// Index of its area in the layout.
     pub area: usize,
+    /// Its voxel `[x, y, z]` and `k`, which of the voxel's neurons it is.
     pub xyzk: [u32; 4],
 }
 
 /// The compiled areas of a brain.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Layout {
+    /// Each area's id, name and kind, in the order of the neuron ids.
     pub meta: Vec<AreaMeta>,
+    /// Each area's neuron parameters, in the same order.
     pub params: Vec<AreaParams>,
+    /// How many neurons the brain has (ids `0..neurons`).
     pub neurons: u32,
 }
 
@@ -47,10 +55,12 @@ impl Layout {
         self.params.partition_point(|p| p.first + p.count <= n)
     }
 
+    /// The index of the area of id `id`, if there is one.
     pub fn area_index(&self, id: &str) -> Option<usize> {
         self.meta.iter().position(|m| m.id == id)
     }
 
+    /// Where neuron `n` is: its area and place in the area.
     pub fn coord(&self, n: u32) -> NeuronCoord {
         let area = self.area_of(n);
         let p = &self.params[area];

@@ -26,6 +26,7 @@ pub const FLAG_GRADIENT: u32 = 8;
 
 /// The leak is a fraction of the potential (`leak_keep`) or a linear amount (`leak_linear`).
 pub const LEAK_FRACTION: u32 = 0;
+/// The leak is `leak_linear` LSBs a burst.
 pub const LEAK_LINEAR: u32 = 1;
 
 /// One area's neuron parameters in fixed point, as the backends use them. `#[repr(C)]`: the CUDA
@@ -47,14 +48,21 @@ pub struct AreaParams {
     pub first: u32,
     /// Number of neurons.
     pub count: u32,
+    /// Voxels along x, y and z.
     pub dims: [u32; 3],
+    /// Neurons in each voxel.
     pub neurons_per_voxel: u32,
     /// Fractional leak keep factor, 2^16 = no leak.
     pub leak_keep: u32,
+    /// [`LEAK_FRACTION`] or [`LEAK_LINEAR`].
     pub leak_kind: u32,
+    /// Bursts a neuron stays silent after it fires.
     pub refractory: u32,
+    /// Bursts a neuron may fire in a row before it snoozes (0: no limit).
     pub fire_limit: u32,
+    /// Bursts a neuron snoozes after the fire limit.
     pub snooze: u32,
+    /// `FLAG_*` bits.
     pub flags: u32,
 }
 
@@ -87,7 +95,9 @@ impl AreaParams {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Injection {
+    /// The neuron's id.
     pub neuron: u32,
+    /// The potential added to it.
     pub potential: Potential,
 }
 

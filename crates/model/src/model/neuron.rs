@@ -14,7 +14,7 @@ pub const STATE_BYTES_PER_NEURON: u64 = 20;
 pub struct NeuronState {
     /// Number of the last burst run (0 before the first).
     pub burst: u64,
-    /// Membrane potentials, in LSBs of [`fixed`](super::fixed).
+    /// Membrane potentials, in LSBs of [`super::fixed`].
     pub potential: Vec<i64>,
     /// Refractory countdowns.
     pub refractory: Vec<u16>,
@@ -27,6 +27,7 @@ pub struct NeuronState {
 }
 
 impl NeuronState {
+    /// The state of `neurons` neurons before the first burst: all at rest.
     pub fn new(neurons: usize) -> Self {
         NeuronState {
             burst: 0,

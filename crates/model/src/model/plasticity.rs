@@ -51,21 +51,27 @@ pub struct Learned {
 pub struct GrownPair {
     /// Index of its mapping in the genome.
     pub mapping: u32,
+    /// The source neuron.
     pub source: u32,
+    /// The target neuron.
     pub target: u32,
 }
 
 /// One plastic synapse and its weight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LearnedSynapse {
+    /// The source neuron.
     pub source: u32,
+    /// The target neuron.
     pub target: u32,
     /// Index of its mapping in the genome.
     pub mapping: u32,
+    /// Its weight now.
     pub weight: u8,
 }
 
 impl Learned {
+    /// Whether nothing has been learned.
     pub fn is_empty(&self) -> bool {
         self.history.is_empty() && self.synapses.is_empty() && self.grown.is_empty()
     }
@@ -74,16 +80,22 @@ impl Learned {
 /// A mapping's rule: `Δ+`, `Δ-` and the window `W` in bursts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rule {
+    /// `Δ+`: potentiation's step.
     pub ltp: u8,
+    /// `Δ-`: depression's step.
     pub ltd: u8,
+    /// `W`: the window in bursts.
     pub window: u32,
 }
 
 /// What one synapse's update does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
+    /// The weight stays.
     Unchanged,
+    /// The weight grows by `Δ+` (saturating).
     Potentiate,
+    /// The weight shrinks by `Δ-` (saturating).
     Depress,
 }
 
@@ -160,6 +172,7 @@ pub struct Switch {
     pub before: bool,
     /// The first burst whose firing is learned from as `after` says.
     pub from: u64,
+    /// Whether the learning from the firing of bursts from `from` on is on.
     pub after: bool,
 }
 

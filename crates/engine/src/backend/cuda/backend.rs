@@ -39,8 +39,8 @@ struct Forced {
 }
 
 /// The CUDA backend: one GPU's part of a brain. What it holds is split by who uses it: the
-/// brain's device state ([`GpuState`]), the host's side of a burst ([`HostIo`]: the injection
-/// going up, the read-back coming down) and how the bursts are launched ([`Launch`]: resident
+/// brain's device state (`GpuState`), the host's side of a burst (`HostIo`: the injection
+/// going up, the read-back coming down) and how the bursts are launched (`Launch`: resident
 /// kernel or graphs). `burst/staging.rs` writes an input and reads an output, `burst/resident.rs`
 /// and `burst/graphs.rs` launch, `burst/snapshot.rs` snapshots and restores the state.
 pub struct CudaBackend {
@@ -462,6 +462,7 @@ impl CudaBackend {
         }
     }
 
+    /// What the brain occupies on the GPU.
     pub fn plan(&self) -> &MemoryPlan {
         &self.plan
     }

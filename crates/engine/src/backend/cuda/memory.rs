@@ -24,7 +24,9 @@ pub const RESERVE_BYTES: u64 = 96 << 20;
 /// What a brain occupies on one GPU.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MemoryPlan {
+    /// Neurons of the brain.
     pub neurons: u64,
+    /// Stored synapses.
     pub synapses: u64,
     /// 4 when every row offset fits in `u32`, else 8.
     pub row_ptr_bytes: u64,
@@ -35,10 +37,12 @@ pub struct MemoryPlan {
     /// Neuron state, fired lists, injection bits, the chunk index of the pairs (4 bytes per 256
     /// synapses), areas and counters.
     pub state_bytes: u64,
+    /// All of the above.
     pub total_bytes: u64,
 }
 
 impl MemoryPlan {
+    /// What `brain` occupies on one GPU.
     pub fn of(brain: &Brain) -> MemoryPlan {
         let n = brain.layout.neurons as u64;
         let s = brain.connectome.synapses();

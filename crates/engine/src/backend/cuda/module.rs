@@ -50,7 +50,9 @@ pub fn cache_dir() -> Option<PathBuf> {
 /// double the compile time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Program {
+    /// The program every brain uses (`RES_MINB` 2).
     Burst,
+    /// The same source with the resident kernels at four blocks an SM (brains that learn).
     FourBlocks,
 }
 
@@ -122,8 +124,11 @@ pub fn compile(major: i32, minor: i32, program: Program) -> Result<(Ptx, Vec<Str
 
 /// The loaded kernels of one variant (accumulator width, row pointer width, code width).
 pub struct Kernels {
+    /// The loaded module the functions below come from.
     pub module: Arc<CudaModule>,
+    /// The direct propagation: every fired neuron's row, its contributions added to its targets.
     pub propagate: CudaFunction,
+    /// Every neuron's step, the fired list compacted.
     pub step: CudaFunction,
     /// The early step: every neuron stepped as if nothing were injected, before the injection.
     pub prestep: CudaFunction,
@@ -131,29 +136,41 @@ pub struct Kernels {
     pub inject: CudaFunction,
     /// One GPU, the early step: the kernel that stays on the GPU and runs every burst itself.
     pub resident: CudaFunction,
+    /// The fired list rebuilt from the fired bits (after a restore).
     pub relist: CudaFunction,
     /// One GPU of several: gathers the fired lists of every GPU.
     pub gather: CudaFunction,
+    /// Whether every part's input bound fits the accumulators.
     pub in_bound: CudaFunction,
+    /// The largest of an array (the bounds).
     pub max_reduce: CudaFunction,
     /// Learning (`kernels/learn.cu`), in the order they run.
     pub learn_mark: CudaFunction,
+    /// The neurons' firing histories shifted by one burst.
     pub learn_shift: CudaFunction,
+    /// The fired neurons' plastic rows updated by the rule.
     pub learn_rows: CudaFunction,
+    /// Associative pairs grown.
     pub learn_grow: CudaFunction,
     /// Building the connectome on the GPU (`kernels/build.cu`): row pointers, then rows.
     pub materialize_rows: CudaFunction,
+    /// The rows written.
     pub materialize: CudaFunction,
+    /// Synapses counted per part.
     pub part_count: CudaFunction,
     /// The largest input of one burst among a GPU's neurons, from every part's bounds.
     pub bound_fold: CudaFunction,
+    /// The tiles' entry counts scanned.
     pub scan_tiles: CudaFunction,
+    /// The scanned offsets written.
     pub scan_write: CudaFunction,
     /// A large brain's procedural synapses, sorted by target and summed in shared memory
     /// (`kernels/procbin.cu`); split and sum for [16-bit, 32-bit] sub-bin entries.
     /// [every draw a synapse, draws kept at random]
     pub proc_bin: [CudaFunction; 2],
+    /// Split by sub-bin.
     pub proc_split: [CudaFunction; 2],
+    /// Summed in shared memory.
     pub proc_sum: [CudaFunction; 2],
     /// One GPU of several: every GPU's partial sums of its neurons added.
     pub proc_fold: CudaFunction,
@@ -162,6 +179,7 @@ pub struct Kernels {
     /// A large brain's stored synapses binned by target tile and summed in shared memory
     /// (`kernels/tiles.cu`), as kernels of their own.
     pub tile_bin: CudaFunction,
+    /// Their sums added to the neurons' input.
     pub tile_sum: CudaFunction,
 }
 
@@ -170,7 +188,9 @@ pub struct Kernels {
 pub struct Variant {
     /// i64 accumulators (the brain's per-burst input bound does not fit in i32).
     pub wide_acc: bool,
+    /// Row offsets of 64 bits (a part of more than 2^32 synapses).
     pub row64: bool,
+    /// Contribution codes of 32 bits.
     pub code32: bool,
 }
 
@@ -212,6 +232,7 @@ fn module(ctx: &Arc<CudaContext>, program: Program) -> Result<Arc<CudaModule>, S
 }
 
 impl Kernels {
+    /// The kernels of variant `v`, from its program (compiled or read from the PTX cache).
     pub fn load(ctx: &Arc<CudaContext>, v: Variant) -> Result<Kernels, String> {
         let module = module(ctx, Program::Burst)?;
         let (n, r, c) = v.suffixes();

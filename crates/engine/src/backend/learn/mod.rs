@@ -55,6 +55,7 @@ pub struct Learner {
     exists: Vec<Vec<u64>>,
     /// Per plastic mapping: synapses grown, and pairs refused at `max_synapses`.
     pub grown: Vec<u64>,
+    /// Per plastic mapping: pairs refused at `max_synapses`.
     pub refused: Vec<u64>,
     /// Deferred depression: the distinct (mask, window) of the rules, and per one, per neuron:
     /// the bursts in which it was active within that window (from the window on; a u16 count in
@@ -72,6 +73,7 @@ pub struct Learner {
 
 /// A learner's state, as a device keeps it (see [`Learner::state_mut`]).
 pub struct State<'a> {
+    /// Every neuron's firing history (bit `i`: fired `i` bursts ago).
     pub history: &'a mut [History],
     /// Per window: every neuron's status (see `Learner::status`).
     pub status: &'a mut [Vec<u32>],
@@ -79,6 +81,7 @@ pub struct State<'a> {
     pub tables: &'a mut [Vec<u64>],
     /// Per plastic mapping: synapses grown, pairs refused.
     pub grown: &'a mut [u64],
+    /// Per plastic mapping: pairs refused.
     pub refused: &'a mut [u64],
 }
 
@@ -175,6 +178,7 @@ pub struct Deferred {
 }
 
 impl Deferred {
+    /// The deferred depression of `part`: every synapse up to date.
     pub fn of(part: &Part) -> Deferred {
         // on huge pages, and written now: a page of zeros read first and written later costs a
         // copy-on-write fault (and a TLB flush on every core) inside a burst
@@ -191,12 +195,14 @@ impl Deferred {
         self.stamps.fill(0);
     }
 
+    /// Bytes it takes.
     pub fn bytes(&self) -> u64 {
         self.stamps.len() as u64 * 2
     }
 }
 
 impl Learner {
+    /// A learner of the plastic mappings `plastic` over `neurons` neurons, nothing learned yet.
     pub fn new(plastic: Plastic, neurons: u32) -> Learner {
         let exists =
             plastic.mappings.iter().map(|m| m.associative.as_ref().map_or(Vec::new(), |a| vec![0; a.pairs().div_ceil(64)])).collect();

@@ -25,8 +25,11 @@ use crate::genome::{Area, AreaKind, Genome, Leak, Mapping, Morphology, Sign};
 /// FEAGI's core areas (feagi-structures `CoreCorticalType`).
 const FEAGI_CORE: [[u8; 8]; 7] = [*b"___power", *b"___death", *b"___fatig", *b"___pain_", *b"___pleas", *b"___fear_", *b"___hope_"];
 
+/// A genome as FEAGI 2.x JSON, and what FEAGI cannot say of it.
 pub struct Exported {
+    /// The FEAGI 2.x genome document.
     pub json: Value,
+    /// What the export could not carry over exactly, one line each.
     pub warnings: Vec<String>,
 }
 
@@ -45,6 +48,7 @@ fn builtin_name(m: &Morphology) -> Option<&'static str> {
     Morphology::BUILTIN_NAMES.into_iter().find(|n| Morphology::builtin(n).as_ref() == Some(m))
 }
 
+/// `g` as a FEAGI 2.x genome (the inverse of the import, as far as FEAGI can say it).
 pub fn export(g: &Genome) -> Exported {
     let mut warnings = Vec::new();
     let ids = cortical_ids(g, &mut warnings);

@@ -21,11 +21,17 @@ pub struct CorticalId(pub [u8; 8]);
 /// What byte 0 says an area is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
+    /// A user's own area (`C`).
     Custom,
+    /// A memory area (`M`).
     Memory,
+    /// A core area (`_`: `_power`, `_death`).
     Core,
+    /// A sensory input area (`i`).
     Input,
+    /// A motor output area (`o`).
     Output,
+    /// A neuromodulation area (`m`).
     Modulator,
 }
 
@@ -66,10 +72,12 @@ impl CorticalId {
         id.class().map(|_| id)
     }
 
+    /// The id as FEAGI 3.0 writes it: its 8 bytes in base64 (12 characters).
     pub fn base64(&self) -> String {
         STANDARD.encode(self.0)
     }
 
+    /// What kind of area the id names (from its first byte), if any.
     pub fn class(&self) -> Option<Class> {
         Class::of(self.0[0])
     }

@@ -39,6 +39,7 @@ impl Gpu {
     }
 }
 
+/// A shard of a brain run on one or several GPUs of this machine (a cluster member's engine).
 pub struct CudaShardEngine {
     gpus: Vec<Gpu>,
     range: Range<u32>,
