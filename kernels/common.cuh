@@ -1,5 +1,6 @@
-// Shared by the kernels: types, the device structs (`Net`, `Side`, `OutHeader`, `AreaParams`,
-// mirrored in crates/engine/src/backend/cuda/layout.rs and checked against it by a test), fixed-point helpers,
+// Shared by the kernels: types, the device structs (`Net`, `Side`, `OutHeader`, `AreaParams`; the
+// host's `Net`, `Side` and `ProcMap` are generated from them by crates/engine/build.rs, the others
+// checked against them by a test of crates/engine/src/backend/cuda/layout.rs), fixed-point helpers,
 // and the row and accumulator helpers. crates/engine/src/backend/cuda/module.rs compiles this header and then
 // inject.cu, step.cu, rows.cu, propagate.cu, procbin.cu, tiles.cu, learn.cu, resident.cu and
 // build.cu as one NVRTC program.
@@ -61,7 +62,7 @@ struct AreaParams {
     u32 flags;
 };
 
-// Mirror of crates/engine/src/connectome/procedural.rs `ClosedForm` as layout.rs `ProcMap`: a procedural
+// crates/engine/src/connectome/procedural.rs `ClosedForm` as the host sees it (`ProcMap`, generated): a procedural
 // mapping whose synapses are drawn one by one (a fanout): draw j of source s goes to
 // dst_first + hi64(x * dst_count), x = mix64(key_s + (j * draws + 1) * G), key_s = mix64(key ^ s * D);
 // with an attractivity (draws 2) it is a synapse when mix64(key_s + (j * 2 + 2) * G) < keep.
@@ -80,7 +81,8 @@ struct ProcMap {
 struct FlatArea; // rows.cu
 struct FlatMap;
 
-// Mirror of crates/engine/src/backend/cuda/backend.rs `Net` (#[repr(C)]): everything a burst touches.
+// Everything a burst touches (the host's `Net` is generated from this: crates/engine/build.rs;
+// one field a line, its comment its doc).
 struct Net {
     i64* v;              // potentials
     u32* rcc;            // refractory countdown (low 16 bits) | consecutive-fire count (high 16)
@@ -136,7 +138,8 @@ struct Net {
 #define NO_RB 0xFFFFFFFFu
 #define DEAD_RB 0x80000000u
 
-// Mirror of `Side`: one of the two fired-list buffers (read in burst t, written in burst t-1).
+// One of the two fired-list buffers, read in burst t, written in burst t-1 (the host's `Side` is
+// generated from this).
 struct Side {
     u32* fired;
     u64* offs;    // first pair index of each fired neuron's row

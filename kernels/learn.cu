@@ -15,7 +15,7 @@
 //   learn_grow:  one block: the associative pairs grown, in (source, target) order up to the cap.
 // Every synapse is written by one thread per phase, so the result does not depend on the order.
 
-// Mirror of `PlasMap` in layout.rs: one plastic mapping.
+// One plastic mapping (the host's `PlasMap` is generated from this: crates/engine/build.rs).
 struct PlasMap {
     u32 ltp;
     u32 ltd;
@@ -31,7 +31,7 @@ struct PlasMap {
     u64 bits;     // first u32 word of its pair table in `exists`
 };
 
-// Mirror of `Learn` in layout.rs.
+// The learning state on the device (the host's `Learn` is generated from this).
 struct Learn {
     u32* hist;            // every neuron of the brain
     u32* now;             // one bit per neuron of the brain: in the list being recorded

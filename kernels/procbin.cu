@@ -329,7 +329,7 @@ __device__ void proc_sum_impl(const Net& net, const S* subs, const u64* subcount
 // draws keep every entry and rank live). W(100M, 1000) on an H100 10.03 ms a burst against 10.14 with 5 blocks (48
 // registers, spilled) and 10.43 with 6 (40); with a branch per draw, 6 blocks 10.15. 3 blocks of
 // proc_split (its shared memory).
-// Where one GPU's partial sums lie, for the others (mirrored in layout.rs).
+// Where one GPU's partial sums lie, for the others (the host's `SumPeer` is generated from this).
 struct SumPeer {
     int* part;
     i64* spill;

@@ -49,14 +49,14 @@ struct ResDev {
 // writes an inbox again only two exchanges later, once its owner has pushed the exchange between,
 // which it does only after it has gathered this one.
 
-// Mirror of `Link` (layout.rs): where this GPU's list goes on one GPU of the brain.
+// Where this GPU's list goes on one GPU of the brain (the host's `Link` is generated from this).
 struct Link {
     u32* ids[2];    // by parity: that GPU's inbox region for this GPU's list
     u64* count[2];  // by parity: that GPU's word for this GPU's count (count << count_shift)
     u64* arrivals;  // that GPU's arrival counters (2 words, by parity)
 };
 
-// Mirror of `Xchg` (layout.rs).
+// One GPU of several in the resident kernel (the host's `Xchg` is generated from this).
 struct Xchg {
     const Link* links;     // one per GPU of the brain, this one's included
     const Peer* inbox[2];  // by parity: where every GPU's list lands here (gather's peer table)
@@ -68,7 +68,7 @@ struct Xchg {
     u32 pad;
 };
 
-// Mirror of `ResParams` in backend.rs.
+// The resident kernel's parameters (the host's `ResParams` is generated from this).
 struct ResParams {
     Net net[2];   // the bursts reading side 0 and side 1 (`net_for`)
     Side side[2];

@@ -12,7 +12,7 @@
 // accumulators (the brain's input bound fits, so no partial sum overflows): the same input as
 // the direct path, bit for bit.
 
-// Mirror of `TilesParams` (layout.rs).
+// The propagation's tiles (the host's `TilesParams` is generated from this).
 struct Tiles {
     u32* bins;    // the entries of tile p from block g: bins[(p * blocks + g) * room ..]
     u32* counts;  // counts[g * n_tiles + p]: entries block g binned into tile p (room or more)

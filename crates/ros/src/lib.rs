@@ -10,6 +10,8 @@
 //!
 //! The model's modules are re-exported ([`model`], [`time`], ...).
 
+#![warn(missing_docs)]
+
 pub use neuroburst_model::{errors, genome, memory, model, progress, time};
 
 pub mod bag;

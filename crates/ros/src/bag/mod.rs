@@ -18,6 +18,7 @@ pub use writer::BagWriter;
 /// A topic of a bag.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Topic {
+    /// The topic's name (`/scan`).
     pub name: String,
     /// `pkg/msg/Type`.
     pub type_name: String,
@@ -39,6 +40,7 @@ pub struct BagMessage {
 /// A whole bag.
 #[derive(Clone, Debug, Default)]
 pub struct Bag {
+    /// Its topics; a message names one by index.
     pub topics: Vec<Topic>,
     /// Ordered by log time.
     pub messages: Vec<BagMessage>,
@@ -47,6 +49,7 @@ pub struct Bag {
 }
 
 impl Bag {
+    /// The index of topic `name`, if the bag has it.
     pub fn topic_index(&self, name: &str) -> Option<usize> {
         self.topics.iter().position(|t| t.name == name)
     }
@@ -71,15 +74,36 @@ impl Bag {
 #[derive(Debug, thiserror::Error)]
 pub enum BagError {
     #[error("{file}: {source}")]
+    /// The file could not be read or written.
     Io {
+        /// The bag's file.
         file: PathBuf,
         #[source]
+        /// What the system said.
         source: std::io::Error,
     },
     #[error("{file}: not a readable bag: {message}")]
-    Corrupt { file: PathBuf, message: String },
+    /// The file is not a bag that can be read.
+    Corrupt {
+        /// The bag's file.
+        file: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     #[error("{file}: {message}")]
-    Unsupported { file: PathBuf, message: String },
+    /// A bag of a kind or content this reader does not take.
+    Unsupported {
+        /// The bag's file.
+        file: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     #[error("{file}: cannot write: {message}")]
-    Write { file: PathBuf, message: String },
+    /// The bag could not be written.
+    Write {
+        /// The bag's file.
+        file: PathBuf,
+        /// What failed.
+        message: String,
+    },
 }

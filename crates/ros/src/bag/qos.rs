@@ -3,7 +3,9 @@
 /// Reliability and depth of a recorded topic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Qos {
+    /// Reliable (else best effort).
     pub reliable: bool,
+    /// History depth.
     pub depth: u32,
 }
 

@@ -25,12 +25,16 @@ pub struct BagWriter {
 /// and bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct ForeignSchema<'a> {
+    /// The schema's name (`foxglove.SceneUpdate`).
     pub name: &'a str,
+    /// Its encoding (`protobuf`).
     pub encoding: &'a str,
+    /// Its bytes.
     pub data: &'a [u8],
 }
 
 impl BagWriter {
+    /// A new MCAP bag at `path` (the file is created, or replaced).
     pub fn create(path: &Path) -> Result<BagWriter, BagError> {
         let file = File::create(path).map_err(|source| BagError::Io { file: path.to_path_buf(), source })?;
         let options = mcap::WriteOptions::new()

@@ -31,11 +31,14 @@ pub struct JointsConfig {
     pub hold: Vec<f64>,
 }
 
+/// Which message a joints decoder publishes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JointsMessage {
     #[default]
+    /// `sensor_msgs/msg/JointState` (positions by joint name).
     JointState,
+    /// `std_msgs/msg/Float64MultiArray` (as ros2_control's forward controllers take).
     Float64MultiArray,
 }
 
@@ -58,11 +61,14 @@ pub struct FloatArrayConfig {
     pub hold: Vec<f64>,
 }
 
+/// The float width of a float-array decoder's message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Precision {
     #[default]
+    /// `std_msgs/msg/Float32MultiArray`.
     Float32,
+    /// `std_msgs/msg/Float64MultiArray`.
     Float64,
 }
 

@@ -37,6 +37,7 @@ pub enum DecoderConfig {
 }
 
 impl DecoderConfig {
+    /// The motor area it reads.
     pub fn area(&self) -> &str {
         match self {
             DecoderConfig::Twist(c) => &c.area,
@@ -44,6 +45,7 @@ impl DecoderConfig {
             DecoderConfig::FloatArray(c) => &c.area,
         }
     }
+    /// The topic it publishes.
     pub fn topic(&self) -> &str {
         match self {
             DecoderConfig::Twist(c) => &c.topic,
@@ -125,8 +127,11 @@ impl Default for Output {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopCommand {
+    /// Every value zero (a Twist that stops the robot).
     Zero,
+    /// The last command again.
     Hold,
+    /// Nothing is sent.
     None,
 }
 
@@ -137,6 +142,7 @@ fn one() -> usize {
 /// A built decoder.
 #[derive(Debug)]
 pub struct Decoder {
+    /// Its configuration.
     pub config: DecoderConfig,
     /// Index of the motor area in the layout.
     pub area: usize,

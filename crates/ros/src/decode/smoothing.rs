@@ -10,6 +10,7 @@ pub struct Smoother {
 }
 
 impl Smoother {
+    /// A mean over the last `window` values.
     pub fn new(window: usize) -> Self {
         Smoother { window: window.max(1), history: VecDeque::new() }
     }
@@ -34,10 +35,12 @@ pub struct RateGate {
 }
 
 impl RateGate {
+    /// A gate of `rate_hz` messages a second (0: every burst).
     pub fn new(rate_hz: f64) -> Self {
         RateGate { rate_hz, last_slot: None }
     }
 
+    /// Whether a message at `time_ns` goes through (and the gate then waits for the next period).
     pub fn due(&mut self, time_ns: u64) -> bool {
         if self.rate_hz <= 0.0 {
             return true;

@@ -38,14 +38,21 @@ pub struct TwistAxis {
     pub limit: f64,
 }
 
+/// One of a Twist's six values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Axis {
+    /// `linear.x`.
     LinearX,
+    /// `linear.y`.
     LinearY,
+    /// `linear.z`.
     LinearZ,
+    /// `angular.x`.
     AngularX,
+    /// `angular.y`.
     AngularY,
+    /// `angular.z`.
     AngularZ,
 }
 

@@ -86,6 +86,7 @@ macro_rules! each_kind {
 }
 
 impl EncoderConfig {
+    /// The topic it reads.
     pub fn topic(&self) -> &str {
         each_kind!(self, c => &c.topic)
     }
@@ -121,18 +122,28 @@ impl EncoderConfig {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EncodeError {
     #[error(transparent)]
+    /// The payload is not a valid message of its type.
     Message(#[from] MsgError),
     #[error("{type_name}: {message}")]
-    Content { type_name: &'static str, message: String },
+    /// A valid message whose content the encoder cannot take (e.g. an image of another size).
+    Content {
+        /// The message type.
+        type_name: &'static str,
+        /// What the encoder cannot take.
+        message: String,
+    },
     #[error("type {0} is not handled by this encoder")]
+    /// A message of another type than the encoder's.
     WrongType(String),
     #[error("{0}")]
+    /// The encoder's configuration is wrong.
     Config(String),
 }
 
 /// A built encoder.
 #[derive(Debug)]
 pub struct Encoder {
+    /// Its configuration.
     pub config: EncoderConfig,
     inner: Inner,
 }
@@ -228,6 +239,7 @@ pub fn encode_sorted(encoders: &mut [Encoder], type_name: &str, payload: &[u8]) 
 pub struct News(Option<Vec<Vec<Injection>>>);
 
 impl News {
+    /// Whether `now` differs from the injections last seen (and remember it).
     pub fn changed(&mut self, now: &[Vec<Injection>]) -> bool {
         let news = self.0.as_deref() != Some(now);
         if news {

@@ -5,15 +5,20 @@ use crate::model::{Injection, Layout, Potential};
 /// A sensor area the encoder writes into.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AreaTarget {
+    /// The area's id.
     pub id: String,
+    /// Its index in the layout.
     pub index: usize,
+    /// Its voxels along x, y, z.
     pub dims: [u32; 3],
+    /// Its neurons per voxel.
     pub neurons_per_voxel: u32,
     /// First neuron id of the area.
     pub first: u32,
 }
 
 impl AreaTarget {
+    /// The sensor area `id` of `layout`, or why it cannot be written to.
     pub fn resolve(layout: &Layout, id: &str) -> Result<AreaTarget, String> {
         let index = layout.area_index(id).ok_or_else(|| format!("the genome has no area {id:?}"))?;
         let p = &layout.params[index];

@@ -12,6 +12,7 @@ impl Time {
     pub fn from_nanos(ns: u64) -> Time {
         Time { sec: i32::try_from(ns / 1_000_000_000).unwrap_or(i32::MAX), nanosec: (ns % 1_000_000_000) as u32 }
     }
+    /// The time in nanoseconds.
     pub fn nanos(&self) -> i64 {
         self.sec as i64 * 1_000_000_000 + self.nanosec as i64
     }

@@ -13,16 +13,39 @@ pub const HEADER_LE: [u8; 4] = [0x00, 0x01, 0x00, 0x00];
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CdrError {
     #[error("payload of {0} bytes is shorter than the 4-byte CDR header")]
+    /// Shorter than the header.
     NoHeader(usize),
     #[error("encapsulation header {0:02x?} is not CDR little endian (00 01 00 00)")]
+    /// Not CDR little endian.
     BadHeader([u8; 4]),
     #[error("payload ends at byte {len} while reading {what} at byte {at}")]
-    Truncated { what: &'static str, at: usize, len: usize },
+    /// The payload ends inside a value.
+    Truncated {
+        /// What was being read.
+        what: &'static str,
+        /// Where it began.
+        at: usize,
+        /// The payload's length.
+        len: usize,
+    },
     #[error("{what}: {count} elements announced but only {left} bytes are left")]
-    TooLong { what: &'static str, count: u32, left: usize },
+    /// A sequence longer than the bytes left could hold.
+    TooLong {
+        /// The sequence.
+        what: &'static str,
+        /// Elements announced.
+        count: u32,
+        /// Bytes left.
+        left: usize,
+    },
     #[error("string at byte {at} is not NUL-terminated UTF-8")]
-    BadString { at: usize },
+    /// A string that is not NUL-terminated UTF-8.
+    BadString {
+        /// Where it began.
+        at: usize,
+    },
     #[error("{0}")]
+    /// A value out of its type's range.
     Invalid(String),
 }
 
@@ -39,6 +62,7 @@ impl Default for CdrWriter {
 }
 
 impl CdrWriter {
+    /// An empty payload with the CDR little-endian header.
     pub fn new() -> Self {
         CdrWriter { buf: HEADER_LE.to_vec() }
     }
@@ -57,43 +81,54 @@ impl CdrWriter {
         self.buf.extend(std::iter::repeat_n(0u8, pad));
     }
 
+    /// Append a `uint8`.
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
     }
+    /// Append an `int8`.
     pub fn i8(&mut self, v: i8) {
         self.buf.push(v as u8);
     }
+    /// Append a `bool`.
     pub fn bool(&mut self, v: bool) {
         self.buf.push(v as u8);
     }
+    /// Append a `uint16` (aligned).
     pub fn u16(&mut self, v: u16) {
         self.align(2);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// Append an `int16` (aligned).
     pub fn i16(&mut self, v: i16) {
         self.align(2);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// Append a `uint32` (aligned).
     pub fn u32(&mut self, v: u32) {
         self.align(4);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// Append an `int32` (aligned).
     pub fn i32(&mut self, v: i32) {
         self.align(4);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// Append a `float32` (aligned).
     pub fn f32(&mut self, v: f32) {
         self.align(4);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// Append a `uint64` (aligned).
     pub fn u64(&mut self, v: u64) {
         self.align(8);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// Append an `int64` (aligned).
     pub fn i64(&mut self, v: i64) {
         self.align(8);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// Append a `float64` (aligned).
     pub fn f64(&mut self, v: f64) {
         self.align(8);
         self.buf.extend_from_slice(&v.to_le_bytes());
@@ -102,6 +137,7 @@ impl CdrWriter {
     pub fn len(&mut self, n: usize) {
         self.u32(u32::try_from(n).unwrap_or(u32::MAX));
     }
+    /// Append a `string` (length with its NUL, bytes, NUL).
     pub fn string(&mut self, s: &str) {
         self.len(s.len() + 1);
         self.buf.extend_from_slice(s.as_bytes());
@@ -158,36 +194,47 @@ impl<'a> CdrReader<'a> {
         Ok(a)
     }
 
+    /// Read a `uint8`.
     pub fn u8(&mut self) -> Result<u8, CdrError> {
         Ok(self.take(1, 1, "uint8")?[0])
     }
+    /// Read an `int8`.
     pub fn i8(&mut self) -> Result<i8, CdrError> {
         Ok(self.take(1, 1, "int8")?[0] as i8)
     }
+    /// Read a `bool`.
     pub fn bool(&mut self) -> Result<bool, CdrError> {
         Ok(self.take(1, 1, "bool")?[0] != 0)
     }
+    /// Read a `uint16` (aligned).
     pub fn u16(&mut self) -> Result<u16, CdrError> {
         Ok(u16::from_le_bytes(self.arr("uint16")?))
     }
+    /// Read an `int16` (aligned).
     pub fn i16(&mut self) -> Result<i16, CdrError> {
         Ok(i16::from_le_bytes(self.arr("int16")?))
     }
+    /// Read a `uint32` (aligned).
     pub fn u32(&mut self) -> Result<u32, CdrError> {
         Ok(u32::from_le_bytes(self.arr("uint32")?))
     }
+    /// Read an `int32` (aligned).
     pub fn i32(&mut self) -> Result<i32, CdrError> {
         Ok(i32::from_le_bytes(self.arr("int32")?))
     }
+    /// Read a `float32` (aligned).
     pub fn f32(&mut self) -> Result<f32, CdrError> {
         Ok(f32::from_le_bytes(self.arr("float32")?))
     }
+    /// Read a `uint64` (aligned).
     pub fn u64(&mut self) -> Result<u64, CdrError> {
         Ok(u64::from_le_bytes(self.arr("uint64")?))
     }
+    /// Read an `int64` (aligned).
     pub fn i64(&mut self) -> Result<i64, CdrError> {
         Ok(i64::from_le_bytes(self.arr("int64")?))
     }
+    /// Read a `float64` (aligned).
     pub fn f64(&mut self) -> Result<f64, CdrError> {
         Ok(f64::from_le_bytes(self.arr("float64")?))
     }
@@ -202,6 +249,7 @@ impl<'a> CdrReader<'a> {
         Ok(count as usize)
     }
 
+    /// Read a `string`.
     pub fn string(&mut self) -> Result<String, CdrError> {
         let n = self.seq_len(1, "string")?;
         let at = self.pos + 4;

@@ -28,9 +28,13 @@ ros_message! {
 /// `DiagnosticStatus.level`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
+    /// `OK`.
     Ok = 0,
+    /// `WARN`.
     Warn = 1,
+    /// `ERROR`.
     Error = 2,
+    /// `STALE`.
     Stale = 3,
 }
 

@@ -28,6 +28,7 @@ pub use typesys::TypeInfo;
 pub trait RosMessage: typesys::CdrField + Clone + Default + PartialEq + std::fmt::Debug {
     /// `pkg/msg/Type`.
     const TYPE: &'static str;
+    /// The type's description (its fields, nested types, constants): what its hash covers.
     fn info() -> TypeInfo;
 }
 
@@ -35,7 +36,9 @@ pub trait RosMessage: typesys::CdrField + Clone + Default + PartialEq + std::fmt
 /// is its type description (request, response and event messages as fields), what its RIHS01
 /// hash covers; no value of it goes on the wire.
 pub trait RosService: RosMessage {
+    /// The request message.
     type Request: RosMessage;
+    /// The response message.
     type Response: RosMessage;
 }
 
@@ -43,7 +46,9 @@ pub trait RosService: RosMessage {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{type_name}: {error}")]
 pub struct MsgError {
+    /// `pkg/msg/Type`.
     pub type_name: &'static str,
+    /// What was wrong.
     pub error: CdrError,
 }
 

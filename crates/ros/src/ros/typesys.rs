@@ -24,13 +24,16 @@ pub struct TypeInfo {
     pub name: &'static str,
     /// Constant lines of the `.msg` definition (`uint8 INFRARED=1`), possibly empty.
     pub constants: &'static [&'static str],
+    /// Its fields, in order.
     pub fields: Vec<FieldInfo>,
 }
 
 /// One field of a message type.
 #[derive(Clone, Debug)]
 pub struct FieldInfo {
+    /// The field's name.
     pub name: &'static str,
+    /// Its type, as the type description says it.
     pub ty: FieldType,
     /// The type as written in a `.msg` file (`float64[9]`, `std_msgs/Header`).
     pub msg_type: String,
@@ -42,10 +45,15 @@ pub struct FieldInfo {
 pub trait CdrField: Sized {
     /// Fewest bytes one value takes on the wire (caps sequence counts before allocating).
     const MIN_SIZE: usize;
+    /// Append the value.
     fn write(&self, w: &mut CdrWriter);
+    /// Read a value.
     fn read(r: &mut CdrReader<'_>) -> Result<Self, CdrError>;
+    /// The field type of the type description.
     fn field_type() -> FieldType;
+    /// The type as written in a `.msg` file.
     fn msg_type() -> String;
+    /// The nested type's description, when the type is a message.
     fn nested() -> Option<fn() -> TypeInfo> {
         None
     }
@@ -329,9 +337,10 @@ pub fn msg_definition(info: &TypeInfo) -> String {
 macro_rules! ros_message {
     ($(#[$m:meta])* $name:ident = $ty:literal $(, constants [$($c:literal),*])? { $($(#[$fm:meta])* $field:ident : $fty:ty),* $(,)? }) => {
         $(#[$m])*
+        #[doc = concat!("\n\nThe ROS 2 type `", $ty, "`.")]
         #[derive(Clone, Debug, Default, PartialEq)]
         pub struct $name {
-            $($(#[$fm])* pub $field: $fty,)*
+            $(#[doc = concat!("`", stringify!($field), "`, as the `.msg` definition names it.")] $(#[$fm])* pub $field: $fty,)*
         }
 
         impl $crate::ros::typesys::CdrField for $name {

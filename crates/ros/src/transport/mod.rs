@@ -38,7 +38,15 @@ pub enum AttachmentStatus {
     /// The transport carries no attachment (zenoh-bridge-ros2dds, r2r).
     NotExpected,
     /// A well-formed 33-byte rmw_zenoh attachment.
-    Valid { seq: i64, source_timestamp_ns: i64, gid: [u8; 16] },
+    /// A well-formed 33-byte rmw_zenoh attachment.
+    Valid {
+        /// The publisher's sequence number.
+        seq: i64,
+        /// When it was published (ns).
+        source_timestamp_ns: i64,
+        /// The publisher's gid.
+        gid: [u8; 16],
+    },
     /// rmw_zenoh format, but the sample had no attachment.
     Missing,
     /// rmw_zenoh format, but the attachment is not the 33-byte layout.
@@ -50,7 +58,9 @@ pub enum AttachmentStatus {
 pub struct Sample {
     /// The topic as subscribed (the resolved ROS name, e.g. `/scan`).
     pub topic: Arc<str>,
+    /// The CDR bytes, header included.
     pub payload: Vec<u8>,
+    /// The rmw_zenoh attachment, as found.
     pub attachment: AttachmentStatus,
     /// When the transport handed the sample over.
     pub received: Instant,
@@ -63,6 +73,7 @@ pub type SampleHandler = Arc<dyn Fn(Sample) + Send + Sync>;
 pub struct Subscription(#[allow(dead_code)] Box<dyn std::any::Any + Send>);
 
 impl Subscription {
+    /// A subscription whose samples stop when `holds` (the transport's handle) is dropped.
     pub fn new(holds: impl std::any::Any + Send) -> Subscription {
         Subscription(Box::new(holds))
     }
@@ -72,7 +83,9 @@ impl Subscription {
 /// back, to be taken once, from any thread, now or later (a configure that builds the brain
 /// answers seconds later).
 pub struct Call {
+    /// The request's CDR bytes, header included.
     pub request: Vec<u8>,
+    /// Sends the reply's CDR bytes (once).
     pub reply: Box<dyn FnOnce(Vec<u8>) + Send>,
 }
 
@@ -80,15 +93,25 @@ pub struct Call {
 /// (it answers through [`Call::reply`]).
 pub type CallHandler = Arc<dyn Fn(Call) + Send + Sync>;
 
+/// Errors of the transports.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error("zenoh: {0}")]
+    /// Zenoh failed.
     Zenoh(String),
     #[error("ros2: {0}")]
+    /// r2r (rcl) failed.
     Ros2(String),
     #[error("topic {topic:?}: {message}")]
-    Topic { topic: String, message: String },
+    /// A topic could not be created or used.
+    Topic {
+        /// The topic.
+        topic: String,
+        /// What failed.
+        message: String,
+    },
     #[error("{0}")]
+    /// The transport cannot do what was asked.
     Unsupported(String),
 }
 
@@ -104,6 +127,7 @@ pub fn missing_type(type_name: &str) -> String {
 
 /// Publishes the CDR bytes of one topic.
 pub trait Publisher: Send {
+    /// Publish one message (CDR bytes, header included).
     fn publish(&mut self, cdr: &[u8]) -> Result<(), TransportError>;
 }
 

@@ -4,14 +4,18 @@
 /// Reliability of a publisher or subscription.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reliability {
+    /// Reliable delivery.
     Reliable,
+    /// Best effort (sensor data).
     BestEffort,
 }
 
 /// The QoS the node uses: keep-last `depth`, volatile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Qos {
+    /// Reliable or best effort.
     pub reliability: Reliability,
+    /// History depth.
     pub depth: usize,
 }
 
@@ -36,10 +40,12 @@ pub struct TopicSpec {
     pub type_name: String,
     /// `RIHS01_<64 hex>` (REP-2011).
     pub type_hash: String,
+    /// Its QoS.
     pub qos: Qos,
 }
 
 impl TopicSpec {
+    /// A topic of `type_name` (with its RIHS01 `type_hash`) at `qos`.
     pub fn new(name: impl Into<String>, type_name: impl Into<String>, type_hash: impl Into<String>, qos: Qos) -> TopicSpec {
         TopicSpec { name: name.into(), type_name: type_name.into(), type_hash: type_hash.into(), qos }
     }

@@ -4,6 +4,7 @@
 
 use super::super::AttachmentStatus;
 
+/// The attachment's length in bytes.
 pub const LEN: usize = 33;
 
 /// The GID of the entity whose liveliness key is `key`.
@@ -15,6 +16,7 @@ pub fn gid(key: &str) -> [u8; 16] {
     g
 }
 
+/// The attachment of a message: its sequence number, source time and publisher's gid.
 pub fn encode(seq: i64, source_timestamp_ns: i64, gid: &[u8; 16]) -> [u8; LEN] {
     let mut a = [0u8; LEN];
     a[..8].copy_from_slice(&seq.to_le_bytes());

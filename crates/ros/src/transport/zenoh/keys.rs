@@ -59,19 +59,24 @@ pub fn qos_field(qos: &Qos) -> String {
 /// The node's identity in the graph.
 #[derive(Clone, Debug)]
 pub struct NodeIdentity {
+    /// The ROS domain id.
     pub domain: u32,
     /// The session's Zenoh id, hex.
     pub zid: String,
+    /// The node's id within the session.
     pub node_id: u64,
     /// `/` or `/robot1`.
     pub namespace: String,
+    /// The node's name.
     pub name: String,
 }
 
 /// Entity kinds of rmw_zenoh liveliness tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntityKind {
+    /// A publisher.
     Publisher,
+    /// A subscription.
     Subscription,
     /// A service server (a queryable).
     Service,

@@ -27,6 +27,7 @@ fn zerr(e: impl std::fmt::Display) -> TransportError {
     TransportError::Zenoh(e.to_string())
 }
 
+/// ROS 2 topics and services over a Zenoh session (rmw_zenoh's key format, or zenoh-bridge-ros2dds's).
 pub struct ZenohTransport {
     /// First, so that it stops watching before the session goes.
     links: links::LinkWatch,

@@ -24,6 +24,7 @@ pub enum ZenohMode {
     Client,
 }
 
+/// The `zenoh` section of the configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ZenohConfig {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use crate::backend::cuda::layout::{dev_err, dptr, Net, Side, BLOCK};
+use crate::backend::cuda::layout::{dev_err, dptr, Net, Side, TilesParams, BLOCK};
 use crate::backend::cuda::module::Kernels;
 use crate::backend::BackendError;
 
@@ -39,21 +39,6 @@ const ROOM_SHARE: f64 = 0.02;
 /// (2026-11-28): 5M 158 / 236 us, 10M 338 / 415, 14M 583 / 546, 20M 999 / 836, 80M 4947 / 4573.
 pub(in crate::backend::cuda) const TILES_FROM: u32 = 14_000_000;
 
-/// Mirror of `struct Tiles` in tiles.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(in crate::backend::cuda) struct TilesParams {
-    pub bins: u64,
-    pub counts: u64,
-    pub flags: u64,
-    pub spill: u64,
-    pub room: u64,
-    /// 0: the propagation is direct.
-    pub n_tiles: u32,
-    pub bits: u32,
-    pub blocks: u32,
-    pub pad: u32,
-}
 // SAFETY: plain old data with the layout of the kernel's `Tiles`.
 unsafe impl DeviceRepr for TilesParams {}
 
