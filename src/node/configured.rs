@@ -193,7 +193,7 @@ impl Configured {
         summary.missed_deadlines = self.topics.pace.missed();
         (summary.dropped_messages, summary.malformed_messages) = self.topics.dropped();
         summary.link_losses = transport.link_losses();
-        summary.latency = self.topics.report.latency.clone();
+        summary.latency = self.topics.publisher.report.latency.clone();
         self.writer.wait();
         if self.checkpoint.on_shutdown && fatal.is_none() {
             save(&self.genome, self.opened.backend.as_mut(), &self.checkpoint.path, true, vec![]);

@@ -4,9 +4,10 @@
 //! publishes BurstStats and `/diagnostics` at their rate and logs the period's problems. A
 //! transport that blocks (congestion, a slow link) delays this thread, never a burst.
 
-use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::health::Health;
@@ -292,6 +293,113 @@ impl Run {
         }
         for o in &side.pubs {
             side.problems.check(now, &o.topic, "publish errors", o.errors, o.last_error.as_deref());
+        }
+    }
+}
+
+/// Records the burst thread may hand over before the publisher takes them.
+const RECORDS: usize = 1024;
+
+/// The burst thread's end of the publisher thread: the thread's state until it starts, then the
+/// channel to it (never waited on by a burst).
+pub struct PublisherLink {
+    side: Option<OutputSide>,
+    records: Option<SyncSender<Record>>,
+    thread: Option<JoinHandle<OutputReport>>,
+    dropped_records: Arc<AtomicU64>,
+    /// The resolved name of each decoder's motor topic (`/cmd_vel`), for the logs.
+    motor_topics: Vec<String>,
+    fqn: String,
+    fatal: Arc<super::fatal::Fatal>,
+    /// What the publisher thread did (after [`PublisherLink::stop`]).
+    pub report: OutputReport,
+}
+
+impl PublisherLink {
+    /// The link to a publisher thread of state `side`, not started.
+    pub fn new(side: OutputSide) -> PublisherLink {
+        PublisherLink {
+            records: None,
+            thread: None,
+            dropped_records: side.dropped_records.clone(),
+            motor_topics: side.pubs.iter().map(|o| o.topic.clone()).collect(),
+            fqn: side.fqn.clone(),
+            fatal: side.fatal.clone(),
+            report: OutputReport::default(),
+            side: Some(side),
+        }
+    }
+
+    /// Show the motor messages and the stats in the live view (before [`PublisherLink::start`]).
+    pub fn set_view(&mut self, view: &Arc<crate::view::View>) {
+        if let Some(side) = self.side.as_mut() {
+            side.view = Some(view.clone());
+        }
+    }
+
+    /// Start the publisher thread (once), its `/diagnostics` naming `hardware`.
+    pub fn start(&mut self, hardware: &str) -> anyhow::Result<()> {
+        if let Some(mut side) = self.side.take() {
+            side.hardware = hardware.to_string();
+            let (tx, rx) = sync_channel(RECORDS);
+            self.thread = Some(std::thread::Builder::new().name("publish".into()).spawn(move || side.run(rx))?);
+            self.records = Some(tx);
+        }
+        Ok(())
+    }
+
+    /// The node stops: the stop commands and the final status, sent by the thread (or here, when it
+    /// never started); waits for it to end and keeps its report.
+    pub fn stop(&mut self, motor: Vec<(usize, MotorMessage)>, time_ns: u64, fatal: Option<&str>) {
+        let topics: Vec<String> = motor.iter().map(|(i, _)| self.motor_topics[*i].clone()).collect();
+        let stop = Record::Stop { motor, time_ns, fatal: fatal.map(String::from) };
+        if let (Some(tx), Some(thread)) = (self.records.take(), self.thread.take()) {
+            let _ = tx.send(stop);
+            drop(tx);
+            self.report = thread.join().unwrap_or_default();
+        } else if let Some(side) = self.side.take() {
+            // stopped before the bursts started: publish here
+            let (tx, rx) = sync_channel(1);
+            let _ = tx.send(stop);
+            self.report = side.run(rx);
+        }
+        if !topics.is_empty() {
+            tracing::info!("{}: stop commands sent on {}", self.fqn, topics.join(", "));
+        }
+    }
+
+    /// The bursts pause: the stop commands go out; the thread goes on.
+    pub fn pause(&mut self, motor: Vec<(usize, MotorMessage)>, time_ns: u64) {
+        if let Some(tx) = &self.records {
+            if tx.send(Record::Pause { motor, time_ns }).is_ok() && !self.motor_topics.is_empty() {
+                tracing::info!("{}: stop commands sent on {}", self.fqn, self.motor_topics.join(", "));
+            }
+        }
+    }
+
+    /// The problem log's new interval.
+    pub fn set_log_interval(&mut self, log_interval: Duration) {
+        match (&self.records, self.side.as_mut()) {
+            (Some(tx), _) => {
+                let _ = tx.try_send(Record::Settings { log_interval });
+            }
+            (None, Some(side)) => side.problems.set_interval(log_interval),
+            _ => {}
+        }
+    }
+
+    /// Hand a burst's record over. Never waits: a record the thread has no room for is dropped
+    /// and counted.
+    pub fn burst(&mut self, record: BurstRecord) {
+        if let Some(tx) = &self.records {
+            match tx.try_send(Record::Burst(record)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => {
+                    self.dropped_records.fetch_add(1, Ordering::Relaxed);
+                }
+                // the publisher thread is gone: only a failure ends it before the stop
+                Err(TrySendError::Disconnected(_)) => self.fatal.raise("the publisher thread", "it ended"),
+            }
         }
     }
 }

@@ -220,6 +220,90 @@ impl Slot {
     }
 }
 
+/// A subscribed sensor topic: the intake's key, its slot, its encoder thread.
+pub struct Input {
+    /// The topic as configured: the intake's key.
+    pub key: String,
+    pub slot: Arc<Slot>,
+    pub(super) encoder: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The subscribed sensor topics, and what the current burst took from them.
+pub struct Sensors {
+    pub inputs: Vec<Input>,
+    /// Moves after every sensor message encoded.
+    wake: Arc<Wake>,
+    /// Arrivals of the messages taken for the current burst.
+    arrivals: Vec<Instant>,
+}
+
+impl Sensors {
+    /// The topics of `inputs`, whose encoders move `wake`.
+    pub fn new(inputs: Vec<Input>, wake: Arc<Wake>) -> Sensors {
+        Sensors { inputs, wake, arrivals: Vec::with_capacity(64) }
+    }
+
+    /// Hand `intake` the messages encoded since the last burst (at ROS time `now_ns`).
+    pub fn take_latest(&mut self, intake: &mut crate::run::Intake, now_ns: u64) {
+        self.arrivals.clear();
+        for input in &self.inputs {
+            if let Some(e) = input.slot.take() {
+                self.arrivals.push(e.received);
+                intake.offer_encoded(&input.key, e.injections, now_ns);
+            }
+        }
+    }
+
+    /// Arrivals of the messages the current burst took.
+    pub fn arrivals(&self) -> &[Instant] {
+        &self.arrivals
+    }
+
+    /// Wait until every message received so far is encoded, at most `wait` (burst `t` goes on
+    /// without one still being encoded then, said in a warning).
+    pub fn settle(&self, t: u64, wait: Duration) {
+        let until = Instant::now() + wait;
+        for i in &self.inputs {
+            if !i.slot.settle(&self.wake, until) {
+                tracing::warn!("{}: a message still being encoded after {wait:?}: burst {t} goes on without it", i.slot.topic);
+            }
+        }
+    }
+
+    /// Close every slot and wait for the encoder threads.
+    pub fn close(&mut self) {
+        for i in &mut self.inputs {
+            i.slot.close();
+            if let Some(t) = i.encoder.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// The slots (their counters), for the publisher thread.
+    pub fn slots(&self) -> Vec<Arc<Slot>> {
+        self.inputs.iter().map(|i| i.slot.clone()).collect()
+    }
+
+    /// Show every sensor message in the live view.
+    pub fn set_view(&self, view: &Arc<crate::view::View>) {
+        for i in &self.inputs {
+            let _ = i.slot.view.set(view.clone());
+        }
+    }
+
+    /// Sensor messages dropped and, of those, malformed, since the start.
+    pub fn dropped(&self) -> (u64, u64) {
+        let slots = self.inputs.iter().map(|i| &i.slot);
+        (slots.clone().map(|s| s.counters.lost()).sum(), slots.map(|s| s.counters.malformed.get()).sum())
+    }
+
+    /// Messages received per topic.
+    pub fn received(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.inputs.iter().map(|i| (i.slot.topic.clone(), i.slot.counters.received.get().into())).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,18 +5,16 @@
 //! ([`crate::run::Io`]). `neuroburst node` and the io shard of a distributed brain run it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
 use super::fatal::Fatal;
 use super::problems::ProblemLog;
-use super::publish::{BurstRecord, Output, OutputReport, OutputSide, Record};
+use super::publish::{BurstRecord, Output, OutputSide, PublisherLink};
 use super::settings::Mode;
-use super::slots::{Slot, Trigger};
+use super::slots::{Input, Sensors, Slot, Trigger};
 use super::{input_type, topic_spec, Drive, NodeSetup, Update};
 use crate::model::{Injections, Layout};
 use crate::ros::diagnostic_msgs::DiagnosticArray;
@@ -27,31 +25,18 @@ use crate::run::pace::{Pace, SimTime, Wake};
 use crate::run::{BurstProducts, Intake, Io, Outputs};
 use crate::transport::{names, Publisher, Qos, SampleHandler, Subscription, Transport};
 
-/// A subscribed sensor topic.
-pub struct Input {
-    /// The topic as configured: the intake's key.
-    pub key: String,
-    pub slot: Arc<Slot>,
-    encoder: Option<JoinHandle<()>>,
-}
-
 pub struct LiveTopics {
     pub intake: Intake,
     pub outputs: Outputs,
-    pub inputs: Vec<Input>,
+    /// The sensor topics' slots and encoders.
+    pub sensors: Sensors,
+    /// The publisher thread (motor topics, stats, `/diagnostics`).
+    pub publisher: PublisherLink,
     /// The node's fully qualified name (`/neuroburst`, `/robot1/brain1`).
     pub fqn: String,
-    /// The resolved name of each decoder's motor topic (`/cmd_vel`).
-    motor_topics: Vec<String>,
-    /// The backend's device, for `/diagnostics` (set before [`LiveTopics::start`]).
+    /// The backend's device, for `/diagnostics` (set before [`LiveTopics::start_publisher`]).
     pub hardware: String,
-    /// The publisher thread's state until it starts.
-    side: Option<OutputSide>,
-    records: Option<SyncSender<Record>>,
-    publisher: Option<JoinHandle<OutputReport>>,
-    dropped_records: Arc<AtomicU64>,
-    /// What the publisher thread did (after [`LiveTopics::stop`]).
-    pub report: OutputReport,
+    /// The decoders' areas, whose firing the stats count.
     stat_areas: Vec<usize>,
     /// When the bursts run, and their ROS time.
     pub pace: Pace,
@@ -59,10 +44,6 @@ pub struct LiveTopics {
     /// The ROS time of the current burst.
     now_ns: u64,
     blind: bool,
-    /// Arrivals of the messages taken for the current burst.
-    arrivals: Vec<Instant>,
-    /// Moves after every sensor message encoded.
-    wake: Arc<Wake>,
     layout: Layout,
     /// Missed deadlines, for observers.
     missed: Arc<AtomicU64>,
@@ -82,9 +63,6 @@ pub struct LiveTopics {
     /// The first failure of the encoders or the publisher: it ends the bursts.
     fatal: Arc<Fatal>,
 }
-
-/// Records the burst thread may hand over before the publisher takes them.
-const RECORDS: usize = 1024;
 
 /// How long a burst under simulated time waits for the messages before its clock to be encoded.
 const SETTLE: Duration = Duration::from_secs(1);
@@ -108,6 +86,124 @@ fn announce(
 ) -> anyhow::Result<Box<dyn Publisher>> {
     let spec = topic_spec(topic, nc, type_name, qos)?;
     transport.publisher(&spec).map_err(|e| anyhow!("cannot publish {} ({type_name}): {e}", spec.name))
+}
+
+/// Subscribe the topics of `view.topics`: each message to the view once there is one, else nowhere.
+fn subscribe_view_topics(
+    config: &NodeSetup,
+    transport: &mut dyn Transport,
+    view: &Arc<std::sync::OnceLock<Arc<crate::view::View>>>,
+    subscriptions: &mut Vec<Subscription>,
+) -> anyhow::Result<()> {
+    let nc = config.node;
+    for t in &config.view.topics {
+        let full = crate::ros::registry::lookup(&t.type_name).map_or(t.type_name.clone(), |i| i.name.to_string());
+        let spec = topic_spec(&t.topic, nc, &full, Qos::SENSOR)?;
+        let (cell, name, type_name) = (view.clone(), spec.name.clone(), spec.type_name.clone());
+        let shown: SampleHandler = Arc::new(move |s| {
+            if let Some(v) = cell.get() {
+                v.ros(&name, &type_name, &s.payload, crate::run::pace::system_now_ns(), true);
+            }
+        });
+        subscriptions.push(transport.subscribe(&spec, shown).map_err(|e| anyhow!("view.topics: cannot subscribe to {}: {e}", spec.name))?);
+        tracing::info!("view only: {} ({})", spec.name, t.type_name);
+    }
+    Ok(())
+}
+
+/// When the bursts run: on `/clock` (subscribed here, into `subscriptions`) under `use_sim_time`,
+/// in reflex mode as soon as a trigger's message is encoded (`triggers` moves), else on the wall
+/// clock's grid; `rate` bursts per (simulated) second.
+fn pace_for(
+    nc: &super::NodeConfig,
+    rate: f64,
+    triggers: Arc<Wake>,
+    transport: &mut dyn Transport,
+    subscriptions: &mut Vec<Subscription>,
+) -> anyhow::Result<Pace> {
+    Ok(if nc.use_sim_time {
+        if nc.mode == Mode::Reflex {
+            return Err(anyhow!("node.mode: reflex runs on the wall clock; with use_sim_time the bursts follow /clock (mode: clock)"));
+        }
+        let time = SimTime::new();
+        let spec = topic_spec("/clock", nc, ClockMsg::TYPE, Qos::CLOCK)?;
+        subscriptions
+            .push(transport.subscribe(&spec, time.handler()).map_err(|e| anyhow!("cannot subscribe to /clock ({}): {e}", ClockMsg::TYPE))?);
+        tracing::info!("use_sim_time: the bursts follow /clock at {rate} per simulated second");
+        Pace::sim(rate, time)
+    } else if nc.mode == Mode::Reflex {
+        let r = &nc.reflex;
+        let by = if r.triggers.is_empty() { "any input".to_string() } else { r.triggers.join(", ") };
+        let news = if r.on_change { " that differs from its topic's last" } else { "" };
+        tracing::info!(
+            "reflex mode: {} bursts as soon as a message of {by}{news} is encoded, at most {} ahead of the {rate} Hz clock",
+            r.bursts,
+            r.lead
+        );
+        Pace::reflex(rate, r.bursts, r.lead, triggers, nc.realtime.busy_poll)
+    } else {
+        Pace::wall(rate, nc.realtime.busy_poll)
+    })
+}
+
+/// The publisher thread's state: the decoders' motor topics, `/diagnostics` and BurstStats
+/// announced on `transport`, the stats of the decoders' areas, the sensor topics' `slots`.
+fn output_side(
+    nc: &super::NodeConfig,
+    outputs: &Outputs,
+    transport: &mut dyn Transport,
+    fqn: &str,
+    slots: Vec<Arc<Slot>>,
+    fatal: Arc<Fatal>,
+) -> anyhow::Result<OutputSide> {
+    let mut pubs = vec![];
+    for d in &outputs.decoders {
+        let publisher = announce(transport, d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?;
+        let topic = topic_spec(d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?.name;
+        tracing::info!("output area {} -> {topic} ({})", d.config.area(), d.config.message_type());
+        pubs.push(Output { topic, type_name: d.config.message_type(), publisher, published: 0, errors: 0, last_error: None });
+    }
+    let diagnostics_pub = match nc.diagnostics_topic.as_str() {
+        "" => None,
+        t => Some(announce(transport, t, nc, DiagnosticArray::TYPE, Qos::COMMAND)?),
+    };
+    // BurstStats is neuroburst's own type: a ROS 2 build without the neuroburst_msgs package
+    // cannot publish it, and the node goes on with /diagnostics.
+    let stats_pub = match nc.stats_topic.as_str() {
+        "" => None,
+        t => match announce(transport, t, nc, BurstStats::TYPE, Qos::COMMAND) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::warn!(
+                    "{}; the stats go to {} only (build the neuroburst_msgs package beside neuroburst to get them)",
+                    crate::errors::said_once(&e),
+                    nc.diagnostics_topic
+                );
+                None
+            }
+        },
+    };
+    let stats = BurstStats {
+        area_ids: outputs.decoders.iter().map(|d| d.config.area().to_string()).chain(["all".to_string()]).collect(),
+        ..Default::default()
+    };
+    Ok(OutputSide {
+        pubs,
+        fqn: fqn.to_string(),
+        hardware: String::new(),
+        slots,
+        stats_topic: names::resolve(&nc.stats_topic, &nc.namespace, &nc.name).unwrap_or_else(|_| nc.stats_topic.clone()),
+        stats_pub,
+        diagnostics_topic: nc.diagnostics_topic.clone(),
+        diagnostics_pub,
+        stats,
+        stats_period: crate::time::seconds(1.0 / nc.stats_rate_hz),
+        busy: nc.realtime.busy_poll,
+        problems: ProblemLog::new(crate::time::seconds(nc.log_interval_s)),
+        dropped_records: Arc::new(AtomicU64::new(0)),
+        view: None,
+        fatal,
+    })
 }
 
 impl LiveTopics {
@@ -157,114 +253,22 @@ impl LiveTopics {
             );
             tracing::info!("input {} ({type_name})", spec.name);
         }
-        // the view's own topics: to the view once there is one, else nowhere
         let view = Arc::new(std::sync::OnceLock::<Arc<crate::view::View>>::new());
-        for t in &config.view.topics {
-            let full = crate::ros::registry::lookup(&t.type_name).map_or(t.type_name.clone(), |i| i.name.to_string());
-            let spec = topic_spec(&t.topic, nc, &full, Qos::SENSOR)?;
-            let (cell, name, type_name) = (view.clone(), spec.name.clone(), spec.type_name.clone());
-            let shown: SampleHandler = Arc::new(move |s| {
-                if let Some(v) = cell.get() {
-                    v.ros(&name, &type_name, &s.payload, crate::run::pace::system_now_ns(), true);
-                }
-            });
-            subscriptions
-                .push(transport.subscribe(&spec, shown).map_err(|e| anyhow!("view.topics: cannot subscribe to {}: {e}", spec.name))?);
-            tracing::info!("view only: {} ({})", spec.name, t.type_name);
-        }
-        let mut pubs = vec![];
-        for d in &outputs.decoders {
-            let publisher = announce(transport, d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?;
-            let topic = topic_spec(d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?.name;
-            tracing::info!("output area {} -> {topic} ({})", d.config.area(), d.config.message_type());
-            pubs.push(Output { topic, type_name: d.config.message_type(), publisher, published: 0, errors: 0, last_error: None });
-        }
-        let motor_topics = pubs.iter().map(|o| o.topic.clone()).collect();
-        let diagnostics_pub = match nc.diagnostics_topic.as_str() {
-            "" => None,
-            t => Some(announce(transport, t, nc, DiagnosticArray::TYPE, Qos::COMMAND)?),
-        };
-        // BurstStats is neuroburst's own type: a ROS 2 build without the neuroburst_msgs package
-        // cannot publish it, and the node goes on with /diagnostics.
-        let stats_pub = match nc.stats_topic.as_str() {
-            "" => None,
-            t => match announce(transport, t, nc, BurstStats::TYPE, Qos::COMMAND) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    tracing::warn!(
-                        "{}; the stats go to {} only (build the neuroburst_msgs package beside neuroburst to get them)",
-                        crate::errors::said_once(&e),
-                        nc.diagnostics_topic
-                    );
-                    None
-                }
-            },
-        };
-        let pace = if nc.use_sim_time {
-            if nc.mode == Mode::Reflex {
-                return Err(anyhow!("node.mode: reflex runs on the wall clock; with use_sim_time the bursts follow /clock (mode: clock)"));
-            }
-            let time = SimTime::new();
-            let spec = topic_spec("/clock", nc, ClockMsg::TYPE, Qos::CLOCK)?;
-            subscriptions.push(
-                transport.subscribe(&spec, time.handler()).map_err(|e| anyhow!("cannot subscribe to /clock ({}): {e}", ClockMsg::TYPE))?,
-            );
-            tracing::info!("use_sim_time: the bursts follow /clock at {rate} per simulated second");
-            Pace::sim(rate, time)
-        } else if nc.mode == Mode::Reflex {
-            let r = &nc.reflex;
-            let by = if r.triggers.is_empty() { "any input".to_string() } else { r.triggers.join(", ") };
-            let news = if r.on_change { " that differs from its topic's last" } else { "" };
-            tracing::info!(
-                "reflex mode: {} bursts as soon as a message of {by}{news} is encoded, at most {} ahead of the {rate} Hz clock",
-                r.bursts,
-                r.lead
-            );
-            Pace::reflex(rate, r.bursts, r.lead, triggers, nc.realtime.busy_poll)
-        } else {
-            Pace::wall(rate, nc.realtime.busy_poll)
-        };
-        let stats = BurstStats {
-            area_ids: outputs.decoders.iter().map(|d| d.config.area().to_string()).chain(["all".to_string()]).collect(),
-            ..Default::default()
-        };
-        let dropped_records = Arc::new(AtomicU64::new(0));
-        let side = OutputSide {
-            pubs,
-            fqn: fqn.clone(),
-            hardware: String::new(),
-            slots: inputs.iter().map(|i| i.slot.clone()).collect(),
-            stats_topic: names::resolve(&nc.stats_topic, &nc.namespace, &nc.name).unwrap_or_else(|_| nc.stats_topic.clone()),
-            stats_pub,
-            diagnostics_topic: nc.diagnostics_topic.clone(),
-            diagnostics_pub,
-            stats,
-            stats_period: crate::time::seconds(1.0 / nc.stats_rate_hz),
-            busy: nc.realtime.busy_poll,
-            problems: ProblemLog::new(crate::time::seconds(nc.log_interval_s)),
-            dropped_records: dropped_records.clone(),
-            view: None,
-            fatal: fatal.clone(),
-        };
+        subscribe_view_topics(config, transport, &view, &mut subscriptions)?;
+        let pace = pace_for(nc, rate, triggers, transport, &mut subscriptions)?;
+        let side = output_side(nc, &outputs, transport, &fqn, inputs.iter().map(|i| i.slot.clone()).collect(), fatal.clone())?;
         Ok(LiveTopics {
             stat_areas: outputs.decoders.iter().map(|d| d.area).collect(),
             intake,
             outputs,
-            inputs,
+            sensors: Sensors::new(inputs, wake),
             fqn,
-            motor_topics,
             hardware: String::new(),
-            side: Some(side),
-            records: None,
-            publisher: None,
-            dropped_records,
-            report: OutputReport::default(),
+            publisher: PublisherLink::new(side),
             pace,
             rate,
             now_ns: 0,
             blind: false,
-            arrivals: Vec::with_capacity(64),
-            wake,
             layout: layout.clone(),
             missed: Arc::default(),
             drive: None,
@@ -301,24 +305,14 @@ impl LiveTopics {
     /// Show the sensor messages, motor messages and stats in the live view (before [`start`]).
     pub fn set_view(&mut self, view: &Arc<crate::view::View>) {
         let _ = self.view.set(view.clone());
-        for i in &self.inputs {
-            let _ = i.slot.view.set(view.clone());
-        }
-        if let Some(side) = self.side.as_mut() {
-            side.view = Some(view.clone());
-        }
+        self.sensors.set_view(view);
+        self.publisher.set_view(view);
     }
 
     /// Start the publisher thread (once; before the burst thread takes its real-time settings,
     /// so that the publisher does not inherit them).
     pub fn start_publisher(&mut self) -> anyhow::Result<()> {
-        if let Some(mut side) = self.side.take() {
-            side.hardware.clone_from(&self.hardware);
-            let (tx, rx) = sync_channel(RECORDS);
-            self.publisher = Some(std::thread::Builder::new().name("publish".into()).spawn(move || side.run(rx))?);
-            self.records = Some(tx);
-        }
-        Ok(())
+        self.publisher.start(&self.hardware)
     }
 
     /// Bursts per (simulated) second.
@@ -348,56 +342,20 @@ impl LiveTopics {
         }
     }
 
-    /// Hand the intake the messages encoded since the last burst.
-    fn offer_latest(&mut self) {
-        self.arrivals.clear();
-        for input in &self.inputs {
-            if let Some(e) = input.slot.take() {
-                self.arrivals.push(e.received);
-                self.intake.offer_encoded(&input.key, e.injections, self.now_ns);
-            }
-        }
-    }
-
     /// The node stops (a signal, or a fatal error): every motor topic gets its stop command (a
     /// zero Twist, the joints held), the last message the robot hears from this node; a fatal
     /// error goes to `/diagnostics` as ERROR. Waits for the publisher thread to send them.
     pub fn stop(&mut self, fatal: Option<&str>) {
         let time_ns = self.pace.now_ns();
-        let motor = self.outputs.stop_messages(time_ns);
-        let topics: Vec<String> = motor.iter().map(|(i, _)| self.motor_topics[*i].clone()).collect();
-        let stop = Record::Stop { motor, time_ns, fatal: fatal.map(String::from) };
-        if let (Some(tx), Some(thread)) = (self.records.take(), self.publisher.take()) {
-            let _ = tx.send(stop);
-            drop(tx);
-            self.report = thread.join().unwrap_or_default();
-        } else if let Some(side) = self.side.take() {
-            // stopped before the bursts started: publish here
-            let (tx, rx) = sync_channel(1);
-            let _ = tx.send(stop);
-            self.report = side.run(rx);
-        }
-        for i in &mut self.inputs {
-            i.slot.close();
-            if let Some(t) = i.encoder.take() {
-                let _ = t.join();
-            }
-        }
-        if !topics.is_empty() {
-            tracing::info!("{}: stop commands sent on {}", self.fqn, topics.join(", "));
-        }
+        self.publisher.stop(self.outputs.stop_messages(time_ns), time_ns, fatal);
+        self.sensors.close();
     }
 
     /// The bursts pause (deactivate): every motor topic gets its stop command; the publisher
     /// thread goes on, and the next activation bursts again.
     pub fn pause(&mut self) {
         let time_ns = self.pace.now_ns();
-        let motor = self.outputs.stop_messages(time_ns);
-        if let Some(tx) = &self.records {
-            if tx.send(Record::Pause { motor, time_ns }).is_ok() && !self.motor_topics.is_empty() {
-                tracing::info!("{}: stop commands sent on {}", self.fqn, self.motor_topics.join(", "));
-            }
-        }
+        self.publisher.pause(self.outputs.stop_messages(time_ns), time_ns);
     }
 
     /// Look for new settings before every burst's decoding.
@@ -413,14 +371,7 @@ impl LiveTopics {
                 d.config = new.clone();
             }
         }
-        let record = Record::Settings { log_interval: crate::time::seconds(u.log_interval_s) };
-        match (&self.records, self.side.as_mut()) {
-            (Some(tx), _) => {
-                let _ = tx.try_send(record);
-            }
-            (None, Some(side)) => side.problems.set_interval(crate::time::seconds(u.log_interval_s)),
-            _ => {}
-        }
+        self.publisher.set_log_interval(crate::time::seconds(u.log_interval_s));
     }
 
     /// Hand a burst's products (begun at `start`) to the publisher thread and close the burst on
@@ -431,30 +382,20 @@ impl LiveTopics {
             time_ns: self.now_ns,
             fired: self.stat_areas.iter().map(|&a| products.fired_per_area[a]).chain([products.fired_total as u32]).collect(),
             motor: products.motor,
-            arrivals: self.arrivals.clone(),
+            arrivals: self.sensors.arrivals().to_vec(),
             work_us: start.elapsed().as_secs_f32() * 1e6,
             missed: self.pace.missed(),
             stale: self.intake.stale_flags(),
             blind: self.blind,
         };
-        if let Some(tx) = &self.records {
-            match tx.try_send(Record::Burst(record)) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) => {
-                    self.dropped_records.fetch_add(1, Ordering::Relaxed);
-                }
-                // the publisher thread is gone: only a failure ends it before the stop
-                Err(TrySendError::Disconnected(_)) => self.fatal.raise("the publisher thread", "it ended"),
-            }
-        }
+        self.publisher.burst(record);
         self.pace.finished(Instant::now());
         self.missed.store(self.pace.missed(), Ordering::Relaxed);
     }
 
     /// Sensor messages dropped and, of those, malformed, since the start.
     pub fn dropped(&self) -> (u64, u64) {
-        let slots = self.inputs.iter().map(|i| &i.slot);
-        (slots.clone().map(|s| s.counters.lost()).sum(), slots.map(|s| s.counters.malformed.get()).sum())
+        self.sensors.dropped()
     }
 }
 
@@ -483,12 +424,7 @@ impl Io for LiveTopics {
     fn wait(&mut self, t: u64, stop: &AtomicBool) -> Option<u64> {
         self.now_ns = self.pace.wait(t, stop)?;
         if matches!(self.pace, Pace::Sim { .. }) {
-            let until = Instant::now() + SETTLE;
-            for i in &self.inputs {
-                if !i.slot.settle(&self.wake, until) {
-                    tracing::warn!("{}: a message still being encoded after {SETTLE:?}: burst {t} goes on without it", i.slot.topic);
-                }
-            }
+            self.sensors.settle(t, SETTLE);
         }
         Some(self.now_ns)
     }
@@ -501,7 +437,7 @@ impl Io for LiveTopics {
 
     /// The latest message of every sensor topic, encoded.
     fn injection(&mut self, _t: u64, out: &mut Injections) -> anyhow::Result<()> {
-        self.offer_latest();
+        self.sensors.take_latest(&mut self.intake, self.now_ns);
         self.intake.append_injection(out, self.now_ns);
         self.note_blind();
         Ok(())
@@ -526,9 +462,8 @@ impl Io for LiveTopics {
         self.stop(fatal);
         let (dropped, malformed) = self.dropped();
         let published: serde_json::Map<String, serde_json::Value> =
-            self.report.published.iter().map(|(t, p, e)| (t.clone(), serde_json::json!({"published": p, "errors": e}))).collect();
-        let received: serde_json::Map<String, serde_json::Value> =
-            self.inputs.iter().map(|i| (i.slot.topic.clone(), i.slot.counters.received.get().into())).collect();
+            self.publisher.report.published.iter().map(|(t, p, e)| (t.clone(), serde_json::json!({"published": p, "errors": e}))).collect();
+        let received = self.sensors.received();
         Ok(serde_json::json!({
             "transport": self.describe,
             "received": received,
