@@ -280,3 +280,25 @@ fn docs_cuda_names_every_file_of_the_kernels_and_the_cuda_backend() {
     files.sort();
     assert_eq!(listed, files, "docs/cuda.md's files table against kernels/ and crates/engine/src/backend/cuda/");
 }
+
+/// The engine (and the model under it) compile without the node's world: no zenoh, tokio, r2r,
+/// bags, plots or Foxglove in their dependency trees (`cargo tree`, normal dependencies).
+#[test]
+fn the_engine_depends_on_no_transport_bag_plot_or_view() {
+    for krate in ["neuroburst-model", "neuroburst-engine"] {
+        let out = std::process::Command::new(env!("CARGO"))
+            .args(["tree", "--offline", "-e", "normal", "--prefix", "none", "-p", krate, "--manifest-path"])
+            .arg(root().join("Cargo.toml"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cargo tree -p {krate}: {}", String::from_utf8_lossy(&out.stderr));
+        let tree = String::from_utf8_lossy(&out.stdout);
+        let names: BTreeSet<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
+        let found: Vec<&&str> = ["zenoh", "tokio", "r2r", "rusqlite", "mcap", "plotters", "foxglove", "image", "clap"]
+            .iter()
+            .filter(|n| names.contains(**n))
+            .collect();
+        assert!(found.is_empty(), "{krate} depends on {found:?}:\n{tree}");
+        assert!(names.len() > 3, "{krate}: no tree:\n{tree}");
+    }
+}
