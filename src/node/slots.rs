@@ -280,11 +280,6 @@ impl Sensors {
         }
     }
 
-    /// The slots (their counters), for the publisher thread.
-    pub fn slots(&self) -> Vec<Arc<Slot>> {
-        self.inputs.iter().map(|i| i.slot.clone()).collect()
-    }
-
     /// Show every sensor message in the live view.
     pub fn set_view(&self, view: &Arc<crate::view::View>) {
         for i in &self.inputs {
