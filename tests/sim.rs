@@ -113,7 +113,8 @@ fn the_view_shows_the_robot_beside_the_brain() {
     let (mut node, listen) = common::loopback_node(dir.path(), &repo().join("examples/sim/avoider.yaml"), &args, "bursting at");
     let got = dir.path().join("client.json");
     let client = std::thread::spawn(move || {
-        crate::view::client(&client_python, port, 6, &got).1 + &std::fs::read_to_string(&got).unwrap_or_default()
+        let (ok, said) = crate::view::client(&client_python, port, 6, &got);
+        (ok, said + &std::fs::read_to_string(&got).unwrap_or_default())
     });
     let out = Command::new(&python)
         .arg(repo().join("examples/sim/bridge.py"))
@@ -121,8 +122,9 @@ fn the_view_shows_the_robot_beside_the_brain() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let said = client.join().unwrap();
+    let (ok, said) = client.join().unwrap();
     node.stop();
+    assert!(ok, "the client (an error status is a subscription the server refused):\n{said}\nnode log:\n{}", node.log());
     let v: serde_json::Value = serde_json::from_str(said.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {said}"));
     let schema = |topic: &str| v["channels"].as_array().unwrap().iter().find(|c| c["topic"] == topic).map(|c| c["schemaName"].clone());
     let count = |topic: &str| v["messages"].as_array().unwrap().iter().filter(|m| m["topic"] == topic).count();

@@ -333,6 +333,10 @@ impl PublisherLink {
     /// Show the motor messages and the stats in the live view (before [`PublisherLink::start`]).
     pub fn set_view(&mut self, view: &Arc<crate::view::View>) {
         if let Some(side) = self.side.as_mut() {
+            for o in &side.pubs {
+                view.advertise(&o.topic, o.type_name);
+            }
+            view.advertise(&side.stats_topic, BurstStats::TYPE);
             side.view = Some(view.clone());
         }
     }

@@ -224,6 +224,8 @@ impl Slot {
 pub struct Input {
     /// The topic as configured: the intake's key.
     pub key: String,
+    /// The topic's ROS type.
+    pub type_name: &'static str,
     pub slot: Arc<Slot>,
     pub(super) encoder: Option<std::thread::JoinHandle<()>>,
 }
@@ -283,6 +285,7 @@ impl Sensors {
     /// Show every sensor message in the live view.
     pub fn set_view(&self, view: &Arc<crate::view::View>) {
         for i in &self.inputs {
+            view.advertise(&i.slot.topic, i.type_name);
             let _ = i.slot.view.set(view.clone());
         }
     }

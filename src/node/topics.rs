@@ -51,8 +51,8 @@ pub struct LiveTopics {
     drive: Option<Drive>,
     /// The live view's feed of fired neurons.
     feed: Option<crate::view::Feed>,
-    /// The live view, for the topics of `view.topics`.
-    view: Arc<std::sync::OnceLock<Arc<crate::view::View>>>,
+    /// The live view, for the topics of `view.topics`, and those topics (name, type).
+    view: (Arc<std::sync::OnceLock<Arc<crate::view::View>>>, Vec<(String, String)>),
     /// Settings that take effect at the next burst (dynamic parameters).
     updates: Option<Arc<std::sync::Mutex<Option<Update>>>>,
     /// The subscriptions feeding the slots and the clock: they end with these topics.
@@ -89,13 +89,14 @@ fn announce(
 }
 
 /// Subscribe the topics of `view.topics`: each message to the view once there is one, else nowhere.
+/// Returns the topics (full name, type).
 fn subscribe_view_topics(
     config: &NodeSetup,
     transport: &mut dyn Transport,
     view: &Arc<std::sync::OnceLock<Arc<crate::view::View>>>,
     subscriptions: &mut Vec<Subscription>,
-) -> anyhow::Result<()> {
-    let nc = config.node;
+) -> anyhow::Result<Vec<(String, String)>> {
+    let (nc, mut topics) = (config.node, vec![]);
     for t in &config.view.topics {
         let full = crate::ros::registry::lookup(&t.type_name).map_or(t.type_name.clone(), |i| i.name.to_string());
         let spec = topic_spec(&t.topic, nc, &full, Qos::SENSOR)?;
@@ -107,8 +108,9 @@ fn subscribe_view_topics(
         });
         subscriptions.push(transport.subscribe(&spec, shown).map_err(|e| anyhow!("view.topics: cannot subscribe to {}: {e}", spec.name))?);
         tracing::info!("view only: {} ({})", spec.name, t.type_name);
+        topics.push((spec.name, spec.type_name));
     }
-    Ok(())
+    Ok(topics)
 }
 
 /// When the bursts run: on `/clock` (subscribed here, into `subscriptions`) under `use_sim_time`,
@@ -247,14 +249,14 @@ impl LiveTopics {
                 .then(|| Trigger { wake: triggers.clone(), on_change: nc.reflex.on_change });
             let encoder =
                 slot.spawn_encoder(intake.take_encoders(&key), type_name, (wake.clone(), trigger), nc.realtime.busy_poll, fatal.clone())?;
-            inputs.push(Input { key, slot: slot.clone(), encoder: Some(encoder) });
+            inputs.push(Input { key, type_name, slot: slot.clone(), encoder: Some(encoder) });
             subscriptions.push(
                 transport.subscribe(&spec, slot.handler()).map_err(|e| anyhow!("cannot subscribe to {} ({type_name}): {e}", spec.name))?,
             );
             tracing::info!("input {} ({type_name})", spec.name);
         }
         let view = Arc::new(std::sync::OnceLock::<Arc<crate::view::View>>::new());
-        subscribe_view_topics(config, transport, &view, &mut subscriptions)?;
+        let view = (view.clone(), subscribe_view_topics(config, transport, &view, &mut subscriptions)?);
         let pace = pace_for(nc, rate, triggers, transport, &mut subscriptions)?;
         let side = output_side(nc, &outputs, transport, &fqn, inputs.iter().map(|i| i.slot.clone()).collect(), fatal.clone())?;
         Ok(LiveTopics {
@@ -304,7 +306,10 @@ impl LiveTopics {
 
     /// Show the sensor messages, motor messages and stats in the live view (before [`start`]).
     pub fn set_view(&mut self, view: &Arc<crate::view::View>) {
-        let _ = self.view.set(view.clone());
+        for (topic, type_name) in &self.view.1 {
+            view.advertise(topic, type_name);
+        }
+        let _ = self.view.0.set(view.clone());
         self.sensors.set_view(view);
         self.publisher.set_view(view);
     }

@@ -340,6 +340,21 @@ pub fn replay(
     Ok(summary)
 }
 
+/// Advertise to the view every topic a replay of `bag` will show (before a client connects: see
+/// [`View::advertise`]). A setup that does not build is left to the replay to report.
+pub(crate) fn advertise_shown(view: &View, bag: &Bag, setup: &ReplaySetup, layout: &Layout) {
+    let (Ok(intake), Ok(outputs)) = (Intake::new(&setup.encoders, layout), Outputs::new(&setup.decoders, layout)) else { return };
+    for t in bag.topics.iter().filter(|t| intake.topics().any(|x| x == t.name)) {
+        view.advertise(&t.name, &t.type_name);
+    }
+    for d in &outputs.decoders {
+        view.advertise(d.config.topic(), d.config.message_type());
+    }
+    if !setup.replay.activity_topic.is_empty() {
+        view.advertise(&setup.replay.activity_topic, BurstActivity::TYPE);
+    }
+}
+
 /// The sensor messages of `range` that an encoder read, to the view (at most `view.rate_hz` per
 /// topic).
 pub(crate) fn show_inputs(view: &View, bag: &Bag, range: std::ops::Range<usize>, intake: &Intake) {

@@ -179,24 +179,44 @@ impl View {
         self.points.log_with_time(points, time_ns);
     }
 
-    /// A ROS message (CDR) on `topic` of type `type_name` (its schema is looked up once, when the
-    /// topic is first advertised); `limit`: at most `rate_hz` per second on this topic (sensor
+    /// Advertise `topic` (ROS type `type_name`) to the clients now. Call it for every topic the
+    /// view will show before a client connects: foxglove 0.30's server sends a new channel's
+    /// advertisement to the connected clients before it records the channel as theirs, so a client
+    /// that answers at once is refused ("Unknown channel ID") and never sees the topic; channels
+    /// that exist when a client connects are advertised before its requests are read.
+    pub fn advertise(&self, topic: &str, type_name: &str) {
+        if let Ok(mut raw) = self.raw.lock() {
+            Self::channel(&self.ctx, &mut raw, topic, type_name);
+        }
+    }
+
+    /// The channel of `topic`, made (and advertised) the first time.
+    fn channel<'a>(ctx: &Arc<Context>, raw: &'a mut BTreeMap<String, Shown>, topic: &str, type_name: &str) -> Option<&'a mut Shown> {
+        if !raw.contains_key(topic) {
+            let Some(info) = registry::lookup(type_name) else {
+                tracing::warn!("view: {topic}: no schema for {type_name}");
+                return None;
+            };
+            let schema = Schema::new(info.name, "ros2msg", msg_definition(&info).into_bytes());
+            match ChannelBuilder::new(topic).context(ctx).message_encoding("cdr").schema(schema).build_raw() {
+                Ok(c) => {
+                    raw.insert(topic.to_string(), (c, None));
+                }
+                Err(e) => {
+                    tracing::warn!("view: cannot advertise {topic}: {e}");
+                    return None;
+                }
+            }
+        }
+        raw.get_mut(topic)
+    }
+
+    /// A ROS message (CDR) on `topic` of type `type_name` (advertised the first time: see
+    /// [`View::advertise`]); `limit`: at most `rate_hz` per second on this topic (sensor
     /// streams), the rest skipped.
     pub fn ros(&self, topic: &str, type_name: &str, cdr: &[u8], time_ns: u64, limit: bool) {
         let Ok(mut raw) = self.raw.lock() else { return };
-        let entry = match raw.get_mut(topic) {
-            Some(e) => e,
-            None => {
-                let Some(info) = registry::lookup(type_name) else {
-                    return tracing::warn!("view: {topic}: no schema for {type_name}");
-                };
-                let schema = Schema::new(info.name, "ros2msg", msg_definition(&info).into_bytes());
-                match ChannelBuilder::new(topic).context(&self.ctx).message_encoding("cdr").schema(schema).build_raw() {
-                    Ok(c) => raw.entry(topic.to_string()).or_insert((c, None)),
-                    Err(e) => return tracing::warn!("view: cannot advertise {topic}: {e}"),
-                }
-            }
-        };
+        let Some(entry) = Self::channel(&self.ctx, &mut raw, topic, type_name) else { return };
         if !entry.0.has_sinks() {
             return;
         }

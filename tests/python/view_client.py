@@ -6,7 +6,9 @@ protocol's spec describes (github.com/foxglove/ws-protocol): it reads the server
 usage: view_client.py --url ws://127.0.0.1:PORT [--seconds S] [--wait S] --out FILE.json
 --wait: keep trying to connect this long (the server may not be up yet).
 Writes {"server": ..., "channels": [{id, topic, encoding, schemaName, schemaEncoding}],
-"messages": [{"topic", "log_time", "sha256", "size"}]} and prints a one-line summary."""
+"messages": [{"topic", "log_time", "sha256", "size"}], "errors": [the server's error statuses]}
+and prints a one-line summary; exits 2 when the server sent an error status (e.g. a subscription
+refused as "Unknown channel ID": a topic the client would never see)."""
 import argparse
 import hashlib
 import json
@@ -39,7 +41,7 @@ if ws.subprotocol != "foxglove.sdk.v1":
     print(json.dumps({"error": f"subprotocol {ws.subprotocol!r}"}))
     sys.exit(1)
 
-server, channels, subs, messages = None, {}, {}, []
+server, channels, subs, messages, errors = None, {}, {}, [], []
 end = time.time() + args.seconds
 try:
     while time.time() < end:
@@ -60,8 +62,8 @@ try:
                     subs[sub] = c["id"]
                     new.append({"id": sub, "channelId": c["id"]})
                 ws.send(json.dumps({"op": "subscribe", "subscriptions": new}))
-            elif msg["op"] == "unadvertise":
-                pass
+            elif msg["op"] == "status" and msg.get("level") == 2:
+                errors.append(msg.get("message"))
         else:
             if frame[0] != 1:
                 continue
@@ -72,8 +74,9 @@ try:
 except ConnectionClosed:
     pass
 
-json.dump({"server": server, "channels": list(channels.values()), "messages": messages}, open(args.out, "w"))
+json.dump({"server": server, "channels": list(channels.values()), "messages": messages, "errors": errors}, open(args.out, "w"))
 per_topic = {}
 for m in messages:
     per_topic[m["topic"]] = per_topic.get(m["topic"], 0) + 1
-print(json.dumps({"channels": len(channels), "messages": per_topic}))
+print(json.dumps({"channels": len(channels), "messages": per_topic, "errors": errors}))
+sys.exit(2 if errors else 0)
