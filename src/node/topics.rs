@@ -52,7 +52,7 @@ pub struct LiveTopics {
     /// The live view's feed of fired neurons.
     feed: Option<crate::view::Feed>,
     /// The live view, for the topics of `view.topics`, and those topics (name, type).
-    view: (Arc<std::sync::OnceLock<Arc<crate::view::View>>>, Vec<(String, String)>),
+    view: (ViewCell, Vec<(String, String)>),
     /// Settings that take effect at the next burst (dynamic parameters).
     updates: Option<Arc<std::sync::Mutex<Option<Update>>>>,
     /// The subscriptions feeding the slots and the clock: they end with these topics.
@@ -88,12 +88,15 @@ fn announce(
     transport.publisher(&spec).map_err(|e| anyhow!("cannot publish {} ({type_name}): {e}", spec.name))
 }
 
+/// Where the live view will be once there is one.
+type ViewCell = Arc<std::sync::OnceLock<Arc<crate::view::View>>>;
+
 /// Subscribe the topics of `view.topics`: each message to the view once there is one, else nowhere.
 /// Returns the topics (full name, type).
 fn subscribe_view_topics(
     config: &NodeSetup,
     transport: &mut dyn Transport,
-    view: &Arc<std::sync::OnceLock<Arc<crate::view::View>>>,
+    view: &ViewCell,
     subscriptions: &mut Vec<Subscription>,
 ) -> anyhow::Result<Vec<(String, String)>> {
     let (nc, mut topics) = (config.node, vec![]);
