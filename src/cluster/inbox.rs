@@ -342,21 +342,25 @@ impl Inbox {
         burst >= self.base && burst < self.base + RING as u64 && self.slots[(burst % RING as u64) as usize].has_input
     }
 
+    /// Move the input of `burst` into `input` (the buffers are swapped, not copied; empty when
+    /// none came).
+    pub fn take_input(&mut self, burst: u64, input: &mut Vec<Injection>) {
+        input.clear();
+        if self.has_input(burst) {
+            let j = (burst % RING as u64) as usize;
+            std::mem::swap(&mut self.slots[j].input, input);
+            self.slots[j].has_input = false;
+        }
+    }
+
     /// Move the spikes of `burst` of `members` into `out` (shard `k`'s ids in `out[k]`; the
-    /// buffers are swapped, not copied) and, if asked, the input of `burst + 1` into `input`;
-    /// then drop the slot of `burst` and open the one of `burst + RING`.
-    pub fn take(&mut self, burst: u64, members: u64, out: &mut [Vec<u32>], input: Option<&mut Vec<Injection>>) {
+    /// buffers are swapped, not copied); then drop the slot of `burst` and open the one of
+    /// `burst + RING`.
+    pub fn take(&mut self, burst: u64, members: u64, out: &mut [Vec<u32>]) {
         assert_eq!(burst, self.base, "bursts are taken in order");
         let i = (burst % RING as u64) as usize;
         for k in wire::shards_of(members & self.slots[i].have) {
             std::mem::swap(&mut self.slots[i].spikes[k], &mut out[k]);
-        }
-        if let Some(input) = input {
-            input.clear();
-            let j = ((burst + 1) % RING as u64) as usize;
-            if self.slots[j].has_input {
-                std::mem::swap(&mut self.slots[j].input, input);
-            }
         }
         let s = &mut self.slots[i];
         s.burst = burst + RING as u64;
@@ -409,11 +413,13 @@ mod tests {
         assert!(g.has_input(6));
         let mut out = vec![Vec::new(); 3];
         let mut input = Vec::new();
-        g.take(5, 0b111, &mut out, Some(&mut input));
+        g.take(5, 0b111, &mut out);
+        g.take_input(6, &mut input);
         assert_eq!(out, vec![vec![1, 2], vec![], vec![21]]);
         assert_eq!(input, vec![Injection { neuron: 12, potential: Potential(7) }]);
         assert_eq!(g.missing(6, 0b111), 0b001);
-        g.take(6, 0b101, &mut out, Some(&mut input));
+        g.take(6, 0b101, &mut out);
+        g.take_input(7, &mut input);
         assert_eq!(out[2], vec![25]);
         assert!(input.is_empty());
         assert_eq!(g.malformed, 0);
@@ -439,7 +445,7 @@ mod tests {
             let (k, b) = spikes(&keys, shard, 2, 300, &[]);
             s.on_data(&k, &b);
         }
-        s.lock().take(300, 0b101, &mut vec![Vec::new(); 3], None);
+        s.lock().take(300, 0b101, &mut vec![Vec::new(); 3]);
         assert_eq!(s.lock().ahead, None);
         // a peer's resend of the last bursts is fine; a burst long past is stray
         let (k, b) = spikes(&keys, 0, 2, 299, &[4]);

@@ -44,6 +44,11 @@ impl Io for WorkloadIo {
         }
     }
 
+    /// W's input depends on the burst alone: taken ahead when the bursts run back to back.
+    fn ahead(&self) -> bool {
+        matches!(self.pace, Pace::Free)
+    }
+
     fn start(&mut self, _c: u64) -> anyhow::Result<()> {
         self.pace.start(0);
         Ok(())

@@ -11,11 +11,16 @@
 //! - **Start**: the io shard waits for every token, then publishes the directive *epoch 1, resume
 //!   from `c` = the smallest checkpoint burst advertised* (0: the initial state). Every shard
 //!   restores that state and starts.
-//! - **A burst** (at burst `b` of epoch `e`, starting with `b = c`): publish the own fired ids of
-//!   burst `b`; the io shard then sends every member its share of burst `b + 1`'s injection; wait
-//!   for every member's spikes of burst `b` (and, but on the io shard, the input of `b + 1`); the
-//!   whole brain's fired list is their concatenation in shard order (= id order); run burst
-//!   `b + 1` with it. Fired sets are bit-identical to one process (sums are exact integers).
+//! - **A burst** (burst `t` of epoch `e`; the run loop's, [`crate::run::bursts`], the shard its
+//!   [`crate::run::Stepper`]): the io shard takes burst `t`'s injection from its [`crate::run::Io`]
+//!   and sends every member its share; every other shard waits for its share; each runs burst `t`
+//!   on the whole brain's fired list of `t - 1`, publishes its own fired ids of `t`, and waits for
+//!   every member's; the whole brain's fired list of `t` is their concatenation in shard order
+//!   (= id order), which the io shard's `Io` decodes and hands over before the next burst is due.
+//!   Where the bursts run back to back (nothing to wait for, W's input) the io shard takes burst
+//!   `t + 1`'s injection ahead and sends it while the spikes of `t` travel. After an epoch's start
+//!   (`c`), the state's own fired ids of `c` are exchanged first. Fired sets are bit-identical to
+//!   one process (sums are exact integers).
 //! - **Checkpoints**: every `checkpoint_interval` bursts, while no shard is missing, every shard
 //!   saves its own state after that burst (keeping the last two).
 //! - **Loss**: a member whose token goes (the process died, or its host is unreachable) or whose
@@ -33,7 +38,7 @@
 //!   so the brain is again exactly the brain that never lost a shard. Messages carry their epoch;
 //!   older epochs are ignored, newer ones kept until their directive arrives.
 //! - **The io shard's input and output** (a [`crate::run::Io`], the run loop's, around the
-//!   spike exchange where one process has its backend): W's input or none ([`io::WorkloadIo`]),
+//!   shard's burst where one process has its backend): W's input or none ([`io::WorkloadIo`]),
 //!   a bag replayed lock-stepped to bag time with the motor topics recorded
 //!   ([`crate::replay::BagIo`]), or the live node's topics over its transport
 //!   ([`crate::node::topics::LiveTopics`]).
@@ -49,6 +54,7 @@ pub mod checkpoints;
 pub mod config;
 pub mod inbox;
 pub mod io;
+mod links;
 pub mod netns;
 mod options;
 mod outbox;

@@ -2,8 +2,9 @@
 //! runs and what time it has (its [`Pace`]: bag time, the wall clock, `/clock`, or none), gives
 //! the burst's injection (its [`Intake`]: the latest message of each topic, encoded), and takes the
 //! fired neurons (its [`Outputs`]: the motor areas decoded into messages, recorded or published).
-//! The brain between is a [`Backend`] in one process ([`bursts`]), or the shards of a cluster
-//! exchanging spikes (`cluster::run`, the same [`Io`] around the exchange).
+//! The brain between is a [`Stepper`]: a [`Backend`] in one process, or a shard of a cluster whose
+//! burst has the spike exchange with its peers as a stage (`cluster::run`): the same loop,
+//! [`bursts`], drives both.
 //!
 //! The [`Io`]s: the replay's bag (`replay::BagIo`), the live node's topics (`node::topics::LiveTopics`), W's
 //! input for the benchmarks and the cluster (`cluster::io::WorkloadIo`). The loop records where
@@ -20,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::backend::Backend;
-use crate::model::Injections;
+use crate::model::{InjectionSlice, Injections};
 pub use intake::Intake;
 pub use outputs::{BurstProducts, Outputs};
 pub use pace::Pace;
@@ -49,6 +50,14 @@ pub trait Io: Send {
     /// when `stop` was set while waiting.
     fn wait(&mut self, t: u64, stop: &AtomicBool) -> Option<u64>;
 
+    /// Whether burst `t + 1`'s input may be taken before burst `t` is decoded: the bursts run
+    /// back to back (nothing to wait for) and the injection depends on nothing the decoders do.
+    /// A cluster's io shard then sends it to the other shards while the spikes of burst `t` are
+    /// exchanged (see [`Stepper::takes_ahead`]). False by default.
+    fn ahead(&self) -> bool {
+        false
+    }
+
     /// Input of burst `t` that stands for sensors the brain does not have (`bench-loop`'s W
     /// drive), into `out` before the sensors' injection. Nothing by default.
     fn drive(&mut self, _t: u64, _out: &mut Injections) {}
@@ -74,34 +83,111 @@ pub trait Io: Send {
     fn finish(&mut self, fatal: Option<&str>) -> anyhow::Result<serde_json::Value>;
 }
 
+/// What a [`Stepper`] made of a burst.
+pub enum Stepped<'a> {
+    /// The burst ran: its number (a brain resumed from a checkpoint goes on from its burst), the
+    /// whole brain's fired neurons read back (ascending) and the count of all that fired.
+    Ran { number: u64, fired: &'a [u32], fired_total: u64 },
+    /// The brain went back to the state after burst `c` (a cluster's rollback when a shard
+    /// rejoins): the bursts go on from `c + 1`, the [`Io`] restarted there.
+    RolledBack(u64),
+    /// The brain cannot go on (a cluster's shard lost or left behind, or stopped while waiting
+    /// for its peers): the run ends here; the stepper knows why.
+    Ended,
+}
+
+/// The brain the loop bursts: a [`Backend`] in this process, or a shard of a cluster, whose burst
+/// is its own neurons' burst between the exchanges of spikes (and input) with its peers.
+pub trait Stepper {
+    /// Called with the buffer the loop fills every burst, before the first (see
+    /// [`Backend::prepare_input`]).
+    fn prepare_input(&mut self, _input: &mut Injections) {}
+
+    /// Where the bursts start: after burst `c` (0: the initial state; a cluster: the start
+    /// directive's checkpoint). None: stopped before the start.
+    fn begin(&mut self, _stop: &AtomicBool) -> anyhow::Result<Option<u64>> {
+        Ok(Some(0))
+    }
+
+    /// The last burst, where the brain knows one (a cluster's directive: where the io shard's
+    /// input ends).
+    fn last_burst(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether it takes burst `t + 1`'s injection with burst `t`'s, where the [`Io`] gives it
+    /// ahead (a cluster's io shard sends it on while the spikes are exchanged). False by default.
+    fn takes_ahead(&self) -> bool {
+        false
+    }
+
+    /// Burst `t` with its injection (and, where both sides take it ahead, burst `t + 1`'s).
+    fn step(
+        &mut self,
+        t: u64,
+        input: InjectionSlice<'_>,
+        next: Option<InjectionSlice<'_>>,
+        stop: &AtomicBool,
+    ) -> anyhow::Result<Stepped<'_>>;
+
+    /// Burst `t`'s products were handed over to `io` (a cluster's checkpoints).
+    fn after(&mut self, _t: u64, _io: &mut dyn Io) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'b> Stepper for dyn Backend + 'b {
+    fn prepare_input(&mut self, input: &mut Injections) {
+        Backend::prepare_input(self, input);
+    }
+
+    fn step(
+        &mut self,
+        t: u64,
+        input: InjectionSlice<'_>,
+        _next: Option<InjectionSlice<'_>>,
+        _stop: &AtomicBool,
+    ) -> anyhow::Result<Stepped<'_>> {
+        let out = self.burst(input).map_err(|e| anyhow::anyhow!("burst {t}: {e}"))?;
+        Ok(Stepped::Ran { number: out.burst, fired: out.fired, fired_total: out.fired_total })
+    }
+}
+
 /// What [`bursts`] did.
 #[derive(Debug, Default)]
 pub struct Ran {
     pub bursts: u64,
     /// Stopped by `stop` before the input's end.
     pub interrupted: bool,
+    /// The stepper ended the run ([`Stepped::Ended`]).
+    pub ended: bool,
     pub phases: trace::PhaseSummary,
 }
 
-/// Run `io`'s bursts through `backend` until the input ends or `stop` is set. `each` runs on
-/// the burst thread after every burst, given the backend's burst number (what must see one
-/// burst's state: checkpoints, samples of what the brain learned); it returns whether to start
-/// the phase trace again.
-pub fn bursts(
+/// Run `io`'s bursts through `brain` until the input ends or `stop` is set. `each` runs on the
+/// burst thread after every burst, given the burst's number (what must see one burst's state:
+/// checkpoints, samples of what the brain learned); it returns whether to start the phase trace
+/// again.
+pub fn bursts<S: Stepper + ?Sized>(
     io: &mut dyn Io,
-    backend: &mut dyn Backend,
+    brain: &mut S,
     stop: &AtomicBool,
-    mut each: impl FnMut(u64, &mut dyn Backend) -> anyhow::Result<bool>,
+    mut each: impl FnMut(u64, &mut S) -> anyhow::Result<bool>,
 ) -> anyhow::Result<Ran> {
-    io.start(0)?;
-    let last = io.last_burst();
     let mut injection = Injections::new();
-    backend.prepare_input(&mut injection);
+    brain.prepare_input(&mut injection);
+    // burst t + 1's injection, taken ahead (see `Io::ahead`)
+    let (ahead, mut next, mut have_next) = (io.ahead() && brain.takes_ahead(), Injections::new(), false);
     let mut trace = trace::PhaseTrace::default();
     let mut ran = Ran::default();
     let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
-    let mut t = 0;
+    let Some(mut t) = brain.begin(stop)? else {
+        ran.interrupted = true;
+        return Ok(ran);
+    };
+    io.start(t)?;
     loop {
+        let last = [io.last_burst(), brain.last_burst()].into_iter().flatten().min();
         if last.is_some_and(|l| t >= l) {
             break;
         }
@@ -113,32 +199,57 @@ pub fn bursts(
             break;
         }
         let waiting = Instant::now();
-        if io.wait(t + 1, stop).is_none() {
-            if let Some(cause) = io.failed() {
-                return Err(anyhow::anyhow!(cause));
+        let (start, driven, intake);
+        if have_next {
+            std::mem::swap(&mut injection, &mut next);
+            have_next = false;
+            t += 1;
+            (start, driven, intake) = (waiting, waiting, waiting);
+        } else {
+            if io.wait(t + 1, stop).is_none() {
+                if let Some(cause) = io.failed() {
+                    return Err(anyhow::anyhow!(cause));
+                }
+                ran.interrupted = true;
+                break;
             }
-            ran.interrupted = true;
-            break;
+            t += 1;
+            start = Instant::now();
+            injection.clear();
+            io.drive(t, &mut injection);
+            driven = Instant::now();
+            io.injection(t, &mut injection)?;
+            intake = Instant::now();
         }
-        t += 1;
-        let start = Instant::now();
-        injection.clear();
-        io.drive(t, &mut injection);
-        let driven = Instant::now();
-        io.injection(t, &mut injection)?;
-        let intake = Instant::now();
-        let out = backend.burst(injection.as_slice()).map_err(|e| anyhow::anyhow!("burst {t}: {e}"))?;
+        if ahead && last.is_none_or(|l| t < l) && io.wait(t + 1, stop).is_some() {
+            next.clear();
+            io.drive(t + 1, &mut next);
+            io.injection(t + 1, &mut next)?;
+            have_next = true;
+        }
+        let (number, fired, fired_total) = match brain.step(t, injection.as_slice(), have_next.then(|| next.as_slice()), stop)? {
+            Stepped::Ran { number, fired, fired_total } => (number, fired, fired_total),
+            Stepped::RolledBack(c) => {
+                io.start(c)?;
+                (t, have_next) = (c, false);
+                trace.clear();
+                continue;
+            }
+            Stepped::Ended => {
+                ran.ended = true;
+                break;
+            }
+        };
         let burst = Instant::now();
-        // the backend's count: a brain resumed from a checkpoint goes on from its burst
-        let number = out.burst;
-        let mut products = io.decode(t, out.fired, out.fired_total)?;
+        let mut products = io.decode(t, fired, fired_total)?;
         products.burst = number;
         let decoded = Instant::now();
-        io.hand_over(t, products, out.fired, start)?;
+        io.hand_over(t, products, fired, start)?;
         let end = Instant::now();
         trace.record(&[ns(waiting, start), ns(driven, intake), ns(start, driven), ns(intake, burst), ns(burst, decoded), ns(decoded, end)]);
         ran.bursts = t;
-        if each(number, backend)? {
+        brain.after(t, io)?;
+        if each(number, brain)? {
             trace.clear();
         }
     }

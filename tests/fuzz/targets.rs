@@ -118,7 +118,8 @@ pub fn cluster_inbox(data: &[u8]) {
                 let mut out = vec![Vec::new(); 3];
                 let mut input = Vec::new();
                 if g.missing(0, 0b111) == 0 {
-                    g.take(0, 0b111, &mut out, Some(&mut input));
+                    g.take(0, 0b111, &mut out);
+                    g.take_input(1, &mut input);
                     assert!(out.iter().enumerate().all(|(k, v)| v.iter().all(|&n| n >= 10 * k as u32 && n < 10 * (k as u32 + 1))));
                     assert!(input.iter().all(|i| (10..20).contains(&i.neuron)));
                 }

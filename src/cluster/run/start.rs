@@ -1,9 +1,8 @@
 //! A shard starts: its brain built (its share only), its engine, its checkpoints, its Zenoh
-//! session and subscriptions; then [`super::Shard::main`] runs the protocol.
+//! session and subscriptions; then the run loop bursts it ([`crate::run::bursts`]).
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Instant;
 
 use ::zenoh::sample::{Locality, SampleKind};
 use ::zenoh::Wait;
@@ -14,14 +13,14 @@ use crate::brain::Brain;
 use crate::cluster::checkpoints::ShardCheckpoints;
 use crate::cluster::inbox::Shared;
 use crate::cluster::io::WorkloadIo;
+use crate::cluster::links::Links;
 use crate::cluster::options::{session_config, zerr, ClusterError, Outcome, Report, ShardOptions};
-use crate::cluster::outbox::Outbox;
 use crate::cluster::wire::Keys;
 use crate::genome::{AreaKind, Genome};
 use crate::model::{Injections, Layout};
 use crate::run::Io;
 
-use super::{io_error, Shard, CLOSE_WAIT};
+use super::{Shard, CLOSE_WAIT};
 
 /// Run shard `o.index` until the last burst, a signal, or a loss that stops it.
 pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
@@ -76,10 +75,15 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         }
         _ => None,
     };
-    let io_side: Box<dyn Io> = o.io.take().unwrap_or_else(|| Box::new(WorkloadIo::new(None, c.rate_hz, 0)));
+    // the other shards burst as their input and the spikes come
+    let mut io: Box<dyn Io> = match o.io.take() {
+        Some(io) if me == c.io_shard => io,
+        _ => Box::new(WorkloadIo::new(None, if me == c.io_shard { c.rate_hz } else { 0.0 }, 0)),
+    };
     if me == c.io_shard {
-        tracing::info!("io shard: {}", io_side.describe());
+        tracing::info!("io shard: {}", io.describe());
     }
+    let io_last = [o.bursts, io.last_burst().unwrap_or(0)].into_iter().filter(|&x| x > 0).min().unwrap_or(0);
     let keys = Keys::new(&c.name);
     let shared = Arc::new(Shared::new(me, c.io_shard, ranges.clone(), keys.clone()));
     let session = ::zenoh::open(session_config(c, me, crate::cluster::wire::largest_message(&ranges))?)
@@ -138,41 +142,44 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
         sent_bytes: vec![],
         io: serde_json::Value::Null,
     };
+    let links = Links::new(session, keys, shared, me, c.io_shard, ranges);
     let mut shard = Shard {
-        io: c.io_shard,
-        n,
-        me,
-        ranges,
-        motor,
+        links,
         engine,
         initial,
         ckpts,
-        io_side,
+        motor,
+        record,
+        report,
+        io_last,
+        members: 0,
+        c: 0,
         last: u64::MAX,
-        keys,
-        shared,
-        session,
-        epoch: 0,
+        held: None,
         own: Vec::new(),
         parts: vec![Vec::new(); n],
         whole: Vec::new(),
         input: Vec::new(),
         input_cols: Injections::new(),
-        bytes_out: 0,
+        sent_ahead: None,
         io_cols: Injections::new(),
-        io_started: Instant::now(),
-        sent: Outbox::new(n),
-        record,
-        report,
+        prev_done: None,
+        degraded_logged: false,
+        outcome: None,
         o,
     };
-    let outcome = shard.main();
-    let io_summary = if shard.is_io() { Some(shard.io_side.finish(None).map_err(io_error)) } else { None };
+    let stop = shard.o.stop.clone();
+    let outcome = match crate::run::bursts(io.as_mut(), &mut shard, &stop, |_, _| Ok(false)) {
+        Ok(ran) => Ok(shard.outcome.take().unwrap_or(if ran.interrupted { Outcome::Interrupted } else { Outcome::Completed })),
+        Err(e) => Err(e.downcast::<ClusterError>().unwrap_or_else(|e| ClusterError::Io(crate::errors::said_once(&e)))),
+    };
+    let io_summary =
+        if me == shard.links.io { Some(io.finish(None).map_err(|e| ClusterError::Io(crate::errors::said_once(&e)))) } else { None };
     // Close explicitly: the session sends what it still holds (the last spikes) before the
     // links go down, and the peers see this shard's token go. Over a dead link (a cut cable)
     // Zenoh would wait 10 s for answers that cannot come: after 2 s this shard exits anyway.
     let (tx, rx) = std::sync::mpsc::channel();
-    let session = shard.session.clone();
+    let session = shard.links.session.clone();
     let _ = std::thread::Builder::new().name("close".into()).spawn(move || {
         let _ = tx.send(session.close().wait());
     });
@@ -189,7 +196,7 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
     shard.report.outcome = outcome?;
     shard.report.io = io_summary.transpose()?.unwrap_or_default();
     {
-        let g = shard.shared.lock();
+        let g = shard.links.shared.lock();
         (shard.report.malformed, shard.report.stray, shard.report.forged) = (g.malformed, g.stray, g.forged);
     }
     Ok(shard.report)
