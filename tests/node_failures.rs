@@ -132,7 +132,7 @@ impl neuroburst::node::services::Parameters for Params {
 
 #[test]
 fn a_managed_node_whose_publisher_panics_goes_through_error_processing_to_unconfigured() {
-    use neuroburst::node::lifecycle::State;
+    use neuroburst::node::lifecycle::LifecycleState;
     use neuroburst::node::services::Shared;
     use neuroburst::ros::lifecycle_msgs::TransitionEvent;
     let dir = tempfile::tempdir().unwrap();
@@ -147,7 +147,7 @@ fn a_managed_node_whose_publisher_panics_goes_through_error_processing_to_unconf
     node::services::start(&mut transport, &shared, true).unwrap();
     let s = shared.clone();
     let burster = std::thread::spawn(move || node::managed::run(s, &mut transport, requests, true));
-    let wait_for = |want: State| {
+    let wait_for = |want: LifecycleState| {
         let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while shared.state() != want {
             assert!(std::time::Instant::now() < end, "the node is {:?}, not {want:?}", shared.state());
@@ -155,10 +155,10 @@ fn a_managed_node_whose_publisher_panics_goes_through_error_processing_to_unconf
         }
     };
     shared.begin(1, "", Box::new(|_| {})).unwrap();
-    wait_for(State::Inactive);
+    wait_for(LifecycleState::Inactive);
     shared.begin(3, "", Box::new(|_| {})).unwrap();
     // the 20th Twist's publish panics: error processing, the brain released, unconfigured
-    wait_for(State::Unconfigured);
+    wait_for(LifecycleState::Unconfigured);
     let events: Vec<(u8, u8, u8)> = log
         .lock()
         .unwrap()
@@ -167,7 +167,8 @@ fn a_managed_node_whose_publisher_panics_goes_through_error_processing_to_unconf
         .map(|(_, b)| decode::<TransitionEvent>(b).unwrap())
         .map(|e| (e.transition.id, e.start_state.id, e.goal_state.id))
         .collect();
-    let (active, errorprocessing, unconfigured) = (State::Active.id(), State::ErrorProcessing.id(), State::Unconfigured.id());
+    let (active, errorprocessing, unconfigured) =
+        (LifecycleState::Active.id(), LifecycleState::ErrorProcessing.id(), LifecycleState::Unconfigured.id());
     assert!(events.contains(&(99, active, errorprocessing)) && events.contains(&(97, errorprocessing, unconfigured)), "{events:?}");
     let twists: Vec<f64> =
         log.lock().unwrap().iter().filter(|(t, _)| t == "/cmd_vel").map(|(_, b)| decode::<Twist>(b).unwrap().linear.x).collect();
@@ -175,5 +176,5 @@ fn a_managed_node_whose_publisher_panics_goes_through_error_processing_to_unconf
     // still a node its manager can shut down
     shared.begin(5, "", Box::new(|_| {})).unwrap();
     burster.join().unwrap().expect("a managed node that processed its error ends cleanly at shutdown");
-    assert_eq!(shared.state(), State::Finalized);
+    assert_eq!(shared.state(), LifecycleState::Finalized);
 }

@@ -19,7 +19,7 @@ use std::ops::Range;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::wire::{self, Directive, Keys, Topic};
+use super::wire::{self, DataKind, Directive, Keys};
 use crate::model::Injection;
 
 pub const RING: usize = 4;
@@ -87,14 +87,14 @@ pub struct Inbox {
 }
 
 /// The inbox and its condition variable.
-pub struct Shared {
+pub struct SharedInbox {
     inbox: Mutex<Inbox>,
     changed: Condvar,
 }
 
-impl Shared {
+impl SharedInbox {
     /// The inbox of shard `me` of the shards owning `ranges`, `io` the io shard.
-    pub fn new(me: usize, io: usize, ranges: Vec<Range<u32>>, keys: Keys) -> Shared {
+    pub fn new(me: usize, io: usize, ranges: Vec<Range<u32>>, keys: Keys) -> SharedInbox {
         let n = ranges.len();
         let slots = (0..RING).map(|_| EpochSlot { spikes: vec![Vec::new(); n], ..Default::default() }).collect();
         let inbox = Inbox {
@@ -118,7 +118,7 @@ impl Shared {
             forged: 0,
             io,
         };
-        Shared { inbox: Mutex::new(inbox), changed: Condvar::new() }
+        SharedInbox { inbox: Mutex::new(inbox), changed: Condvar::new() }
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Inbox> {
@@ -272,7 +272,7 @@ impl Inbox {
         let own = self.ranges[me].clone();
         let Some(slot) = self.slot(burst) else { return Ok(()) };
         match topic {
-            Topic::Spikes => {
+            DataKind::Spikes => {
                 if shard == me || slot.have & (1 << shard) != 0 {
                     return Ok(());
                 }
@@ -280,7 +280,7 @@ impl Inbox {
                 wire::decode_spikes(key, bytes, &h, &range, &mut slot.spikes[shard])?;
                 slot.have |= 1 << shard;
             }
-            Topic::Input => {
+            DataKind::Input => {
                 if shard != me || slot.has_input {
                     return Ok(());
                 }
@@ -379,15 +379,15 @@ mod tests {
 
     fn spikes(keys: &Keys, shard: usize, epoch: u32, burst: u64, ids: &[u32]) -> (String, Vec<u8>) {
         let mut k = String::new();
-        keys.data(Topic::Spikes, burst, shard, &mut k);
+        keys.data(DataKind::Spikes, burst, shard, &mut k);
         let mut b = Vec::new();
         wire::encode_spikes(&mut b, shard, epoch, burst, ids);
         (k, b)
     }
 
-    fn shared() -> (Shared, Keys) {
+    fn shared() -> (SharedInbox, Keys) {
         let keys = Keys::new("t");
-        (Shared::new(1, 0, vec![0..10, 10..20, 20..30], keys.clone()), keys)
+        (SharedInbox::new(1, 0, vec![0..10, 10..20, 20..30], keys.clone()), keys)
     }
 
     #[test]
@@ -403,7 +403,7 @@ mod tests {
         let (k, b) = spikes(&keys, 0, 0, 5, &[3]); // an old epoch: ignored
         s.on_data(&k, &b);
         let mut key = String::new();
-        keys.data(Topic::Input, 6, 1, &mut key);
+        keys.data(DataKind::Input, 6, 1, &mut key);
         let mut ib = Vec::new();
         wire::encode_input(&mut ib, 1, 1, 6, [Injection { neuron: 12, potential: Potential(7) }].into_iter());
         s.on_data(&key, &ib);
@@ -481,7 +481,7 @@ mod tests {
         s.on_data("neuroburst/t/spikes/0/0", &b[..3]);
         assert_eq!(s.lock().malformed, 3);
         assert!(s.lock().first_error.as_ref().unwrap().contains("neuroburst/t/spikes/0/0"));
-        let view = |s: &Shared| {
+        let view = |s: &SharedInbox| {
             let g = s.lock();
             (g.alive, g.seen, g.checkpoint_of(2))
         };

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use ::zenoh::Session;
 
 use super::config::ClusterConfig;
-use super::inbox::Shared;
+use super::inbox::SharedInbox;
 use super::options::ClusterError;
 use super::outbox::{put, Outbox};
-use super::wire::{self, Directive, Keys, Topic};
+use super::wire::{self, DataKind, Directive, Keys};
 use crate::model::{Injection, InjectionSlice};
 
 /// Why a gather ended.
@@ -54,7 +54,7 @@ pub(super) struct Links {
     pub session: Session,
     pub keys: Keys,
     /// What the subscribers received (the inbox), the tokens, the directives.
-    pub shared: Arc<Shared>,
+    pub shared: Arc<SharedInbox>,
     /// This shard, the shard count, the io shard, every shard's neurons.
     pub me: usize,
     pub n: usize,
@@ -69,7 +69,7 @@ pub(super) struct Links {
 }
 
 impl Links {
-    pub fn new(session: Session, keys: Keys, shared: Arc<Shared>, me: usize, io: usize, ranges: Vec<Range<u32>>) -> Links {
+    pub fn new(session: Session, keys: Keys, shared: Arc<SharedInbox>, me: usize, io: usize, ranges: Vec<Range<u32>>) -> Links {
         let n = ranges.len();
         Links { session, keys, shared, me, n, io, ranges, epoch: 0, bytes_out: 0, sent: Outbox::new(n) }
     }
@@ -162,7 +162,7 @@ impl Links {
     pub fn publish_spikes(&mut self, b: u64, members: u64, own: &[u32]) -> Result<(), ClusterError> {
         let (key, buf) = &mut self.sent.spikes[(b % 2) as usize];
         wire::encode_spikes(buf, self.me, self.epoch, b, own);
-        self.keys.data(Topic::Spikes, b, self.me, key);
+        self.keys.data(DataKind::Spikes, b, self.me, key);
         self.bytes_out += buf.len() as u64 * (members & !(1 << self.me)).count_ones() as u64;
         put(&self.session, key, buf)
     }
@@ -181,7 +181,7 @@ impl Links {
             } else {
                 let (key, buf) = &mut self.sent.inputs[k][(t % 2) as usize];
                 wire::encode_input(buf, k, self.epoch, t, share.iter());
-                self.keys.data(Topic::Input, t, k, key);
+                self.keys.data(DataKind::Input, t, k, key);
                 self.bytes_out += buf.len() as u64;
                 put(&self.session, key, buf)?;
             }

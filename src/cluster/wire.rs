@@ -33,7 +33,7 @@ pub struct Keys {
 
 /// What a data key names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Topic {
+pub enum DataKind {
     Spikes,
     Input,
 }
@@ -44,12 +44,12 @@ impl Keys {
     }
 
     /// `key` := the key of `topic` for `burst` and `shard`, reusing its buffer.
-    pub fn data(&self, topic: Topic, burst: u64, shard: usize, key: &mut String) {
+    pub fn data(&self, topic: DataKind, burst: u64, shard: usize, key: &mut String) {
         use std::fmt::Write;
         key.clear();
         let t = match topic {
-            Topic::Spikes => "spikes",
-            Topic::Input => "input",
+            DataKind::Spikes => "spikes",
+            DataKind::Input => "input",
         };
         let _ = write!(key, "{}/{t}/{burst}/{shard}", self.prefix);
     }
@@ -80,13 +80,13 @@ impl Keys {
     }
 
     /// `(burst, shard)` of a data key of this brain.
-    pub fn parse_data(&self, key: &str) -> Result<(Topic, u64, usize), WireError> {
+    pub fn parse_data(&self, key: &str) -> Result<(DataKind, u64, usize), WireError> {
         let bad = || WireError::new(key, "not a neuroburst/<brain>/<spikes|input>/<burst>/<shard> key of this brain");
         let rest = key.strip_prefix(&self.prefix).and_then(|r| r.strip_prefix('/')).ok_or_else(bad)?;
         let mut it = rest.split('/');
         let topic = match it.next() {
-            Some("spikes") => Topic::Spikes,
-            Some("input") => Topic::Input,
+            Some("spikes") => DataKind::Spikes,
+            Some("input") => DataKind::Input,
             _ => return Err(bad()),
         };
         let burst = it.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
@@ -186,10 +186,10 @@ pub fn encode_input(out: &mut Vec<u8>, shard: usize, epoch: u32, burst: u64, inj
 }
 
 /// The header of a spikes or input message (checked against the key's burst and shard).
-pub fn decode_header(key: &str, b: &[u8], topic: Topic, burst: u64, shard: usize) -> Result<Header, WireError> {
+pub fn decode_header(key: &str, b: &[u8], topic: DataKind, burst: u64, shard: usize) -> Result<Header, WireError> {
     let kind = match topic {
-        Topic::Spikes => SPIKES,
-        Topic::Input => INPUT,
+        DataKind::Spikes => SPIKES,
+        DataKind::Input => INPUT,
     };
     if b.len() < HEADER {
         return Err(WireError::new(key, format!("{} bytes, shorter than the {HEADER}-byte header", b.len())));
@@ -340,11 +340,11 @@ mod tests {
     fn keys_round_trip() {
         let k = Keys::new("rover");
         let mut s = String::new();
-        k.data(Topic::Spikes, 123, 4, &mut s);
+        k.data(DataKind::Spikes, 123, 4, &mut s);
         assert_eq!(s, "neuroburst/rover/spikes/123/4");
-        assert_eq!(k.parse_data(&s), Ok((Topic::Spikes, 123, 4)));
-        k.data(Topic::Input, 9, 0, &mut s);
-        assert_eq!(k.parse_data(&s), Ok((Topic::Input, 9, 0)));
+        assert_eq!(k.parse_data(&s), Ok((DataKind::Spikes, 123, 4)));
+        k.data(DataKind::Input, 9, 0, &mut s);
+        assert_eq!(k.parse_data(&s), Ok((DataKind::Input, 9, 0)));
         assert!(k.parse_data("neuroburst/other/spikes/1/1").is_err());
         assert!(k.parse_data("neuroburst/rover/spikes/x/1").is_err());
         assert!(k.parse_data("neuroburst/rover/spikes/1/1/2").is_err());
@@ -360,7 +360,7 @@ mod tests {
         let mut b = Vec::new();
         encode_spikes(&mut b, 2, 7, 42, &fired);
         assert!(b.len() < HEADER + 2 * fired.len() + 2, "{} bytes", b.len());
-        let h = decode_header("k", &b, Topic::Spikes, 42, 2).unwrap();
+        let h = decode_header("k", &b, DataKind::Spikes, 42, 2).unwrap();
         assert_eq!(h, Header { shard: 2, epoch: 7, burst: 42, count: 1000 });
         let mut out = vec![5];
         decode_spikes("k", &b, &h, &(1000..200_000), &mut out).unwrap();
@@ -368,7 +368,7 @@ mod tests {
         assert_eq!(&out[1..], &fired[..]);
         // empty list, id 0
         encode_spikes(&mut b, 0, 1, 1, &[0]);
-        let h = decode_header("k", &b, Topic::Spikes, 1, 0).unwrap();
+        let h = decode_header("k", &b, DataKind::Spikes, 1, 0).unwrap();
         let mut out = vec![];
         decode_spikes("k", &b, &h, &(0..10), &mut out).unwrap();
         assert_eq!(out, vec![0]);
@@ -383,7 +383,7 @@ mod tests {
         ];
         let mut b = Vec::new();
         encode_input(&mut b, 1, 3, 8, inj.iter().copied());
-        let h = decode_header("k", &b, Topic::Input, 8, 1).unwrap();
+        let h = decode_header("k", &b, DataKind::Input, 8, 1).unwrap();
         let mut out = vec![];
         decode_input("k", &b, &h, &(10..1000), &mut out).unwrap();
         assert_eq!(out, inj);
@@ -395,10 +395,10 @@ mod tests {
     fn bad_messages_are_errors_naming_the_key() {
         let mut b = Vec::new();
         encode_spikes(&mut b, 1, 1, 5, &[3, 4, 9]);
-        assert!(decode_header("key/a", &b[..10], Topic::Spikes, 5, 1).unwrap_err().to_string().starts_with("key/a: "));
-        assert!(decode_header("k", &b, Topic::Input, 5, 1).unwrap_err().message.contains("kind"));
-        assert!(decode_header("k", &b, Topic::Spikes, 6, 1).unwrap_err().message.contains("burst"));
-        let h = decode_header("k", &b, Topic::Spikes, 5, 1).unwrap();
+        assert!(decode_header("key/a", &b[..10], DataKind::Spikes, 5, 1).unwrap_err().to_string().starts_with("key/a: "));
+        assert!(decode_header("k", &b, DataKind::Input, 5, 1).unwrap_err().message.contains("kind"));
+        assert!(decode_header("k", &b, DataKind::Spikes, 6, 1).unwrap_err().message.contains("burst"));
+        let h = decode_header("k", &b, DataKind::Spikes, 5, 1).unwrap();
         let mut out = vec![1, 2];
         // out of the sender's range
         assert!(decode_spikes("k", &b, &h, &(4..10), &mut out).is_err());
@@ -411,7 +411,7 @@ mod tests {
         // a repeated id (gap 0) is refused
         let mut rep = Vec::new();
         encode_spikes(&mut rep, 1, 1, 5, &[3, 3]);
-        assert!(decode_spikes("k", &rep, &decode_header("k", &rep, Topic::Spikes, 5, 1).unwrap(), &(0..10), &mut out).is_err());
+        assert!(decode_spikes("k", &rep, &decode_header("k", &rep, DataKind::Spikes, 5, 1).unwrap(), &(0..10), &mut out).is_err());
         // an endless varint
         let mut inf = b[..HEADER].to_vec();
         inf.extend_from_slice(&[0xff; 12]);
@@ -419,15 +419,15 @@ mod tests {
         // a huge count does not allocate up front
         let mut huge = b[..HEADER].to_vec();
         huge[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
-        let h = decode_header("k", &huge, Topic::Spikes, 5, 1).unwrap();
+        let h = decode_header("k", &huge, DataKind::Spikes, 5, 1).unwrap();
         assert!(decode_spikes("k", &huge, &h, &(0..10), &mut out).is_err());
     }
 
     #[test]
     fn a_gap_past_u64_is_an_error_not_a_wrap() {
         // tests/fuzz/regressions/cluster_inbox/: a first id in range, then a gap of u64::MAX
-        for topic in [Topic::Spikes, Topic::Input] {
-            let (kind, z): (u8, &[u8]) = if topic == Topic::Spikes { (SPIKES, &[]) } else { (INPUT, &[0]) };
+        for topic in [DataKind::Spikes, DataKind::Input] {
+            let (kind, z): (u8, &[u8]) = if topic == DataKind::Spikes { (SPIKES, &[]) } else { (INPUT, &[0]) };
             let mut b = vec![kind, VERSION, 1, 0, 0, 0, 0, 0];
             b.extend_from_slice(&5u64.to_le_bytes());
             b.extend_from_slice(&2u32.to_le_bytes());
@@ -436,7 +436,7 @@ mod tests {
             b.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
             b.extend_from_slice(z);
             let h = decode_header("k", &b, topic, 5, 1).unwrap();
-            let e = if topic == Topic::Spikes {
+            let e = if topic == DataKind::Spikes {
                 decode_spikes("k", &b, &h, &(10..20), &mut vec![]).unwrap_err()
             } else {
                 decode_input("k", &b, &h, &(10..20), &mut vec![]).unwrap_err()

@@ -8,7 +8,7 @@
 /// A state (lifecycle_msgs/msg/State ids).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum State {
+pub enum LifecycleState {
     Unconfigured = 1,
     Inactive = 2,
     Active = 3,
@@ -21,38 +21,38 @@ pub enum State {
     ErrorProcessing = 15,
 }
 
-impl State {
+impl LifecycleState {
     pub fn id(self) -> u8 {
         self as u8
     }
 
     pub fn label(self) -> &'static str {
         match self {
-            State::Unconfigured => "unconfigured",
-            State::Inactive => "inactive",
-            State::Active => "active",
-            State::Finalized => "finalized",
-            State::Configuring => "configuring",
-            State::CleaningUp => "cleaningup",
-            State::ShuttingDown => "shuttingdown",
-            State::Activating => "activating",
-            State::Deactivating => "deactivating",
-            State::ErrorProcessing => "errorprocessing",
+            LifecycleState::Unconfigured => "unconfigured",
+            LifecycleState::Inactive => "inactive",
+            LifecycleState::Active => "active",
+            LifecycleState::Finalized => "finalized",
+            LifecycleState::Configuring => "configuring",
+            LifecycleState::CleaningUp => "cleaningup",
+            LifecycleState::ShuttingDown => "shuttingdown",
+            LifecycleState::Activating => "activating",
+            LifecycleState::Deactivating => "deactivating",
+            LifecycleState::ErrorProcessing => "errorprocessing",
         }
     }
 
     /// Every state, primary first (what `~/get_available_states` answers).
-    pub const ALL: [State; 10] = [
-        State::Unconfigured,
-        State::Inactive,
-        State::Active,
-        State::Finalized,
-        State::Configuring,
-        State::CleaningUp,
-        State::ShuttingDown,
-        State::Activating,
-        State::Deactivating,
-        State::ErrorProcessing,
+    pub const ALL: [LifecycleState; 10] = [
+        LifecycleState::Unconfigured,
+        LifecycleState::Inactive,
+        LifecycleState::Active,
+        LifecycleState::Finalized,
+        LifecycleState::Configuring,
+        LifecycleState::CleaningUp,
+        LifecycleState::ShuttingDown,
+        LifecycleState::Activating,
+        LifecycleState::Deactivating,
+        LifecycleState::ErrorProcessing,
     ];
 }
 
@@ -86,15 +86,15 @@ impl Transition {
 
     /// The primary state it starts from, the intermediate state it runs in, and where it goes
     /// on success.
-    pub fn path(self) -> (State, State, State) {
+    pub fn path(self) -> (LifecycleState, LifecycleState, LifecycleState) {
         match self {
-            Transition::Configure => (State::Unconfigured, State::Configuring, State::Inactive),
-            Transition::Cleanup => (State::Inactive, State::CleaningUp, State::Unconfigured),
-            Transition::Activate => (State::Inactive, State::Activating, State::Active),
-            Transition::Deactivate => (State::Active, State::Deactivating, State::Inactive),
-            Transition::UnconfiguredShutdown => (State::Unconfigured, State::ShuttingDown, State::Finalized),
-            Transition::InactiveShutdown => (State::Inactive, State::ShuttingDown, State::Finalized),
-            Transition::ActiveShutdown => (State::Active, State::ShuttingDown, State::Finalized),
+            Transition::Configure => (LifecycleState::Unconfigured, LifecycleState::Configuring, LifecycleState::Inactive),
+            Transition::Cleanup => (LifecycleState::Inactive, LifecycleState::CleaningUp, LifecycleState::Unconfigured),
+            Transition::Activate => (LifecycleState::Inactive, LifecycleState::Activating, LifecycleState::Active),
+            Transition::Deactivate => (LifecycleState::Active, LifecycleState::Deactivating, LifecycleState::Inactive),
+            Transition::UnconfiguredShutdown => (LifecycleState::Unconfigured, LifecycleState::ShuttingDown, LifecycleState::Finalized),
+            Transition::InactiveShutdown => (LifecycleState::Inactive, LifecycleState::ShuttingDown, LifecycleState::Finalized),
+            Transition::ActiveShutdown => (LifecycleState::Active, LifecycleState::ShuttingDown, LifecycleState::Finalized),
         }
     }
 
@@ -121,17 +121,17 @@ pub enum Refused {
 /// Where the node is.
 #[derive(Clone, Debug)]
 pub struct Machine {
-    state: State,
+    state: LifecycleState,
 }
 
 impl Default for Machine {
     fn default() -> Self {
-        Machine { state: State::Unconfigured }
+        Machine { state: LifecycleState::Unconfigured }
     }
 }
 
 impl Machine {
-    pub fn state(&self) -> State {
+    pub fn state(&self) -> LifecycleState {
         self.state
     }
 
@@ -159,22 +159,22 @@ impl Machine {
 
     /// A failure outside any transition (the bursts ended with an error): from its primary state
     /// the node enters ErrorProcessing; the state it left.
-    pub fn fail(&mut self) -> State {
-        std::mem::replace(&mut self.state, State::ErrorProcessing)
+    pub fn fail(&mut self) -> LifecycleState {
+        std::mem::replace(&mut self.state, LifecycleState::ErrorProcessing)
     }
 
     /// The error was processed: unconfigured when the brain was released (`ok`), else finalized.
-    pub fn recovered(&mut self, ok: bool) -> State {
-        self.state = if ok { State::Unconfigured } else { State::Finalized };
+    pub fn recovered(&mut self, ok: bool) -> LifecycleState {
+        self.state = if ok { LifecycleState::Unconfigured } else { LifecycleState::Finalized };
         self.state
     }
 
     /// The node's work for `t` ended: `Ok` takes it to the transition's goal; an error leaves it
     /// where it started (a configure that failed stays unconfigured, and says why), but a
     /// shutdown, which always finalizes.
-    pub fn end(&mut self, t: Transition, ok: bool) -> State {
+    pub fn end(&mut self, t: Transition, ok: bool) -> LifecycleState {
         let (start, _, goal) = t.path();
-        self.state = if ok || goal == State::Finalized { goal } else { start };
+        self.state = if ok || goal == LifecycleState::Finalized { goal } else { start };
         self.state
     }
 }
@@ -189,21 +189,21 @@ mod tests {
         assert_eq!(m.available(), [Transition::Configure, Transition::UnconfiguredShutdown]);
         assert!(matches!(m.begin(3, ""), Err(Refused::NotAvailable { .. })));
         let t = m.begin(1, "").unwrap();
-        assert_eq!(m.state(), State::Configuring);
+        assert_eq!(m.state(), LifecycleState::Configuring);
         assert!(matches!(m.begin(1, ""), Err(Refused::Busy("configuring"))));
-        assert_eq!(m.end(t, false), State::Unconfigured);
+        assert_eq!(m.end(t, false), LifecycleState::Unconfigured);
         let t = m.begin(0, "configure").unwrap();
-        assert_eq!(m.end(t, true), State::Inactive);
+        assert_eq!(m.end(t, true), LifecycleState::Inactive);
         let t = m.begin(Transition::Activate.id(), "").unwrap();
-        assert_eq!(m.end(t, true), State::Active);
+        assert_eq!(m.end(t, true), LifecycleState::Active);
         let t = m.begin(4, "").unwrap();
-        assert_eq!(m.end(t, true), State::Inactive);
+        assert_eq!(m.end(t, true), LifecycleState::Inactive);
         let t = m.begin(3, "").unwrap();
-        assert_eq!(m.end(t, true), State::Active);
+        assert_eq!(m.end(t, true), LifecycleState::Active);
         // any of the three shutdown ids from any primary state, and a shutdown always finalizes
         let t = m.begin(5, "").unwrap();
         assert_eq!(t, Transition::ActiveShutdown);
-        assert_eq!(m.end(t, false), State::Finalized);
+        assert_eq!(m.end(t, false), LifecycleState::Finalized);
         assert!(m.available().is_empty());
     }
 
@@ -214,16 +214,16 @@ mod tests {
             let t = m.begin(id, "").unwrap();
             m.end(t, true);
         }
-        assert_eq!(m.fail(), State::Active);
-        assert_eq!(m.state(), State::ErrorProcessing);
+        assert_eq!(m.fail(), LifecycleState::Active);
+        assert_eq!(m.state(), LifecycleState::ErrorProcessing);
         assert!(matches!(m.begin(4, ""), Err(Refused::Busy("errorprocessing"))));
-        assert_eq!(m.recovered(true), State::Unconfigured);
+        assert_eq!(m.recovered(true), LifecycleState::Unconfigured);
         assert_eq!(m.available(), [Transition::Configure, Transition::UnconfiguredShutdown]);
     }
 
     #[test]
     fn ids_and_labels_are_lifecycle_msgs() {
-        let ids: Vec<(u8, &str)> = State::ALL.iter().map(|s| (s.id(), s.label())).collect();
+        let ids: Vec<(u8, &str)> = LifecycleState::ALL.iter().map(|s| (s.id(), s.label())).collect();
         assert_eq!(ids[..4], [(1, "unconfigured"), (2, "inactive"), (3, "active"), (4, "finalized")]);
         assert_eq!(ids[9], (15, "errorprocessing"));
         assert_eq!(Transition::ActiveShutdown.id(), 7);

@@ -15,15 +15,20 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 
-use super::lifecycle::{State, Transition};
-use super::services::{Command, Shared};
+use super::lifecycle::{LifecycleState, Transition};
+use super::services::{Shared, TransitionRequest};
 use super::{Configured, Summary};
 use crate::genome::Genome;
 use crate::transport::Transport;
 
 /// Run the node's lifecycle until it is shut down or `control.stop` is set. Without `managed`,
 /// configure and activate come first, and a configure that fails ends the node with its error.
-pub fn run(shared: Arc<Shared>, transport: &mut dyn Transport, commands: Receiver<Command>, managed: bool) -> anyhow::Result<Summary> {
+pub fn run(
+    shared: Arc<Shared>,
+    transport: &mut dyn Transport,
+    commands: Receiver<TransitionRequest>,
+    managed: bool,
+) -> anyhow::Result<Summary> {
     let control = shared.control.clone();
     let mut node = Node { shared: shared.clone(), brain: None, summary: Summary::default() };
     if !managed {
@@ -39,7 +44,7 @@ pub fn run(shared: Arc<Shared>, transport: &mut dyn Transport, commands: Receive
         if control.stop.load(Ordering::Relaxed) {
             break Ok(());
         }
-        if shared.state() == State::Active {
+        if shared.state() == LifecycleState::Active {
             if let Some(brain) = node.brain.as_mut() {
                 if let Err(e) = burst(brain, &control) {
                     if !managed {
@@ -51,7 +56,7 @@ pub fn run(shared: Arc<Shared>, transport: &mut dyn Transport, commands: Receive
                         node.release(Some(&cause), transport);
                         true
                     });
-                    if state == State::Finalized {
+                    if state == LifecycleState::Finalized {
                         break Ok(());
                     }
                 }
@@ -73,7 +78,7 @@ pub fn run(shared: Arc<Shared>, transport: &mut dyn Transport, commands: Receive
                 };
                 let state = shared.end(t, ok);
                 (cmd.reply)(ok);
-                if state == State::Finalized {
+                if state == LifecycleState::Finalized {
                     break Ok(());
                 }
             }

@@ -20,7 +20,7 @@ use crate::run::trace::{Durations, Percentiles};
 use crate::transport::Publisher;
 
 /// A published motor topic.
-pub struct Output {
+pub struct MotorPublisher {
     pub topic: String,
     /// The message type (`geometry_msgs/msg/Twist`).
     pub type_name: &'static str,
@@ -32,7 +32,7 @@ pub struct Output {
 
 /// What the burst thread hands over.
 pub enum Record {
-    Burst(BurstRecord),
+    Burst(PublishJob),
     /// The bursts pause (the lifecycle's deactivate): the stop commands; the stats go on.
     Pause {
         motor: Vec<(usize, MotorMessage)>,
@@ -50,7 +50,7 @@ pub enum Record {
     },
 }
 
-pub struct BurstRecord {
+pub struct PublishJob {
     pub burst: u64,
     /// The burst's ROS time.
     pub time_ns: u64,
@@ -70,7 +70,7 @@ pub struct BurstRecord {
 
 /// The publisher thread's state.
 pub struct OutputSide {
-    pub pubs: Vec<Output>,
+    pub pubs: Vec<MotorPublisher>,
     pub fqn: String,
     pub hardware: String,
     /// The sensor topics' slots (their counters).
@@ -110,7 +110,7 @@ struct Run {
     pending: Vec<Instant>,
     window: Durations,
     total: Durations,
-    last: Option<BurstRecord>,
+    last: Option<PublishJob>,
 }
 
 impl OutputSide {
@@ -197,7 +197,7 @@ impl Run {
         }
     }
 
-    fn burst(&mut self, b: BurstRecord) {
+    fn burst(&mut self, b: PublishJob) {
         self.send(&b.motor);
         let now = Instant::now();
         for a in self.pending.drain(..) {
@@ -394,7 +394,7 @@ impl PublisherLink {
 
     /// Hand a burst's record over. Never waits: a record the thread has no room for is dropped
     /// and counted.
-    pub fn burst(&mut self, record: BurstRecord) {
+    pub fn burst(&mut self, record: PublishJob) {
         if let Some(tx) = &self.records {
             match tx.try_send(Record::Burst(record)) {
                 Ok(()) => {}

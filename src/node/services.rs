@@ -15,7 +15,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::lifecycle::{Machine, State, Transition};
+use super::lifecycle::{LifecycleState, Machine, Transition};
 use super::{Control, NodeSections, Update};
 use crate::ros::builtin::Time;
 use crate::ros::lifecycle_msgs::{self as lc, TransitionEvent};
@@ -44,7 +44,7 @@ pub trait Parameters: Send {
 }
 
 /// A transition asked for, for the burst thread; `reply` takes whether it succeeded.
-pub struct Command {
+pub struct TransitionRequest {
     pub transition: Transition,
     pub reply: Box<dyn FnOnce(bool) + Send>,
 }
@@ -55,7 +55,7 @@ pub struct Shared {
     pub params: Mutex<Box<dyn Parameters>>,
     pub control: Arc<Control>,
     pub fqn: String,
-    commands: Mutex<Sender<Command>>,
+    commands: Mutex<Sender<TransitionRequest>>,
     transition_events: Mutex<Option<Box<dyn Publisher>>>,
     parameter_events: Mutex<Option<Box<dyn Publisher>>>,
 }
@@ -68,7 +68,7 @@ fn now() -> Time {
     Time::from_nanos(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64))
 }
 
-fn state_msg(s: State) -> lc::State {
+fn state_msg(s: LifecycleState) -> lc::State {
     lc::State { id: s.id(), label: s.label().into() }
 }
 
@@ -77,7 +77,7 @@ fn transition_msg(t: Transition) -> lc::Transition {
 }
 
 impl Shared {
-    pub fn new(params: Box<dyn Parameters>, control: Arc<Control>, fqn: String, commands: Sender<Command>) -> Shared {
+    pub fn new(params: Box<dyn Parameters>, control: Arc<Control>, fqn: String, commands: Sender<TransitionRequest>) -> Shared {
         Shared {
             machine: Mutex::new(Machine::default()),
             params: Mutex::new(params),
@@ -89,7 +89,7 @@ impl Shared {
         }
     }
 
-    pub fn state(&self) -> State {
+    pub fn state(&self) -> LifecycleState {
         lock(&self.machine).state()
     }
 
@@ -105,17 +105,17 @@ impl Shared {
         };
         let (start, middle, _) = t.path();
         self.transition_event(transition_msg(t), start, middle);
-        if start == State::Active {
+        if start == LifecycleState::Active {
             self.control.interrupt.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        lock(&self.commands).send(Command { transition: t, reply }).map_err(|e| {
+        lock(&self.commands).send(TransitionRequest { transition: t, reply }).map_err(|e| {
             (e.0.reply)(false);
             "the node is stopping".to_string()
         })
     }
 
     /// The burst thread ended transition `t`: the node is in its goal (or back where it began).
-    pub fn end(&self, t: Transition, ok: bool) -> State {
+    pub fn end(&self, t: Transition, ok: bool) -> LifecycleState {
         let middle = t.path().1;
         let state = lock(&self.machine).end(t, ok);
         // rcl_lifecycle's own transitions out of an intermediate state
@@ -128,19 +128,19 @@ impl Shared {
     /// The bursts failed outside any transition (`cause`): ErrorProcessing, then `release` (the
     /// brain's stop commands and status), then unconfigured (finalized where `release` failed),
     /// each step published on `~/transition_event` as rcl_lifecycle does.
-    pub fn error_processing(&self, cause: &str, release: impl FnOnce() -> bool) -> State {
+    pub fn error_processing(&self, cause: &str, release: impl FnOnce() -> bool) -> LifecycleState {
         let from = lock(&self.machine).fail();
         tracing::error!("lifecycle: {} failed: {cause}: processing the error (the brain is released)", from.label());
-        self.transition_event(lc::Transition { id: 99, label: "transition_error".into() }, from, State::ErrorProcessing);
+        self.transition_event(lc::Transition { id: 99, label: "transition_error".into() }, from, LifecycleState::ErrorProcessing);
         let ok = release();
         let state = lock(&self.machine).recovered(ok);
         let (id, label) = if ok { (97, "transition_success") } else { (98, "transition_failure") };
-        self.transition_event(lc::Transition { id, label: label.into() }, State::ErrorProcessing, state);
+        self.transition_event(lc::Transition { id, label: label.into() }, LifecycleState::ErrorProcessing, state);
         tracing::info!("lifecycle: error processed -> {}", state.label());
         state
     }
 
-    fn transition_event(&self, transition: lc::Transition, start: State, goal: State) {
+    fn transition_event(&self, transition: lc::Transition, start: LifecycleState, goal: LifecycleState) {
         if let Some(p) = lock(&self.transition_events).as_mut() {
             let e =
                 TransitionEvent { timestamp: now().nanos() as u64, transition, start_state: state_msg(start), goal_state: state_msg(goal) };
@@ -152,7 +152,7 @@ impl Shared {
 
     /// Whether a brain is built (only dynamic keys may change).
     fn configured(&self) -> bool {
-        !matches!(self.state(), State::Unconfigured | State::Finalized)
+        !matches!(self.state(), LifecycleState::Unconfigured | LifecycleState::Finalized)
     }
 
     /// Set `changes` (all or none), publish them on `/parameter_events`, and hand a running
@@ -253,7 +253,7 @@ fn lifecycle_services(transport: &mut dyn Transport, shared: &Arc<Shared>) -> an
         reply(lc::GetStateResponse { current_state: state_msg(s.state()) })
     })?;
     serve::<lc::GetAvailableStates>(transport, &fqn, "get_available_states", move |_, reply| {
-        reply(lc::GetAvailableStatesResponse { available_states: State::ALL.iter().map(|&s| state_msg(s)).collect() })
+        reply(lc::GetAvailableStatesResponse { available_states: LifecycleState::ALL.iter().map(|&s| state_msg(s)).collect() })
     })?;
     let s = shared.clone();
     serve::<lc::GetAvailableTransitions>(transport, &fqn, "get_available_transitions", move |_, reply| {

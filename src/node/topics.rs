@@ -12,7 +12,7 @@ use anyhow::anyhow;
 
 use super::fatal::Fatal;
 use super::problems::ProblemLog;
-use super::publish::{BurstRecord, Output, OutputSide, PublisherLink};
+use super::publish::{MotorPublisher, OutputSide, PublishJob, PublisherLink};
 use super::settings::Mode;
 use super::slots::{Input, Sensors, Slot, Trigger};
 use super::{input_type, topic_spec, Drive, NodeSetup, Update};
@@ -166,7 +166,7 @@ fn output_side(
         let publisher = announce(transport, d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?;
         let topic = topic_spec(d.config.topic(), nc, d.config.message_type(), Qos::COMMAND)?.name;
         tracing::info!("output area {} -> {topic} ({})", d.config.area(), d.config.message_type());
-        pubs.push(Output { topic, type_name: d.config.message_type(), publisher, published: 0, errors: 0, last_error: None });
+        pubs.push(MotorPublisher { topic, type_name: d.config.message_type(), publisher, published: 0, errors: 0, last_error: None });
     }
     let diagnostics_pub = match nc.diagnostics_topic.as_str() {
         "" => None,
@@ -385,7 +385,7 @@ impl LiveTopics {
     /// Hand a burst's products (begun at `start`) to the publisher thread and close the burst on
     /// the clock. Never waits: a record the publisher has no room for is dropped and counted.
     pub fn publish(&mut self, products: BurstProducts, start: Instant) {
-        let record = BurstRecord {
+        let record = PublishJob {
             burst: products.burst,
             time_ns: self.now_ns,
             fired: self.stat_areas.iter().map(|&a| products.fired_per_area[a]).chain([products.fired_total as u32]).collect(),

@@ -18,13 +18,13 @@ use std::sync::atomic::AtomicBool;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
-use crate::bag::qos::Qos;
 use crate::bag::{Bag, BagError, BagWriter};
 use crate::decode::DecoderConfig;
 use crate::encode::EncoderConfig;
 use crate::genome::Genome;
 use crate::model::Layout;
 use crate::ros::neuroburst_msgs::BurstActivity;
+use crate::ros::qos::Qos;
 use crate::ros::{encode, registry, RosMessage};
 use crate::run::intake::{self, Intake, TopicCounters};
 use crate::run::outputs::{BurstProducts, Outputs};
@@ -267,10 +267,10 @@ impl OutputChannels {
         let mut motor = Vec::new();
         for d in &outputs.decoders {
             let info = registry::lookup(d.config.message_type()).expect("decoder types are registered");
-            motor.push(writer.add_topic(d.config.topic(), &info, Qos::COMMANDS)?);
+            motor.push(writer.add_topic(d.config.topic(), &info, Qos::COMMAND)?);
         }
         let activity =
-            if activity_topic.is_empty() { None } else { Some(writer.add_topic(activity_topic, &BurstActivity::info(), Qos::COMMANDS)?) };
+            if activity_topic.is_empty() { None } else { Some(writer.add_topic(activity_topic, &BurstActivity::info(), Qos::COMMAND)?) };
         Ok(OutputChannels { motor, activity })
     }
 

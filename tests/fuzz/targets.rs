@@ -8,8 +8,8 @@
 
 use neuroburst::backend::{open::open, BackendConfig, Readback};
 use neuroburst::checkpoint::Checkpoint;
-use neuroburst::cluster::inbox::Shared;
-use neuroburst::cluster::wire::{Keys, Topic};
+use neuroburst::cluster::inbox::SharedInbox;
+use neuroburst::cluster::wire::{DataKind, Keys};
 use neuroburst::encode::{Encoder, EncoderConfig};
 use neuroburst::genome::Genome;
 use neuroburst::model::Layout;
@@ -88,7 +88,7 @@ pub fn encoders(data: &[u8]) {
 /// message's own first bytes, directives, member tokens).
 pub fn cluster_inbox(data: &[u8]) {
     let keys = Keys::new("f");
-    let inbox = Shared::new(1, 0, vec![0..10, 10..20, 20..30], keys.clone());
+    let inbox = SharedInbox::new(1, 0, vec![0..10, 10..20, 20..30], keys.clone());
     inbox.lock().rebase(1, 0);
     let mut rest = data;
     let mut key = String::new();
@@ -100,11 +100,11 @@ pub fn cluster_inbox(data: &[u8]) {
         let shard = msg.get(2).copied().unwrap_or(0) as usize % 4;
         match kind % 6 {
             0 => {
-                keys.data(Topic::Spikes, burst, shard, &mut key);
+                keys.data(DataKind::Spikes, burst, shard, &mut key);
                 inbox.on_data(&key, msg);
             }
             1 => {
-                keys.data(Topic::Input, burst, shard, &mut key);
+                keys.data(DataKind::Input, burst, shard, &mut key);
                 inbox.on_data(&key, msg);
             }
             2 => inbox.on_control(&keys.control(), msg),

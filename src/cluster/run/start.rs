@@ -11,7 +11,7 @@ use crate::backend::cpu::CpuEngine;
 use crate::backend::shard::ShardEngine;
 use crate::brain::Brain;
 use crate::cluster::checkpoints::ShardCheckpoints;
-use crate::cluster::inbox::Shared;
+use crate::cluster::inbox::SharedInbox;
 use crate::cluster::io::WorkloadIo;
 use crate::cluster::links::Links;
 use crate::cluster::options::{session_config, zerr, ClusterError, Outcome, Report, ShardOptions};
@@ -85,7 +85,7 @@ pub fn run(mut o: ShardOptions) -> Result<Report, ClusterError> {
     }
     let io_last = [o.bursts, io.last_burst().unwrap_or(0)].into_iter().filter(|&x| x > 0).min().unwrap_or(0);
     let keys = Keys::new(&c.name);
-    let shared = Arc::new(Shared::new(me, c.io_shard, ranges.clone(), keys.clone()));
+    let shared = Arc::new(SharedInbox::new(me, c.io_shard, ranges.clone(), keys.clone()));
     let session = ::zenoh::open(session_config(c, me, crate::cluster::wire::largest_message(&ranges))?)
         .wait()
         .map_err(zerr("opening the session"))?;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use super::plastic::{group_contributions, Plastic, PlasticMapping};
 use super::procedural::{closed_form, ClosedForm, Procedural};
-use super::rows::{compile, Compiled, Drawer, RowRules, Rule};
+use super::rows::{compile, Compiled, Drawer, RowRule, RowRules};
 use super::{Codes, Connectome, MappingStats, Part};
 use crate::genome::Genome;
 use crate::model::fixed::contribution_from_f64;
@@ -155,9 +155,9 @@ pub fn mapping_bounds(genome: &Genome, layout: &Layout) -> Vec<(u64, bool)> {
         let dst = c.dst.count as u64;
         let (per_source, exact) = match c.rule {
             // k draws with replacement, each kept by attractivity
-            Rule::Fanout(k) => (k as u64, c.attract.is_none()),
-            Rule::Probability { never: true, .. } => (0, true),
-            Rule::Associative => (0, true),
+            RowRule::Fanout(k) => (k as u64, c.attract.is_none()),
+            RowRule::Probability { never: true, .. } => (0, true),
+            RowRule::Associative => (0, true),
             _ => (dst, false),
         };
         out[c.index] = (per_source.saturating_mul(c.src_count as u64), exact);
@@ -229,7 +229,7 @@ pub(super) fn build_chunk(rows: &Rows<'_>, n_mappings: usize, parts: &[Range<u32
         row.sort_unstable();
         // One contribution per mapping slot of this row: `value / out-degree` unless uniform; the
         // out-degree leaves out an associative mapping's possible pairs (none exists yet).
-        let grown = |key: &u64| matches!(mappings[(key & 0xffff_ffff) as usize].rule, Rule::Associative);
+        let grown = |key: &u64| matches!(mappings[(key & 0xffff_ffff) as usize].rule, RowRule::Associative);
         slot_code.clear();
         for m in mappings {
             let code = match m.plastic {

@@ -6,7 +6,7 @@
 
 use super::draw::Stream;
 use super::procedural::closed_form;
-use super::rows::{compile, Compiled, Rule};
+use super::rows::{compile, Compiled, RowRule};
 use crate::genome::morphology::PatternCoord;
 use crate::genome::{Genome, Morphology};
 use crate::model::Layout;
@@ -199,17 +199,17 @@ pub(super) fn flat_map(m: &Compiled, seed: u64, src_npv: u32, drawn: bool, list:
     };
     let before = list.len();
     let morph = match &m.rule {
-        Rule::Fanout(k) => {
+        RowRule::Fanout(k) => {
             (f.rule, f.fanout) = (R_FANOUT, *k);
             None
         }
-        Rule::Probability { log1mp, always, never } => {
+        RowRule::Probability { log1mp, always, never } => {
             (f.rule, f.log1mp) = (R_PROBABILITY, log1mp.to_bits());
             f.flags |= if *always { F_ALWAYS } else { 0 } | if *never { F_NEVER } else { 0 };
             None
         }
-        Rule::Voxel(morph) => Some(morph),
-        Rule::Tile(tile, mapper) => {
+        RowRule::Voxel(morph) => Some(morph),
+        RowRule::Tile(tile, mapper) => {
             f.flags |= F_TILE;
             f.tile_seed = tile.src_seed.map(|s| s.max(1));
             for (a, pair) in tile.src_pattern.iter().take(3).enumerate() {
@@ -218,7 +218,7 @@ pub(super) fn flat_map(m: &Compiled, seed: u64, src_npv: u32, drawn: bool, list:
             }
             Some(mapper)
         }
-        Rule::Associative | Rule::Listed => return None,
+        RowRule::Associative | RowRule::Listed => return None,
     };
     if let Some(morph) = morph {
         f.rule = R_VOXEL;
@@ -240,7 +240,7 @@ pub fn gpu_drawable_mask(genome: &Genome, layout: &Layout) -> Vec<bool> {
     for (area, ms) in compile(genome, layout).0.iter().enumerate() {
         let uniform = genome.areas[area].psp_uniform_distribution;
         let npv = layout.params[area].neurons_per_voxel;
-        let mut flat = |m: &Compiled| matches!(m.rule, Rule::Associative) || flat_map(m, 0, npv, false, &mut scratch).is_some();
+        let mut flat = |m: &Compiled| matches!(m.rule, RowRule::Associative) || flat_map(m, 0, npv, false, &mut scratch).is_some();
         let countable = uniform || ms.iter().all(&mut flat);
         for m in ms {
             mask[m.index] = closed_form(m, ms, uniform, genome.seed).is_some() || (countable && flat(m));
@@ -263,7 +263,7 @@ pub(super) fn flat_rows(by_area: &[Vec<Compiled>], uniform: &[bool], layout: &La
         for m in ms {
             let drawn = rowwise(m);
             // a uniform area needs only what it draws; another counts every mapping but an associative one
-            if !drawn && (uniform[area] || matches!(m.rule, Rule::Associative)) {
+            if !drawn && (uniform[area] || matches!(m.rule, RowRule::Associative)) {
                 continue;
             }
             let f = flat_map(m, seed, npv, drawn, &mut out.list).ok_or_else(|| {

@@ -9,7 +9,7 @@
 
 use super::draw::Stream;
 use super::flat::FlatRows;
-use super::rows::{compile, Compiled, Drawer, RowRules, Rule};
+use super::rows::{compile, Compiled, Drawer, RowRule, RowRules};
 use crate::genome::Genome;
 use crate::model::fixed::contribution_from_f64;
 use crate::model::Layout;
@@ -99,10 +99,10 @@ pub fn closed_forms(genome: &Genome, layout: &Layout) -> Vec<Option<ClosedForm>>
 /// Mapping `m` of an area with mappings `all` in closed form, if it has one.
 pub(super) fn closed_form(m: &Compiled, all: &[Compiled], uniform: bool, seed: u64) -> Option<ClosedForm> {
     let plain_fanout = |c: &Compiled| match c.rule {
-        Rule::Fanout(k) if c.attract.is_none() => Some(k),
+        RowRule::Fanout(k) if c.attract.is_none() => Some(k),
         _ => None,
     };
-    let Rule::Fanout(fanout) = m.rule else { return None };
+    let RowRule::Fanout(fanout) = m.rule else { return None };
     if m.plastic.is_some() {
         return None;
     }
@@ -110,7 +110,7 @@ pub(super) fn closed_form(m: &Compiled, all: &[Compiled], uniform: bool, seed: u
     let divisor = if uniform {
         1.0
     } else {
-        let counted = all.iter().filter(|c| !matches!(c.rule, Rule::Associative));
+        let counted = all.iter().filter(|c| !matches!(c.rule, RowRule::Associative));
         counted.map(|c| plain_fanout(c).map(|k| k as u64)).sum::<Option<u64>>()?.max(1) as f64
     };
     let key = Stream::mapping_key(seed, m.index as u64);

@@ -12,7 +12,7 @@ use crate::genome::{Genome, Morphology, Sign};
 use crate::model::plasticity::{self, DEFAULT_MAX_SYNAPSES};
 use crate::model::{AreaParams, Layout};
 
-pub(super) enum Rule {
+pub(super) enum RowRule {
     Voxel(Morphology),
     /// A tile with its mapper resolved (built-in or defined in the genome).
     Tile(TileSpec, Morphology),
@@ -51,7 +51,7 @@ pub(super) struct Compiled {
     pub(super) src_first: u32,
     pub(super) dst: AreaParams,
     pub(super) ctx: VoxelContext,
-    pub(super) rule: Rule,
+    pub(super) rule: RowRule,
     pub(super) attract: Option<u64>,
     /// `±weight × psp`
     pub(super) value: f64,
@@ -76,23 +76,23 @@ pub(super) fn compile(genome: &Genome, layout: &Layout) -> (Vec<Vec<Compiled>>, 
         let sign = if m.sign == Sign::Inhibitory { -1.0 } else { 1.0 };
         let rule_kind = match &morph {
             Morphology::Random(r) => match (r.fanout, r.probability) {
-                (Some(k), _) => Rule::Fanout(k),
-                (None, Some(p)) => Rule::Probability { log1mp: libm::log(1.0 - p), always: p >= 1.0, never: p <= 0.0 },
-                (None, None) => Rule::Fanout(0),
+                (Some(k), _) => RowRule::Fanout(k),
+                (None, Some(p)) => RowRule::Probability { log1mp: libm::log(1.0 - p), always: p >= 1.0, never: p <= 0.0 },
+                (None, None) => RowRule::Fanout(0),
             },
             Morphology::Tile(t) => {
                 // validated: the mapper resolves to a voxel morphology
                 let mapper = genome.resolve_morphology(&t.mapper).unwrap_or(Morphology::Projector);
-                Rule::Tile(t.clone(), mapper)
+                RowRule::Tile(t.clone(), mapper)
             }
-            Morphology::AssociativeMemory => Rule::Associative,
-            _ if m.synapses.is_some() => Rule::Listed,
-            _ => Rule::Voxel(morph.clone()),
+            Morphology::AssociativeMemory => RowRule::Associative,
+            _ if m.synapses.is_some() => RowRule::Listed,
+            _ => RowRule::Voxel(morph.clone()),
         };
         // validated: a plastic mapping's rule compiles
         let rule_of = |p| plasticity::Rule::compile(p).ok();
         let learns = m.plasticity.as_ref().and_then(rule_of).map(|rule| {
-            let associative = matches!(rule_kind, Rule::Associative).then(|| {
+            let associative = matches!(rule_kind, RowRule::Associative).then(|| {
                 let (sources, targets) = (src.first..src.first + src.count, dst.first..dst.first + dst.count);
                 let pairs = src.count as u64 * dst.count as u64;
                 let max_synapses = m.max_synapses.unwrap_or(pairs.min(DEFAULT_MAX_SYNAPSES));
@@ -101,7 +101,7 @@ pub(super) fn compile(genome: &Genome, layout: &Layout) -> (Vec<Vec<Compiled>>, 
             });
             let weight = m.weight.round().clamp(0.0, 255.0) as u8;
             plastic.push((PlasticMapping { index, rule, weight, associative }, sign * psp));
-            ((plastic.len() - 1) as u32, if matches!(rule_kind, Rule::Associative) { 0 } else { weight })
+            ((plastic.len() - 1) as u32, if matches!(rule_kind, RowRule::Associative) { 0 } else { weight })
         });
         by_area[si].push(Compiled {
             index,
@@ -166,7 +166,7 @@ impl Drawer {
             let keep = |stream: &mut Stream| m.attract.is_none_or(|th| stream.chance(th));
             let slot_bits = slot as u64;
             match &m.rule {
-                Rule::Voxel(_) | Rule::Tile(..) => {
+                RowRule::Voxel(_) | RowRule::Tile(..) => {
                     let voxel = sp.voxel_of(local);
                     let (cached, dsts) = &mut self.cache[slot];
                     if *cached != Some(voxel) {
@@ -174,8 +174,8 @@ impl Drawer {
                         let mut vstream = Stream::new(seed, m.index as u64 | 1 << 63, vid);
                         let mut pick = |k| vstream.below(k);
                         match &m.rule {
-                            Rule::Tile(tile, mapper) => tile_destination_voxels(tile, mapper, &m.ctx, voxel, &mut pick, dsts),
-                            Rule::Voxel(morph) => destination_voxels(morph, &m.ctx, voxel, &mut pick, dsts),
+                            RowRule::Tile(tile, mapper) => tile_destination_voxels(tile, mapper, &m.ctx, voxel, &mut pick, dsts),
+                            RowRule::Voxel(morph) => destination_voxels(morph, &m.ctx, voxel, &mut pick, dsts),
                             _ => unreachable!("only voxel rules reach here"),
                         }
                         *cached = Some(voxel);
@@ -190,7 +190,7 @@ impl Drawer {
                         }
                     }
                 }
-                Rule::Fanout(k) => {
+                RowRule::Fanout(k) => {
                     for _ in 0..*k {
                         let t = m.dst.first + stream.below(m.dst.count as u64) as u32;
                         if keep(&mut stream) {
@@ -198,12 +198,12 @@ impl Drawer {
                         }
                     }
                 }
-                Rule::Listed => {
+                RowRule::Listed => {
                     for &(d, _) in m.listed.as_ref().and_then(|l| l.get(&local)).into_iter().flatten() {
                         row.push(((m.dst.first + d) as u64) << 32 | slot_bits);
                     }
                 }
-                Rule::Associative => {
+                RowRule::Associative => {
                     let before = row.len();
                     for t in m.dst.first..m.dst.first + m.dst.count {
                         if t != s {
@@ -212,7 +212,7 @@ impl Drawer {
                     }
                     grown += row.len() - before;
                 }
-                Rule::Probability { log1mp, always, never } => {
+                RowRule::Probability { log1mp, always, never } => {
                     if *never {
                         continue;
                     }

@@ -6,7 +6,6 @@
 
 mod db3;
 mod mcap_read;
-pub mod qos;
 pub mod read;
 pub mod writer;
 

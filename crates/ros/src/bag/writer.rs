@@ -9,8 +9,8 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use super::qos::Qos;
 use super::BagError;
+use crate::ros::qos::Qos;
 use crate::ros::typesys::{msg_definition, rihs01, TypeInfo};
 
 /// An open MCAP bag. Call [`BagWriter::finish`]; dropping it also finishes it, best effort.

@@ -10,7 +10,7 @@ use crate::ros::{encode, RosMessage};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct JointsConfig {
+pub struct JointCommandConfig {
     pub area: String,
     pub topic: String,
     /// `joint_state` (positions, with names) or `float64_multi_array`.
@@ -44,7 +44,7 @@ pub enum JointsMessage {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FloatArrayConfig {
+pub struct ArrayCommandConfig {
     pub area: String,
     pub topic: String,
     /// `float32` (Float32MultiArray) or `float64` (Float64MultiArray).
@@ -89,7 +89,7 @@ pub fn joint_values(min: &[f64], max: &[f64], hold: &mut Vec<f64>, act: &[f64]) 
     hold.clone()
 }
 
-pub fn joints_message(c: &JointsConfig, values: &[f64], time_ns: u64) -> MotorMessage {
+pub fn joints_message(c: &JointCommandConfig, values: &[f64], time_ns: u64) -> MotorMessage {
     let values: Vec<f64> = values.iter().copied().take(c.joints.len()).collect();
     let (type_name, payload) = match c.message {
         JointsMessage::JointState => {
@@ -109,7 +109,7 @@ pub fn joints_message(c: &JointsConfig, values: &[f64], time_ns: u64) -> MotorMe
     MotorMessage { type_name, payload, values }
 }
 
-pub fn array_message(c: &FloatArrayConfig, values: &[f64]) -> MotorMessage {
+pub fn array_message(c: &ArrayCommandConfig, values: &[f64]) -> MotorMessage {
     let (type_name, payload) = match c.precision {
         Precision::Float32 => {
             let data: Vec<f32> = values.iter().map(|&v| v as f32).collect();

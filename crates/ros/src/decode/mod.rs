@@ -31,9 +31,9 @@ pub enum DecoderConfig {
     /// geometry_msgs/Twist or TwistStamped from a signed motor area.
     Twist(twist::TwistConfig),
     /// sensor_msgs/JointState or std_msgs/Float64MultiArray, one joint per x.
-    Joints(joints::JointsConfig),
+    Joints(joints::JointCommandConfig),
     /// std_msgs/Float32MultiArray or Float64MultiArray, one value per x.
-    FloatArray(joints::FloatArrayConfig),
+    FloatArray(joints::ArrayCommandConfig),
 }
 
 impl DecoderConfig {

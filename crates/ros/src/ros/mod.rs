@@ -13,6 +13,7 @@ pub mod geometry_msgs;
 pub mod lifecycle_msgs;
 pub mod nav_msgs;
 pub mod neuroburst_msgs;
+pub mod qos;
 pub mod rcl_interfaces;
 pub mod registry;
 pub mod rosgraph_msgs;

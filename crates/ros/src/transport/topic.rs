@@ -1,35 +1,7 @@
 //! What a transport needs to know about a topic: its resolved name, its ROS type name and RIHS01
 //! hash, and its QoS.
 
-/// Reliability of a publisher or subscription.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reliability {
-    /// Reliable delivery.
-    Reliable,
-    /// Best effort (sensor data).
-    BestEffort,
-}
-
-/// The QoS the node uses: keep-last `depth`, volatile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Qos {
-    /// Reliable or best effort.
-    pub reliability: Reliability,
-    /// History depth.
-    pub depth: usize,
-}
-
-impl Qos {
-    /// Sensor subscriptions: best effort, depth 5 (sensor drivers publish best effort).
-    pub const SENSOR: Qos = Qos { reliability: Reliability::BestEffort, depth: 5 };
-    /// Motor commands and our own topics: reliable, depth 10.
-    pub const COMMAND: Qos = Qos { reliability: Reliability::Reliable, depth: 10 };
-    /// `/clock` under `use_sim_time`: best effort, depth 1 (rclcpp's ClockQoS; hears reliable
-    /// publishers too).
-    pub const CLOCK: Qos = Qos { reliability: Reliability::BestEffort, depth: 1 };
-    /// `/parameter_events`: reliable, depth 1000 (rclcpp's ParameterEventsQoS).
-    pub const PARAMETER_EVENTS: Qos = Qos { reliability: Reliability::Reliable, depth: 1000 };
-}
+pub use crate::ros::qos::{Qos, Reliability};
 
 /// One topic as the transports see it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -72,7 +72,7 @@ pub struct Learner {
 }
 
 /// A learner's state, as a device keeps it (see [`Learner::state_mut`]).
-pub struct State<'a> {
+pub struct LearnState<'a> {
     /// Every neuron's firing history (bit `i`: fired `i` bursts ago).
     pub history: &'a mut [History],
     /// Per window: every neuron's status (see `Learner::status`).
@@ -253,8 +253,8 @@ impl Learner {
     }
 
     /// The state a device keeps of its own (the GPU backend).
-    pub fn state_mut(&mut self) -> State<'_> {
-        State {
+    pub fn state_mut(&mut self) -> LearnState<'_> {
+        LearnState {
             history: &mut self.history,
             status: &mut self.status,
             tables: &mut self.exists,
