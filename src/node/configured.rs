@@ -10,8 +10,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 
+use super::control::{Control, SaveReply};
+use super::settings::{topic_spec, NodeSetup};
 use super::topics::LiveTopics;
-use super::{realtime, topic_spec, Control, Drive, NodeSetup, SaveReply, Summary};
+use super::{realtime, Drive, Summary};
 use crate::backend::open::{open, Opened};
 use crate::backend::{Backend, Readback};
 use crate::checkpoint::{Checkpoint, CheckpointConfig};

@@ -15,8 +15,9 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::control::{Control, Update};
 use super::lifecycle::{LifecycleState, Machine, Transition};
-use super::{Control, NodeSections, Update};
+use super::settings::NodeSections;
 use crate::ros::builtin::Time;
 use crate::ros::lifecycle_msgs::{self as lc, TransitionEvent};
 use crate::ros::rcl_interfaces::{self as rp, ListParametersResult, Parameter, ParameterDescriptor, ParameterEvent, ParameterValue};

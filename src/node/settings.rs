@@ -7,7 +7,16 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use crate::run::pace::{Mode, ReflexConfig};
-use crate::transport::TransportKind;
+use anyhow::anyhow;
+
+use crate::backend::BackendConfig;
+use crate::checkpoint::CheckpointConfig;
+use crate::decode::DecoderConfig;
+use crate::encode::EncoderConfig;
+use crate::ros::registry;
+use crate::run::Intake;
+use crate::transport::{names, Qos, TopicSpec, TransportKind};
+use crate::view::ViewConfig;
 
 /// Real-time settings of the burst thread, applied when the process is permitted to (root, or
 /// CAP_SYS_NICE / CAP_IPC_LOCK, or an rtprio / memlock limit), logged when not.
@@ -106,5 +115,82 @@ impl NodeConfig {
             Mode::Clock => "clock",
             Mode::Reflex => "reflex",
         }
+    }
+}
+
+/// The sections of the configuration the live node reads, owned (what a managed node reads
+/// again at every configure).
+#[derive(Clone, Debug, Default)]
+pub struct NodeSections {
+    pub node: NodeConfig,
+    pub encoders: Vec<EncoderConfig>,
+    pub decoders: Vec<DecoderConfig>,
+    pub backend: BackendConfig,
+    pub checkpoint: CheckpointConfig,
+    pub view: ViewConfig,
+}
+
+impl NodeSections {
+    pub fn setup(&self) -> NodeSetup<'_> {
+        NodeSetup {
+            node: &self.node,
+            encoders: &self.encoders,
+            decoders: &self.decoders,
+            backend: &self.backend,
+            checkpoint: &self.checkpoint,
+            view: &self.view,
+        }
+    }
+}
+
+/// The sections of the configuration the live node reads.
+#[derive(Clone, Copy)]
+pub struct NodeSetup<'a> {
+    pub node: &'a NodeConfig,
+    pub encoders: &'a [EncoderConfig],
+    pub decoders: &'a [DecoderConfig],
+    pub backend: &'a BackendConfig,
+    pub checkpoint: &'a CheckpointConfig,
+    pub view: &'a ViewConfig,
+}
+
+/// The transport's view of topic `name` of type `type_name` (a type of [`registry`]).
+pub fn topic_spec(name: &str, config: &NodeConfig, type_name: &str, qos: Qos) -> anyhow::Result<TopicSpec> {
+    let resolved = names::resolve(name, &config.namespace, &config.name).map_err(anyhow::Error::msg)?;
+    let hash = registry::type_hash(type_name)
+        .ok_or_else(|| anyhow!("topic {name}: unknown message type {type_name:?} (known: {})", registry::type_names().join(", ")))?;
+    Ok(TopicSpec::new(resolved, type_name, hash, qos))
+}
+
+/// The largest message topic `topic` (of type `type_name`) takes: `node.max_message_size`, or
+/// its type's default.
+pub fn topic_max_bytes(nc: &NodeConfig, type_name: &str) -> u64 {
+    match nc.max_message_size {
+        0 => crate::encode::default_max_message_bytes(type_name),
+        n => n,
+    }
+}
+
+/// The largest message any of the node's topics takes (the Zenoh session's limit): the largest
+/// of its sensor and view topics', at least 1 MiB (services, parameters, `/clock`).
+pub fn max_message_size(setup: &NodeSetup<'_>) -> u64 {
+    let nc = setup.node;
+    let types = setup.encoders.iter().filter_map(|e| {
+        let topic = e.topic();
+        nc.input_types.get(topic).map(String::as_str).or_else(|| e.message_types().first().copied())
+    });
+    let view = setup.view.topics.iter().map(|t| t.type_name.as_str());
+    types.chain(view).map(|t| topic_max_bytes(nc, t)).fold(1 << 20, u64::max)
+}
+
+/// The message type to subscribe to `topic` with: `node.input_types`, or the first type its
+/// encoder accepts.
+pub fn input_type(nc: &NodeConfig, intake: &Intake, topic: &str) -> anyhow::Result<&'static str> {
+    let accepted = intake.message_types(topic);
+    match nc.input_types.get(topic) {
+        Some(t) => accepted.iter().copied().find(|a| a == t).ok_or_else(|| {
+            anyhow!("node.input_types: topic {topic}: its encoder does not accept {t} (it accepts {})", accepted.join(", "))
+        }),
+        None => accepted.first().copied().ok_or_else(|| anyhow!("topic {topic}: no encoder")),
     }
 }

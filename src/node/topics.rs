@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
+use super::control::Update;
 use super::fatal::Fatal;
 use super::problems::ProblemLog;
 use super::publish::{MotorPublisher, OutputSide, PublishJob, PublisherLink};
-use super::settings::Mode;
+use super::settings::{input_type, topic_max_bytes, topic_spec, Mode, NodeSetup};
 use super::slots::{Input, Sensors, Slot, Trigger};
-use super::{input_type, topic_spec, Drive, NodeSetup, Update};
+use super::Drive;
 use crate::model::{Injections, Layout};
 use crate::ros::diagnostic_msgs::DiagnosticArray;
 use crate::ros::neuroburst_msgs::BurstStats;
@@ -247,7 +248,7 @@ impl LiveTopics {
             let type_name = input_type(nc, &intake, &key)?;
             intake.check_type(&key, type_name)?;
             let spec = topic_spec(&key, nc, type_name, Qos::SENSOR)?;
-            let slot = Slot::new(&spec.name, intake.counters(&key).expect("the intake's topic"), super::topic_max_bytes(nc, type_name));
+            let slot = Slot::new(&spec.name, intake.counters(&key).expect("the intake's topic"), topic_max_bytes(nc, type_name));
             let trigger = (nc.mode == Mode::Reflex && !nc.use_sim_time && nc.reflex.triggered_by(&key))
                 .then(|| Trigger { wake: triggers.clone(), on_change: nc.reflex.on_change });
             let encoder =
