@@ -256,3 +256,108 @@ pub fn bursts<S: Stepper + ?Sized>(
     ran.phases = trace.summary();
     Ok(ran)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Potential;
+
+    /// An input whose burst `t` injects neuron `t`, ending at burst 6; it logs what it is asked.
+    #[derive(Default)]
+    struct Script {
+        ahead: bool,
+        log: Vec<String>,
+    }
+
+    impl Io for Script {
+        fn describe(&self) -> String {
+            "script".into()
+        }
+        fn last_burst(&self) -> Option<u64> {
+            Some(6)
+        }
+        fn ahead(&self) -> bool {
+            self.ahead
+        }
+        fn start(&mut self, c: u64) -> anyhow::Result<()> {
+            self.log.push(format!("start {c}"));
+            Ok(())
+        }
+        fn wait(&mut self, t: u64, _stop: &AtomicBool) -> Option<u64> {
+            Some(t)
+        }
+        fn injection(&mut self, t: u64, out: &mut Injections) -> anyhow::Result<()> {
+            self.log.push(format!("in {t}"));
+            out.push(t as u32, Potential(1));
+            Ok(())
+        }
+        fn decode(&mut self, t: u64, fired: &[u32], fired_total: u64) -> anyhow::Result<BurstProducts> {
+            self.log.push(format!("out {t} {fired:?}"));
+            Ok(BurstProducts { burst: t, fired_total, motor: vec![], fired_per_area: vec![] })
+        }
+        fn hand_over(&mut self, _t: u64, _p: BurstProducts, _f: &[u32], _s: Instant) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self, _fatal: Option<&str>) -> anyhow::Result<serde_json::Value> {
+            Ok(serde_json::Value::Null)
+        }
+    }
+
+    /// Fires the neurons injected; rolls back to burst 2 once at burst 4; ends at burst 5 when asked.
+    struct Echo {
+        fired: Vec<u32>,
+        rolled: bool,
+        end_at: Option<u64>,
+        seen: Vec<(u64, Option<u32>)>,
+    }
+
+    impl Stepper for Echo {
+        fn takes_ahead(&self) -> bool {
+            true
+        }
+        fn step(
+            &mut self,
+            t: u64,
+            input: InjectionSlice<'_>,
+            next: Option<InjectionSlice<'_>>,
+            _stop: &AtomicBool,
+        ) -> anyhow::Result<Stepped<'_>> {
+            self.seen.push((t, next.and_then(|n| n.iter().next()).map(|i| i.neuron)));
+            if t == 4 && !self.rolled {
+                self.rolled = true;
+                return Ok(Stepped::RolledBack(2));
+            }
+            if self.end_at == Some(t) {
+                return Ok(Stepped::Ended);
+            }
+            self.fired = input.iter().map(|i| i.neuron).collect();
+            Ok(Stepped::Ran { number: t, fired: &self.fired, fired_total: self.fired.len() as u64 })
+        }
+    }
+
+    #[test]
+    fn the_loop_takes_input_ahead_restarts_after_a_rollback_and_ends_when_the_stepper_does() {
+        let stop = AtomicBool::new(false);
+        for ahead in [false, true] {
+            let mut io = Script { ahead, ..Default::default() };
+            let mut echo = Echo { fired: vec![], rolled: false, end_at: None, seen: vec![] };
+            let ran = bursts(&mut io, &mut echo, &stop, |_, _| Ok(false)).unwrap();
+            assert_eq!(ran.bursts, 6);
+            // bursts 1-3, the rollback at 4 (its output never decoded), then 3-6 again
+            let outs: Vec<&String> = io.log.iter().filter(|l| l.starts_with("out") || l.starts_with("start")).collect();
+            assert_eq!(
+                outs,
+                ["start 0", "out 1 [1]", "out 2 [2]", "out 3 [3]", "start 2", "out 3 [3]", "out 4 [4]", "out 5 [5]", "out 6 [6]"]
+            );
+            // ahead: burst t's step sees t + 1's input (none past the last burst, none kept across the rollback)
+            let nexts: Vec<Option<u32>> = echo.seen.iter().map(|s| s.1).collect();
+            let want = if ahead { vec![Some(2), Some(3), Some(4), Some(5), Some(4), Some(5), Some(6), None] } else { vec![None; 8] };
+            assert_eq!(nexts, want, "ahead {ahead}");
+        }
+        let mut io = Script::default();
+        let mut echo = Echo { fired: vec![], rolled: true, end_at: Some(5), seen: vec![] };
+        let ran = bursts(&mut io, &mut echo, &stop, |_, _| Ok(false)).unwrap();
+        assert!(ran.ended && !ran.interrupted);
+        assert_eq!(ran.bursts, 4);
+    }
+}
