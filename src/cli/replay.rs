@@ -67,7 +67,7 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
         setup.replay.pace = 1.0;
     }
     if let Some(v) = &view {
-        crate::replay::advertise_shown(v, &bag, &setup, &layout);
+        crate::replay::advertise_shown(v, &bag, &setup);
         v.wait_for_client(&stop);
     }
     let opts = ReplayOptions {

@@ -55,9 +55,8 @@ pub(super) struct Links {
     pub keys: Keys,
     /// What the subscribers received (the inbox), the tokens, the directives.
     pub shared: Arc<SharedInbox>,
-    /// This shard, the shard count, the io shard, every shard's neurons.
+    /// This shard, the io shard, every shard's neurons.
     pub me: usize,
-    pub n: usize,
     pub io: usize,
     pub ranges: Vec<Range<u32>>,
     /// The epoch the messages sent now belong to.
@@ -70,8 +69,13 @@ pub(super) struct Links {
 
 impl Links {
     pub fn new(session: Session, keys: Keys, shared: Arc<SharedInbox>, me: usize, io: usize, ranges: Vec<Range<u32>>) -> Links {
-        let n = ranges.len();
-        Links { session, keys, shared, me, n, io, ranges, epoch: 0, bytes_out: 0, sent: Outbox::new(n) }
+        let sent = Outbox::new(ranges.len());
+        Links { session, keys, shared, me, io, ranges, epoch: 0, bytes_out: 0, sent }
+    }
+
+    /// The shard count.
+    pub fn n(&self) -> usize {
+        self.ranges.len()
     }
 
     pub fn is_io(&self) -> bool {
@@ -80,10 +84,10 @@ impl Links {
 
     /// Every shard's bit.
     pub fn all(&self) -> u64 {
-        if self.n == 64 {
+        if self.n() == 64 {
             u64::MAX
         } else {
-            (1u64 << self.n) - 1
+            (1u64 << self.n()) - 1
         }
     }
 
@@ -100,11 +104,11 @@ impl Links {
                 return Ok(None);
             }
             if self.is_io() && g.alive & all == all {
-                let resume = (0..self.n).filter_map(|k| g.checkpoint_of(k)).min().unwrap_or(0);
+                let resume = (0..self.n()).filter_map(|k| g.checkpoint_of(k)).min().unwrap_or(0);
                 g.appeared = 0;
                 drop(g);
                 let d = Directive { from: self.me, epoch: 1, resume, members: all, last };
-                tracing::info!("all {} shards are up; starting from burst {resume}", self.n);
+                tracing::info!("all {} shards are up; starting from burst {resume}", self.n());
                 self.publish_directive(&d)?;
                 return Ok(Some(d));
             }
@@ -170,7 +174,7 @@ impl Links {
     /// The io shard: burst `t`'s injection (sorted), each member's share sent, this shard's
     /// into `mine`.
     pub fn send_inputs(&mut self, t: u64, members: u64, cols: InjectionSlice<'_>, mine: &mut Vec<Injection>) -> Result<(), ClusterError> {
-        for k in 0..self.n {
+        for k in 0..self.n() {
             if members & (1 << k) == 0 {
                 continue;
             }

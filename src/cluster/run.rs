@@ -104,11 +104,17 @@ impl Shard {
     }
 
     /// The io shard: burst `t`'s injection, each member's share sent, its own kept in `input`.
+    /// The shares are cut from the injection sorted: an unsorted one is sorted in a copy first.
     fn send_inputs(&mut self, t: u64, input: InjectionSlice<'_>) -> Result<(), ClusterError> {
-        self.io_cols.clear();
-        self.io_cols.extend_from(input);
-        self.io_cols.sort();
-        self.links.send_inputs(t, self.members, self.io_cols.as_slice(), &mut self.input)
+        let sorted = if input.sorted() {
+            input
+        } else {
+            self.io_cols.clear();
+            self.io_cols.extend_from(input);
+            self.io_cols.sort();
+            self.io_cols.as_slice()
+        };
+        self.links.send_inputs(t, self.members, sorted, &mut self.input)
     }
 
     /// The exchange of burst `b`: publish this shard's fired neurons (the io shard then sends
@@ -127,7 +133,7 @@ impl Shard {
         }
         let done = Instant::now();
         self.whole.clear();
-        for k in 0..self.links.n {
+        for k in 0..self.links.n() {
             if k == self.links.me {
                 self.whole.extend_from_slice(&self.own);
             } else if self.members & (1 << k) != 0 {
@@ -222,7 +228,7 @@ impl Shard {
     fn write_record(&mut self, b: u64) -> Result<(), ClusterError> {
         let Some(w) = self.record.as_mut() else { return Ok(()) };
         let (me, members, parts) = (self.links.me, self.members, &self.parts);
-        let per_shard = (0..self.links.n)
+        let per_shard = (0..self.links.n())
             .map(|k| match k {
                 k if k == me => self.own.len() as u64,
                 k if members & (1 << k) != 0 => parts[k].len() as u64,

@@ -341,14 +341,13 @@ pub fn replay(
 }
 
 /// Advertise to the view every topic a replay of `bag` will show (before a client connects: see
-/// [`View::advertise`]). A setup that does not build is left to the replay to report.
-pub(crate) fn advertise_shown(view: &View, bag: &Bag, setup: &ReplaySetup, layout: &Layout) {
-    let (Ok(intake), Ok(outputs)) = (Intake::new(&setup.encoders, layout), Outputs::new(&setup.decoders, layout)) else { return };
-    for t in bag.topics.iter().filter(|t| intake.topics().any(|x| x == t.name)) {
+/// [`View::advertise`]): the bag's topics an encoder reads, the decoders' and the activity topic.
+pub(crate) fn advertise_shown(view: &View, bag: &Bag, setup: &ReplaySetup) {
+    for t in bag.topics.iter().filter(|t| setup.encoders.iter().any(|e| e.topic() == t.name)) {
         view.advertise(&t.name, &t.type_name);
     }
-    for d in &outputs.decoders {
-        view.advertise(d.config.topic(), d.config.message_type());
+    for d in &setup.decoders {
+        view.advertise(d.topic(), d.message_type());
     }
     if !setup.replay.activity_topic.is_empty() {
         view.advertise(&setup.replay.activity_topic, BurstActivity::TYPE);
