@@ -26,8 +26,9 @@ struct Ctl {
 #define RES_DIRECT (1ULL << 62)
 
 // The phases of the work ahead of a burst, as `ResDev::t` times them: learning (mark, shift,
-// rows, growth), propagation (direct, or tiled: binning), the tiles' sums, the early step.
-#define RES_PHASES 7
+// rows, growth), propagation (direct, or tiled: binning), the tiles' split, their sums, the early
+// step.
+#define RES_PHASES 8
 
 // The resident kernel's words in device memory (zeroed before each launch).
 struct ResDev {
@@ -318,9 +319,12 @@ __device__ void resident_impl(const ResParams& p) {
             tile_bin_impl<RP, CODE>(next, list, p.tiles);
             grid_sync(p.dev, arrived);
             phase(4);
-            each_blk(p.tiles.n_tiles, [&](Blk b) { tile_sum_impl(next, p.tiles, b); });
+            tile_split_impl(next, p.tiles);
             grid_sync(p.dev, arrived);
             phase(5);
+            each_blk(p.tiles.n_tiles, [&](Blk b) { tile_sum_impl(next, p.tiles, b); });
+            grid_sync(p.dev, arrived);
+            phase(6);
         } else {
             propagate_impl<ACC, RP, CODE>(next, list, grid);
             grid_sync(p.dev, arrived);
@@ -329,7 +333,7 @@ __device__ void resident_impl(const ResParams& p) {
         if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 5;
         each_blk(p.step_blocks, [&](Blk b) { step_impl<ACC, RP, STEP_ITEMS, true>(next, p.side[r], b); });
         grid_sync(p.dev, arrived);
-        phase(6);
+        phase(7);
         if (blockIdx.x == 0 && threadIdx.x == 0) {
             p.dev->ahead += 1;
             *(volatile u64*)at = num | 6;

@@ -1,29 +1,43 @@
 // tiles.cu: a large brain's stored synapses summed where the cache is (after propagate.cu; see
 // docs/cuda.md, "Tiles"). Random atomics into an accumulator larger than L2 cost a DRAM read and
 // write each, and even in L2 they top out near 7e10 a second: W(20M) spent most of its burst
-// there. So, one GPU in the resident kernel, the propagation is two phases:
-//   tile_bin: every (spike, synapse) pair into the bin of its target's tile (2^bits neurons):
-//             each block has its own room in each tile's bin and counts its entries in shared
-//             memory (no global atomic), the entry the target within its tile | code << bits;
-//   tile_sum: a block per tile adds its bins' entries into 32-bit sums in shared memory, then
-//             writes them to the accumulator, whose neurons it alone owns (no clear before).
-// A block whose room in a bin is full adds the synapse into `spill` instead (exact, slower) and
-// flags the tile; tile_sum adds a flagged tile's spill in and clears it. Only for 32-bit
-// accumulators (the brain's input bound fits, so no partial sum overflows): the same input as
-// the direct path, bit for bit.
+// there. So, one GPU in the resident kernel, the propagation is three phases:
+//   tile_bin:   every (spike, synapse) pair into the bin of its target's coarse tile (2^cbits
+//               neurons, at most a few hundred tiles, so that a block's chunk leaves runs of
+//               whole sectors): each block has its own room in each coarse bin and counts its
+//               entries in shared memory (no global atomic), the entry the target within its
+//               coarse tile | code << cbits;
+//   tile_split: the coarse bins' entries into the fine tiles (2^bits neurons) of their coarse
+//               tile, in runs reserved by one global atomic a run, so that each fine tile's
+//               entries lie in one array, the entry the target within its tile | code << bits;
+//   tile_sum:   a block per fine tile adds its entries into 32-bit sums in shared memory, then
+//               writes them to the accumulator, whose neurons it alone owns (no clear before).
+// An entry that finds no room (a block's coarse room, or a fine tile's array, full) is added into
+// `spill` instead (exact, slower) and flags its fine tile; tile_sum adds a flagged tile's spill in
+// and clears it. Only for 32-bit accumulators (the brain's input bound fits, so no partial sum
+// overflows): the same input as the direct path, bit for bit.
 
 // The propagation's tiles (the host's `TilesParams` is generated from this).
 struct Tiles {
-    u32* bins;    // the entries of tile p from block g: bins[(p * blocks + g) * room ..]
-    u32* counts;  // counts[g * n_tiles + p]: entries block g binned into tile p (room or more)
-    u32* flags;   // per tile: 1 when its spill holds some of its sum
+    u32* bins;    // coarse tile c's entries from block g: bins[(c * blocks + g) * room ..]
+    u32* counts;  // counts[g * n_coarse + c]: entries block g binned into coarse tile c (room or more)
+    u32* fine;    // fine tile p's entries: fine[p * cap ..]
+    u32* fill;    // per fine tile: its entries this burst (cap or more; tile_sum zeroes it)
+    u32* flags;   // per fine tile: 1 when its spill holds some of its sum
     int* spill;   // per neuron: what found no room (zero but in flagged tiles)
-    u64 room;
-    u32 n_tiles;  // 0: the propagation is direct (`propagate`)
+    u64 room;     // entries of a block's room in a coarse bin
+    u64 cap;      // entries of a fine tile's array
+    u32 n_tiles;  // fine tiles; 0: the propagation is direct (`propagate`)
     u32 bits;
+    u32 n_coarse;
+    u32 cbits;    // a coarse tile: 2^(cbits - bits) fine tiles (at most TILE_MAX_FINE)
     u32 blocks;   // blocks that bin (the grid of the resident kernel, or of `tile_bin`)
-    u32 pad;
+    u32 slices;   // tile_split's items a coarse tile: TILE_SLICE_ROOMS blocks' rooms each
 };
+
+// Fine tiles of a coarse tile at most, and the blocks' rooms one tile_split item reads at most.
+#define TILE_MAX_FINE 1024
+#define TILE_SLICE_ROOMS 16
 
 // Exclusive prefix sum of a[0..n) in place (every thread of the block calls it), in shared
 // memory; returns the total. Each thread sums a run of consecutive words, then the runs' sums are
@@ -60,24 +74,19 @@ __device__ u32 block_scan(u32* a, u32 n) {
 #define BIN_WARP_CHUNKS 2
 #define BIN_ITEMS (BIN_WARP_CHUNKS * CHUNK_ITEMS)
 
-// Shared memory of tile_bin: the block's entries so far and the chunk's per tile, the chunk staged.
-__host__ __device__ constexpr u32 tile_bin_smem(u32 n_tiles, u32 block) {
-    return 8 * n_tiles + 6 * (block / 32) * BIN_WARP_CHUNKS * PAIRS_PER_WARP;
-}
-
-// Bin the pairs of `rd` (run by every block of a grid of t.blocks, with tile_bin_smem bytes of
-// dynamic shared memory).
+// Bin the pairs of `rd` by coarse tile (run by every block of a grid of t.blocks; dynamic shared
+// memory: 8 bytes a coarse tile, and the chunk staged, 6 bytes an entry).
 template <typename RP, typename CODE>
 __device__ void tile_bin_impl(const Net& net, const Side& rd, const Tiles& t) {
     extern __shared__ u32 dyn[];
-    const u32 nt = t.n_tiles;
-    u32* const cnt = dyn;        // the block's entries in each tile's bin so far
+    const u32 nt = t.n_coarse;
+    u32* const cnt = dyn;        // the block's entries in each coarse tile's bin so far
     u32* const hist = dyn + nt;  // this chunk's per tile, then their offsets in `stage`
     const u32 per_block = (blockDim.x >> 5) * BIN_WARP_CHUNKS * PAIRS_PER_WARP;
     u32* const stage = dyn + 2 * nt;
     u16* const stile = (u16*)(stage + per_block);
     const u32 tid = threadIdx.x, warp = tid >> 5, g = blockIdx.x;
-    const u32 mask = (1u << t.bits) - 1;
+    const u32 mask = (1u << t.cbits) - 1;
     for (u32 i = tid; i < nt; i += blockDim.x) cnt[i] = hist[i] = 0;
     const Pairs pc = pairs_of(net, rd);
     const u64 chunks = (pc.pairs + PAIRS_PER_WARP - 1) / PAIRS_PER_WARP;
@@ -91,8 +100,8 @@ __device__ void tile_bin_impl(const Net& net, const Side& rd, const Tiles& t) {
             warp_pairs<RP, CODE, BIN_ITEMS>(net, rd, pc, (bc * wchunks + warp * BIN_WARP_CHUNKS) * PAIRS_PER_WARP, tg, cd, cv);
 #pragma unroll
             for (int i = 0; i < BIN_ITEMS; i++) {
-                const u32 p = tg[i] >> t.bits;
-                ent[i] = (tg[i] & mask) | (cd[i] << t.bits);
+                const u32 p = tg[i] >> t.cbits;
+                ent[i] = (tg[i] & mask) | (cd[i] << t.cbits);
                 // rank in the tile's run | tile << 16 (a chunk holds fewer than 2^16 entries)
                 rk[i] = cv[i] != 0 ? atomicAdd(hist + p, 1u) | (p << 16) : ~0u;
             }
@@ -115,8 +124,9 @@ __device__ void tile_bin_impl(const Net& net, const Side& rd, const Tiles& t) {
             if (at < t.room) {
                 t.bins[((u64)p * t.blocks + g) * t.room + at] = e;
             } else {
-                atomicAdd(t.spill + ((p << t.bits) | (e & mask)), net.table[e >> t.bits]);
-                t.flags[p] = 1;
+                const u32 target = (p << t.cbits) | (e & mask);
+                atomicAdd(t.spill + target, net.table[e >> t.cbits]);
+                t.flags[target >> t.bits] = 1;
             }
         }
         __syncthreads();
@@ -144,49 +154,117 @@ __device__ void tile_bin_impl(const Net& net, const Side& rd, const Tiles& t) {
     for (u32 i = tid; i < nt; i += blockDim.x) t.counts[(u64)g * nt + i] = cnt[i];
 }
 
-// Blocks that bin at most (the tiles' sum keeps their runs' starts in shared memory).
-#define TILE_MAX_BLOCKS 1024
+// The coarse bins' entries into the fine tiles' arrays (grid-stride over the items: a coarse tile
+// and TILE_SLICE_ROOMS binning blocks' rooms in its bin; dynamic shared memory: 8 bytes a fine
+// tile of a coarse one, the item's rooms' starts, and the chunk staged, 6 bytes an entry).
+__device__ void tile_split_impl(const Net& net, const Tiles& t) {
+    extern __shared__ u32 dyn[];
+    const u32 nf = 1u << (t.cbits - t.bits);
+    u32* const hist = dyn;            // this chunk's entries per fine tile, then their offsets in `stage`
+    u32* const resv = dyn + nf;       // where each fine tile's run goes in its array
+    u32* const start = dyn + 2 * nf;  // the item's rooms' first entries, and their total
+    u32* const stage = start + TILE_SLICE_ROOMS + 1;
+    u16* const stile = (u16*)(stage + BIN_ITEMS * blockDim.x);
+    const u32 tid = threadIdx.x;
+    const u32 cmask = (1u << t.cbits) - 1, mask = (1u << t.bits) - 1;
+    const u32 items = t.n_coarse * t.slices;
+    for (u32 i = tid; i < nf; i += blockDim.x) hist[i] = 0;
+    for (u32 w = blockIdx.x; w < items; w += gridDim.x) {
+        const u32 c = w / t.slices, g0 = (w % t.slices) * TILE_SLICE_ROOMS;
+        const u32 nr = min((u32)TILE_SLICE_ROOMS, t.blocks - g0);
+        __syncthreads();
+        if (tid < 32) {
+            const u32 len = tid < nr ? (u32)min((u64)t.counts[(u64)(g0 + tid) * t.n_coarse + c], t.room) : 0u;
+            const u32 incl = warp_scan(len);
+            if (tid < nr) start[tid + 1] = incl;
+            if (tid == 0) start[0] = 0;
+        }
+        __syncthreads();
+        const u32 total = start[nr];
+        const u32* src = t.bins + ((u64)c * t.blocks + g0) * t.room;
+        const u32 p0 = c << (t.cbits - t.bits);
+        for (u32 base = 0; base < total; base += BIN_ITEMS * blockDim.x) {
+            u32 x[BIN_ITEMS], rk[BIN_ITEMS];
+            u32 r = 0;
+#pragma unroll
+            for (int u = 0; u < BIN_ITEMS; u++) {
+                const u32 i = base + u * blockDim.x + tid;
+                x[u] = 0;
+                if (i < total) {
+                    while (start[r + 1] <= i) r++;
+                    x[u] = __ldcs(src + (u64)r * t.room + (i - start[r]));
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < BIN_ITEMS; u++) {
+                rk[u] = ~0u;
+                if (base + u * blockDim.x + tid < total) {
+                    const u32 f = (x[u] & cmask) >> t.bits;
+                    // rank in the fine tile's run | fine tile << 16 (a chunk holds fewer than 2^16)
+                    rk[u] = atomicAdd(hist + f, 1u) | (f << 16);
+                    x[u] = (x[u] & mask) | ((x[u] >> t.cbits) << t.bits);
+                }
+            }
+            __syncthreads();
+            const u32 n = block_scan(hist, nf);
+#pragma unroll
+            for (int u = 0; u < BIN_ITEMS; u++) {
+                if (rk[u] != ~0u) {
+                    const u32 f = rk[u] >> 16, at = hist[f] + (rk[u] & 0xffffu);
+                    stage[at] = x[u];
+                    stile[at] = (u16)f;
+                }
+            }
+            // each fine tile's run reserved in its array: one global atomic a run
+            for (u32 f = tid; f < nf; f += blockDim.x) {
+                const u32 len = (f + 1 < nf ? hist[f + 1] : n) - hist[f];
+                resv[f] = len ? atomicAdd(t.fill + p0 + f, len) : 0u;
+            }
+            __syncthreads();
+            for (u32 i = tid; i < n; i += blockDim.x) {
+                const u32 f = stile[i], e = stage[i], p = p0 + f;
+                const u64 at = (u64)resv[f] + (i - hist[f]);
+                if (at < t.cap) {
+                    t.fine[(u64)p * t.cap + at] = e;
+                } else {
+                    atomicAdd(t.spill + ((p << t.bits) | (e & mask)), net.table[e >> t.bits]);
+                    t.flags[p] = 1;
+                }
+            }
+            __syncthreads();
+            for (u32 f = tid; f < nf; f += blockDim.x) hist[f] = 0;
+            __syncthreads();
+        }
+    }
+}
+
 // Entries a thread loads before it adds them.
 #define SUM_UNROLL 8
 
-// The sums of tile b.id (2^bits ints of dynamic shared memory) into net.acc (32-bit): every
-// block's run in the tile's bin, the runs one after another, each thread over every
-// blockDim.x-th entry.
+// The sums of fine tile b.id (2^bits ints of dynamic shared memory) into net.acc (32-bit): its
+// array, each thread over every blockDim.x-th entry.
 __device__ void tile_sum_impl(const Net& net, const Tiles& t, Blk b) {
     extern __shared__ int sums[];
-    __shared__ u32 start[TILE_MAX_BLOCKS + 1];
     const u32 p = b.id;
     const u32 first = p << t.bits;
     const u32 len = min(1u << t.bits, net.n - first);
     const u32 mask = (1u << t.bits) - 1;
     const u32 tid = threadIdx.x;
     for (u32 i = tid; i < len; i += blockDim.x) sums[i] = 0;
-    for (u32 g = tid; g < t.blocks; g += blockDim.x) start[g] = (u32)min((u64)t.counts[(u64)g * t.n_tiles + p], t.room);
-    __syncthreads();
-    const u32 total = block_scan(start, t.blocks);
-    if (tid == 0) start[t.blocks] = total;
+    const u32 total = (u32)min((u64)t.fill[p], t.cap);
     __syncthreads();
     const int* __restrict__ table = net.table;
-    const u32* bins = t.bins + (u64)p * t.blocks * t.room;
+    const u32* in = t.fine + (u64)p * t.cap;
     for (u32 base = 0; base < total; base += blockDim.x * SUM_UNROLL) {
         u32 x[SUM_UNROLL];
 #pragma unroll
         for (int u = 0; u < SUM_UNROLL; u++) {
             const u32 i = base + u * blockDim.x + tid;
-            x[u] = ~0u;
-            if (i < total) {
-                // the run holding entry i: the last g with start[g] <= i
-                u32 lo = 0, hi = t.blocks - 1;
-                while (lo < hi) {
-                    const u32 mid = (lo + hi + 1) >> 1;
-                    if (start[mid] <= i) lo = mid; else hi = mid - 1;
-                }
-                x[u] = __ldcs(bins + (u64)lo * t.room + (i - start[lo]));
-            }
+            x[u] = i < total ? __ldcs(in + i) : 0u;
         }
 #pragma unroll
         for (int u = 0; u < SUM_UNROLL; u++)
-            if (x[u] != ~0u) atomicAdd(sums + (x[u] & mask), table[x[u] >> t.bits]);
+            if (base + u * blockDim.x + tid < total) atomicAdd(sums + (x[u] & mask), table[x[u] >> t.bits]);
     }
     const bool spilled = t.flags[p] != 0;
     __syncthreads();
@@ -199,17 +277,21 @@ __device__ void tile_sum_impl(const Net& net, const Tiles& t, Blk b) {
         }
         acc[first + i] = v;
     }
-    if (spilled && tid == 0) t.flags[p] = 0;
+    if (tid == 0) {
+        t.fill[p] = 0;
+        if (spilled) t.flags[p] = 0;
+    }
 }
 
-// The two phases as kernels of their own (the propagation the host runs ahead of the resident
-// kernel's first burst): tile_bin with t.blocks blocks, tile_sum with any grid.
+// The three phases as kernels of their own (the propagation the host runs ahead of the resident
+// kernel's first burst): tile_bin with t.blocks blocks, tile_split and tile_sum with any grid.
 #define TILE_BIN(SUFFIX, RP, CODE) \
     extern "C" __global__ void __launch_bounds__(256) tile_bin_##SUFFIX(Net net, Side rd, Tiles t) { tile_bin_impl<RP, CODE>(net, rd, t); }
 TILE_BIN(r32_c16, u32, u16)
 TILE_BIN(r32_c32, u32, u32)
 TILE_BIN(r64_c16, u64, u16)
 TILE_BIN(r64_c32, u64, u32)
+extern "C" __global__ void __launch_bounds__(256) tile_split(Net net, Tiles t) { tile_split_impl(net, t); }
 extern "C" __global__ void __launch_bounds__(256) tile_sum(Net net, Tiles t) {
     for (u32 p = blockIdx.x; p < t.n_tiles; p += gridDim.x) {
         __syncthreads();

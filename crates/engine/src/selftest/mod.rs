@@ -315,9 +315,10 @@ pub fn cpu_candidate(_: &Genome, brain: Brain, readback: Readback) -> Result<Box
 /// The CUDA backend on `device` as a candidate: of every four brains, the first runs on the
 /// device's own path (the resident kernel, where the device has cooperative launch), the second as
 /// graphs (the path of a device without it, and of several GPUs), the third in the resident
-/// kernel with its propagation tiled as a large brain's is, in tiles of 64 neurons and with rooms
-/// of 4 entries a block, so that most tiles spill (where the brain can be tiled: 32-bit
-/// accumulators, no procedural synapse), the fourth in the resident kernel of four blocks an SM (that
+/// kernel with its propagation tiled as a large brain's is, in fine tiles of 64 neurons (coarse
+/// ones of 256), with rooms of 256 entries a block and arrays of 128 a fine tile, so that busy
+/// bursts spill at both levels (where the brain can be tiled: 32-bit accumulators, no procedural
+/// synapse), the fourth in the resident kernel of four blocks an SM (that
 /// of a large brain that learns).
 pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> {
     use crate::backend::cuda::CudaBackend;
@@ -326,7 +327,8 @@ pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Res
         let b = match built.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4 {
             0 => CudaBackend::new(brain, readback, device)?,
             1 => CudaBackend::new_graphs(brain, readback, device)?,
-            2 => CudaBackend::new_tiled(brain, readback, device, 6, 4)?,
+            // rooms and arrays that a busy burst overflows: both levels spill, a quiet one does not
+            2 => CudaBackend::new_tiled(brain, readback, device, 6, 256, 128)?,
             _ => CudaBackend::new_four_blocks(brain, readback, device)?,
         };
         Ok(Box::new(b) as Box<dyn Backend>)

@@ -104,11 +104,19 @@ impl CudaBackend {
         Self::on_path(brain, readback, device, Some(Path::Graphs), Placement::Host, Forced::default())
     }
 
-    /// As [`CudaBackend::new`], the propagation tiled whatever the brain's size, in tiles of
-    /// 2^`bits` neurons with `room` entries a block (to check that path, spills included, on
-    /// small brains: `selftest`). A brain the tiles cannot take runs as `new` runs it.
-    pub(crate) fn new_tiled(brain: Brain, readback: Readback, device: usize, bits: u32, room: u64) -> Result<CudaBackend, BackendError> {
-        let tiles = Some(TileShape { bits, room: Some(room) });
+    /// As [`CudaBackend::new`], the propagation tiled whatever the brain's size, in fine tiles of
+    /// 2^`bits` neurons, coarse ones of four, `room` entries a binning block's room in a coarse
+    /// bin and `cap` a fine tile's array (to check that path, spills included, on small brains:
+    /// `selftest`). A brain the tiles cannot take runs as `new` runs it.
+    pub(crate) fn new_tiled(
+        brain: Brain,
+        readback: Readback,
+        device: usize,
+        bits: u32,
+        room: u64,
+        cap: u64,
+    ) -> Result<CudaBackend, BackendError> {
+        let tiles = Some(TileShape { bits, coarse: 2, room, cap });
         Self::on_path(brain, readback, device, None, Placement::Host, Forced { tiles, four_blocks: false })
     }
 
@@ -359,9 +367,9 @@ impl CudaBackend {
         let procedural = !shard.procedural.is_empty() || !shard.rows.is_empty();
         let tiled = path == Path::Resident && Tiles::wanted(n, wide_acc, procedural, table_len, tile_shape) && {
             let (free, _) = ctx.mem_get_info().map_err(e("free memory"))?;
-            Tiles::bytes_for(n, synapses, 2 * sm, tile_shape) + RESERVE_BYTES <= free as u64
+            Tiles::bytes_for(n, synapses, 2 * sm, table_len, tile_shape) + RESERVE_BYTES <= free as u64
         };
-        let smem = if tiled { Tiles::shared_bytes_of(n, tile_shape) } else { 0 };
+        let smem = if tiled { Tiles::shared_bytes_of(n, table_len, tile_shape) } else { 0 };
         let resident = match early {
             Some(_) => {
                 let four = forced.four_blocks || Resident::wants_four_blocks(n, learning.is_some(), tiled);
@@ -375,7 +383,7 @@ impl CudaBackend {
             None => None,
         };
         let tiles = match &resident {
-            Some(r) if tiled && r.blocks() <= super::burst::tiles::MAX_BLOCKS => Some(Tiles::new(s, n, synapses, r.blocks(), tile_shape)?),
+            Some(r) if tiled => Some(Tiles::new(s, n, synapses, r.blocks(), table_len, tile_shape)?),
             _ => None,
         };
         let exchange = if path == Path::Linked { Some(Exchange::new(s, n_total)?) } else { None };

@@ -176,10 +176,12 @@ pub struct Kernels {
     pub proc_fold: CudaFunction,
     /// The procedural mappings drawn row by row (`kernels/rows.cu`), after `propagate`.
     pub proc_rows: CudaFunction,
-    /// A large brain's stored synapses binned by target tile and summed in shared memory
-    /// (`kernels/tiles.cu`), as kernels of their own.
+    /// A large brain's stored synapses binned by coarse target tile, split into fine tiles and
+    /// summed in shared memory (`kernels/tiles.cu`), as kernels of their own.
     pub tile_bin: CudaFunction,
-    /// Their sums added to the neurons' input.
+    /// The coarse bins split into the fine tiles' arrays.
+    pub tile_split: CudaFunction,
+    /// The fine tiles' sums written as the neurons' input.
     pub tile_sum: CudaFunction,
 }
 
@@ -263,6 +265,7 @@ impl Kernels {
             proc_fold: f("proc_fold".into())?,
             proc_rows: f(format!("proc_rows_{n}"))?,
             tile_bin: f(format!("tile_bin_{r}_{c}"))?,
+            tile_split: f("tile_split".into())?,
             tile_sum: f("tile_sum".into())?,
             module,
         })

@@ -33,8 +33,8 @@ use crate::backend::BackendError;
 const QUIT: u64 = 1 << 63;
 
 /// The phases of the work ahead of a burst that the kernel times (`RES_PHASES` in resident.cu).
-pub(in crate::backend::cuda) const PHASES: [&str; 7] =
-    ["learning: mark", "shift", "rows", "growth", "propagation", "tiles' sums", "early step"];
+pub(in crate::backend::cuda) const PHASES: [&str; 8] =
+    ["learning: mark", "shift", "rows", "growth", "propagation", "tiles' split", "tiles' sums", "early step"];
 
 /// Words of `ResDev` (resident.cu): 4, the phases' times, the bursts.
 const RES_DEV_WORDS: usize = 4 + PHASES.len() + 1;
