@@ -47,8 +47,8 @@ const ROOM_SHARE: f64 = 0.02;
 
 /// Brains from this many neurons bin their synapses: below, the accumulators stay in L2 and the
 /// direct atomics are cheaper. One H200, W(N, 100, 1%) back to back, p50 direct against tiled
-/// (2026-11-28, the tiles of one level): 5M 158 / 236 us, 10M 338 / 415, 14M 583 / 546, 20M
-/// 999 / 836, 80M 4947 / 4573.
+/// (2026-11-29, two levels): 5M 150 / 209 us, 10M 321 / 337; 14M tiled 462 (583 direct on
+/// 2026-11-28), 20M 999 / 572-604, 80M 4947 / 2020-2052.
 pub(in crate::backend::cuda) const TILES_FROM: u32 = 14_000_000;
 
 // SAFETY: plain old data with the layout of the kernel's `Tiles`.
