@@ -70,7 +70,7 @@ pub(crate) struct TileShape {
 
 /// The shape of a brain's bins.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Geometry {
+struct TileGeometry {
     bits: u32,
     cbits: u32,
     n_tiles: u64,
@@ -80,10 +80,10 @@ struct Geometry {
     blocks: u32,
 }
 
-impl Geometry {
+impl TileGeometry {
     /// The bins of `neurons` with `synapses` binned by `blocks` blocks, codes below `table_len`;
     /// `None` where the tiles cannot take the brain (too many tiles, codes too wide).
-    fn of(neurons: u32, synapses: u64, blocks: u32, table_len: usize, forced: Option<TileShape>) -> Option<Geometry> {
+    fn of(neurons: u32, synapses: u64, blocks: u32, table_len: usize, forced: Option<TileShape>) -> Option<TileGeometry> {
         let bits = forced.map_or(TILE_BITS, |s| s.bits);
         let n = neurons as u64;
         let n_tiles = n.div_ceil(1 << bits);
@@ -101,7 +101,7 @@ impl Geometry {
         let twice = |share: f64, slack: u64, unit: u64| ((2.0 * share) as u64 + slack).next_multiple_of(unit);
         let room = forced.map_or_else(|| twice(synapses as f64 * ROOM_SHARE / (n_coarse * blocks as u64) as f64, 32, 8), |s| s.room);
         let cap = forced.map_or_else(|| twice(synapses as f64 * ROOM_SHARE / n_tiles as f64, 256, 32), |s| s.cap);
-        Some(Geometry { bits, cbits, n_tiles, n_coarse, room, cap, blocks })
+        Some(TileGeometry { bits, cbits, n_tiles, n_coarse, room, cap, blocks })
     }
 
     fn bytes(&self) -> u64 {
@@ -126,7 +126,7 @@ pub(in crate::backend::cuda) struct Tiles {
     fill: CudaSlice<u32>,
     flags: CudaSlice<u32>,
     spill: CudaSlice<i32>,
-    geometry: Geometry,
+    geometry: TileGeometry,
 }
 
 impl Tiles {
@@ -141,12 +141,12 @@ impl Tiles {
         shape: Option<TileShape>,
     ) -> bool {
         let from = if shape.is_some() { 1 } else { TILES_FROM };
-        !wide_acc && !procedural && neurons >= from && Geometry::of(neurons, 0, 1, table_len, shape).is_some()
+        !wide_acc && !procedural && neurons >= from && TileGeometry::of(neurons, 0, 1, table_len, shape).is_some()
     }
 
     /// Bytes the bins take for `neurons` and `synapses` binned by `blocks` blocks.
     pub(in crate::backend::cuda) fn bytes_for(neurons: u32, synapses: u64, blocks: u32, table_len: usize, shape: Option<TileShape>) -> u64 {
-        Geometry::of(neurons, synapses, blocks, table_len, shape).map_or(0, |g| g.bytes())
+        TileGeometry::of(neurons, synapses, blocks, table_len, shape).map_or(0, |g| g.bytes())
     }
 
     /// The bins for `neurons` binned by `blocks` blocks (the resident kernel's grid).
@@ -158,7 +158,7 @@ impl Tiles {
         table_len: usize,
         shape: Option<TileShape>,
     ) -> Result<Tiles, BackendError> {
-        let g = Geometry::of(neurons, synapses, blocks, table_len, shape)
+        let g = TileGeometry::of(neurons, synapses, blocks, table_len, shape)
             .ok_or_else(|| BackendError::Device("the propagation's tiles cannot take this brain".into()))?;
         let e = |what: &'static str| dev_err(what);
         let len = |n: u64| usize::try_from(n).map_err(|_| BackendError::Device("the propagation's bins overflow the address space".into()));
@@ -187,7 +187,7 @@ impl Tiles {
 
     /// [`Tiles::shared_bytes`] of the tiles of `neurons` (whatever the blocks).
     pub(in crate::backend::cuda) fn shared_bytes_of(neurons: u32, table_len: usize, shape: Option<TileShape>) -> u32 {
-        Geometry::of(neurons, 0, 1, table_len, shape).map_or(0, |g| g.shared_bytes())
+        TileGeometry::of(neurons, 0, 1, table_len, shape).map_or(0, |g| g.shared_bytes())
     }
 
     pub(in crate::backend::cuda) fn params(&self, s: &Arc<CudaStream>) -> TilesParams {
@@ -256,17 +256,17 @@ mod tests {
     #[test]
     fn the_pairs_go_to_a_hundred_coarse_tiles_and_the_bins_hold_twice_a_two_percent_burst() {
         // W(20M, 100): 1221 fine tiles in 77 coarse ones of 16, 264 blocks (an H200's two an SM)
-        let g = Geometry::of(20_000_000, 2_000_000_000, 264, 10, None).unwrap();
+        let g = TileGeometry::of(20_000_000, 2_000_000_000, 264, 10, None).unwrap();
         assert_eq!((g.n_tiles, g.n_coarse, g.cbits), (1221, 77, 18));
         let (room, cap) = (2e9 * ROOM_SHARE / (77.0 * 264.0), 2e9 * ROOM_SHARE / 1221.0);
         assert!(g.room as f64 >= 2.0 * room && g.room.is_multiple_of(8), "room {}", g.room);
         assert!(g.cap as f64 >= 2.0 * cap && g.cap.is_multiple_of(32), "cap {}", g.cap);
         assert!(g.bytes() < 800 << 20, "{} bytes", g.bytes());
         // W(80M): 4883 fine tiles in 77 coarse ones of 64
-        let g = Geometry::of(80_000_000, 8_000_000_000, 264, 10, None).unwrap();
+        let g = TileGeometry::of(80_000_000, 8_000_000_000, 264, 10, None).unwrap();
         assert_eq!((g.n_tiles, g.n_coarse, g.cbits), (4883, 77, 20));
         // codes that need more bits take narrower coarse tiles
-        let g = Geometry::of(80_000_000, 8_000_000_000, 264, 1 << 14, None).unwrap();
+        let g = TileGeometry::of(80_000_000, 8_000_000_000, 264, 1 << 14, None).unwrap();
         assert_eq!((g.cbits, g.n_coarse), (17, 611));
         // shared memory: the sums of a fine tile (64 KB), more than the binning's or the split's
         assert_eq!(Tiles::shared_bytes_of(20_000_000, 10, None), 64 << 10);
