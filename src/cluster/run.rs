@@ -106,14 +106,7 @@ impl Shard {
     /// The io shard: burst `t`'s injection, each member's share sent, its own kept in `input`.
     /// The shares are cut from the injection sorted: an unsorted one is sorted in a copy first.
     fn send_inputs(&mut self, t: u64, input: InjectionSlice<'_>) -> Result<(), ClusterError> {
-        let sorted = if input.sorted() {
-            input
-        } else {
-            self.io_cols.clear();
-            self.io_cols.extend_from(input);
-            self.io_cols.sort();
-            self.io_cols.as_slice()
-        };
+        let sorted = self.io_cols.sorted_view(input);
         self.links.send_inputs(t, self.members, sorted, &mut self.input)
     }
 

@@ -172,14 +172,7 @@ impl<E: ShardEngine> Backend for Sharded<E> {
             return Err(out_of_range(input, 0..self.neurons));
         }
         // each engine takes its share by binary search: sorted input goes as it is
-        let input = if input.sorted() {
-            input
-        } else {
-            self.sorted.clear();
-            self.sorted.extend_from(input);
-            self.sorted.sort();
-            self.sorted.as_slice()
-        };
+        let input = self.sorted.sorted_view(input);
         let t = self.burst + 1;
         let spikes = &self.fired;
         let run = |e: &mut E| {

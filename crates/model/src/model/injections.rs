@@ -207,6 +207,18 @@ impl Injections {
         self.ascending = self.ids.windows(2).all(|w| w[0] < w[1]);
     }
 
+    /// `input` ordered by neuron: itself where it is sorted already, else a sorted copy kept in
+    /// `self` (its buffers reused from burst to burst).
+    pub fn sorted_view<'a>(&'a mut self, input: InjectionSlice<'a>) -> InjectionSlice<'a> {
+        if input.sorted() {
+            return input;
+        }
+        self.clear();
+        self.extend_from(input);
+        self.sort();
+        self.as_slice()
+    }
+
     /// The injections as the backends take them (borrowed columns).
     pub fn as_slice(&self) -> InjectionSlice<'_> {
         let values = if self.each.is_empty() { Values::Same(Potential(self.first)) } else { Values::Each(&self.each) };
