@@ -4,13 +4,13 @@
 
 use clap::Args;
 
-use crate::backend::{cuda, BackendKind, GpuProbe};
-use crate::selftest::{cpu_candidate, cuda_candidate, parity, procedural_candidate, sharded_candidate, Candidate, ParityConfig};
+use crate::backend::{cuda, wgpu, BackendKind, GpuProbe};
+use crate::selftest::{cpu_candidate, cuda_candidate, parity, procedural_candidate, sharded_candidate, wgpu_candidate, Candidate, ParityConfig};
 
 #[derive(Args, Debug)]
 pub struct SelftestArgs {
-    /// Backend checked against the CPU reference: cuda, cpu (the CPU split into --parts shards), or
-    /// auto (cuda when a GPU is usable, else cpu).
+    /// Backend checked against the CPU reference: cuda, wgpu, cpu (the CPU split into --parts
+    /// shards), or auto (cuda when a GPU is usable, else cpu).
     #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
     pub backend: BackendKind,
     /// CUDA device ordinal.
@@ -52,26 +52,37 @@ pub struct SelftestArgs {
 
 pub fn main(a: SelftestArgs) -> anyhow::Result<()> {
     super::init(&Default::default());
-    let gpu = match a.backend {
-        BackendKind::Cpu => false,
+    let on = match a.backend {
+        BackendKind::Cpu => BackendKind::Cpu,
         BackendKind::Cuda => match cuda::probe(a.device) {
-            GpuProbe::Available(_) => true,
+            GpuProbe::Available(_) => BackendKind::Cuda,
             GpuProbe::Unavailable(why) => anyhow::bail!("selftest --backend cuda: {why}"),
         },
+        BackendKind::Wgpu => match wgpu::probe() {
+            GpuProbe::Available(name) => {
+                tracing::info!("checking the wgpu backend on {name}");
+                BackendKind::Wgpu
+            }
+            GpuProbe::Unavailable(why) => anyhow::bail!("selftest --backend wgpu: {why}"),
+        },
         BackendKind::Auto => match cuda::probe(a.device) {
-            GpuProbe::Available(_) => true,
+            GpuProbe::Available(_) => BackendKind::Cuda,
             GpuProbe::Unavailable(why) => {
                 tracing::info!("auto: checking the CPU split into {} shards, because {why}", a.parts);
-                false
+                BackendKind::Cpu
             }
         },
     };
+    if on == BackendKind::Wgpu && a.shards > 1 {
+        anyhow::bail!("selftest --backend wgpu --shards {}: the wgpu backend runs a whole brain on one device", a.shards);
+    }
+    let gpu = on == BackendKind::Cuda;
     let cfg = ParityConfig {
         brains: a.brains,
         bursts: a.bursts,
         seed: a.seed,
         max_neurons: a.max_neurons,
-        candidate_parts: if gpu { 1 } else { a.parts.max(2) },
+        candidate_parts: if on == BackendKind::Cpu { a.parts.max(2) } else { 1 },
     };
     let check = |c: &Candidate<'_>| {
         if a.procedural {
@@ -80,10 +91,11 @@ pub fn main(a: SelftestArgs) -> anyhow::Result<()> {
             parity(&cfg, c)
         }
     };
-    let result = match (gpu, a.shards) {
-        (true, 1) => check(&cuda_candidate(a.device)),
-        (false, 1) => check(&cpu_candidate),
-        (true, k) => {
+    let result = match (on, a.shards) {
+        (BackendKind::Wgpu, _) => check(&wgpu_candidate),
+        (BackendKind::Cuda, 1) => check(&cuda_candidate(a.device)),
+        (_, 1) => check(&cpu_candidate),
+        (BackendKind::Cuda, k) => {
             let available = crate::backend::gpu_count();
             let gpus: Vec<usize> = if a.gpus.is_empty() { (a.device..a.device + k).collect() } else { a.gpus.clone() };
             if gpus.len() != k {
@@ -94,7 +106,7 @@ pub fn main(a: SelftestArgs) -> anyhow::Result<()> {
             }
             check(&sharded_candidate(k, a.strategy, gpus))
         }
-        (false, k) => check(&sharded_candidate(k, a.strategy, vec![])),
+        (_, k) => check(&sharded_candidate(k, a.strategy, vec![])),
     };
     let report = result.map_err(|diff| anyhow::anyhow!("parity FAILED: {diff}"))?;
     if a.json {

@@ -8,13 +8,14 @@ pub mod learn;
 pub mod open;
 pub mod select;
 pub mod shard;
+pub mod wgpu;
 
 use std::ops::Range;
 
 use crate::model::{InjectionSlice, Injections, NeuronState};
 
 pub use config::BackendConfig;
-pub use select::{choose, BackendKind, Choice, GpuProbe};
+pub use select::{choose, BackendKind, Choice, GpuProbe, Probes};
 
 /// Which fired neurons a backend hands back after every burst.
 #[derive(Clone, Debug, PartialEq, Eq)]

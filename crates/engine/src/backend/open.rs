@@ -2,7 +2,7 @@
 //! connectome in the shape that backend wants, and hand it over.
 
 use super::cpu::CpuBackend;
-use super::select::{choose, BackendKind, Choice, GpuProbe};
+use super::select::{choose, BackendKind, Choice, GpuProbe, Probes};
 use super::BackendConfig;
 use super::{Backend, Readback};
 use crate::brain::Brain;
@@ -63,12 +63,17 @@ fn open_learning(genome: &Genome, cfg: &BackendConfig, readback: Readback, progr
     // (placing a genome marks mappings procedural: its layout and its learning stay)
     let layout = Layout::from_genome(genome);
     let neurons = layout.neurons as u64;
-    let probe = match cfg.kind {
-        BackendKind::Cpu => GpuProbe::Unavailable("not probed".into()),
+    let not_probed = || GpuProbe::Unavailable("not probed".into());
+    let cuda = match cfg.kind {
+        BackendKind::Cpu | BackendKind::Wgpu => not_probed(),
         _ => probe(cfg.device),
     };
-    let choice = choose(cfg.kind, &probe, neurons, cfg.gpu_min_neurons)?;
+    let wgpu = if super::select::wants_wgpu_probe(cfg.kind, &cuda, neurons, cfg.gpu_min_neurons) { super::wgpu::probe() } else { not_probed() };
+    let choice = choose(cfg.kind, &Probes { cuda, wgpu }, neurons, cfg.gpu_min_neurons)?;
     tracing::info!("{}", choice.reason);
+    if choice.kind == BackendKind::Wgpu {
+        return on_wgpu(genome, &layout, cfg, readback, progress).map(|made| made.opened(choice));
+    }
     let gpu = choice.kind == BackendKind::Cuda;
     let devices = if gpu { Some(gpu_devices(cfg, neurons, super::gpu_count())?) } else { None };
     // a brain reaches its GPUs without the host holding its synapses (built on the GPU, or
@@ -189,6 +194,17 @@ fn on_one_gpu(genome: &Genome, layout: &Layout, readback: Readback, progress: bo
     // the build on the host, and on the GPU (with the backend's start) when it builds there
     let build_seconds = start.elapsed().as_secs_f64();
     Ok(Made { backend, synapses, drawn, build_seconds, plan: None })
+}
+
+/// `genome` on the machine's wgpu device: built on the host in one part, copied there.
+fn on_wgpu(genome: &Genome, layout: &Layout, cfg: &BackendConfig, readback: Readback, progress: bool) -> Result<Made, String> {
+    let genome = &placed(genome, layout, cfg, None, false);
+    crate::capacity::check_build(genome, layout, false, &crate::capacity::host_available())?;
+    let brain = Brain::build(genome, 1, progress);
+    let (synapses, drawn) = (brain.connectome.synapses(), brain.connectome.procedural_synapses());
+    let build_seconds = brain.connectome.build_seconds;
+    let backend = super::wgpu::WgpuBackend::open(brain, readback).map_err(|e| e.to_string())?;
+    Ok(Made { backend: Box::new(backend), synapses, drawn, build_seconds, plan: None })
 }
 
 /// Whether every mapping of the placed `genome` is drawn again (none stored).

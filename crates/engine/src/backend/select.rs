@@ -8,13 +8,16 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum BackendKind {
-    /// The GPU when one is usable and the brain is large enough, otherwise the CPU.
+    /// CUDA when an NVIDIA GPU is usable, else wgpu when a Vulkan, Metal or DX12 device is, for a
+    /// brain large enough; otherwise the CPU.
     #[default]
     Auto,
     /// The CPU backend (the reference).
     Cpu,
     /// The CUDA backend (one GPU, or several with `backend.gpus`).
     Cuda,
+    /// The wgpu backend: one GPU through Vulkan, Metal or DX12.
+    Wgpu,
 }
 
 /// What probing the machine found.
@@ -26,6 +29,15 @@ pub enum GpuProbe {
     Unavailable(String),
 }
 
+/// What probing found for each GPU backend (a backend not probed is unavailable "not probed").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probes {
+    /// An NVIDIA GPU through CUDA.
+    pub cuda: GpuProbe,
+    /// A GPU through wgpu.
+    pub wgpu: GpuProbe,
+}
+
 /// The decision, with the reason to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Choice {
@@ -35,28 +47,43 @@ pub struct Choice {
     pub reason: String,
 }
 
-/// Pick the backend. `Cuda` asked for on a machine without a usable GPU is an error (returned as
-/// `Err(reason)`); `Auto` falls back to the CPU and says why.
-pub fn choose(asked: BackendKind, probe: &GpuProbe, neurons: u64, gpu_min_neurons: u64) -> Result<Choice, String> {
-    match (asked, probe) {
-        (BackendKind::Cpu, _) => Ok(Choice { kind: BackendKind::Cpu, reason: "the CPU backend was asked for".into() }),
-        (BackendKind::Cuda, GpuProbe::Available(name)) => {
-            Ok(Choice { kind: BackendKind::Cuda, reason: format!("the CUDA backend was asked for ({name})") })
+/// Whether `auto` needs the wgpu probe: CUDA cannot take the brain, and it is large enough for a GPU.
+pub fn wants_wgpu_probe(asked: BackendKind, cuda: &GpuProbe, neurons: u64, gpu_min_neurons: u64) -> bool {
+    match asked {
+        BackendKind::Wgpu => true,
+        BackendKind::Auto => neurons >= gpu_min_neurons && matches!(cuda, GpuProbe::Unavailable(_)),
+        BackendKind::Cpu | BackendKind::Cuda => false,
+    }
+}
+
+/// Pick the backend. A GPU backend asked for on a machine where it is not usable is an error
+/// (returned as `Err(reason)`); `Auto` takes CUDA, then wgpu, then the CPU, and says why.
+pub fn choose(asked: BackendKind, probes: &Probes, neurons: u64, gpu_min_neurons: u64) -> Result<Choice, String> {
+    let pick = |kind, reason: String| Ok(Choice { kind, reason });
+    match (asked, &probes.cuda, &probes.wgpu) {
+        (BackendKind::Cpu, _, _) => pick(BackendKind::Cpu, "the CPU backend was asked for".into()),
+        (BackendKind::Cuda, GpuProbe::Available(name), _) => pick(BackendKind::Cuda, format!("the CUDA backend was asked for ({name})")),
+        (BackendKind::Cuda, GpuProbe::Unavailable(why), _) => Err(format!("the CUDA backend was asked for, but {why}")),
+        (BackendKind::Wgpu, _, GpuProbe::Available(name)) => pick(BackendKind::Wgpu, format!("the wgpu backend was asked for ({name})")),
+        (BackendKind::Wgpu, _, GpuProbe::Unavailable(why)) => Err(format!("the wgpu backend was asked for, but {why}")),
+        (BackendKind::Auto, cuda, _) if neurons < gpu_min_neurons => {
+            let there = match cuda {
+                GpuProbe::Available(name) => format!(" ({name} is there)"),
+                GpuProbe::Unavailable(_) => String::new(),
+            };
+            pick(BackendKind::Cpu, format!("auto: using the CPU: the brain has {neurons} neurons, under gpu_min_neurons = {gpu_min_neurons}{there}"))
         }
-        (BackendKind::Cuda, GpuProbe::Unavailable(why)) => Err(format!("the CUDA backend was asked for, but {why}")),
-        (BackendKind::Auto, GpuProbe::Unavailable(why)) => {
-            Ok(Choice { kind: BackendKind::Cpu, reason: format!("auto: using the CPU because {why}") })
+        (BackendKind::Auto, GpuProbe::Available(name), _) => pick(
+            BackendKind::Cuda,
+            format!("auto: using {name} (CUDA): the brain has {neurons} neurons (gpu_min_neurons = {gpu_min_neurons})"),
+        ),
+        (BackendKind::Auto, GpuProbe::Unavailable(no_cuda), GpuProbe::Available(name)) => pick(
+            BackendKind::Wgpu,
+            format!("auto: using {name} (wgpu), because {no_cuda}: the brain has {neurons} neurons (gpu_min_neurons = {gpu_min_neurons})"),
+        ),
+        (BackendKind::Auto, GpuProbe::Unavailable(no_cuda), GpuProbe::Unavailable(no_wgpu)) => {
+            pick(BackendKind::Cpu, format!("auto: using the CPU because {no_cuda}, and {no_wgpu}"))
         }
-        (BackendKind::Auto, GpuProbe::Available(name)) if neurons < gpu_min_neurons => Ok(Choice {
-            kind: BackendKind::Cpu,
-            reason: format!(
-                "auto: using the CPU: the brain has {neurons} neurons, under gpu_min_neurons = {gpu_min_neurons} ({name} is there)"
-            ),
-        }),
-        (BackendKind::Auto, GpuProbe::Available(name)) => Ok(Choice {
-            kind: BackendKind::Cuda,
-            reason: format!("auto: using {name}: the brain has {neurons} neurons (gpu_min_neurons = {gpu_min_neurons})"),
-        }),
     }
 }
 
@@ -67,13 +94,28 @@ mod tests {
     #[test]
     fn auto_falls_back_and_says_why() {
         let none = GpuProbe::Unavailable("no CUDA driver (libcuda.so not found)".into());
+        let no_vk = GpuProbe::Unavailable("no wgpu adapter".into());
         let gpu = GpuProbe::Available("H100".into());
-        let c = choose(BackendKind::Auto, &none, 1_000_000, 10).unwrap();
+        let vk = GpuProbe::Available("llvmpipe (Vulkan)".into());
+        let p = |cuda: &GpuProbe, wgpu: &GpuProbe| Probes { cuda: cuda.clone(), wgpu: wgpu.clone() };
+        let c = choose(BackendKind::Auto, &p(&none, &no_vk), 1_000_000, 10).unwrap();
         assert_eq!(c.kind, BackendKind::Cpu);
-        assert!(c.reason.contains("libcuda"));
-        assert_eq!(choose(BackendKind::Auto, &gpu, 5, 10).unwrap().kind, BackendKind::Cpu);
-        assert_eq!(choose(BackendKind::Auto, &gpu, 10, 10).unwrap().kind, BackendKind::Cuda);
-        assert_eq!(choose(BackendKind::Cpu, &gpu, 10, 0).unwrap().kind, BackendKind::Cpu);
-        assert!(choose(BackendKind::Cuda, &none, 10, 0).unwrap_err().contains("libcuda"));
+        assert!(c.reason.contains("libcuda") && c.reason.contains("no wgpu adapter"), "{}", c.reason);
+        assert_eq!(choose(BackendKind::Auto, &p(&gpu, &vk), 5, 10).unwrap().kind, BackendKind::Cpu);
+        assert_eq!(choose(BackendKind::Auto, &p(&gpu, &vk), 10, 10).unwrap().kind, BackendKind::Cuda);
+        // CUDA, then wgpu, then the CPU
+        let c = choose(BackendKind::Auto, &p(&none, &vk), 10, 10).unwrap();
+        assert_eq!(c.kind, BackendKind::Wgpu);
+        assert!(c.reason.contains("llvmpipe") && c.reason.contains("libcuda"), "{}", c.reason);
+        assert_eq!(choose(BackendKind::Auto, &p(&none, &vk), 5, 10).unwrap().kind, BackendKind::Cpu);
+        assert_eq!(choose(BackendKind::Cpu, &p(&gpu, &vk), 10, 0).unwrap().kind, BackendKind::Cpu);
+        assert!(choose(BackendKind::Cuda, &p(&none, &vk), 10, 0).unwrap_err().contains("libcuda"));
+        assert_eq!(choose(BackendKind::Wgpu, &p(&gpu, &vk), 1, 10).unwrap().kind, BackendKind::Wgpu);
+        assert!(choose(BackendKind::Wgpu, &p(&gpu, &no_vk), 10, 0).unwrap_err().contains("no wgpu adapter"));
+        // the wgpu probe (slow: a Vulkan instance) only where auto could pick it
+        assert!(!wants_wgpu_probe(BackendKind::Auto, &gpu, 100, 10));
+        assert!(!wants_wgpu_probe(BackendKind::Auto, &none, 5, 10));
+        assert!(wants_wgpu_probe(BackendKind::Auto, &none, 10, 10));
+        assert!(wants_wgpu_probe(BackendKind::Wgpu, &gpu, 1, 10));
     }
 }

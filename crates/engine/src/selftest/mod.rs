@@ -335,6 +335,11 @@ pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Res
     }
 }
 
+/// The wgpu backend on the machine's device as a candidate.
+pub fn wgpu_candidate(_: &Genome, brain: Brain, readback: Readback) -> Result<Box<dyn Backend>, BackendError> {
+    Ok(Box::new(crate::backend::wgpu::WgpuBackend::open(brain, readback)?))
+}
+
 /// `genome` with every mapping marked procedural (those that must stay stored, stay).
 pub use crate::connectome::storage::all_marked as all_procedural;
 

@@ -1,0 +1,131 @@
+//! The device: wgpu's instance, adapter and device, what it can hold (its limits), and its errors
+//! caught instead of wgpu's default panic.
+
+use std::sync::{Arc, Mutex};
+
+use crate::backend::{BackendError, GpuProbe};
+
+/// One wgpu device and its queue.
+pub(super) struct Gpu {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    /// `NVIDIA H200 (Vulkan)`, `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`, ...
+    pub name: String,
+    pub limits: wgpu::Limits,
+    /// The first error the device reported (validation, out of memory, lost), if any.
+    error: Arc<Mutex<Option<String>>>,
+}
+
+/// What the backend needs of a device beyond WebGPU's defaults: 64-bit integers in shaders.
+const FEATURES: wgpu::Features = wgpu::Features::SHADER_INT64;
+
+fn adapter() -> Result<wgpu::Adapter, String> {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    // Vulkan, Metal and DX12 (`WGPU_BACKEND` picks one); not GL, whose shaders have no 64-bit integers
+    desc.backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+    let instance = wgpu::Instance::new(desc);
+    let options = wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() };
+    pollster::block_on(instance.request_adapter(&options))
+        .map_err(|e| format!("no wgpu adapter (Vulkan, Metal or DX12: is a Vulkan loader and driver installed?): {e}"))
+}
+
+fn name_of(a: &wgpu::Adapter) -> String {
+    let info = a.get_info();
+    format!("{} ({:?})", info.name, info.backend)
+}
+
+/// Probe the machine's wgpu adapter; never panics.
+pub fn probe() -> GpuProbe {
+    match std::panic::catch_unwind(|| adapter().and_then(|a| usable(&a).map(|()| name_of(&a)))) {
+        Ok(Ok(name)) => GpuProbe::Available(name),
+        Ok(Err(why)) => GpuProbe::Unavailable(why),
+        Err(_) => GpuProbe::Unavailable("the wgpu adapter's probe panicked".into()),
+    }
+}
+
+fn usable(a: &wgpu::Adapter) -> Result<(), String> {
+    if !a.features().contains(FEATURES) {
+        return Err(format!("{} has no 64-bit integers in shaders (wgpu's SHADER_INT64)", name_of(a)));
+    }
+    Ok(())
+}
+
+impl Gpu {
+    pub fn open() -> Result<Gpu, BackendError> {
+        let dev = |e: String| BackendError::Device(e);
+        let a = adapter().map_err(dev)?;
+        usable(&a).map_err(dev)?;
+        let name = name_of(&a);
+        let limits = a.limits();
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("neuroburst"),
+            required_features: FEATURES,
+            required_limits: limits.clone(),
+            ..Default::default()
+        };
+        let (device, queue) = pollster::block_on(a.request_device(&desc)).map_err(|e| dev(format!("{name}: cannot open the device: {e}")))?;
+        let error = Arc::new(Mutex::new(None));
+        let (seen, lost) = (error.clone(), error.clone());
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let mut slot = seen.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert_with(|| e.to_string());
+        }));
+        device.set_device_lost_callback(move |reason, msg| {
+            let mut slot = lost.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert_with(|| format!("the device was lost ({reason:?}): {msg}"));
+        });
+        Ok(Gpu { device, queue, name, limits, error })
+    }
+
+    /// The device's first error since it opened, as the backend's error.
+    pub fn check(&self, doing: &str) -> Result<(), BackendError> {
+        match self.error.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            Some(e) => Err(BackendError::Device(format!("{} ({doing}): {e}", self.name))),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuse a buffer of `bytes` the device cannot bind or hold, naming it and the limits.
+    pub fn fits(&self, what: &str, bytes: u64) -> Result<(), BackendError> {
+        let (bind, max) = (self.limits.max_storage_buffer_binding_size, self.limits.max_buffer_size);
+        if bytes > bind.min(max) {
+            return Err(BackendError::Device(format!(
+                "{}: the brain's {what} take {bytes} bytes, more than one buffer the device binds \
+                 (max_storage_buffer_binding_size {bind}, max_buffer_size {max})",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Wait until the queue's work is done.
+    pub fn wait(&self) -> Result<(), BackendError> {
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| BackendError::Device(format!("{}: {e}", self.name)))?;
+        Ok(())
+    }
+
+    /// Read `bytes` bytes of `buffer` (MAP_READ) from offset 0, once the queue is done.
+    pub fn read(&self, buffer: &wgpu::Buffer, bytes: u64, out: &mut Vec<u8>) -> Result<(), BackendError> {
+        out.clear();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let slice = buffer.slice(..bytes);
+        let status = Arc::new(Mutex::new(None));
+        let s = status.clone();
+        slice.map_async(wgpu::MapMode::Read, move |r| *s.lock().unwrap_or_else(|p| p.into_inner()) = Some(r));
+        self.wait()?;
+        self.check("reading back")?;
+        match status.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(BackendError::Device(format!("{}: reading back: {e}", self.name))),
+            None => return Err(BackendError::Device(format!("{}: reading back: the map never completed", self.name))),
+        }
+        {
+            let view = slice.get_mapped_range().map_err(|e| BackendError::Device(format!("{}: reading back: {e}", self.name)))?;
+            out.extend_from_slice(&view);
+        }
+        buffer.unmap();
+        Ok(())
+    }
+}

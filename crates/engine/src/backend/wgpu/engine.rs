@@ -1,0 +1,268 @@
+//! [`WgpuEngine`]: a whole brain on one wgpu device. A burst is one submission (propagation,
+//! injection, step), then the fired list read back and sorted. A brain that learns learns on the
+//! host, as the CPU backend does (the shared learner, `backend/learn/`), and its synapses' codes go
+//! to the device before the burst that uses them.
+
+use std::ops::Range;
+
+use super::buffers::{codes_bytes, padded, Buffers, BURST_BYTES, GROUP};
+use super::device::Gpu;
+use crate::backend::learn::{Deferred, Learner, Scatter};
+use crate::backend::shard::ShardEngine;
+use crate::backend::{BackendError, BackendInfo};
+use crate::connectome::Part;
+use crate::model::{InjectionSlice, NeuronState, Values};
+
+/// What a brain that learns keeps on the host: its synapses (the learner changes their codes).
+struct Learning {
+    learner: Learner,
+    part: Part,
+    deferred: Deferred,
+    /// The learning from the last burst is done (see [`ShardEngine::learn_ahead`]).
+    ahead: bool,
+}
+
+/// The rows that fired: the device propagates them from their codes, so the learner's hand-over
+/// is not needed here.
+struct OnDevice;
+
+impl Scatter for OnDevice {
+    fn row<C: Copy + Into<u32>>(&mut self, _targets: &[u32], _codes: &[C]) {}
+    fn changed(&mut self, _target: u32, _was: u32, _now: u32) {}
+}
+
+/// A brain on one wgpu device.
+pub struct WgpuEngine {
+    gpu: Gpu,
+    buf: Buffers,
+    neurons: u32,
+    synapses: u64,
+    learning: Option<Learning>,
+    /// Fired neurons read back from the last burst, how many to copy at first (grows to the most
+    /// seen), and scratch.
+    fired: Vec<u32>,
+    fired_v: Vec<i64>,
+    expect: u64,
+    bytes: Vec<u8>,
+    pairs: Vec<(u32, i64)>,
+    same: Vec<i64>,
+}
+
+/// `groups` workgroups as a grid the device takes (at most `max` along a dimension).
+fn grid(groups: u64, max: u32) -> (u32, u32) {
+    let x = groups.clamp(1, max as u64);
+    (x as u32, groups.div_ceil(x).max(1) as u32)
+}
+
+fn device_err<'a>(gpu: &'a Gpu, what: &'a str) -> impl Fn(String) -> BackendError + 'a {
+    move |e| BackendError::Device(format!("{} ({what}): {e}", gpu.name))
+}
+
+impl WgpuEngine {
+    /// The brain's one part (`parts` of one), its areas and contribution table onto the device.
+    pub(super) fn new(
+        gpu: Gpu,
+        mut parts: Vec<Part>,
+        params: Vec<crate::model::AreaParams>,
+        table: Vec<i32>,
+        plastic: Option<crate::connectome::Plastic>,
+        neurons: u32,
+    ) -> Result<WgpuEngine, BackendError> {
+        if parts.len() != 1 || parts[0].targets_range != (0..neurons) {
+            return Err(BackendError::Device("the wgpu backend takes a brain built in one part".into()));
+        }
+        let part = parts.pop().expect("one part");
+        let buf = Buffers::new(&gpu, &part, &params, &table, neurons)?;
+        let synapses = part.synapses();
+        let learning = plastic.map(|p| Learning { learner: Learner::new(p, neurons), deferred: Deferred::of(&part), part, ahead: false });
+        Ok(WgpuEngine {
+            gpu,
+            buf,
+            neurons,
+            synapses,
+            learning,
+            fired: Vec::new(),
+            fired_v: Vec::new(),
+            expect: 1024,
+            bytes: Vec::new(),
+            pairs: Vec::new(),
+            same: Vec::new(),
+        })
+    }
+
+    /// Learning after burst `t - 1`, whose firing is `spikes` (as the CPU backend's), the
+    /// synapses' new codes then sent to the device.
+    fn learn(&mut self, t: u64, spikes: &[u32]) {
+        let Some(l) = &mut self.learning else { return };
+        if std::mem::take(&mut l.ahead) {
+            return;
+        }
+        l.learner.record(t.saturating_sub(1), spikes);
+        if t < 2 || !l.learner.switch.learns(t - 1) {
+            return;
+        }
+        l.learner.grow(t - 1);
+        l.learner.update(t - 1, &mut l.part, &mut l.deferred, &mut OnDevice);
+        l.learner.apply_growth(&mut l.part, &mut l.deferred, &mut OnDevice);
+        self.gpu.queue.write_buffer(&self.buf.codes, 0, &padded(codes_bytes(&l.part.codes)));
+    }
+
+    fn write<T: bytemuck::Pod>(&self, buffer: &wgpu::Buffer, data: &[T]) {
+        if !data.is_empty() {
+            self.gpu.queue.write_buffer(buffer, 0, &padded(bytemuck::cast_slice(data)));
+        }
+    }
+
+    /// Copy `[ids from, ids to)` of the fired list and their potentials to the readback buffer.
+    fn copy_fired(&self, encoder: &mut wgpu::CommandEncoder, from: u64, to: u64, with_count: bool) {
+        let first = if with_count { 0 } else { 1 + from };
+        let b = &self.buf;
+        encoder.copy_buffer_to_buffer(&b.fired, first * 4, &b.readback, first * 4, (1 + to - first) * 4);
+        if to > from {
+            encoder.copy_buffer_to_buffer(&b.fired_v, from * 8, &b.readback, b.v_at + from * 8, (to - from) * 8);
+        }
+    }
+}
+
+impl ShardEngine for WgpuEngine {
+    fn range(&self) -> Range<u32> {
+        0..self.neurons
+    }
+
+    fn info(&self) -> BackendInfo {
+        let bytes = self.buf.bytes;
+        BackendInfo {
+            backend: "wgpu".into(),
+            device: self.gpu.name.clone(),
+            memory_bytes: bytes,
+            bytes_per_synapse: if self.synapses == 0 { 0.0 } else { bytes as f64 / self.synapses as f64 },
+        }
+    }
+
+    fn burst(&mut self, t: u64, spikes: &[u32], input: InjectionSlice<'_>) -> Result<(), BackendError> {
+        if spikes.len() > self.neurons as usize {
+            return Err(BackendError::Device(format!("{} spikes for a brain of {} neurons", spikes.len(), self.neurons)));
+        }
+        self.learn(t, spikes);
+        let k = input.len() as u64;
+        self.buf.inj_room(&self.gpu, k)?;
+        let max = self.gpu.limits.max_compute_workgroups_per_dimension;
+        let spread = grid(spikes.len() as u64, max).0;
+        let uniform: [u32; 8] = [t as u32, self.neurons, spikes.len() as u32, k as u32, self.buf.areas, self.buf.codes16, spread, 0];
+        debug_assert_eq!(std::mem::size_of_val(&uniform) as u64, BURST_BYTES);
+        self.gpu.queue.write_buffer(&self.buf.burst, 0, bytemuck::cast_slice(&uniform));
+        self.write(&self.buf.spikes, spikes);
+        self.write(&self.buf.inj_ids, input.ids());
+        match input.values() {
+            Values::Each(v) => self.write(&self.buf.inj_v, v),
+            Values::Same(p) => {
+                self.same.clear();
+                self.same.resize(input.len(), p.0);
+                self.write(&self.buf.inj_v, &self.same);
+            }
+        }
+        self.gpu.queue.write_buffer(&self.buf.fired, 0, &[0u8; 4]);
+        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+        if !spikes.is_empty() {
+            self.buf.propagate.run(&mut encoder, (spread, 1));
+        }
+        if k > 0 {
+            self.buf.inject.run(&mut encoder, grid(k.div_ceil(GROUP as u64), max));
+        }
+        if self.neurons > 0 {
+            self.buf.step.run(&mut encoder, grid((self.neurons as u64).div_ceil(GROUP as u64), max));
+        }
+        let first = self.expect.min(self.neurons as u64);
+        self.copy_fired(&mut encoder, 0, first, true);
+        self.gpu.queue.submit([encoder.finish()]);
+        let mut bytes = std::mem::take(&mut self.bytes);
+        let span = self.buf.v_at + first * 8;
+        self.gpu.read(&self.buf.readback, span, &mut bytes)?;
+        let count = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as u64;
+        if count > self.neurons as u64 {
+            return Err(BackendError::Device(format!("{}: {count} neurons fired in a brain of {}", self.gpu.name, self.neurons)));
+        }
+        if count > first {
+            // more fired than copied: the rest, then read it all again
+            let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+            self.copy_fired(&mut encoder, first, count, false);
+            self.gpu.queue.submit([encoder.finish()]);
+            self.gpu.read(&self.buf.readback, self.buf.v_at + count * 8, &mut bytes)?;
+            self.expect = count.next_power_of_two();
+        }
+        let v_at = self.buf.v_at as usize;
+        let ids = bytes[4..4 + count as usize * 4].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")));
+        let vs = bytes[v_at..v_at + count as usize * 8].chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")));
+        self.pairs.clear();
+        self.pairs.extend(ids.zip(vs));
+        self.pairs.sort_unstable_by_key(|p| p.0);
+        self.fired.clear();
+        self.fired_v.clear();
+        self.fired.extend(self.pairs.iter().map(|p| p.0));
+        self.fired_v.extend(self.pairs.iter().map(|p| p.1));
+        self.bytes = bytes;
+        Ok(())
+    }
+
+    fn fired(&self) -> (&[u32], &[i64]) {
+        (&self.fired, &self.fired_v)
+    }
+
+    fn set_learning(&mut self, on: bool, last: u64) -> Result<(), BackendError> {
+        if let Some(l) = &mut self.learning {
+            l.learner.switch.set(on, last);
+        }
+        Ok(())
+    }
+
+    fn learn_ahead(&mut self, t: u64, spikes: &[u32]) {
+        if self.learning.as_ref().is_some_and(|l| !l.ahead) {
+            self.learn(t, spikes);
+            if let Some(l) = &mut self.learning {
+                l.ahead = true;
+            }
+        }
+    }
+
+    fn snapshot(&mut self) -> Result<NeuronState, BackendError> {
+        let n = self.neurons as u64;
+        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(&self.buf.rcc, 0, &self.buf.readback, 0, n * 4);
+        encoder.copy_buffer_to_buffer(&self.buf.potential, 0, &self.buf.readback, self.buf.v_at, n * 8);
+        self.gpu.queue.submit([encoder.finish()]);
+        let mut bytes = std::mem::take(&mut self.bytes);
+        self.gpu.read(&self.buf.readback, self.buf.v_at + n * 8, &mut bytes)?;
+        let rcc: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes[..n as usize * 4]);
+        let v_at = self.buf.v_at as usize;
+        let potential: Vec<i64> = bytemuck::pod_collect_to_vec(&bytes[v_at..v_at + n as usize * 8]);
+        self.bytes = bytes;
+        let mut st = NeuronState {
+            potential,
+            refractory: rcc.iter().map(|&w| w as u16).collect(),
+            consecutive: rcc.iter().map(|&w| (w >> 16) as u16).collect(),
+            fired: self.fired.clone(),
+            ..Default::default()
+        };
+        if let Some(l) = &self.learning {
+            st.learned = l.learner.snapshot(&[(&l.part, &l.deferred)]);
+            st.learned.ahead = l.ahead;
+        }
+        Ok(st)
+    }
+
+    fn restore(&mut self, st: &NeuronState) -> Result<(), BackendError> {
+        crate::backend::shard::check_lengths(st, self.neurons as usize)?;
+        let rcc: Vec<u32> = st.refractory.iter().zip(&st.consecutive).map(|(&r, &c)| r as u32 | (c as u32) << 16).collect();
+        self.write(&self.buf.potential, &st.potential);
+        self.write(&self.buf.rcc, &rcc);
+        self.gpu.queue.write_buffer(&self.buf.acc, 0, &vec![0u8; self.neurons as usize * 8]);
+        if let Some(l) = &mut self.learning {
+            let mut parts = [(&mut l.part, &mut l.deferred)];
+            l.learner.restore(&st.learned, &mut parts).map_err(device_err(&self.gpu, "restoring what the brain learned"))?;
+            l.ahead = st.learned.ahead;
+            self.gpu.queue.write_buffer(&self.buf.codes, 0, &padded(codes_bytes(&l.part.codes)));
+        }
+        self.gpu.wait()?;
+        self.gpu.check("restoring the state")
+    }
+}
