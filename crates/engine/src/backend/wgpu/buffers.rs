@@ -207,7 +207,10 @@ impl Buffers {
         let room = k.next_power_of_two();
         gpu.fits("injections of one burst", room * 8)?;
         let d = &gpu.device;
-        let make = |label: &str, size: u64| d.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: STORAGE, mapped_at_creation: false });
+        // (at least 16 bytes: a write is padded to that, see `padded`)
+        let make = |label: &str, size: u64| {
+            d.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: size.max(16), usage: STORAGE, mapped_at_creation: false })
+        };
         self.inj_ids = make("injected ids", room * 4);
         self.inj_v = make("injected potentials", room * 8);
         self.inj_room = room;
