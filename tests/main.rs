@@ -39,4 +39,5 @@ mod sim;
 mod standalone;
 mod streamed;
 mod view;
+mod wgpu;
 mod worked_examples;

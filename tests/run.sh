@@ -13,7 +13,8 @@ root=$PWD
 # Every phase says when it ended (CI's budget: 40 minutes on 2 cores).
 phase() { echo "tests/run.sh: [$((SECONDS / 60))m$((SECONDS % 60))s] $*" >&2; }
 
-# System packages: a C compiler (bundled sqlite), python3-venv, EGL (the simulated camera), and for the r2r node libclang
+# System packages: a C compiler (bundled sqlite), python3-venv, EGL (the simulated camera), Vulkan
+# (lavapipe: the wgpu backend's tests), and for the r2r node libclang
 # (bindgen), cmake (neuroburst_msgs, Cyclone DDS of the bridge) and iproute2 (loopback inside `unshare -n`).
 need=()
 command -v cc >/dev/null || need+=(gcc g++)
@@ -23,6 +24,8 @@ command -v ip >/dev/null || need+=(iproute2)
 ls /usr/lib/x86_64-linux-gnu/libEGL_mesa.so.0 >/dev/null 2>&1 || need+=(libegl1 libegl-mesa0 libgl1-mesa-dri)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# the wgpu backend's tests (tests/wgpu.rs): a Vulkan loader and Mesa's lavapipe, a Vulkan device on the CPU
+ls /usr/lib/x86_64-linux-gnu/libvulkan.so.1 /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || need+=(libvulkan1 mesa-vulkan-drivers)
 if [ ${#need[@]} -gt 0 ]; then
   echo "tests/run.sh: installing ${need[*]} (apt-get)"
   sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo

@@ -5,7 +5,9 @@
 use clap::Args;
 
 use crate::backend::{cuda, wgpu, BackendKind, GpuProbe};
-use crate::selftest::{cpu_candidate, cuda_candidate, parity, procedural_candidate, sharded_candidate, wgpu_candidate, Candidate, ParityConfig};
+use crate::selftest::{
+    cpu_candidate, cuda_candidate, parity, procedural_candidate, sharded_candidate, wgpu_candidate, Candidate, ParityConfig,
+};
 
 #[derive(Args, Debug)]
 pub struct SelftestArgs {

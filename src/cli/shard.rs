@@ -110,7 +110,9 @@ pub fn main(a: ShardArgs) -> anyhow::Result<()> {
     let device = config.backend.device;
     let gpus: Vec<usize> = match config.backend.kind {
         BackendKind::Cpu => vec![],
-        BackendKind::Wgpu => return Err(anyhow!("backend.kind: wgpu: a cluster's shards run on the CPU or CUDA (wgpu runs a whole brain)")),
+        BackendKind::Wgpu => {
+            return Err(anyhow!("backend.kind: wgpu: a cluster's shards run on the CPU or CUDA (wgpu runs a whole brain)"))
+        }
         BackendKind::Cuda => {
             let list = if config.backend.gpus.is_empty() { vec![device] } else { config.backend.gpus.clone() };
             for &d in &list {

@@ -68,7 +68,8 @@ fn open_learning(genome: &Genome, cfg: &BackendConfig, readback: Readback, progr
         BackendKind::Cpu | BackendKind::Wgpu => not_probed(),
         _ => probe(cfg.device),
     };
-    let wgpu = if super::select::wants_wgpu_probe(cfg.kind, &cuda, neurons, cfg.gpu_min_neurons) { super::wgpu::probe() } else { not_probed() };
+    let wgpu =
+        if super::select::wants_wgpu_probe(cfg.kind, &cuda, neurons, cfg.gpu_min_neurons) { super::wgpu::probe() } else { not_probed() };
     let choice = choose(cfg.kind, &Probes { cuda, wgpu }, neurons, cfg.gpu_min_neurons)?;
     tracing::info!("{}", choice.reason);
     if choice.kind == BackendKind::Wgpu {

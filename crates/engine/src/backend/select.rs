@@ -71,7 +71,10 @@ pub fn choose(asked: BackendKind, probes: &Probes, neurons: u64, gpu_min_neurons
                 GpuProbe::Available(name) => format!(" ({name} is there)"),
                 GpuProbe::Unavailable(_) => String::new(),
             };
-            pick(BackendKind::Cpu, format!("auto: using the CPU: the brain has {neurons} neurons, under gpu_min_neurons = {gpu_min_neurons}{there}"))
+            pick(
+                BackendKind::Cpu,
+                format!("auto: using the CPU: the brain has {neurons} neurons, under gpu_min_neurons = {gpu_min_neurons}{there}"),
+            )
         }
         (BackendKind::Auto, GpuProbe::Available(name), _) => pick(
             BackendKind::Cuda,

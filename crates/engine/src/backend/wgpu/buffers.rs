@@ -3,7 +3,7 @@
 
 use wgpu::util::DeviceExt;
 
-use super::device::Gpu;
+use super::device::WgpuDevice;
 use crate::backend::BackendError;
 use crate::connectome::{Codes, Part};
 use crate::model::AreaParams;
@@ -101,7 +101,7 @@ pub(super) struct Pass {
 }
 
 impl Pass {
-    fn new(gpu: &Gpu, module: &wgpu::ShaderModule, entry: &str, common: [&wgpu::Buffer; 2], own: &[(u32, &wgpu::Buffer)]) -> Pass {
+    fn new(gpu: &WgpuDevice, module: &wgpu::ShaderModule, entry: &str, common: [&wgpu::Buffer; 2], own: &[(u32, &wgpu::Buffer)]) -> Pass {
         let pipeline = gpu.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
             layout: None,
@@ -113,7 +113,11 @@ impl Pass {
         let group = |i: u32, entries: &[(u32, &wgpu::Buffer)]| {
             let entries: Vec<wgpu::BindGroupEntry<'_>> =
                 entries.iter().map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }).collect();
-            gpu.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(entry), layout: &pipeline.get_bind_group_layout(i), entries: &entries })
+            gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(entry),
+                layout: &pipeline.get_bind_group_layout(i),
+                entries: &entries,
+            })
         };
         let groups = [group(0, &[(0, common[0]), (1, common[1])]), group(1, own)];
         Pass { pipeline, groups }
@@ -129,7 +133,7 @@ impl Pass {
 }
 
 impl Buffers {
-    pub fn new(gpu: &Gpu, part: &Part, params: &[AreaParams], table: &[i32], neurons: u32) -> Result<Buffers, BackendError> {
+    pub fn new(gpu: &WgpuDevice, part: &Part, params: &[AreaParams], table: &[i32], neurons: u32) -> Result<Buffers, BackendError> {
         let n = neurons as u64;
         let synapses = part.synapses();
         if synapses > u32::MAX as u64 {
@@ -143,9 +147,16 @@ impl Buffers {
         gpu.fits("input accumulators", n * 8)?;
         gpu.fits("potentials", n * 8)?;
         let d = &gpu.device;
-        let init = |label: &str, bytes: &[u8]| d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: &padded(bytes), usage: STORAGE });
+        let init = |label: &str, bytes: &[u8]| {
+            d.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: &padded(bytes), usage: STORAGE })
+        };
         let zeroed = |label: &str, size: u64, usage: wgpu::BufferUsages| {
-            d.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: size.next_multiple_of(8).max(16), usage, mapped_at_creation: false })
+            d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: size.next_multiple_of(8).max(16),
+                usage,
+                mapped_at_creation: false,
+            })
         };
         let row_ptr: Vec<u32> = part.row_ptr.iter().map(|&r| r as u32).collect();
         let ends: Vec<u32> = params.iter().map(|p| p.first + p.count).collect();
@@ -165,12 +176,21 @@ impl Buffers {
         let v_at = ((n + 1) * 4).next_multiple_of(8);
         let readback = zeroed("readback", v_at + n * 8, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
         let (inj_ids, inj_v) = (zeroed("injected ids", 4, STORAGE), zeroed("injected potentials", 8, STORAGE));
-        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("burst.wgsl"), source: wgpu::ShaderSource::Wgsl(SOURCE.into()) });
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("burst.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(SOURCE.into()),
+        });
         let common = [&burst, &acc];
-        let propagate = Pass::new(gpu, &module, "propagate", common, &[(0, &row_ptr), (1, &targets), (2, &codes), (3, &table), (4, &spikes)]);
+        let propagate =
+            Pass::new(gpu, &module, "propagate", common, &[(0, &row_ptr), (1, &targets), (2, &codes), (3, &table), (4, &spikes)]);
         let inject = Pass::new(gpu, &module, "inject", common, &[(5, &inj_ids), (6, &inj_v)]);
-        let step =
-            Pass::new(gpu, &module, "step", common, &[(7, &areas), (8, &area_end), (9, &potential), (10, &rcc), (11, &fired), (12, &fired_v)]);
+        let step = Pass::new(
+            gpu,
+            &module,
+            "step",
+            common,
+            &[(7, &areas), (8, &area_end), (9, &potential), (10, &rcc), (11, &fired), (12, &fired_v)],
+        );
         let bytes = [&acc, &row_ptr, &targets, &codes, &table, &spikes, &areas, &area_end, &potential, &rcc, &fired, &fired_v]
             .iter()
             .map(|b| b.size())
@@ -200,7 +220,7 @@ impl Buffers {
     }
 
     /// Room for `k` injections: larger buffers (and the inject pass's bind group) when needed.
-    pub fn inj_room(&mut self, gpu: &Gpu, k: u64) -> Result<(), BackendError> {
+    pub fn inj_room(&mut self, gpu: &WgpuDevice, k: u64) -> Result<(), BackendError> {
         if k <= self.inj_room {
             return Ok(());
         }
@@ -218,7 +238,8 @@ impl Buffers {
         let entries: Vec<wgpu::BindGroupEntry<'_>> =
             own.iter().map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }).collect();
         let layout = self.inject.pipeline.get_bind_group_layout(1);
-        self.inject.groups[1] = d.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("inject"), layout: &layout, entries: &entries });
+        self.inject.groups[1] =
+            d.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("inject"), layout: &layout, entries: &entries });
         Ok(())
     }
 }

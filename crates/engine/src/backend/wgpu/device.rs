@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use crate::backend::{BackendError, GpuProbe};
 
 /// One wgpu device and its queue.
-pub(super) struct Gpu {
+pub(super) struct WgpuDevice {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     /// `NVIDIA H200 (Vulkan)`, `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`, ...
@@ -50,8 +50,8 @@ fn usable(a: &wgpu::Adapter) -> Result<(), String> {
     Ok(())
 }
 
-impl Gpu {
-    pub fn open() -> Result<Gpu, BackendError> {
+impl WgpuDevice {
+    pub fn open() -> Result<WgpuDevice, BackendError> {
         let dev = |e: String| BackendError::Device(e);
         let a = adapter().map_err(dev)?;
         usable(&a).map_err(dev)?;
@@ -63,7 +63,8 @@ impl Gpu {
             required_limits: limits.clone(),
             ..Default::default()
         };
-        let (device, queue) = pollster::block_on(a.request_device(&desc)).map_err(|e| dev(format!("{name}: cannot open the device: {e}")))?;
+        let (device, queue) =
+            pollster::block_on(a.request_device(&desc)).map_err(|e| dev(format!("{name}: cannot open the device: {e}")))?;
         let error = Arc::new(Mutex::new(None));
         let (seen, lost) = (error.clone(), error.clone());
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -74,7 +75,7 @@ impl Gpu {
             let mut slot = lost.lock().unwrap_or_else(|p| p.into_inner());
             slot.get_or_insert_with(|| format!("the device was lost ({reason:?}): {msg}"));
         });
-        Ok(Gpu { device, queue, name, limits, error })
+        Ok(WgpuDevice { device, queue, name, limits, error })
     }
 
     /// The device's first error since it opened, as the backend's error.

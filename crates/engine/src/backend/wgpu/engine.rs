@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use super::buffers::{codes_bytes, padded, Buffers, BURST_BYTES, GROUP};
-use super::device::Gpu;
+use super::device::WgpuDevice;
 use crate::backend::learn::{Deferred, Learner, Scatter};
 use crate::backend::shard::ShardEngine;
 use crate::backend::{BackendError, BackendInfo};
@@ -14,7 +14,7 @@ use crate::connectome::Part;
 use crate::model::{InjectionSlice, NeuronState, Values};
 
 /// What a brain that learns keeps on the host: its synapses (the learner changes their codes).
-struct Learning {
+struct HostLearning {
     learner: Learner,
     part: Part,
     deferred: Deferred,
@@ -33,11 +33,11 @@ impl Scatter for OnDevice {
 
 /// A brain on one wgpu device.
 pub struct WgpuEngine {
-    gpu: Gpu,
+    gpu: WgpuDevice,
     buf: Buffers,
     neurons: u32,
     synapses: u64,
-    learning: Option<Learning>,
+    learning: Option<HostLearning>,
     /// Fired neurons read back from the last burst, how many to copy at first (grows to the most
     /// seen), and scratch.
     fired: Vec<u32>,
@@ -54,14 +54,14 @@ fn grid(groups: u64, max: u32) -> (u32, u32) {
     (x as u32, groups.div_ceil(x).max(1) as u32)
 }
 
-fn device_err<'a>(gpu: &'a Gpu, what: &'a str) -> impl Fn(String) -> BackendError + 'a {
+fn device_err<'a>(gpu: &'a WgpuDevice, what: &'a str) -> impl Fn(String) -> BackendError + 'a {
     move |e| BackendError::Device(format!("{} ({what}): {e}", gpu.name))
 }
 
 impl WgpuEngine {
     /// The brain's one part (`parts` of one), its areas and contribution table onto the device.
     pub(super) fn new(
-        gpu: Gpu,
+        gpu: WgpuDevice,
         mut parts: Vec<Part>,
         params: Vec<crate::model::AreaParams>,
         table: Vec<i32>,
@@ -74,7 +74,8 @@ impl WgpuEngine {
         let part = parts.pop().expect("one part");
         let buf = Buffers::new(&gpu, &part, &params, &table, neurons)?;
         let synapses = part.synapses();
-        let learning = plastic.map(|p| Learning { learner: Learner::new(p, neurons), deferred: Deferred::of(&part), part, ahead: false });
+        let learning =
+            plastic.map(|p| HostLearning { learner: Learner::new(p, neurons), deferred: Deferred::of(&part), part, ahead: false });
         Ok(WgpuEngine {
             gpu,
             buf,
@@ -90,7 +91,7 @@ impl WgpuEngine {
         })
     }
 
-    /// Learning after burst `t - 1`, whose firing is `spikes` (as the CPU backend's), the
+    /// HostLearning after burst `t - 1`, whose firing is `spikes` (as the CPU backend's), the
     /// synapses' new codes then sent to the device.
     fn learn(&mut self, t: u64, spikes: &[u32]) {
         let Some(l) = &mut self.learning else { return };

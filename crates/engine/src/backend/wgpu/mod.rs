@@ -33,7 +33,7 @@ impl Sharded<WgpuEngine> {
                 "the wgpu backend does not draw procedural synapses again (yet): store them (backend.connectome: stored)".into(),
             ));
         }
-        let gpu = device::Gpu::open()?;
+        let gpu = device::WgpuDevice::open()?;
         let n = brain.layout.neurons;
         let c = brain.connectome;
         let engine = WgpuEngine::new(gpu, c.parts, brain.layout.params, c.contributions, c.plastic, n)?;

@@ -1,0 +1,76 @@
+//! The wgpu backend (docs/wgpu.md) against the CPU reference, on the machine's Vulkan, Metal or
+//! DX12 device; in CI Mesa's lavapipe (a CPU pretending to be a GPU), which tests/run.sh installs.
+//! Skips, saying why, where there is none; NEUROBURST_REQUIRE_WGPU=1 (.ci/run) fails instead.
+
+use crate::common;
+
+use neuroburst::backend::{cuda, wgpu, GpuProbe};
+use neuroburst::selftest::{parity, wgpu_candidate, ParityConfig};
+
+/// The wgpu device's name, or None after saying why there is none.
+fn device() -> Option<String> {
+    match wgpu::probe() {
+        GpuProbe::Available(name) => Some(name),
+        GpuProbe::Unavailable(why) => {
+            assert!(std::env::var("NEUROBURST_REQUIRE_WGPU").as_deref() != Ok("1"), "NEUROBURST_REQUIRE_WGPU=1 but {why}");
+            common::skip(&format!("no wgpu device ({why})"));
+            None
+        }
+    }
+}
+
+#[test]
+fn wgpu_matches_cpu_on_random_brains_learning_included() {
+    let Some(name) = device() else { return };
+    println!("wgpu device: {name}");
+    let cfg = ParityConfig { brains: 8, bursts: 600, seed: 11, max_neurons: 3000, candidate_parts: 1 };
+    let report = parity(&cfg, &wgpu_candidate).unwrap_or_else(|diff| panic!("parity FAILED on {name}: {diff}"));
+    println!("{report}");
+    assert_eq!(report.bursts(), 8 * 600);
+    assert!(report.brains.iter().any(|b| b.weights > 0), "no brain of the check learned: {report}");
+    assert!(report.brains.iter().any(|b| b.readback == "ranges") && report.fired() > 0);
+}
+
+/// The README's two replays (diffdrive, and conditioning with its checkpoint) give the same bytes
+/// on wgpu as on the CPU.
+#[test]
+fn the_readme_replays_are_byte_identical_on_wgpu() {
+    let Some(_) = device() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for example in ["diffdrive", "conditioning"] {
+        let bag = common::root().join("examples").join(example).join("input.mcap");
+        let run = |backend: &str| {
+            let (out, ckpt) = (dir.path().join(format!("{example}-{backend}.mcap")), dir.path().join(format!("{example}-{backend}.ckpt")));
+            common::ok(common::replay_example(example, &bag, &out, &["--backend", backend, "--checkpoint", ckpt.to_str().unwrap()]));
+            (std::fs::read(out).unwrap(), std::fs::read(ckpt).unwrap())
+        };
+        let (cpu, gpu) = (run("cpu"), run("wgpu"));
+        assert!(cpu.0 == gpu.0, "{example}: the replay's output differs on wgpu");
+        assert!(cpu.1 == gpu.1, "{example}: the checkpoint differs on wgpu");
+    }
+}
+
+/// `auto` takes CUDA, then wgpu, then the CPU, and says which and why in one line.
+#[test]
+fn auto_takes_cuda_then_wgpu_then_the_cpu() {
+    let Some(name) = device() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bag = common::root().join("examples/diffdrive/input.mcap");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_neuroburst"))
+        .args(["replay", "--bag", bag.to_str().unwrap(), "--out", dir.path().join("o.mcap").to_str().unwrap()])
+        .args(["--genome", common::root().join("examples/diffdrive/genome.yaml").to_str().unwrap()])
+        .args(["--config", common::root().join("examples/diffdrive/config.yaml").to_str().unwrap()])
+        .args(["--backend", "auto", "--set", "backend.gpu_min_neurons=0", "--set", "log.progress=false"])
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{log}");
+    let line = log.lines().find(|l| l.contains("auto: using")).unwrap_or_else(|| panic!("no 'auto: using' line:\n{log}"));
+    match cuda::probe(common::test_device()) {
+        GpuProbe::Available(gpu) => assert!(line.contains(&gpu) && line.contains("CUDA"), "{line}"),
+        GpuProbe::Unavailable(why) => {
+            assert!(line.contains(&name) && line.contains("(wgpu)") && line.contains(&why), "{line}");
+        }
+    }
+}
