@@ -5,7 +5,7 @@
 use crate::common;
 
 use neuroburst::backend::{cuda, wgpu, GpuProbe};
-use neuroburst::selftest::{parity, wgpu_candidate, ParityConfig};
+use neuroburst::selftest::{parity, procedural_candidate, wgpu_candidate, ParityConfig};
 
 /// The wgpu device's name, or None after saying why there is none.
 fn device() -> Option<String> {
@@ -29,6 +29,17 @@ fn wgpu_matches_cpu_on_random_brains_learning_included() {
     assert_eq!(report.bursts(), 8 * 600);
     assert!(report.brains.iter().any(|b| b.weights > 0), "no brain of the check learned: {report}");
     assert!(report.brains.iter().any(|b| b.readback == "ranges") && report.fired() > 0);
+}
+
+/// The brains with every mapping that can be drawn again procedural (drawn on the host, summed on
+/// the device).
+#[test]
+fn wgpu_matches_cpu_with_procedural_synapses() {
+    let Some(name) = device() else { return };
+    let cfg = ParityConfig { brains: 4, bursts: 400, seed: 40, max_neurons: 3000, candidate_parts: 1 };
+    let report =
+        parity(&cfg, &procedural_candidate(&wgpu_candidate, false)).unwrap_or_else(|diff| panic!("parity FAILED on {name}: {diff}"));
+    assert!(report.fired() > 0, "{report}");
 }
 
 /// The README's two replays (diffdrive, and conditioning with its checkpoint) give the same bytes

@@ -73,7 +73,7 @@ pub struct RuntimeArgs {
     /// Override a configuration key, e.g. `--set backend.cpu_threads=2` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Backend: auto | cpu | cuda (overrides backend.kind).
+    /// Backend: auto | cpu | cuda | wgpu (overrides backend.kind).
     #[arg(long, value_enum)]
     pub backend: Option<BackendKind>,
     /// CUDA device ordinal (overrides backend.device).

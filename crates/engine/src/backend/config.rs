@@ -8,7 +8,7 @@ use super::BackendKind;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BackendConfig {
-    /// auto | cpu | cuda
+    /// auto | cpu | cuda | wgpu
     pub kind: BackendKind,
     /// CUDA device ordinal.
     pub device: usize,

@@ -19,6 +19,7 @@ mod learn;
 mod procedural;
 
 pub use engine::CpuEngine;
+pub(crate) use procedural::Regen;
 
 use super::shard::Sharded;
 use super::Readback;

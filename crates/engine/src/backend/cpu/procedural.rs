@@ -11,7 +11,7 @@ use crate::connectome::{Drawer, Procedural};
 /// The procedural synapses of the last burst's spikes (see [`Procedural`]), drawn again over both
 /// cores in chunks of spikes and sorted by the piece their target is in.
 #[derive(Default)]
-pub(super) struct Regen {
+pub(crate) struct Regen {
     rules: Option<Arc<Procedural>>,
     /// The engine's neurons, and where each piece starts (ascending, the first is `range.start`).
     range: Range<u32>,
@@ -30,13 +30,13 @@ const REGEN_CHUNK: usize = 256;
 
 impl Regen {
     /// The procedural rules (if any) for neurons `range`, cut into pieces at `starts`.
-    pub(super) fn new(rules: Option<Arc<Procedural>>, range: Range<u32>, starts: Vec<u32>) -> Regen {
+    pub(crate) fn new(rules: Option<Arc<Procedural>>, range: Range<u32>, starts: Vec<u32>) -> Regen {
         Regen { rules, range, starts, ..Default::default() }
     }
 
     /// Draw the procedural rows of `spikes`, keeping the synapses onto the engine's neurons, cut
     /// at the pieces' starts.
-    pub(super) fn draw(&mut self, spikes: &[u32]) {
+    pub(crate) fn draw(&mut self, spikes: &[u32]) {
         let Some(rules) = &self.rules else { return };
         let (starts, range) = (&self.starts[..], &self.range);
         let n = spikes.len().div_ceil(REGEN_CHUNK);
@@ -57,12 +57,15 @@ impl Regen {
         });
     }
 
+    /// Piece `me`'s procedural synapses of the last draw: `(target - piece start, contribution)`.
+    pub(crate) fn drawn(&self, me: usize) -> impl Iterator<Item = (u32, i32)> + '_ {
+        self.chunks[..self.used].iter().flat_map(move |(_, out)| out[me].iter().copied())
+    }
+
     /// Add piece `me`'s procedural input.
     pub(super) fn add(&self, me: usize, input: &mut [i64]) {
-        for (_, out) in &self.chunks[..self.used] {
-            for &(t, c) in &out[me] {
-                input[t as usize] = input[t as usize].wrapping_add(c as i64);
-            }
+        for (t, c) in self.drawn(me) {
+            input[t as usize] = input[t as usize].wrapping_add(c as i64);
         }
     }
 }

@@ -7,6 +7,7 @@ use std::ops::Range;
 
 use super::buffers::{codes_bytes, padded, Buffers, BURST_BYTES, GROUP};
 use super::device::WgpuDevice;
+use crate::backend::cpu::Regen;
 use crate::backend::learn::{Deferred, Learner, Scatter};
 use crate::backend::shard::ShardEngine;
 use crate::backend::{BackendError, BackendInfo};
@@ -38,6 +39,10 @@ pub struct WgpuEngine {
     neurons: u32,
     synapses: u64,
     learning: Option<HostLearning>,
+    /// The procedural synapses of the last burst's spikes, drawn again on the host (the CPU
+    /// backend's draw) and added on the device with the injections.
+    regen: Regen,
+    inj_ids: Vec<u32>,
     /// Fired neurons read back from the last burst, how many to copy at first (grows to the most
     /// seen), and scratch.
     fired: Vec<u32>,
@@ -66,6 +71,7 @@ impl WgpuEngine {
         params: Vec<crate::model::AreaParams>,
         table: Vec<i32>,
         plastic: Option<crate::connectome::Plastic>,
+        procedural: Option<std::sync::Arc<crate::connectome::Procedural>>,
         neurons: u32,
     ) -> Result<WgpuEngine, BackendError> {
         if parts.len() != 1 || parts[0].targets_range != (0..neurons) {
@@ -82,6 +88,8 @@ impl WgpuEngine {
             neurons,
             synapses,
             learning,
+            regen: Regen::new(procedural, 0..neurons, vec![0]),
+            inj_ids: Vec::new(),
             fired: Vec::new(),
             fired_v: Vec::new(),
             expect: 1024,
@@ -145,7 +153,23 @@ impl ShardEngine for WgpuEngine {
             return Err(BackendError::Device(format!("{} spikes for a brain of {} neurons", spikes.len(), self.neurons)));
         }
         self.learn(t, spikes);
-        let k = input.len() as u64;
+        self.regen.draw(spikes);
+        // the injections' potentials, then the procedural synapses' contributions after them
+        self.same.clear();
+        match input.values() {
+            Values::Each(v) => self.same.extend_from_slice(v),
+            Values::Same(p) => self.same.resize(input.len(), p.0),
+        }
+        self.inj_ids.clear();
+        self.inj_ids.extend_from_slice(input.ids());
+        for (target, c) in self.regen.drawn(0) {
+            self.inj_ids.push(target);
+            self.same.push(c as i64);
+        }
+        let k = self.inj_ids.len() as u64;
+        if k > u32::MAX as u64 {
+            return Err(BackendError::Device(format!("{}: {k} injections in one burst", self.gpu.name)));
+        }
         self.buf.inj_room(&self.gpu, k)?;
         let max = self.gpu.limits.max_compute_workgroups_per_dimension;
         let spread = grid(spikes.len() as u64, max).0;
@@ -153,15 +177,8 @@ impl ShardEngine for WgpuEngine {
         debug_assert_eq!(std::mem::size_of_val(&uniform) as u64, BURST_BYTES);
         self.gpu.queue.write_buffer(&self.buf.burst, 0, bytemuck::cast_slice(&uniform));
         self.write(&self.buf.spikes, spikes);
-        self.write(&self.buf.inj_ids, input.ids());
-        match input.values() {
-            Values::Each(v) => self.write(&self.buf.inj_v, v),
-            Values::Same(p) => {
-                self.same.clear();
-                self.same.resize(input.len(), p.0);
-                self.write(&self.buf.inj_v, &self.same);
-            }
-        }
+        self.write(&self.buf.inj_ids, &self.inj_ids);
+        self.write(&self.buf.inj_v, &self.same);
         self.gpu.queue.write_buffer(&self.buf.fired, 0, &[0u8; 4]);
         let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
         if !spikes.is_empty() {

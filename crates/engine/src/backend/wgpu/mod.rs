@@ -5,7 +5,8 @@
 //! - `buffers`: the brain on the device and the passes of `kernels/burst.wgsl` (compiled by the
 //!   driver at start-up, as NVRTC compiles the CUDA kernels);
 //! - `engine`: [`WgpuEngine`], a burst as one submission and the fired list read back; learning on
-//!   the host with the learner the CPU backend uses.
+//!   the host with the learner the CPU backend uses, procedural synapses drawn again on the host
+//!   (the CPU backend's draw) and summed on the device.
 //!
 //! The device needs 64-bit integers in shaders (potentials are `i64`, docs/model.md); the input
 //! accumulators take 32-bit atomics only (the carry counted into the high word), so no device needs
@@ -28,15 +29,10 @@ pub type WgpuBackend = Sharded<WgpuEngine>;
 impl Sharded<WgpuEngine> {
     /// Take a brain built in one part (see [`Brain::build`]) onto the machine's wgpu device.
     pub fn open(brain: Brain, readback: Readback) -> Result<WgpuBackend, BackendError> {
-        if brain.connectome.procedural.is_some() {
-            return Err(BackendError::Device(
-                "the wgpu backend does not draw procedural synapses again (yet): store them (backend.connectome: stored)".into(),
-            ));
-        }
         let gpu = device::WgpuDevice::open()?;
         let n = brain.layout.neurons;
         let c = brain.connectome;
-        let engine = WgpuEngine::new(gpu, c.parts, brain.layout.params, c.contributions, c.plastic, n)?;
+        let engine = WgpuEngine::new(gpu, c.parts, brain.layout.params, c.contributions, c.plastic, c.procedural, n)?;
         Ok(Sharded::from_engines(vec![engine], n, readback, "wgpu"))
     }
 }
