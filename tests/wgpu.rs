@@ -85,3 +85,25 @@ fn auto_takes_cuda_then_wgpu_then_the_cpu() {
         }
     }
 }
+
+/// A brain whose synapses one buffer of the device cannot bind is refused with the numbers (W(400k):
+/// 160 MB of targets; lavapipe binds 128 MiB); `auto` then runs it on the CPU, saying why.
+#[test]
+fn a_brain_larger_than_the_device_binds_is_refused_with_the_numbers() {
+    let Some(name) = device() else { return };
+    let bench = |backend: &str| {
+        common::neuroburst(&["bench", "--backend", backend, "--neurons", "400000", "--fanout", "100", "--rate", "0.01", "--bursts", "3"])
+    };
+    let o = bench("wgpu");
+    if o.status.success() {
+        common::skip(&format!("{name} binds W(400k)'s 160 MB of targets: nothing to refuse"));
+        return;
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("max_storage_buffer_binding_size") && err.contains("160000000") && err.contains("synapse targets"), "{err}");
+    if matches!(cuda::probe(common::test_device()), GpuProbe::Unavailable(_)) {
+        let o = bench("auto");
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success() && err.contains("auto: using the CPU: the wgpu device cannot take the brain"), "{err}");
+    }
+}

@@ -70,10 +70,19 @@ fn open_learning(genome: &Genome, cfg: &BackendConfig, readback: Readback, progr
     };
     let wgpu =
         if super::select::wants_wgpu_probe(cfg.kind, &cuda, neurons, cfg.gpu_min_neurons) { super::wgpu::probe() } else { not_probed() };
-    let choice = choose(cfg.kind, &Probes { cuda, wgpu }, neurons, cfg.gpu_min_neurons)?;
+    let mut choice = choose(cfg.kind, &Probes { cuda, wgpu }, neurons, cfg.gpu_min_neurons)?;
     tracing::info!("{}", choice.reason);
     if choice.kind == BackendKind::Wgpu {
-        return on_wgpu(genome, &layout, cfg, readback, progress).map(|made| made.opened(choice));
+        match on_wgpu(genome, &layout, cfg, readback.clone(), progress) {
+            Ok(made) => return Ok(made.opened(choice)),
+            // (a brain larger than the device binds: auto runs it on the CPU, saying why)
+            Err(e) if cfg.kind == BackendKind::Auto => {
+                let reason = format!("auto: using the CPU: the wgpu device cannot take the brain: {e}");
+                tracing::warn!("{reason}");
+                choice = Choice { kind: BackendKind::Cpu, reason };
+            }
+            Err(e) => return Err(e),
+        }
     }
     let gpu = choice.kind == BackendKind::Cuda;
     let devices = if gpu { Some(gpu_devices(cfg, neurons, super::gpu_count())?) } else { None };
