@@ -80,6 +80,15 @@ fn the_specs_worked_examples_on_the_gpu() {
 }
 
 #[test]
+fn the_specs_worked_examples_on_wgpu() {
+    use neuroburst::backend::wgpu::WgpuBackend;
+    if common::wgpu_device().is_none() {
+        return;
+    }
+    worked_examples(&|brain| Box::new(WgpuBackend::open(brain, Readback::All).unwrap()));
+}
+
+#[test]
 fn a_learned_weight_changes_what_the_target_receives() {
     // b's threshold is 1000 and the weight 10 x psp 1 gives 10: after potentiation the input grows;
     // read it as the potential b reaches (no charge accumulation: input of one burst)

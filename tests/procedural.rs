@@ -133,6 +133,18 @@ fn a_closed_form_gives_the_rows_the_build_draws() {
     assert!(with_attractivity >= 3, "only {with_attractivity} closed forms keep draws at random");
 }
 
+/// On wgpu: procedural brains of every kind fire as the stored brain on the CPU (drawn on the
+/// host, summed on the device). Skips, saying why, without a wgpu device.
+#[test]
+fn wgpu_procedural_brains_fire_as_stored_ones_on_the_cpu() {
+    if common::wgpu_device().is_none() {
+        return;
+    }
+    let cfg = ParityConfig { brains: 6, bursts: 200, seed: 540, max_neurons: 3000, candidate_parts: 1 };
+    let report = parity_with(&cfg, &every_kind_genome, &procedural_candidate(&neuroburst::selftest::wgpu_candidate, false)).unwrap();
+    assert!(report.fired() > 1000, "the brains fired too little to tell: {report}");
+}
+
 /// On a GPU: procedural brains fire as the stored brain on the CPU, on both paths (resident
 /// kernel and graphs): fanouts drawn in closed form, and every other kind (voxel morphologies,
 /// tiles, probabilities, out-degrees that vary) drawn row by row. Skips, saying why, without a GPU.

@@ -4,20 +4,10 @@
 
 use crate::common;
 
-use neuroburst::backend::{cuda, wgpu, GpuProbe};
+use neuroburst::backend::{cuda, GpuProbe};
 use neuroburst::selftest::{parity, procedural_candidate, wgpu_candidate, ParityConfig};
 
-/// The wgpu device's name, or None after saying why there is none.
-fn device() -> Option<String> {
-    match wgpu::probe() {
-        GpuProbe::Available(name) => Some(name),
-        GpuProbe::Unavailable(why) => {
-            assert!(std::env::var("NEUROBURST_REQUIRE_WGPU").as_deref() != Ok("1"), "NEUROBURST_REQUIRE_WGPU=1 but {why}");
-            common::skip(&format!("no wgpu device ({why})"));
-            None
-        }
-    }
-}
+use common::wgpu_device as device;
 
 #[test]
 fn wgpu_matches_cpu_on_random_brains_learning_included() {

@@ -38,6 +38,19 @@ pub fn gpus(need: usize) -> bool {
     false
 }
 
+/// The gate of every wgpu test: the wgpu device's name, or None after saying why there is none.
+/// With NEUROBURST_REQUIRE_WGPU=1 (.ci/run: the test command installs lavapipe) that is a failure.
+pub fn wgpu_device() -> Option<String> {
+    match neuroburst::backend::wgpu::probe() {
+        neuroburst::backend::GpuProbe::Available(name) => Some(name),
+        neuroburst::backend::GpuProbe::Unavailable(why) => {
+            assert!(std::env::var("NEUROBURST_REQUIRE_WGPU").as_deref() != Ok("1"), "NEUROBURST_REQUIRE_WGPU=1 but {why}");
+            skip(&format!("no wgpu device ({why})"));
+            None
+        }
+    }
+}
+
 /// The GPU the GPU tests run on: NEUROBURST_DEVICE, default 0.
 pub fn test_device() -> usize {
     std::env::var("NEUROBURST_DEVICE").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
