@@ -115,12 +115,23 @@ impl Client {
 /// over rmw_zenoh keys; skips without a GPU.
 #[test]
 fn a_managed_node_builds_and_releases_its_brain_on_the_gpu() {
-    use zenoh::Wait;
-    if !common::gpus(1) {
-        return;
+    if common::gpus(1) {
+        managed_node_on("cuda");
     }
+}
+
+/// [`a_managed_node_builds_and_releases_its_brain_on_the_gpu`] on the wgpu device (lavapipe in CI).
+#[test]
+fn a_managed_node_builds_and_releases_its_brain_on_wgpu() {
+    if common::wgpu_device().is_some() {
+        managed_node_on("wgpu");
+    }
+}
+
+fn managed_node_on(kind: &str) {
+    use zenoh::Wait;
     let dir = tempfile::tempdir().unwrap();
-    let (mut node, listen) = managed_node(dir.path(), &["--set", "backend.kind=cuda"]);
+    let (mut node, listen) = managed_node(dir.path(), &["--set", &format!("backend.kind={kind}")]);
     let mut client = Client::connect(&listen);
     let twists = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let t = twists.clone();
@@ -154,12 +165,13 @@ fn a_managed_node_builds_and_releases_its_brain_on_the_gpu() {
     });
     assert!(status.is_some_and(|s| s.success()), "{status:?}\n{}", node.log());
     let log = node.log();
-    assert!(log.matches("lifecycle: configure -> inactive").count() == 2 && log.to_lowercase().contains("cuda"), "{log}");
+    assert!(log.matches("lifecycle: configure -> inactive").count() == 2 && log.to_lowercase().contains(kind), "{log}");
 }
 
 /// `backend.learning`, a parameter set while the brain bursts: off from the start, every weight
 /// stays the genome's; switched on, the weights move; switched off again, they stay where they
-/// are. Seen in the checkpoints `~/save_checkpoint` writes. On the GPU too, where there is one.
+/// are. Seen in the checkpoints `~/save_checkpoint` writes. On the GPU too, where there is one
+/// (CUDA, wgpu).
 #[test]
 fn a_running_node_switches_its_learning_with_a_parameter() {
     use neuroburst::checkpoint::Checkpoint;
@@ -171,6 +183,9 @@ fn a_running_node_switches_its_learning_with_a_parameter() {
     let mut kinds = vec!["cpu"];
     if common::gpus(1) {
         kinds.push("cuda");
+    }
+    if common::wgpu_device().is_some() {
+        kinds.push("wgpu");
     }
     for kind in kinds {
         let dir = tempfile::tempdir().unwrap();
