@@ -195,19 +195,29 @@ fn shell_quote(s: &str) -> String {
 
 #[test]
 fn the_cuda_backend_drives_the_robot_along_the_cpu_path() {
-    if !common::gpus(1) {
-        return;
+    if common::gpus(1) {
+        drives_along_the_cpu_path("cuda");
     }
+}
+
+#[test]
+fn the_wgpu_backend_drives_the_robot_along_the_cpu_path() {
+    if common::wgpu_device().is_some() {
+        drives_along_the_cpu_path("wgpu");
+    }
+}
+
+fn drives_along_the_cpu_path(kind: &str) {
     let python = python();
     let dir = tempfile::tempdir().unwrap();
-    let (cpu, gpu) = (dir.path().join("cpu.csv"), dir.path().join("cuda.csv"));
+    let (cpu, gpu) = (dir.path().join("cpu.csv"), dir.path().join(format!("{kind}.csv")));
     let (r_cpu, _) = drive(&python, "arena.xml", "0,0,0", "cpu", &cpu);
-    let (r_gpu, log) = drive(&python, "arena.xml", "0,0,0", "cuda", &gpu);
+    let (r_gpu, log) = drive(&python, "arena.xml", "0,0,0", kind, &gpu);
     assert!(log.contains("stopped after 6000 bursts") && log.contains(" 0 dropped messages"), "{log}");
     let (a, b) = (std::fs::read_to_string(&cpu).unwrap(), std::fs::read_to_string(&gpu).unwrap());
     assert_eq!(a.lines().count(), 6000, "a pose per burst");
     if let Some((i, (x, y))) = a.lines().zip(b.lines()).enumerate().find(|(_, (x, y))| x != y) {
-        panic!("the paths part at burst {}: cpu {x}, cuda {y}", i + 1);
+        panic!("the paths part at burst {}: cpu {x}, {kind} {y}", i + 1);
     }
     assert_eq!(a, b, "the same path, burst for burst");
     assert_eq!(r_cpu["distance_m"], r_gpu["distance_m"]);
