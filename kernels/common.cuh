@@ -2,7 +2,7 @@
 // host's `Net`, `Side` and `ProcMap` are generated from them by crates/engine/build.rs, the others
 // checked against them by a test of crates/engine/src/backend/cuda/layout.rs), fixed-point helpers,
 // and the row and accumulator helpers. crates/engine/src/backend/cuda/module.rs compiles this header and then
-// inject.cu, step.cu, rows.cu, propagate.cu, procbin.cu, tiles.cu, learn.cu, resident.cu and
+// inject.cu, step.cu, prestep.cu, rows.cu, propagate.cu, procbin.cu, tiles.cu, learn.cu, resident.cu and
 // build.cu as one NVRTC program.
 //
 // The burst on the GPU: on one GPU, one kernel that stays on the GPU runs every burst

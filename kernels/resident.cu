@@ -78,7 +78,6 @@ struct ResParams {
     u64 last;     // the command number before the first one to run
     u32 cur;      // the side the first burst reads
     u32 inj_blocks;
-    u32 step_blocks;
     u32 learning;  // bit 0: the brain learns, from `learn`; bit 1: it has associative mappings (growth)
     Learn learn;
     Xchg x;
@@ -331,7 +330,7 @@ __device__ void resident_impl(const ResParams& p) {
             phase(4);
         }
         if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 5;
-        each_blk(p.step_blocks, [&](Blk b) { step_impl<ACC, RP, STEP_ITEMS, true>(next, p.side[r], b); });
+        prestep_impl<ACC, RP>(next, p.side[r], grid);
         grid_sync(p.dev, arrived);
         phase(7);
         if (blockIdx.x == 0 && threadIdx.x == 0) {

@@ -1,4 +1,4 @@
-// step.cu: every neuron's step (`step`, and `prestep`, the early step), the read-back and
+// step.cu: every neuron's step (`step`; the early step is prestep.cu), the read-back and
 // publication of a burst, and `fix` (the injected neurons stepped again after the early step; run
 // by the resident kernel) (after common.cuh and inject.cu; see common.cuh).
 
@@ -214,7 +214,7 @@ __device__ __forceinline__ bool publish(const Net& net, const Side& wr, u64 t, u
 // issued before any store (the arrays may alias as far as the compiler knows, so a store would
 // fence the next item's loads: one memory round trip per item); the block's areas sit in shared
 // memory. The last block to finish publishes the burst's counters (no separate kernel).
-template <typename ACC, typename RP, int ITEMS, bool EARLY>
+template <typename ACC, typename RP, int ITEMS>
 __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
     __shared__ AreaParams s_par[STEP_MAX_AREAS];
     __shared__ u32 s_end[STEP_MAX_AREAS];
@@ -242,7 +242,7 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
             a[i] = accp[n];
             v[i] = vp[n];
             r[i] = rccp[n];
-            mw[i] = EARLY ? 0 : maskp[n >> 5];
+            mw[i] = maskp[n >> 5];
         } else {
             a[i] = 0;
             v[i] = 0;
@@ -250,8 +250,7 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
             mw[i] = 0;
         }
     }
-    // the early step runs before `fix` numbers the burst
-    const u64 t = EARLY ? *net.burst + 1 : *net.burst;
+    const u64 t = *net.burst;
     const u32 G = net.base;  // local index n is neuron G + n of the brain
     if (threadIdx.x == 0) {
         const u32 last = min(base + blockDim.x * ITEMS, N) - 1;
@@ -272,7 +271,7 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
-        in[i] = (!EARLY && (mw[i] & (1u << lane))) ? injp[n] : 0;
+        in[i] = (mw[i] & (1u << lane)) ? injp[n] : 0;
     }
     __syncthreads();
     // 2. compute
@@ -352,25 +351,11 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
         if (n < N) {
             if (a[i] != 0 && !net.acc_keep) accp[n] = 0;
-            if (EARLY) {
-                // into the other state buffer: `fix` steps the injected neurons again from this one
-                net.v_out[n] = v1[i];
-                net.rcc_out[n] = r1[i];
-                // the last burst's accumulator: `fix` of that burst is done with it (none when
-                // the propagation writes every neuron's input: tiles.cu)
-                if (net.acc_other) ((ACC*)net.acc_other)[n] = 0;
-            } else {
-                if (mw[i] & (1u << lane)) injp[n] = 0;
-                if (v1[i] != v[i]) vp[n] = v1[i];
-                if (r1[i] != r[i]) rccp[n] = r1[i];
-                // clear this warp's injection word (32 neurons, warp-aligned)
-                if (lane == 0 && mw[i] != 0) maskp[n >> 5] = 0;
-            }
-        }
-        if (EARLY) {
-            // which neurons fired, for `fix` (32 neurons, warp-aligned; warp-uniform loop)
-            const unsigned fb = __ballot_sync(0xffffffffu, f[i]);
-            if (lane == 0 && n < N) net.spec[n >> 5] = fb;
+            if (mw[i] & (1u << lane)) injp[n] = 0;
+            if (v1[i] != v[i]) vp[n] = v1[i];
+            if (r1[i] != r[i]) rccp[n] = r1[i];
+            // clear this warp's injection word (32 neurons, warp-aligned)
+            if (lane == 0 && mw[i] != 0) maskp[n >> 5] = 0;
         }
     }
     u64 pk[ITEMS];
@@ -389,13 +374,12 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
     // fired-list compaction: block scan of the packed (count, pairs), one atomic per block
     u64 pos = block_claim(mine, wr.counter, warp_sum);
     const u64 mask = (1ULL << net.count_shift) - 1;
-    u64* const rb_area = readback_area(net, t, EARLY);
+    u64* const rb_area = readback_area(net, t, false);
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
-        u32 slot = 0;
         if (f[i]) {
-            slot = (u32)(pos >> net.count_shift);
+            const u32 slot = (u32)(pos >> net.count_shift);
             const u64 off = pos & mask;
             wr.fired[slot] = G + n;
             if (!net.multi) {
@@ -406,11 +390,8 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
         }
         // readback compaction into mapped host memory (warp-uniform loop: ballots are safe)
         const bool rb = f[i] && in_readback(net, rb_lo, rb_hi, G + n);
-        const u32 rbs = claim_readback(net, rb).put(net, rb_area, t, G + n, atf[i]);
-        if (EARLY && f[i]) net.where[n] = (u64)slot | ((u64)rbs << 32);
+        claim_readback(net, rb).put(net, rb_area, t, G + n, atf[i]);
     }
-    // the early step publishes nothing: `fix` does, once it has mended the burst
-    if (EARLY) return;
     publish(net, wr, t, s_last, b);
 }
 
@@ -549,8 +530,7 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
 
 // 4 blocks of 256 per SM, STEP_ITEMS neurons per thread
 #define STEP(NAME, ACC, RP) \
-    extern "C" __global__ void __launch_bounds__(256, 4) NAME(Net net, Side wr) { step_impl<ACC, RP, STEP_ITEMS, false>(net, wr, hw_blk()); } \
-    extern "C" __global__ void __launch_bounds__(256, 4) pre##NAME(Net net, Side wr) { step_impl<ACC, RP, STEP_ITEMS, true>(net, wr, hw_blk()); }
+    extern "C" __global__ void __launch_bounds__(256, 4) NAME(Net net, Side wr) { step_impl<ACC, RP, STEP_ITEMS>(net, wr, hw_blk()); }
 STEP(step_n32_r32, int, u32)
 STEP(step_n32_r64, int, u64)
 STEP(step_n64_r32, i64, u32)

@@ -13,6 +13,7 @@ pub const BURST_CU: &str = concat!(
     include_str!("../../../kernels/common.cuh"),
     include_str!("../../../kernels/inject.cu"),
     include_str!("../../../kernels/step.cu"),
+    include_str!("../../../kernels/prestep.cu"),
     include_str!("../../../kernels/rows.cu"),
     include_str!("../../../kernels/propagate.cu"),
     include_str!("../../../kernels/procbin.cu"),

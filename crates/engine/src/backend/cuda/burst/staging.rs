@@ -8,7 +8,7 @@ use std::time::Duration;
 use cudarc::driver::sys;
 
 use crate::backend::cuda::backend::{CudaBackend, Path};
-use crate::backend::cuda::layout::{dev_err, entry_format, ResParams, BLOCK, DEAD, DEAD_RB, OUT_HEADER, STEP_ITEMS};
+use crate::backend::cuda::layout::{dev_err, entry_format, ResParams, DEAD, DEAD_RB, OUT_HEADER};
 use crate::backend::cuda::memory::{ColumnLock, Pinned};
 use crate::backend::{BackendError, BurstOutput};
 use crate::model::{InjectionSlice, Values};
@@ -145,7 +145,6 @@ impl CudaBackend {
                 side: [self.side(0), self.side(1)],
                 cur: self.launch.cur as u32,
                 inj_blocks: self.launch.inj_grid,
-                step_blocks: self.state.neurons.div_ceil(BLOCK * STEP_ITEMS),
                 learning: self.state.learning.as_ref().map_or(0, |l| l.flags()),
                 learn: self.state.learning.as_ref().map(|l| l.params).unwrap_or_default(),
                 x: self.launch.exchange.as_ref().map(|x| x.params(&self.stream, gathered)).unwrap_or_default(),
