@@ -200,8 +200,12 @@ fn step(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
         return;
     }
     // the input: synapses and injections, modulo 2^64 (then clamped, as on the CPU)
-    let lo = atomicExchange(&acc[2u * n], 0u);
-    let hi = atomicExchange(&acc[2u * n + 1u], 0u);
+    let lo = atomicLoad(&acc[2u * n]);
+    let hi = atomicLoad(&acc[2u * n + 1u]);
+    if (lo | hi) != 0u {
+        atomicStore(&acc[2u * n], 0u);
+        atomicStore(&acc[2u * n + 1u], 0u);
+    }
     var input = bitcast<i64>((u64(hi) << 32u) | u64(lo));
     let p = areas[area_of(n)];
     if (p.flags & FLAG_POWER) != 0u {

@@ -1,7 +1,7 @@
 //! The device: wgpu's instance, adapter and device, what it can hold (its limits), and its errors
 //! caught instead of wgpu's default panic.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::backend::{BackendError, GpuProbe};
 
@@ -19,11 +19,22 @@ pub(super) struct WgpuDevice {
 /// What the backend needs of a device beyond WebGPU's defaults: 64-bit integers in shaders.
 const FEATURES: wgpu::Features = wgpu::Features::SHADER_INT64;
 
+/// The process's one wgpu instance: every probe and device comes from it. With a Vulkan instance
+/// a brain, created and dropped again and again in one process, NVIDIA's driver (580, an H200)
+/// stopped finding its device after a few ("no suitable graphics adapter"), and the wgpu tests
+/// run in parallel crashed; with one, they pass in parallel there.
+fn instance() -> &'static wgpu::Instance {
+    static INSTANCE: OnceLock<wgpu::Instance> = OnceLock::new();
+    INSTANCE.get_or_init(|| {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        // Vulkan, Metal and DX12 (`WGPU_BACKEND` picks one); not GL, whose shaders have no 64-bit integers
+        desc.backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+        wgpu::Instance::new(desc)
+    })
+}
+
 fn adapter() -> Result<wgpu::Adapter, String> {
-    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
-    // Vulkan, Metal and DX12 (`WGPU_BACKEND` picks one); not GL, whose shaders have no 64-bit integers
-    desc.backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
-    let instance = wgpu::Instance::new(desc);
+    let instance = instance();
     let options = wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() };
     pollster::block_on(instance.request_adapter(&options))
         .map_err(|e| format!("no wgpu adapter (Vulkan, Metal or DX12: is a Vulkan loader and driver installed?): {e}"))

@@ -1,5 +1,6 @@
 //! [`WgpuEngine`]: a whole brain on one wgpu device. A burst is one submission (propagation,
-//! injection, step), then the fired list read back and sorted. A brain that learns learns on the
+//! injection, step), then the fired list read back (its ids and potentials only) and put in
+//! ascending order by rank in a bitmap of the brain's neurons. A brain that learns learns on the
 //! host, as the CPU backend does (the shared learner, `backend/learn/`), and its synapses' codes go
 //! to the device before the burst that uses them.
 
@@ -49,8 +50,57 @@ pub struct WgpuEngine {
     fired_v: Vec<i64>,
     expect: u64,
     bytes: Vec<u8>,
-    pairs: Vec<(u32, i64)>,
+    /// The fired list as read back (in the device's order), then put in order.
+    read: (Vec<u32>, Vec<i64>),
+    order: Order,
     same: Vec<i64>,
+}
+
+/// The fired list in ascending order of neuron: each id's rank among the fired is the count of
+/// fired ids below it, from a bitmap of the brain's neurons (a bit a neuron) and the running count
+/// of its words; linear in the neurons / 64 and the fired, against a comparison sort's
+/// n log n (one H200's host, W(1M)'s 10k fired: 297 us sorted, a radix sort 117 us).
+#[derive(Default)]
+struct Order {
+    bits: Vec<u64>,
+    below: Vec<u32>,
+}
+
+impl Order {
+    /// `ids` (distinct, each below the bitmap's neurons) and their potentials `vs` into `out_ids`
+    /// and `out_vs`, ascending.
+    fn sort(&mut self, neurons: u32, ids: &[u32], vs: &[i64], out_ids: &mut Vec<u32>, out_vs: &mut Vec<i64>) {
+        let words = (neurons as usize).div_ceil(64);
+        self.bits.resize(words, 0);
+        self.below.resize(words, 0);
+        for &id in ids {
+            self.bits[id as usize / 64] |= 1 << (id % 64);
+        }
+        let mut run = 0u32;
+        for (b, &w) in self.below.iter_mut().zip(&self.bits) {
+            *b = run;
+            run += w.count_ones();
+        }
+        out_ids.clear();
+        out_ids.resize(ids.len(), 0);
+        out_vs.clear();
+        out_vs.resize(ids.len(), 0);
+        for (&id, &v) in ids.iter().zip(vs) {
+            let w = id as usize / 64;
+            let rank = self.below[w] + (self.bits[w] & ((1u64 << (id % 64)) - 1)).count_ones();
+            out_ids[rank as usize] = id;
+            out_vs[rank as usize] = v;
+        }
+        for &id in ids {
+            self.bits[id as usize / 64] = 0;
+        }
+    }
+}
+
+/// Where the readback holds the potentials of a fired list copied with `m` ids: after the count
+/// and the ids, 8-byte aligned (at most the snapshot's `v_at`: the buffer holds both layouts).
+fn fired_v_at(m: u64) -> u64 {
+    ((1 + m) * 4).next_multiple_of(8)
 }
 
 /// `groups` workgroups as a grid the device takes (at most `max` along a dimension).
@@ -94,7 +144,8 @@ impl WgpuEngine {
             fired_v: Vec::new(),
             expect: 1024,
             bytes: Vec::new(),
-            pairs: Vec::new(),
+            read: (Vec::new(), Vec::new()),
+            order: Order::default(),
             same: Vec::new(),
         })
     }
@@ -122,14 +173,15 @@ impl WgpuEngine {
         }
     }
 
-    /// Copy `[ids from, ids to)` of the fired list and their potentials to the readback buffer.
-    fn copy_fired(&self, encoder: &mut wgpu::CommandEncoder, from: u64, to: u64, with_count: bool) {
-        let first = if with_count { 0 } else { 1 + from };
+    /// Copy the fired list's count and its first `m` ids to the readback buffer, and their
+    /// potentials after them (at [`fired_v_at`]); returns the bytes to read.
+    fn copy_fired(&self, encoder: &mut wgpu::CommandEncoder, m: u64) -> u64 {
         let b = &self.buf;
-        encoder.copy_buffer_to_buffer(&b.fired, first * 4, &b.readback, first * 4, (1 + to - first) * 4);
-        if to > from {
-            encoder.copy_buffer_to_buffer(&b.fired_v, from * 8, &b.readback, b.v_at + from * 8, (to - from) * 8);
+        encoder.copy_buffer_to_buffer(&b.fired, 0, &b.readback, 0, (1 + m) * 4);
+        if m > 0 {
+            encoder.copy_buffer_to_buffer(&b.fired_v, 0, &b.readback, fired_v_at(m), m * 8);
         }
+        fired_v_at(m) + m * 8
     }
 }
 
@@ -190,34 +242,36 @@ impl ShardEngine for WgpuEngine {
         if self.neurons > 0 {
             self.buf.step.run(&mut encoder, grid((self.neurons as u64).div_ceil(GROUP as u64), max));
         }
-        let first = self.expect.min(self.neurons as u64);
-        self.copy_fired(&mut encoder, 0, first, true);
+        let mut m = self.expect.min(self.neurons as u64);
+        let span = self.copy_fired(&mut encoder, m);
         self.gpu.queue.submit([encoder.finish()]);
         let mut bytes = std::mem::take(&mut self.bytes);
-        let span = self.buf.v_at + first * 8;
         self.gpu.read(&self.buf.readback, span, &mut bytes)?;
         let count = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as u64;
         if count > self.neurons as u64 {
             return Err(BackendError::Device(format!("{}: {count} neurons fired in a brain of {}", self.gpu.name, self.neurons)));
         }
-        if count > first {
-            // more fired than copied: the rest, then read it all again
+        if count > m {
+            // more fired than copied: copy and read them all again
+            m = count;
             let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
-            self.copy_fired(&mut encoder, first, count, false);
+            let span = self.copy_fired(&mut encoder, m);
             self.gpu.queue.submit([encoder.finish()]);
-            self.gpu.read(&self.buf.readback, self.buf.v_at + count * 8, &mut bytes)?;
+            self.gpu.read(&self.buf.readback, span, &mut bytes)?;
             self.expect = count.next_power_of_two();
         }
-        let v_at = self.buf.v_at as usize;
-        let ids = bytes[4..4 + count as usize * 4].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")));
-        let vs = bytes[v_at..v_at + count as usize * 8].chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")));
-        self.pairs.clear();
-        self.pairs.extend(ids.zip(vs));
-        self.pairs.sort_unstable_by_key(|p| p.0);
-        self.fired.clear();
-        self.fired_v.clear();
-        self.fired.extend(self.pairs.iter().map(|p| p.0));
-        self.fired_v.extend(self.pairs.iter().map(|p| p.1));
+        let (c, v_at) = (count as usize, fired_v_at(m) as usize);
+        let ids = bytes[4..4 + c * 4].chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")));
+        let vs = bytes[v_at..v_at + c * 8].chunks_exact(8).map(|w| i64::from_le_bytes(w.try_into().expect("8 bytes")));
+        let (read_ids, read_vs) = &mut self.read;
+        read_ids.clear();
+        read_ids.extend(ids);
+        if let Some(id) = read_ids.iter().find(|&&id| id >= self.neurons) {
+            return Err(BackendError::Device(format!("{}: neuron {id} fired in a brain of {}", self.gpu.name, self.neurons)));
+        }
+        read_vs.clear();
+        read_vs.extend(vs);
+        self.order.sort(self.neurons, read_ids, read_vs, &mut self.fired, &mut self.fired_v);
         self.bytes = bytes;
         Ok(())
     }
@@ -282,5 +336,28 @@ impl ShardEngine for WgpuEngine {
         }
         self.gpu.wait()?;
         self.gpu.check("restoring the state")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Order;
+
+    #[test]
+    fn the_fired_list_comes_out_ascending_with_its_potentials() {
+        let mut order = Order::default();
+        let (mut ids, mut vs) = (Vec::new(), Vec::new());
+        for round in 0..3u32 {
+            // distinct ids in a scrambled order, the potential of each its id, negated
+            let read: Vec<u32> = (0..500u32).map(|i| (i * 7919 + round * 13) % 3001).collect();
+            let pots: Vec<i64> = read.iter().map(|&i| -(i as i64)).collect();
+            order.sort(3001, &read, &pots, &mut ids, &mut vs);
+            let mut want = read.clone();
+            want.sort_unstable();
+            assert_eq!(ids, want);
+            assert!(ids.iter().zip(&vs).all(|(&i, &v)| v == -(i as i64)));
+        }
+        order.sort(3001, &[], &[], &mut ids, &mut vs);
+        assert!(ids.is_empty() && vs.is_empty());
     }
 }

@@ -44,9 +44,12 @@ const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Resident blocks per SM (of what the kernel's registers allow):
 /// one up to this many neurons, else two. Measured on an H100 (2026-11-24): W(100k) p50 14.3-14.5
-/// us with one against 15.2-15.4 with two (fewer blocks: cheaper barriers), W(1M) even, W(5M)
-/// 50.4-52.8 with two against 54.5-57.3 with one (more warps for the early step).
-const ONE_BLOCK_PER_SM_UP_TO: u32 = 2_000_000;
+/// us with one against 15.2-15.4 with two (fewer blocks: cheaper barriers), W(5M) 50.4-52.8 with
+/// two against 54.5-57.3 with one (more warps for the early step). With the early step's warps on
+/// their own (kernels/prestep.cu), W(1M) gains from two as well (one H200, 2026-11-29, back to
+/// back p50 of two rounds interleaved: 44.8, 44.7 us against 52.7, 50.8; the propagation 22.9 ->
+/// 20.0 us, the early step 17.6 -> 12.7 us).
+const ONE_BLOCK_PER_SM_UP_TO: u32 = 500_000;
 
 /// A brain that learns runs the resident kernel of four blocks of 256 an SM (64 registers a
 /// thread: `Program::FourBlocks`) from this many neurons (its propagation not tiled): learning's
