@@ -48,7 +48,8 @@ const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// two against 54.5-57.3 with one (more warps for the early step). With the early step's warps on
 /// their own (kernels/prestep.cu), W(1M) gains from two as well (one H200, 2026-11-29, back to
 /// back p50 of two rounds interleaved: 44.8, 44.7 us against 52.7, 50.8; the propagation 22.9 ->
-/// 20.0 us, the early step 17.6 -> 12.7 us).
+/// 20.0 us, the early step 17.6 -> 12.7 us), W(100k) still not (three rounds: 24.2 us each with
+/// two against 23.0-23.6 with one; paced at 1 kHz 15.2 against 14.1 us).
 const ONE_BLOCK_PER_SM_UP_TO: u32 = 500_000;
 
 /// A brain that learns runs the resident kernel of four blocks of 256 an SM (64 registers a
