@@ -1,14 +1,20 @@
 // burst.wgsl: one burst on any GPU through wgpu (Vulkan, Metal, DX12), bit for bit with the CPU
-// reference (crates/model/src/model/neuron.rs, docs/model.md). Three passes, in one submission:
+// reference (crates/model/src/model/neuron.rs, docs/model.md). The passes, in one submission:
 //   `propagate`  the last burst's spikes: every synapse of every fired source adds its contribution
 //                to its target's accumulator;
 //   `inject`     the sensory input of this burst, into the same accumulators;
-//   `step`       every neuron's steps 2-7 from its accumulator (which it zeroes), the fired neurons
-//                appended to a list (in no order: the host sorts it).
+//   `step`       every neuron's steps 2-7 from its accumulator (which it zeroes); the fired marked
+//                in a bitmap, their potentials kept by neuron, counted by workgroup;
+//   `order`      one workgroup: the workgroups' counts into their places in the fired list;
+//   `compact`    each fired neuron at its rank: the fired list in ascending order, as the host
+//                hands it on (no sort on the host).
 // Group 1's bindings are numbered across the three passes (each pass binds its own).
 // Potentials are i64 (the device's SHADER_INT64). Accumulators are two 32-bit words a neuron, added
 // to with 32-bit atomics and the carry counted into the high word: sums modulo 2^64, exact and in
-// any order (no 64-bit atomics, which Metal lacks).
+// any order (no 64-bit atomics, which Metal lacks). What changes every burst comes up in one
+// buffer (`Upload`: one write a burst, each of which costs wgpu a staging buffer of its own); the
+// spikes the propagation reads are the last burst's fired list where it is still on the device
+// (the host binds it), or the host's (after a restore).
 
 struct Area {
     threshold: i64,
@@ -32,19 +38,33 @@ struct Area {
     flags: u32,
 }
 
-// What changes every burst (and the brain's sizes).
-struct Burst {
-    // the burst number, modulo 2^32 (the random draw's)
-    t: u32,
+// The brain's sizes (written once).
+struct Brain {
     neurons: u32,
-    spikes: u32,
-    injections: u32,
     areas: u32,
     // 1: a synapse's code is 16 bits (two a word), 0: 32 bits
     codes16: u32,
-    // workgroups of the propagation (its grid-stride)
-    groups: u32,
     pad: u32,
+}
+
+// What changes every burst (the host's `Header`).
+struct Header {
+    // the burst number, modulo 2^32 (the random draw's)
+    t: u32,
+    injections: u32,
+    // where the injected neurons' ids start in `words`, and their potentials (two words each: low, high)
+    inj_at: u32,
+    inj_v_at: u32,
+    // 1: every injection has the potential (same_lo, same_hi), and `words` holds none
+    same: u32,
+    same_lo: u32,
+    same_hi: u32,
+    pad: u32,
+}
+
+struct Upload {
+    h: Header,
+    words: array<u32>,
 }
 
 const FLAG_MP_ACC: u32 = 1u;
@@ -56,8 +76,10 @@ const ONE_LSB: i64 = 4096li;
 const POTENTIAL_MAX: i64 = 140737488355327li;
 const I64_MAX: i64 = 9223372036854775807li;
 
-@group(0) @binding(0) var<uniform> b: Burst;
-@group(0) @binding(1) var<storage, read_write> acc: array<atomic<u32>>;
+@group(0) @binding(0) var<uniform> b: Brain;
+@group(0) @binding(1) var<storage, read> up: Upload;
+// the accumulators as the propagation and the injection add to them (the step reads them plainly)
+@group(0) @binding(2) var<storage, read_write> acc: array<atomic<u32>>;
 
 // Add v (modulo 2^64) to accumulator n: the low word, then the high word with the carry.
 fn acc_add(n: u32, v: i64) {
@@ -79,6 +101,7 @@ fn acc_add(n: u32, v: i64) {
 @group(1) @binding(1) var<storage, read> targets: array<u32>;
 @group(1) @binding(2) var<storage, read> codes: array<u32>;
 @group(1) @binding(3) var<storage, read> table: array<i32>;
+// [how many, then the spikes]: the fired list of the last burst (the step's `fired`) or the host's
 @group(1) @binding(4) var<storage, read> spikes: array<u32>;
 
 fn code_of(i: u32) -> u32 {
@@ -90,9 +113,11 @@ fn code_of(i: u32) -> u32 {
 
 // A workgroup a fired source at a time (grid-stride over the spikes), its threads over the row.
 @compute @workgroup_size(64)
-fn propagate(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
-    for (var k = wg.x; k < b.spikes; k += b.groups) {
-        let s = spikes[k];
+fn propagate(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+             @builtin(local_invocation_index) lane: u32) {
+    let count = spikes[0];
+    for (var k = wg.x; k < count; k += nw.x) {
+        let s = spikes[k + 1u];
         let end = row_ptr[s + 1u];
         for (var i = row_ptr[s] + lane; i < end; i += 64u) {
             let c = table[code_of(i)];
@@ -105,14 +130,17 @@ fn propagate(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
 
 // ---- inject ----------------------------------------------------------------------------------
 
-@group(1) @binding(5) var<storage, read> inj_ids: array<u32>;
-@group(1) @binding(6) var<storage, read> inj_v: array<i64>;
-
 @compute @workgroup_size(64)
 fn inject(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
     let k = g.x + g.y * nw.x * 64u;
-    if k < b.injections {
-        acc_add(inj_ids[k], inj_v[k]);
+    if k < up.h.injections {
+        var lo = up.h.same_lo;
+        var hi = up.h.same_hi;
+        if up.h.same == 0u {
+            lo = up.words[up.h.inj_v_at + 2u * k];
+            hi = up.words[up.h.inj_v_at + 2u * k + 1u];
+        }
+        acc_add(up.words[up.h.inj_at + k], bitcast<i64>((u64(hi) << 32u) | u64(lo)));
     }
 }
 
@@ -123,9 +151,17 @@ fn inject(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
 @group(1) @binding(9) var<storage, read_write> potential: array<i64>;
 // refractory countdown | consecutive-fire count << 16
 @group(1) @binding(10) var<storage, read_write> rcc: array<u32>;
-// [0]: how many fired; then the fired neurons
-@group(1) @binding(11) var<storage, read_write> fired: array<atomic<u32>>;
+// [0]: how many fired; then the fired neurons, ascending (`order`, `compact`)
+@group(1) @binding(11) var<storage, read_write> fired: array<u32>;
 @group(1) @binding(12) var<storage, read_write> fired_v: array<i64>;
+// a bit a neuron: fired (8 words a step workgroup, all written every burst)
+@group(1) @binding(14) var<storage, read_write> bits: array<u32>;
+// the potential at fire, by neuron (of the fired only)
+@group(1) @binding(15) var<storage, read_write> fire_v: array<i64>;
+// the fired of each step workgroup, then (`order`) where they start in the fired list
+@group(1) @binding(16) var<storage, read_write> counts: array<u32>;
+// the accumulators again, read and cleared plainly (no atomic: the step is their one user)
+@group(1) @binding(13) var<storage, read_write> acc_words: array<vec2<u32>>;
 
 fn clamp_potential(v: i64) -> i64 {
     return clamp(v, -POTENTIAL_MAX, POTENTIAL_MAX);
@@ -193,29 +229,28 @@ fn area_of(n: u32) -> u32 {
     return lo;
 }
 
-@compute @workgroup_size(64)
-fn step(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
-    let n = g.x + g.y * nw.x * 64u;
-    if n >= b.neurons {
-        return;
-    }
+struct Fire {
+    fires: bool,
+    at: i64,
+}
+
+// Steps 2-7 of neuron n (the mirror of `step_core` in kernels/step.cu).
+fn step_neuron(n: u32, p: Area) -> Fire {
     // the input: synapses and injections, modulo 2^64 (then clamped, as on the CPU)
-    let lo = atomicLoad(&acc[2u * n]);
-    let hi = atomicLoad(&acc[2u * n + 1u]);
-    if (lo | hi) != 0u {
-        atomicStore(&acc[2u * n], 0u);
-        atomicStore(&acc[2u * n + 1u], 0u);
+    let a = acc_words[n];
+    if (a.x | a.y) != 0u {
+        acc_words[n] = vec2<u32>(0u, 0u);
     }
-    var input = bitcast<i64>((u64(hi) << 32u) | u64(lo));
-    let p = areas[area_of(n)];
+    var input = bitcast<i64>((u64(a.y) << 32u) | u64(a.x));
     if (p.flags & FLAG_POWER) != 0u {
         input = bitcast<i64>(bitcast<u64>(input) + u64(ONE_LSB));
     }
-    var v = potential[n];
-    var rc = rcc[n] & 0xFFFFu;
-    var cfc = rcc[n] >> 16u;
-    var at_fire = 0li;
-    var fires = false;
+    let v0 = potential[n];
+    let r0 = rcc[n];
+    var v = v0;
+    var rc = r0 & 0xFFFFu;
+    var cfc = r0 >> 16u;
+    var f = Fire(false, 0li);
     // 2. no charge accumulation
     if (p.flags & FLAG_MP_ACC) == 0u {
         v = 0li;
@@ -237,10 +272,9 @@ fn step(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
             if p.fire_limit > 0u && cfc >= p.fire_limit {
                 cfc = 0u;
                 done = true;
-            } else if p.excitability > 0xFFFFFFFFlu || u64(pcg_hash(n, b.t)) < p.excitability {
+            } else if p.excitability > 0xFFFFFFFFlu || u64(pcg_hash(n, up.h.t)) < p.excitability {
                 // 6. fire
-                fires = true;
-                at_fire = v;
+                f = Fire(true, v);
                 v = 0li;
                 cfc = min(cfc + 1u, 0xFFFFu);
                 let snooze = select(0u, p.snooze, p.fire_limit > 0u && cfc >= p.fire_limit);
@@ -264,11 +298,116 @@ fn step(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
             }
         }
     }
-    potential[n] = v;
-    rcc[n] = rc | (cfc << 16u);
-    if fires {
-        let k = atomicAdd(&fired[0], 1u);
-        atomicStore(&fired[k + 1u], n);
-        fired_v[k] = at_fire;
+    if v != v0 {
+        potential[n] = v;
     }
+    let r1 = rc | (cfc << 16u);
+    if r1 != r0 {
+        rcc[n] = r1;
+    }
+    return f;
+}
+
+// Threads of a step workgroup (8 words of the bitmap).
+const STEP_GROUP: u32 = 256u;
+
+// The workgroup's fired, a bit each.
+var<workgroup> wg_bits: array<atomic<u32>, 8>;
+// The area of the workgroup's neurons when they lie in one (else ~0).
+var<workgroup> wg_area: u32;
+
+@compute @workgroup_size(256)
+fn step(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let n = g.x + g.y * nw.x * STEP_GROUP;
+    let wg = n / STEP_GROUP;
+    if li == 0u {
+        // one search a workgroup where its neurons lie in one area (the usual case)
+        let last = min(n + STEP_GROUP, b.neurons) - 1u;
+        let a = area_of(n);
+        wg_area = select(0xFFFFFFFFu, a, n < b.neurons && area_end[a] > last);
+    }
+    workgroupBarrier();
+    if n < b.neurons {
+        var a = wg_area;
+        if a == 0xFFFFFFFFu {
+            a = area_of(n);
+        }
+        let f = step_neuron(n, areas[a]);
+        if f.fires {
+            atomicOr(&wg_bits[li >> 5u], 1u << (li & 31u));
+            fire_v[n] = f.at;
+        }
+    }
+    workgroupBarrier();
+    if li < 8u {
+        bits[wg * 8u + li] = atomicLoad(&wg_bits[li]);
+    }
+    if li == 0u {
+        var c = 0u;
+        for (var w = 0u; w < 8u; w++) {
+            c += countOneBits(atomicLoad(&wg_bits[w]));
+        }
+        counts[wg] = c;
+    }
+}
+
+// ---- order, compact --------------------------------------------------------------------------
+
+var<workgroup> wg_scan: array<u32, 256>;
+
+// One workgroup: each thread sums a run of the step workgroups' counts, the runs' sums are
+// scanned, and each count is replaced by where its workgroup's fired start; the total is the
+// list's length.
+@compute @workgroup_size(256)
+fn order(@builtin(local_invocation_index) li: u32) {
+    let groups = (b.neurons + STEP_GROUP - 1u) / STEP_GROUP;
+    let per = (groups + 255u) / 256u;
+    let lo = min(li * per, groups);
+    let hi = min(lo + per, groups);
+    var sum = 0u;
+    for (var i = lo; i < hi; i++) {
+        sum += counts[i];
+    }
+    wg_scan[li] = sum;
+    workgroupBarrier();
+    // inclusive scan (Hillis-Steele) of the runs' sums
+    for (var d = 1u; d < 256u; d <<= 1u) {
+        var x = 0u;
+        if li >= d {
+            x = wg_scan[li - d];
+        }
+        workgroupBarrier();
+        wg_scan[li] += x;
+        workgroupBarrier();
+    }
+    var run = wg_scan[li] - sum;
+    for (var i = lo; i < hi; i++) {
+        let c = counts[i];
+        counts[i] = run;
+        run += c;
+    }
+    if li == 255u {
+        fired[0] = wg_scan[255];
+    }
+}
+
+// A thread a neuron (the step's grid): a fired one goes to its rank, its workgroup's start plus
+// the fired before it in the workgroup's 8 words.
+@compute @workgroup_size(256)
+fn compact(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+    let n = g.x + g.y * nw.x * STEP_GROUP;
+    if n >= b.neurons {
+        return;
+    }
+    let word = bits[n >> 5u];
+    if ((word >> (n & 31u)) & 1u) == 0u {
+        return;
+    }
+    var r = counts[n / STEP_GROUP] + countOneBits(word & ((1u << (n & 31u)) - 1u));
+    for (var w = (n / STEP_GROUP) * 8u; w < (n >> 5u); w++) {
+        r += countOneBits(bits[w]);
+    }
+    fired[1u + r] = n;
+    fired_v[r] = fire_v[n];
 }

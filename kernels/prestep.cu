@@ -109,56 +109,25 @@ __device__ void prestep_impl(const Net& net, const Side& wr, Blk grid) {
         i64 atf[PRE_ITEMS];
         i64 v1[PRE_ITEMS];
         u32 r1[PRE_ITEMS];
-        const u32 flags = p->flags;
-        if (one_area && p->refractory == 0 && p->snooze == 0 && p->fire_limit == 0 &&
-            (flags & (FLAG_GRADIENT | FLAG_NEVER_FIRE)) == 0) {
-            // one simple area (no refractory period, fire limit, gradient or never-fire): neurons
-            // with no countdown pending take the short path (as the CPU's step_simple)
-            const i64 thr = p->threshold;
-            const i64 lim = p->threshold_limit;
-            const u64 exc = p->excitability;
-            const bool linear = p->leak_kind == LEAK_LINEAR;
-            const i64 ll = p->leak_linear;
-            const i64 keep = (i64)p->leak_keep;
+#pragma unroll
+        for (int i = 0; i < PRE_ITEMS; i++) {
+            f[i] = false;
+            atf[i] = 0;
+            v1[i] = v[i];
+            r1[i] = r[i];
+        }
+        if (one_area && is_simple(*p)) {
+            // one simple area: the short path (its parameters in registers)
+            const AreaParams q = *p;
 #pragma unroll
             for (int i = 0; i < PRE_ITEMS; i++) {
                 const u32 n = base + i * 32 + lane;
-                f[i] = false;
-                atf[i] = 0;
-                v1[i] = v[i];
-                r1[i] = r[i];
-                if (n >= N) continue;
-                u64 input = (u64)(i64)a[i];
-                if ((r[i] & 0xFFFFu) != 0) {
-                    f[i] = step_core(*p, G + n, t, input, v1[i], r1[i], atf[i]);
-                    continue;
-                }
-                if (flags & FLAG_POWER) input += (u64)ONE_LSB;
-                const i64 start = (flags & FLAG_MP_ACC) ? v[i] : 0;
-                const i64 x = clamp_potential(start + clamp_potential((i64)input));
-                if (x >= thr && (lim == 0 || x <= lim) && (exc > 0xFFFFFFFFULL || (u64)pcg_hash(G + n, t) < exc)) {
-                    f[i] = true;
-                    atf[i] = x;
-                    v1[i] = 0;
-                    const u32 cfc = r[i] >> 16;
-                    r1[i] = (cfc < 0xFFFFu ? cfc + 1 : 0xFFFFu) << 16;
-                } else if (linear) {
-                    i64 y = x;
-                    if (y > 0) { y = y - ll; if (y < 0) y = 0; }
-                    else { y = y + ll; if (y > 0) y = 0; }
-                    v1[i] = y;
-                } else {
-                    v1[i] = (x * keep) / 65536;
-                }
+                if (n < N) f[i] = step_simple(q, G + n, t, (u64)(i64)a[i], v1[i], r1[i], atf[i]);
             }
         } else {
 #pragma unroll
             for (int i = 0; i < PRE_ITEMS; i++) {
                 const u32 n = base + i * 32 + lane;
-                f[i] = false;
-                atf[i] = 0;
-                v1[i] = v[i];
-                r1[i] = r[i];
                 if (n < N) {
                     const AreaParams* q = one_area ? p : net.areas + area_of(net.area_end, net.n_areas, G + n);
                     f[i] = step_core(*q, G + n, t, (u64)(i64)a[i], v1[i], r1[i], atf[i]);

@@ -72,6 +72,37 @@ __device__ __forceinline__ bool step_core(const AreaParams& p, u32 n, u64 t, u64
     return fired;
 }
 
+// An area with no refractory period, fire limit, gradient or never-fire: its neurons with no
+// countdown pending take the short path of `step_simple` (as the CPU's step_simple).
+__device__ __forceinline__ bool is_simple(const AreaParams& p) {
+    return p.refractory == 0 && p.snooze == 0 && p.fire_limit == 0 && (p.flags & (FLAG_GRADIENT | FLAG_NEVER_FIRE)) == 0;
+}
+
+// `step_core` for a neuron of a simple area (`is_simple`).
+__device__ __forceinline__ bool step_simple(const AreaParams& p, u32 n, u64 t, u64 input, i64& v, u32& rcc, i64& at_fire) {
+    if ((rcc & 0xFFFFu) != 0) return step_core(p, n, t, input, v, rcc, at_fire);
+    if (p.flags & FLAG_POWER) input += (u64)ONE_LSB;
+    const i64 start = (p.flags & FLAG_MP_ACC) ? v : 0;
+    const i64 x = clamp_potential(start + clamp_potential((i64)input));
+    if (x >= p.threshold && (p.threshold_limit == 0 || x <= p.threshold_limit) &&
+        (p.excitability > 0xFFFFFFFFULL || (u64)pcg_hash(n, t) < p.excitability)) {
+        at_fire = x;
+        v = 0;
+        const u32 cfc = rcc >> 16;
+        rcc = (cfc < 0xFFFFu ? cfc + 1 : 0xFFFFu) << 16;
+        return true;
+    }
+    if (p.leak_kind == LEAK_LINEAR) {
+        i64 y = x;
+        if (y > 0) { y = y - p.leak_linear; if (y < 0) y = 0; }
+        else { y = y + p.leak_linear; if (y > 0) y = 0; }
+        v = y;
+    } else {
+        v = (x * (i64)p.leak_keep) / 65536;
+    }
+    return false;
+}
+
 // The area of neuron `n` (global id) from the ends of the areas (`ends`: net.area_end, or a copy
 // in shared memory).
 __device__ __forceinline__ u32 area_of(const u32* ends, u32 n_areas, u32 n) {
@@ -279,19 +310,9 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
     i64 atf[ITEMS];
     i64 v1[ITEMS];
     u32 r1[ITEMS];
-    const bool simple = na == 1 && s_par[0].refractory == 0 && s_par[0].snooze == 0 && s_par[0].fire_limit == 0 &&
-                        (s_par[0].flags & (FLAG_GRADIENT | FLAG_NEVER_FIRE)) == 0;
+    const bool simple = na == 1 && is_simple(s_par[0]);
     if (simple) {
-        // the block lies in one simple area (no refractory period, fire limit, gradient or never-fire):
-        // neurons with no countdown pending take the short path (as the CPU's step_simple)
-        const AreaParams& p = s_par[0];
-        const i64 thr = p.threshold;
-        const i64 lim = p.threshold_limit;
-        const u64 exc = p.excitability;
-        const u32 flags = p.flags;
-        const bool linear = p.leak_kind == LEAK_LINEAR;
-        const i64 ll = p.leak_linear;
-        const i64 keep = (i64)p.leak_keep;
+        // the block lies in one simple area
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const u32 n = base + i * blockDim.x + threadIdx.x;
@@ -299,29 +320,7 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
             atf[i] = 0;
             v1[i] = v[i];
             r1[i] = r[i];
-            if (n >= N) continue;
-            u64 input = (u64)(i64)a[i] + in[i];
-            if ((r[i] & 0xFFFFu) != 0) {
-                f[i] = step_core(p, G + n, t, input, v1[i], r1[i], atf[i]);
-                continue;
-            }
-            if (flags & FLAG_POWER) input += (u64)ONE_LSB;
-            const i64 start = (flags & FLAG_MP_ACC) ? v[i] : 0;
-            const i64 x = clamp_potential(start + clamp_potential((i64)input));
-            if (x >= thr && (lim == 0 || x <= lim) && (exc > 0xFFFFFFFFULL || (u64)pcg_hash(G + n, t) < exc)) {
-                f[i] = true;
-                atf[i] = x;
-                v1[i] = 0;
-                const u32 cfc = r[i] >> 16;
-                r1[i] = (cfc < 0xFFFFu ? cfc + 1 : 0xFFFFu) << 16;
-            } else if (linear) {
-                i64 y = x;
-                if (y > 0) { y = y - ll; if (y < 0) y = 0; }
-                else { y = y + ll; if (y > 0) y = 0; }
-                v1[i] = y;
-            } else {
-                v1[i] = (x * keep) / 65536;
-            }
+            if (n < N) f[i] = step_simple(s_par[0], G + n, t, (u64)(i64)a[i] + in[i], v1[i], r1[i], atf[i]);
         }
     } else {
 #pragma unroll

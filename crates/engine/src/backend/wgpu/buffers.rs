@@ -1,5 +1,6 @@
 //! The brain on the device: its buffers, the three pipelines of `kernels/burst.wgsl` and their
-//! bind groups.
+//! bind groups. What changes every burst goes up in one buffer (`upload`): each `write_buffer` costs
+//! wgpu a staging buffer of its own.
 
 use wgpu::util::DeviceExt;
 
@@ -14,8 +15,12 @@ const SOURCE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/
 /// Threads of a workgroup (`@workgroup_size` in burst.wgsl).
 pub(super) const GROUP: u32 = 64;
 
-/// Bytes of the `Burst` uniform.
-pub(super) const BURST_BYTES: u64 = 32;
+/// Threads of a step workgroup (`STEP_GROUP` in burst.wgsl).
+pub(super) const STEP_GROUP: u32 = 256;
+
+/// Words of the upload's header (`Header` in burst.wgsl): the burst number, the injections, where
+/// the injected ids and potentials start.
+pub(super) const HEADER_WORDS: usize = 8;
 
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_DST).union(wgpu::BufferUsages::COPY_SRC);
 
@@ -68,40 +73,55 @@ fn areas_bytes(params: &[AreaParams]) -> Vec<u8> {
 
 /// The brain's buffers and the passes over them.
 pub(super) struct Buffers {
-    pub burst: wgpu::Buffer,
-    pub acc: wgpu::Buffer,
+    brain: wgpu::Buffer,
+    acc: wgpu::Buffer,
     pub codes: wgpu::Buffer,
+    /// `[count, spikes...]` from the host (after a restore).
     pub spikes: wgpu::Buffer,
-    pub inj_ids: wgpu::Buffer,
-    pub inj_v: wgpu::Buffer,
-    /// Injections the two buffers above hold.
-    pub inj_room: u64,
+    /// The header, then (after a restore) the spikes' count and the spikes, the injected ids and
+    /// their potentials.
+    pub upload: wgpu::Buffer,
+    /// Words `upload` holds.
+    upload_room: u64,
     pub potential: wgpu::Buffer,
     pub rcc: wgpu::Buffer,
-    /// `[count, fired...]`, and the fired neurons' potentials.
+    /// `[count, fired...]` ascending, and the fired neurons' potentials.
     pub fired: wgpu::Buffer,
     pub fired_v: wgpu::Buffer,
     /// Where the host reads the fired lists and the state: ids at 0, potentials at `v_at`.
     pub readback: wgpu::Buffer,
     pub v_at: u64,
-    /// Areas, and whether a code is 16 bits (1) or 32 (0), for the `Burst` uniform.
-    pub areas: u32,
-    pub codes16: u32,
     pub propagate: Pass,
     pub inject: Pass,
     pub step: Pass,
+    pub order: Pass,
+    pub compact: Pass,
     /// Bytes of all the buffers.
     pub bytes: u64,
 }
 
-/// A pipeline and its two bind groups (group 0: the uniform and the accumulators).
+/// A pipeline and its bind groups (group 0: the brain's sizes, the upload, and for the additions
+/// the accumulators; group 1 the pass's own buffers, and any more are other sets of them for group
+/// 1: the propagation's over the host's spikes or the device's fired list).
 pub(super) struct Pass {
     pub pipeline: wgpu::ComputePipeline,
-    pub groups: [wgpu::BindGroup; 2],
+    groups: Vec<wgpu::BindGroup>,
+}
+
+type Entries<'a> = [(u32, &'a wgpu::Buffer)];
+
+fn bind_group(gpu: &WgpuDevice, pipeline: &wgpu::ComputePipeline, label: &str, i: u32, entries: &Entries<'_>) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry<'_>> =
+        entries.iter().map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }).collect();
+    gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout: &pipeline.get_bind_group_layout(i),
+        entries: &entries,
+    })
 }
 
 impl Pass {
-    fn new(gpu: &WgpuDevice, module: &wgpu::ShaderModule, entry: &str, common: [&wgpu::Buffer; 2], own: &[(u32, &wgpu::Buffer)]) -> Pass {
+    fn new(gpu: &WgpuDevice, module: &wgpu::ShaderModule, entry: &str, groups: &[&Entries<'_>]) -> Pass {
         let pipeline = gpu.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
             layout: None,
@@ -110,24 +130,29 @@ impl Pass {
             compilation_options: Default::default(),
             cache: None,
         });
-        let group = |i: u32, entries: &[(u32, &wgpu::Buffer)]| {
-            let entries: Vec<wgpu::BindGroupEntry<'_>> =
-                entries.iter().map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }).collect();
-            gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(entry),
-                layout: &pipeline.get_bind_group_layout(i),
-                entries: &entries,
-            })
-        };
-        let groups = [group(0, &[(0, common[0]), (1, common[1])]), group(1, own)];
+        let groups = groups.iter().enumerate().map(|(i, e)| bind_group(gpu, &pipeline, entry, i.min(1) as u32, e)).collect();
         Pass { pipeline, groups }
     }
 
-    pub fn run(&self, encoder: &mut wgpu::CommandEncoder, groups: (u32, u32)) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+    /// Record the pass with its first set of buffers for group 1 (see [`Pass::run_with`]).
+    pub fn run(&self, encoder: &mut wgpu::CommandEncoder, groups: (u32, u32), timestamps: Option<(&wgpu::QuerySet, u32)>) {
+        self.run_with(encoder, groups, timestamps, 1);
+    }
+
+    /// Record the pass with bind group `own` as group 1; `timestamps`: the query set and the pair
+    /// of its queries to write the pass's start and end into (NEUROBURST_WGPU_TRACE=1).
+    pub fn run_with(&self, encoder: &mut wgpu::CommandEncoder, groups: (u32, u32), timestamps: Option<(&wgpu::QuerySet, u32)>, own: usize) {
+        let timestamp_writes = timestamps.map(|(query_set, i)| wgpu::ComputePassTimestampWrites {
+            query_set,
+            beginning_of_pass_write_index: Some(2 * i),
+            end_of_pass_write_index: Some(2 * i + 1),
+        });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &self.groups[0], &[]);
-        pass.set_bind_group(1, &self.groups[1], &[]);
+        if let Some(g) = self.groups.get(own) {
+            pass.set_bind_group(1, g, &[]);
+        }
         pass.dispatch_workgroups(groups.0, groups.1, 1);
     }
 }
@@ -160,86 +185,99 @@ impl Buffers {
         };
         let row_ptr: Vec<u32> = part.row_ptr.iter().map(|&r| r as u32).collect();
         let ends: Vec<u32> = params.iter().map(|p| p.first + p.count).collect();
-        let burst = zeroed("burst", BURST_BYTES, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
+        let sizes = [neurons, params.len() as u32, matches!(part.codes, Codes::U16(_)) as u32, 0];
+        let brain = d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("brain"),
+            contents: bytemuck::cast_slice(&sizes),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let upload_room = 1024;
+        let upload = zeroed("upload", upload_room * 4, STORAGE);
         let acc = zeroed("accumulators", n * 8, STORAGE);
         let row_ptr = init("row pointers", bytemuck::cast_slice(&row_ptr));
         let targets = init("targets", bytemuck::cast_slice(&part.targets));
         let codes = init("codes", codes_bytes(&part.codes));
         let table = init("contributions", bytemuck::cast_slice(table));
-        let spikes = zeroed("spikes", n * 4, STORAGE);
+        let spikes = zeroed("spikes", (n + 1) * 4, STORAGE);
         let areas = init("areas", &areas_bytes(params));
         let area_end = init("area ends", bytemuck::cast_slice(&ends));
         let potential = zeroed("potentials", n * 8, STORAGE);
         let rcc = zeroed("refractory and consecutive", n * 4, STORAGE);
         let fired = zeroed("fired", (n + 1) * 4, STORAGE);
         let fired_v = zeroed("fired potentials", n * 8, STORAGE);
+        // the step's bitmap (8 words a workgroup), potentials at fire by neuron, counts by workgroup
+        let groups = n.div_ceil(STEP_GROUP as u64);
+        let bits = zeroed("fired bits", groups * 32, STORAGE);
+        let fire_v = zeroed("potentials at fire", n * 8, STORAGE);
+        let counts = zeroed("fired by workgroup", groups * 4, STORAGE);
         let v_at = ((n + 1) * 4).next_multiple_of(8);
-        let readback = zeroed("readback", v_at + n * 8, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
-        let (inj_ids, inj_v) = (zeroed("injected ids", 4, STORAGE), zeroed("injected potentials", 8, STORAGE));
+        // (and room after the fired list for the passes' timestamps: NEUROBURST_WGPU_TRACE=1)
+        let readback = zeroed("readback", v_at + n * 8 + TIMESTAMP_BYTES, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
         let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("burst.wgsl"),
             source: wgpu::ShaderSource::Wgsl(SOURCE.into()),
         });
-        let common = [&burst, &acc];
-        let propagate =
-            Pass::new(gpu, &module, "propagate", common, &[(0, &row_ptr), (1, &targets), (2, &codes), (3, &table), (4, &spikes)]);
-        let inject = Pass::new(gpu, &module, "inject", common, &[(5, &inj_ids), (6, &inj_v)]);
-        let step = Pass::new(
-            gpu,
-            &module,
-            "step",
-            common,
-            &[(7, &areas), (8, &area_end), (9, &potential), (10, &rcc), (11, &fired), (12, &fired_v)],
-        );
-        let bytes = [&acc, &row_ptr, &targets, &codes, &table, &spikes, &areas, &area_end, &potential, &rcc, &fired, &fired_v]
-            .iter()
-            .map(|b| b.size())
-            .sum();
+        let rows: &Entries<'_> = &[(0, &row_ptr), (1, &targets), (2, &codes), (3, &table), (4, &spikes)];
+        let rows_fired: &Entries<'_> = &[(0, &row_ptr), (1, &targets), (2, &codes), (3, &table), (4, &fired)];
+        let propagate = Pass::new(gpu, &module, "propagate", &[&[(0, &brain), (2, &acc)], rows, rows_fired]);
+        let inject = Pass::new(gpu, &module, "inject", &[&[(1, &upload), (2, &acc)]]);
+        let own: &Entries<'_> =
+            &[(7, &areas), (8, &area_end), (9, &potential), (10, &rcc), (13, &acc), (14, &bits), (15, &fire_v), (16, &counts)];
+        let step = Pass::new(gpu, &module, "step", &[&[(0, &brain), (1, &upload)], own]);
+        let order = Pass::new(gpu, &module, "order", &[&[(0, &brain)], &[(11, &fired), (16, &counts)]]);
+        let own: &Entries<'_> = &[(11, &fired), (12, &fired_v), (14, &bits), (15, &fire_v), (16, &counts)];
+        let compact = Pass::new(gpu, &module, "compact", &[&[(0, &brain)], own]);
+        let all = [&acc, &row_ptr, &targets, &codes, &table, &spikes, &areas, &area_end, &potential, &rcc, &fired, &fired_v, &bits];
+        let bytes = all.iter().chain([&&fire_v, &&counts]).map(|b| b.size()).sum();
         gpu.check("building the brain")?;
         Ok(Buffers {
-            burst,
+            brain,
             acc,
             codes,
             spikes,
-            inj_ids,
-            inj_v,
-            inj_room: 1,
+            upload,
+            upload_room,
             potential,
             rcc,
             fired,
             fired_v,
             readback,
             v_at,
-            areas: params.len() as u32,
-            codes16: matches!(part.codes, Codes::U16(_)) as u32,
             propagate,
             inject,
             step,
+            order,
+            compact,
             bytes,
         })
     }
 
-    /// Room for `k` injections: larger buffers (and the inject pass's bind group) when needed.
-    pub fn inj_room(&mut self, gpu: &WgpuDevice, k: u64) -> Result<(), BackendError> {
-        if k <= self.inj_room {
+    /// Room for `words` words of upload: a larger buffer (and the passes' bind groups over it)
+    /// when needed.
+    pub fn upload_room(&mut self, gpu: &WgpuDevice, words: u64) -> Result<(), BackendError> {
+        if words <= self.upload_room {
             return Ok(());
         }
-        let room = k.next_power_of_two();
-        gpu.fits("injections of one burst", room * 8)?;
-        let d = &gpu.device;
-        // (at least 16 bytes: a write is padded to that, see `padded`)
-        let make = |label: &str, size: u64| {
-            d.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: size.max(16), usage: STORAGE, mapped_at_creation: false })
-        };
-        self.inj_ids = make("injected ids", room * 4);
-        self.inj_v = make("injected potentials", room * 8);
-        self.inj_room = room;
-        let own = [(5, &self.inj_ids), (6, &self.inj_v)];
-        let entries: Vec<wgpu::BindGroupEntry<'_>> =
-            own.iter().map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }).collect();
-        let layout = self.inject.pipeline.get_bind_group_layout(1);
-        self.inject.groups[1] =
-            d.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("inject"), layout: &layout, entries: &entries });
+        let room = words.next_power_of_two();
+        gpu.fits("injections of one burst", room * 4)?;
+        self.upload = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("upload"),
+            size: room * 4,
+            usage: STORAGE,
+            mapped_at_creation: false,
+        });
+        self.upload_room = room;
+        let (brain, upload, acc) = (&self.brain, &self.upload, &self.acc);
+        self.inject.groups[0] = bind_group(gpu, &self.inject.pipeline, "inject", 0, &[(1, upload), (2, acc)]);
+        self.step.groups[0] = bind_group(gpu, &self.step.pipeline, "step", 0, &[(0, brain), (1, upload)]);
         Ok(())
     }
+
+    /// The accumulators (cleared on a restore).
+    pub fn acc(&self) -> &wgpu::Buffer {
+        &self.acc
+    }
 }
+
+/// Bytes of the passes' timestamps (a start and an end each, 8 bytes a timestamp).
+pub(super) const TIMESTAMP_BYTES: u64 = super::trace::PASSES.len() as u64 * 2 * 8;

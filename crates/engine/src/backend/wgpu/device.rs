@@ -68,9 +68,11 @@ impl WgpuDevice {
         usable(&a).map_err(dev)?;
         let name = name_of(&a);
         let limits = a.limits();
+        // the passes' device times, where the trace is asked for and the device has them
+        let timestamps = if super::trace::wanted() { a.features() & wgpu::Features::TIMESTAMP_QUERY } else { wgpu::Features::empty() };
         let desc = wgpu::DeviceDescriptor {
             label: Some("neuroburst"),
-            required_features: FEATURES,
+            required_features: FEATURES | timestamps,
             required_limits: limits.clone(),
             ..Default::default()
         };
@@ -116,28 +118,37 @@ impl WgpuDevice {
         Ok(())
     }
 
-    /// Read `bytes` bytes of `buffer` (MAP_READ) from offset 0, once the queue is done.
-    pub fn read(&self, buffer: &wgpu::Buffer, bytes: u64, out: &mut Vec<u8>) -> Result<(), BackendError> {
-        out.clear();
+    /// Map the first `bytes` bytes of `buffer` (MAP_READ) for reading, once submission `after` (or
+    /// all the queue's work) is done; then [`WgpuDevice::view`] reads them.
+    pub fn map(&self, buffer: &wgpu::Buffer, bytes: u64, after: Option<wgpu::SubmissionIndex>) -> Result<(), BackendError> {
         if bytes == 0 {
             return Ok(());
         }
-        let slice = buffer.slice(..bytes);
         let status = Arc::new(Mutex::new(None));
         let s = status.clone();
-        slice.map_async(wgpu::MapMode::Read, move |r| *s.lock().unwrap_or_else(|p| p.into_inner()) = Some(r));
-        self.wait()?;
+        buffer.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| *s.lock().unwrap_or_else(|p| p.into_inner()) = Some(r));
+        let wait = wgpu::PollType::Wait { submission_index: after, timeout: None };
+        self.device.poll(wait).map_err(|e| BackendError::Device(format!("{}: {e}", self.name)))?;
         self.check("reading back")?;
-        match status.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return Err(BackendError::Device(format!("{}: reading back: {e}", self.name))),
-            None => return Err(BackendError::Device(format!("{}: reading back: the map never completed", self.name))),
+        let done = status.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match done {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => Err(BackendError::Device(format!("{}: reading back: {e}", self.name))),
+            None => Err(BackendError::Device(format!("{}: reading back: the map never completed", self.name))),
         }
-        {
-            let view = slice.get_mapped_range().map_err(|e| BackendError::Device(format!("{}: reading back: {e}", self.name)))?;
-            out.extend_from_slice(&view);
+    }
+
+    /// `f` of the first `bytes` bytes of `buffer`, mapped by [`WgpuDevice::map`]; unmapped after.
+    pub fn view<R>(&self, buffer: &wgpu::Buffer, bytes: u64, f: impl FnOnce(&[u8]) -> R) -> Result<R, BackendError> {
+        if bytes == 0 {
+            return Ok(f(&[]));
         }
+        let r = {
+            let view =
+                buffer.slice(..bytes).get_mapped_range().map_err(|e| BackendError::Device(format!("{}: reading back: {e}", self.name)))?;
+            f(&view)
+        };
         buffer.unmap();
-        Ok(())
+        Ok(r)
     }
 }

@@ -1,13 +1,16 @@
-//! [`WgpuEngine`]: a whole brain on one wgpu device. A burst is one submission (propagation,
-//! injection, step), then the fired list read back (its ids and potentials only) and put in
-//! ascending order by rank in a bitmap of the brain's neurons. A brain that learns learns on the
-//! host, as the CPU backend does (the shared learner, `backend/learn/`), and its synapses' codes go
-//! to the device before the burst that uses them.
+//! [`WgpuEngine`]: a whole brain on one wgpu device. A burst is one upload (its header and
+//! injections), one submission (propagation, injection, step), then the fired list read back (its
+//! ids and potentials only) and put in ascending order by rank in a bitmap of the brain's neurons.
+//! The device keeps its fired list as the next burst's spikes (copied there on the device), so
+//! the spikes go up from the host only after a restore. A brain that learns learns on the host, as
+//! the CPU backend does (the shared learner, `backend/learn/`), and its synapses' codes go to the
+//! device before the burst that uses them.
 
 use std::ops::Range;
 
-use super::buffers::{codes_bytes, padded, Buffers, BURST_BYTES, GROUP};
+use super::buffers::{codes_bytes, padded, Buffers, GROUP, HEADER_WORDS, STEP_GROUP};
 use super::device::WgpuDevice;
+use super::trace::Trace;
 use crate::backend::cpu::Regen;
 use crate::backend::learn::{Deferred, Learner, Scatter};
 use crate::backend::shard::ShardEngine;
@@ -43,64 +46,37 @@ pub struct WgpuEngine {
     /// The procedural synapses of the last burst's spikes, drawn again on the host (the CPU
     /// backend's draw) and added on the device with the injections.
     regen: Regen,
-    inj_ids: Vec<u32>,
-    /// Fired neurons read back from the last burst, how many to copy at first (grows to the most
-    /// seen), and scratch.
+    /// The burst's upload (burst.wgsl's `Upload`), as words.
+    up: Vec<u32>,
+    /// The device's fired list holds this engine's `fired` (in its own order): the next burst's
+    /// spikes, when they are these, are copied from it on the device.
+    kept: bool,
+    /// The accumulators hold the propagation of the device's fired list (run ahead).
+    propagated: bool,
+    trace: Option<Trace>,
+    /// The last burst propagated ahead (the trace's propagation time is that one's).
+    trace_ahead: bool,
+    /// Fired neurons read back from the last burst (ascending), and how many to copy at first
+    /// (grows to the most seen).
     fired: Vec<u32>,
     fired_v: Vec<i64>,
     expect: u64,
-    bytes: Vec<u8>,
-    /// The fired list as read back (in the device's order), then put in order.
-    read: (Vec<u32>, Vec<i64>),
-    order: Order,
-    same: Vec<i64>,
-}
-
-/// The fired list in ascending order of neuron: each id's rank among the fired is the count of
-/// fired ids below it, from a bitmap of the brain's neurons (a bit a neuron) and the running count
-/// of its words; linear in the neurons / 64 and the fired, against a comparison sort's
-/// n log n (one H200's host, W(1M)'s 10k fired: 297 us sorted, a radix sort 117 us).
-#[derive(Default)]
-struct Order {
-    bits: Vec<u64>,
-    below: Vec<u32>,
-}
-
-impl Order {
-    /// `ids` (distinct, each below the bitmap's neurons) and their potentials `vs` into `out_ids`
-    /// and `out_vs`, ascending.
-    fn sort(&mut self, neurons: u32, ids: &[u32], vs: &[i64], out_ids: &mut Vec<u32>, out_vs: &mut Vec<i64>) {
-        let words = (neurons as usize).div_ceil(64);
-        self.bits.resize(words, 0);
-        self.below.resize(words, 0);
-        for &id in ids {
-            self.bits[id as usize / 64] |= 1 << (id % 64);
-        }
-        let mut run = 0u32;
-        for (b, &w) in self.below.iter_mut().zip(&self.bits) {
-            *b = run;
-            run += w.count_ones();
-        }
-        out_ids.clear();
-        out_ids.resize(ids.len(), 0);
-        out_vs.clear();
-        out_vs.resize(ids.len(), 0);
-        for (&id, &v) in ids.iter().zip(vs) {
-            let w = id as usize / 64;
-            let rank = self.below[w] + (self.bits[w] & ((1u64 << (id % 64)) - 1)).count_ones();
-            out_ids[rank as usize] = id;
-            out_vs[rank as usize] = v;
-        }
-        for &id in ids {
-            self.bits[id as usize / 64] = 0;
-        }
-    }
 }
 
 /// Where the readback holds the potentials of a fired list copied with `m` ids: after the count
 /// and the ids, 8-byte aligned (at most the snapshot's `v_at`: the buffer holds both layouts).
 fn fired_v_at(m: u64) -> u64 {
     ((1 + m) * 4).next_multiple_of(8)
+}
+
+/// The `count` fired ids and their potentials from a read-back of a list copied with `m` ids
+/// (see [`fired_v_at`]).
+fn take_fired(bytes: &[u8], count: usize, m: u64, ids: &mut Vec<u32>, vs: &mut Vec<i64>) {
+    let v_at = fired_v_at(m) as usize;
+    ids.clear();
+    ids.extend(bytes[4..4 + count * 4].chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes"))));
+    vs.clear();
+    vs.extend(bytes[v_at..v_at + count * 8].chunks_exact(8).map(|w| i64::from_le_bytes(w.try_into().expect("8 bytes"))));
 }
 
 /// `groups` workgroups as a grid the device takes (at most `max` along a dimension).
@@ -129,6 +105,7 @@ impl WgpuEngine {
         }
         let part = parts.pop().expect("one part");
         let buf = Buffers::new(&gpu, &part, &params, &table, neurons)?;
+        let trace = Trace::new(&gpu);
         let synapses = part.synapses();
         let learning =
             plastic.map(|p| HostLearning { learner: Learner::new(p, neurons), deferred: Deferred::of(&part), part, ahead: false });
@@ -139,14 +116,14 @@ impl WgpuEngine {
             synapses,
             learning,
             regen: Regen::new(procedural, 0..neurons, vec![0]),
-            inj_ids: Vec::new(),
+            up: Vec::new(),
+            kept: false,
+            propagated: false,
+            trace,
+            trace_ahead: false,
             fired: Vec::new(),
             fired_v: Vec::new(),
             expect: 1024,
-            bytes: Vec::new(),
-            read: (Vec::new(), Vec::new()),
-            order: Order::default(),
-            same: Vec::new(),
         })
     }
 
@@ -183,6 +160,67 @@ impl WgpuEngine {
         }
         fired_v_at(m) + m * 8
     }
+
+    /// Burst `t`'s upload into `up` (burst.wgsl's `Upload`): the header, the spikes' count and
+    /// the spikes unless the device `kept` them, the injected ids (the input's, then the
+    /// procedural synapses' targets) and their potentials as (low, high) words, 8-byte aligned
+    /// (or their one potential in the header). Returns the injections.
+    fn upload(&mut self, t: u64, spikes: &[u32], kept: bool, input: InjectionSlice<'_>) -> Result<u64, BackendError> {
+        let drawn = self.regen.drawn(0).count() as u64;
+        let k = input.len() as u64 + drawn;
+        let s = if kept { 0 } else { 1 + spikes.len() as u64 };
+        let inj_at = HEADER_WORDS as u64 + s;
+        // one potential for every injection (a sensor's spikes, the benchmark's) goes in the header
+        let same = match input.values() {
+            Values::Same(p) if drawn == 0 => Some(p.0),
+            _ => None,
+        };
+        let inj_v_at = (inj_at + k).next_multiple_of(2);
+        let words =
+            k.checked_mul(if same.is_some() { 0 } else { 2 }).and_then(|w| w.checked_add(inj_v_at)).filter(|&w| w <= u32::MAX as u64);
+        let Some(words) = words else {
+            return Err(BackendError::Device(format!("{}: {k} injections and {s} spikes in one burst", self.gpu.name)));
+        };
+        self.buf.upload_room(&self.gpu, words)?;
+        let up = &mut self.up;
+        up.clear();
+        // (the header's places count from the end of the header: burst.wgsl's `words`)
+        let h = HEADER_WORDS as u64;
+        let (one, v) = same.map_or((0, 0), |v| (1, v));
+        up.extend_from_slice(&[t as u32, k as u32, (inj_at - h) as u32, (inj_v_at - h) as u32, one, v as u32, (v >> 32) as u32, 0]);
+        if !kept {
+            up.push(spikes.len() as u32);
+            up.extend_from_slice(spikes);
+        }
+        up.extend_from_slice(input.ids());
+        up.extend(self.regen.drawn(0).map(|(target, _)| target));
+        if same.is_some() {
+            return Ok(k);
+        }
+        up.resize(inj_v_at as usize, 0);
+        let mut value = |v: i64| up.extend_from_slice(&[v as u32, (v >> 32) as u32]);
+        match input.values() {
+            Values::Each(v) => v.iter().for_each(|&v| value(v)),
+            Values::Same(p) => (0..input.len()).for_each(|_| value(p.0)),
+        }
+        self.regen.drawn(0).for_each(|(_, c)| value(c as i64));
+        Ok(k)
+    }
+
+    /// Stage `i` of the trace ends (NEUROBURST_WGPU_TRACE=1).
+    fn mark(&mut self, i: usize) {
+        if let Some(tr) = &mut self.trace {
+            tr.mark(i);
+        }
+    }
+}
+
+impl Drop for WgpuEngine {
+    fn drop(&mut self) {
+        if let Some(tr) = &self.trace {
+            eprintln!("wgpu trace: {}", tr.summary());
+        }
+    }
 }
 
 impl ShardEngine for WgpuEngine {
@@ -204,52 +242,79 @@ impl ShardEngine for WgpuEngine {
         if spikes.len() > self.neurons as usize {
             return Err(BackendError::Device(format!("{} spikes for a brain of {} neurons", spikes.len(), self.neurons)));
         }
+        if let Some(tr) = &mut self.trace {
+            tr.start();
+        }
         self.learn(t, spikes);
         self.regen.draw(spikes);
-        // the injections' potentials, then the procedural synapses' contributions after them
-        self.same.clear();
-        match input.values() {
-            Values::Each(v) => self.same.extend_from_slice(v),
-            Values::Same(p) => self.same.resize(input.len(), p.0),
-        }
-        self.inj_ids.clear();
-        self.inj_ids.extend_from_slice(input.ids());
-        for (target, c) in self.regen.drawn(0) {
-            self.inj_ids.push(target);
-            self.same.push(c as i64);
-        }
-        let k = self.inj_ids.len() as u64;
-        if k > u32::MAX as u64 {
-            return Err(BackendError::Device(format!("{}: {k} injections in one burst", self.gpu.name)));
-        }
-        self.buf.inj_room(&self.gpu, k)?;
+        let kept = self.kept && spikes == self.fired.as_slice();
+        let s = spikes.len() as u64;
+        let k = self.upload(t, spikes, kept, input)?;
+        self.gpu.queue.write_buffer(&self.buf.upload, 0, bytemuck::cast_slice(&self.up));
+        self.mark(0);
+        let b = &self.buf;
         let max = self.gpu.limits.max_compute_workgroups_per_dimension;
-        let spread = grid(spikes.len() as u64, max).0;
-        let uniform: [u32; 8] = [t as u32, self.neurons, spikes.len() as u32, k as u32, self.buf.areas, self.buf.codes16, spread, 0];
-        debug_assert_eq!(std::mem::size_of_val(&uniform) as u64, BURST_BYTES);
-        self.gpu.queue.write_buffer(&self.buf.burst, 0, bytemuck::cast_slice(&uniform));
-        self.write(&self.buf.spikes, spikes);
-        self.write(&self.buf.inj_ids, &self.inj_ids);
-        self.write(&self.buf.inj_v, &self.same);
-        self.gpu.queue.write_buffer(&self.buf.fired, 0, &[0u8; 4]);
+        let ts = |i| self.trace.as_ref().and_then(|tr| tr.pass(i));
         let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
-        if !spikes.is_empty() {
-            self.buf.propagate.run(&mut encoder, (spread, 1));
+        // the spikes: propagated ahead already (the last burst's fired list, as asked), else from
+        // the device's fired list, else from the host's (after a restore); an ahead propagation of
+        // other spikes than asked is cleared (no caller does that: the brain's spikes are its fired)
+        let ahead = self.propagated && kept;
+        if self.propagated && !kept {
+            encoder.clear_buffer(b.acc(), 0, None);
+        }
+        let propagates = !ahead && s > 0;
+        if propagates {
+            if !kept {
+                encoder.copy_buffer_to_buffer(&b.upload, HEADER_WORDS as u64 * 4, &b.spikes, 0, (1 + s) * 4);
+            }
+            b.propagate.run_with(&mut encoder, (grid(s, max).0, 1), ts(0), if kept { 2 } else { 1 });
         }
         if k > 0 {
-            self.buf.inject.run(&mut encoder, grid(k.div_ceil(GROUP as u64), max));
+            b.inject.run(&mut encoder, grid(k.div_ceil(GROUP as u64), max), ts(1));
         }
         if self.neurons > 0 {
-            self.buf.step.run(&mut encoder, grid((self.neurons as u64).div_ceil(GROUP as u64), max));
+            // the step, then its fired list in ascending order
+            let g = grid((self.neurons as u64).div_ceil(STEP_GROUP as u64), max);
+            b.step.run(&mut encoder, g, ts(2));
+            b.order.run(&mut encoder, (1, 1), ts(3));
+            b.compact.run(&mut encoder, g, ts(4));
         }
+        let stepped = self.neurons > 0;
+        let ran = [propagates || self.trace_ahead, k > 0, stepped, stepped, stepped];
         let mut m = self.expect.min(self.neurons as u64);
         let span = self.copy_fired(&mut encoder, m);
-        self.gpu.queue.submit([encoder.finish()]);
-        let mut bytes = std::mem::take(&mut self.bytes);
-        self.gpu.read(&self.buf.readback, span, &mut bytes)?;
-        let count = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as u64;
-        if count > self.neurons as u64 {
-            return Err(BackendError::Device(format!("{}: {count} neurons fired in a brain of {}", self.gpu.name, self.neurons)));
+        let read = self.trace.as_ref().map_or(span, |tr| tr.resolve(&mut encoder, &b.readback, span));
+        let burst = self.gpu.queue.submit([encoder.finish()]);
+        // the next burst's propagation of this one's fired list, while the host reads it back (a
+        // brain that learns changes its codes first)
+        let propagate_ahead = self.learning.is_none() && stepped;
+        if propagate_ahead {
+            let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+            b.propagate.run_with(&mut encoder, (grid(s.max(1), max).0, 1), ts(0), 2);
+            self.gpu.queue.submit([encoder.finish()]);
+        }
+        self.trace_ahead = propagate_ahead;
+        self.mark(1);
+        // (the device's fired list is no longer the last one, whatever comes of the read)
+        self.kept = false;
+        self.propagated = false;
+        self.gpu.map(&self.buf.readback, read, Some(burst))?;
+        self.mark(2);
+        let (neurons, name) = (self.neurons, &self.gpu.name);
+        let (fired, fired_v, trace) = (&mut self.fired, &mut self.fired_v, &mut self.trace);
+        let count = self.gpu.view(&self.buf.readback, read, |bytes| {
+            if let Some(tr) = trace {
+                tr.passes(&bytes[span as usize..], ran);
+            }
+            let count = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as u64;
+            if count <= m {
+                take_fired(bytes, count as usize, m, fired, fired_v);
+            }
+            count
+        })?;
+        if count > neurons as u64 {
+            return Err(BackendError::Device(format!("{name}: {count} neurons fired in a brain of {neurons}")));
         }
         if count > m {
             // more fired than copied: copy and read them all again
@@ -257,22 +322,18 @@ impl ShardEngine for WgpuEngine {
             let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
             let span = self.copy_fired(&mut encoder, m);
             self.gpu.queue.submit([encoder.finish()]);
-            self.gpu.read(&self.buf.readback, span, &mut bytes)?;
+            self.gpu.map(&self.buf.readback, span, None)?;
+            let (fired, fired_v) = (&mut self.fired, &mut self.fired_v);
+            self.gpu.view(&self.buf.readback, span, |bytes| take_fired(bytes, count as usize, m, fired, fired_v))?;
             self.expect = count.next_power_of_two();
         }
-        let (c, v_at) = (count as usize, fired_v_at(m) as usize);
-        let ids = bytes[4..4 + c * 4].chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")));
-        let vs = bytes[v_at..v_at + c * 8].chunks_exact(8).map(|w| i64::from_le_bytes(w.try_into().expect("8 bytes")));
-        let (read_ids, read_vs) = &mut self.read;
-        read_ids.clear();
-        read_ids.extend(ids);
-        if let Some(id) = read_ids.iter().find(|&&id| id >= self.neurons) {
-            return Err(BackendError::Device(format!("{}: neuron {id} fired in a brain of {}", self.gpu.name, self.neurons)));
+        // ascending (by construction: `compact`), so the last is the largest
+        if let Some(&id) = self.fired.last().filter(|&&id| id >= neurons) {
+            return Err(BackendError::Device(format!("{name}: neuron {id} fired in a brain of {neurons}")));
         }
-        read_vs.clear();
-        read_vs.extend(vs);
-        self.order.sort(self.neurons, read_ids, read_vs, &mut self.fired, &mut self.fired_v);
-        self.bytes = bytes;
+        self.kept = true;
+        self.propagated = propagate_ahead;
+        self.mark(3);
         Ok(())
     }
 
@@ -302,12 +363,12 @@ impl ShardEngine for WgpuEngine {
         encoder.copy_buffer_to_buffer(&self.buf.rcc, 0, &self.buf.readback, 0, n * 4);
         encoder.copy_buffer_to_buffer(&self.buf.potential, 0, &self.buf.readback, self.buf.v_at, n * 8);
         self.gpu.queue.submit([encoder.finish()]);
-        let mut bytes = std::mem::take(&mut self.bytes);
-        self.gpu.read(&self.buf.readback, self.buf.v_at + n * 8, &mut bytes)?;
-        let rcc: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes[..n as usize * 4]);
+        let span = self.buf.v_at + n * 8;
+        self.gpu.map(&self.buf.readback, span, None)?;
         let v_at = self.buf.v_at as usize;
-        let potential: Vec<i64> = bytemuck::pod_collect_to_vec(&bytes[v_at..v_at + n as usize * 8]);
-        self.bytes = bytes;
+        let (rcc, potential): (Vec<u32>, Vec<i64>) = self.gpu.view(&self.buf.readback, span, |bytes| {
+            (bytemuck::pod_collect_to_vec(&bytes[..n as usize * 4]), bytemuck::pod_collect_to_vec(&bytes[v_at..v_at + n as usize * 8]))
+        })?;
         let mut st = NeuronState {
             potential,
             refractory: rcc.iter().map(|&w| w as u16).collect(),
@@ -327,7 +388,9 @@ impl ShardEngine for WgpuEngine {
         let rcc: Vec<u32> = st.refractory.iter().zip(&st.consecutive).map(|(&r, &c)| r as u32 | (c as u32) << 16).collect();
         self.write(&self.buf.potential, &st.potential);
         self.write(&self.buf.rcc, &rcc);
-        self.gpu.queue.write_buffer(&self.buf.acc, 0, &vec![0u8; self.neurons as usize * 8]);
+        self.gpu.queue.write_buffer(self.buf.acc(), 0, &vec![0u8; self.neurons as usize * 8]);
+        self.kept = false;
+        self.propagated = false;
         if let Some(l) = &mut self.learning {
             let mut parts = [(&mut l.part, &mut l.deferred)];
             l.learner.restore(&st.learned, &mut parts).map_err(device_err(&self.gpu, "restoring what the brain learned"))?;
@@ -336,28 +399,5 @@ impl ShardEngine for WgpuEngine {
         }
         self.gpu.wait()?;
         self.gpu.check("restoring the state")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Order;
-
-    #[test]
-    fn the_fired_list_comes_out_ascending_with_its_potentials() {
-        let mut order = Order::default();
-        let (mut ids, mut vs) = (Vec::new(), Vec::new());
-        for round in 0..3u32 {
-            // distinct ids in a scrambled order, the potential of each its id, negated
-            let read: Vec<u32> = (0..500u32).map(|i| (i * 7919 + round * 13) % 3001).collect();
-            let pots: Vec<i64> = read.iter().map(|&i| -(i as i64)).collect();
-            order.sort(3001, &read, &pots, &mut ids, &mut vs);
-            let mut want = read.clone();
-            want.sort_unstable();
-            assert_eq!(ids, want);
-            assert!(ids.iter().zip(&vs).all(|(&i, &v)| v == -(i as i64)));
-        }
-        order.sort(3001, &[], &[], &mut ids, &mut vs);
-        assert!(ids.is_empty() && vs.is_empty());
     }
 }

@@ -4,9 +4,11 @@
 //! - `device`: the adapter, the device and its limits, its errors caught;
 //! - `buffers`: the brain on the device and the passes of `kernels/burst.wgsl` (compiled by the
 //!   driver at start-up, as NVRTC compiles the CUDA kernels);
-//! - `engine`: [`WgpuEngine`], a burst as one submission and the fired list read back; learning on
-//!   the host with the learner the CPU backend uses, procedural synapses drawn again on the host
-//!   (the CPU backend's draw) and summed on the device.
+//! - `engine`: [`WgpuEngine`], a burst as one upload, one submission and the fired list read back
+//!   (and kept on the device as the next burst's spikes); learning on the host with the learner the
+//!   CPU backend uses, procedural synapses drawn again on the host (the CPU backend's draw) and
+//!   summed on the device;
+//! - `trace`: where a burst's time goes (`NEUROBURST_WGPU_TRACE=1`).
 //!
 //! The device needs 64-bit integers in shaders (potentials are `i64`, docs/model.md); the input
 //! accumulators take 32-bit atomics only (the carry counted into the high word), so no device needs
@@ -15,6 +17,7 @@
 mod buffers;
 mod device;
 mod engine;
+mod trace;
 
 pub use device::probe;
 pub use engine::WgpuEngine;
