@@ -5,7 +5,6 @@
 //   `inject`     the sensory input of this burst, into the same accumulators;
 //   `step`       every neuron's steps 2-7 from its accumulator (which it zeroes); the fired marked
 //                in a bitmap, their potentials kept by neuron, counted by workgroup;
-//   `order`      one workgroup: the workgroups' counts into their places in the fired list;
 //   `compact`    each fired neuron at its rank: the fired list in ascending order, as the host
 //                hands it on (no sort on the host).
 // Group 1's bindings are numbered across the three passes (each pass binds its own).
@@ -151,14 +150,14 @@ fn inject(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
 @group(1) @binding(9) var<storage, read_write> potential: array<i64>;
 // refractory countdown | consecutive-fire count << 16
 @group(1) @binding(10) var<storage, read_write> rcc: array<u32>;
-// [0]: how many fired; then the fired neurons, ascending (`order`, `compact`)
+// [0]: how many fired; then the fired neurons, ascending (`compact`)
 @group(1) @binding(11) var<storage, read_write> fired: array<u32>;
 @group(1) @binding(12) var<storage, read_write> fired_v: array<i64>;
 // a bit a neuron: fired (8 words a step workgroup, all written every burst)
 @group(1) @binding(14) var<storage, read_write> bits: array<u32>;
 // the potential at fire, by neuron (of the fired only)
 @group(1) @binding(15) var<storage, read_write> fire_v: array<i64>;
-// the fired of each step workgroup, then (`order`) where they start in the fired list
+// the fired of each step workgroup
 @group(1) @binding(16) var<storage, read_write> counts: array<u32>;
 // the accumulators again, read and cleared plainly (no atomic: the step is their one user)
 @group(1) @binding(13) var<storage, read_write> acc_words: array<vec2<u32>>;
@@ -352,62 +351,68 @@ fn step(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
     }
 }
 
-// ---- order, compact --------------------------------------------------------------------------
+// ---- compact ---------------------------------------------------------------------------------
 
-var<workgroup> wg_scan: array<u32, 256>;
+// Bitmap words a compact workgroup takes: a word a thread, 32 step workgroups.
+const COMPACT_WORDS: u32 = 256u;
 
-// One workgroup: each thread sums a run of the step workgroups' counts, the runs' sums are
-// scanned, and each count is replaced by where its workgroup's fired start; the total is the
+var<workgroup> wg_sum: array<u32, 256>;
+
+// A workgroup a run of COMPACT_WORDS words of the bitmap, a thread a word: the run starts in the
+// fired list after the fired of every step workgroup before it (their counts summed here: no pass
+// of its own for a scan), each word after the fired of the words before it in the run (scanned in
+// the workgroup); a word's fired go to their places in ascending order. The last run writes the
 // list's length.
 @compute @workgroup_size(256)
-fn order(@builtin(local_invocation_index) li: u32) {
+fn compact(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+           @builtin(local_invocation_index) li: u32) {
+    let c = wid.x + wid.y * nw.x;
     let groups = (b.neurons + STEP_GROUP - 1u) / STEP_GROUP;
-    let per = (groups + 255u) / 256u;
-    let lo = min(li * per, groups);
-    let hi = min(lo + per, groups);
-    var sum = 0u;
-    for (var i = lo; i < hi; i++) {
-        sum += counts[i];
+    let first = c * (COMPACT_WORDS / 8u);
+    if first >= groups {
+        return;
     }
-    wg_scan[li] = sum;
+    var before = 0u;
+    for (var i = li; i < first; i += 256u) {
+        before += counts[i];
+    }
+    wg_sum[li] = before;
     workgroupBarrier();
-    // inclusive scan (Hillis-Steele) of the runs' sums
+    for (var d = 128u; d > 0u; d >>= 1u) {
+        if li < d {
+            wg_sum[li] += wg_sum[li + d];
+        }
+        workgroupBarrier();
+    }
+    let base = wg_sum[0];
+    workgroupBarrier();
+    let w = c * COMPACT_WORDS + li;
+    var word = 0u;
+    if w < groups * 8u {
+        word = bits[w];
+    }
+    let mine = countOneBits(word);
+    wg_sum[li] = mine;
+    workgroupBarrier();
+    // inclusive scan (Hillis-Steele) of the words' fired
     for (var d = 1u; d < 256u; d <<= 1u) {
         var x = 0u;
         if li >= d {
-            x = wg_scan[li - d];
+            x = wg_sum[li - d];
         }
         workgroupBarrier();
-        wg_scan[li] += x;
+        wg_sum[li] += x;
         workgroupBarrier();
     }
-    var run = wg_scan[li] - sum;
-    for (var i = lo; i < hi; i++) {
-        let c = counts[i];
-        counts[i] = run;
-        run += c;
+    var r = base + wg_sum[li] - mine;
+    while word != 0u {
+        let n = w * 32u + firstTrailingBit(word);
+        fired[1u + r] = n;
+        fired_v[r] = fire_v[n];
+        r += 1u;
+        word &= word - 1u;
     }
-    if li == 255u {
-        fired[0] = wg_scan[255];
+    if li == 255u && first + COMPACT_WORDS / 8u >= groups {
+        fired[0] = base + wg_sum[255];
     }
-}
-
-// A thread a neuron (the step's grid): a fired one goes to its rank, its workgroup's start plus
-// the fired before it in the workgroup's 8 words.
-@compute @workgroup_size(256)
-fn compact(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
-    let n = g.x + g.y * nw.x * STEP_GROUP;
-    if n >= b.neurons {
-        return;
-    }
-    let word = bits[n >> 5u];
-    if ((word >> (n & 31u)) & 1u) == 0u {
-        return;
-    }
-    var r = counts[n / STEP_GROUP] + countOneBits(word & ((1u << (n & 31u)) - 1u));
-    for (var w = (n / STEP_GROUP) * 8u; w < (n >> 5u); w++) {
-        r += countOneBits(bits[w]);
-    }
-    fired[1u + r] = n;
-    fired_v[r] = fire_v[n];
 }

@@ -18,6 +18,9 @@ pub(super) const GROUP: u32 = 64;
 /// Threads of a step workgroup (`STEP_GROUP` in burst.wgsl).
 pub(super) const STEP_GROUP: u32 = 256;
 
+/// Step workgroups a compact workgroup orders (`COMPACT_WORDS / 8` in burst.wgsl).
+pub(super) const COMPACT_GROUPS: u64 = 32;
+
 /// Words of the upload's header (`Header` in burst.wgsl): the burst number, the injections, where
 /// the injected ids and potentials start.
 pub(super) const HEADER_WORDS: usize = 8;
@@ -94,7 +97,6 @@ pub(super) struct Buffers {
     pub propagate: Pass,
     pub inject: Pass,
     pub step: Pass,
-    pub order: Pass,
     pub compact: Pass,
     /// Bytes of all the buffers.
     pub bytes: u64,
@@ -224,7 +226,6 @@ impl Buffers {
         let own: &Entries<'_> =
             &[(7, &areas), (8, &area_end), (9, &potential), (10, &rcc), (13, &acc), (14, &bits), (15, &fire_v), (16, &counts)];
         let step = Pass::new(gpu, &module, "step", &[&[(0, &brain), (1, &upload)], own]);
-        let order = Pass::new(gpu, &module, "order", &[&[(0, &brain)], &[(11, &fired), (16, &counts)]]);
         let own: &Entries<'_> = &[(11, &fired), (12, &fired_v), (14, &bits), (15, &fire_v), (16, &counts)];
         let compact = Pass::new(gpu, &module, "compact", &[&[(0, &brain)], own]);
         let all = [&acc, &row_ptr, &targets, &codes, &table, &spikes, &areas, &area_end, &potential, &rcc, &fired, &fired_v, &bits];
@@ -246,7 +247,6 @@ impl Buffers {
             propagate,
             inject,
             step,
-            order,
             compact,
             bytes,
         })

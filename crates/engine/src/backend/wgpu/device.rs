@@ -2,6 +2,7 @@
 //! caught instead of wgpu's default panic.
 
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use crate::backend::{BackendError, GpuProbe};
 
@@ -15,6 +16,9 @@ pub(super) struct WgpuDevice {
     /// The first error the device reported (validation, out of memory, lost), if any.
     error: Arc<Mutex<Option<String>>>,
 }
+
+/// How long a read-back polls the device before it waits (and leaves the core to others).
+const SPIN: Duration = Duration::from_millis(2);
 
 /// What the backend needs of a device beyond WebGPU's defaults: 64-bit integers in shaders.
 const FEATURES: wgpu::Features = wgpu::Features::SHADER_INT64;
@@ -127,8 +131,18 @@ impl WgpuDevice {
         let status = Arc::new(Mutex::new(None));
         let s = status.clone();
         buffer.slice(..bytes).map_async(wgpu::MapMode::Read, move |r| *s.lock().unwrap_or_else(|p| p.into_inner()) = Some(r));
-        let wait = wgpu::PollType::Wait { submission_index: after, timeout: None };
-        self.device.poll(wait).map_err(|e| BackendError::Device(format!("{}: {e}", self.name)))?;
+        // the device polled until the map is done (a burst's read-back: the blocking wait woke up
+        // tens of microseconds late, W(1M) on an H200 173-216 us a burst against 138-173), and
+        // waited for after SPIN (a long burst)
+        let poll = |p| self.device.poll(p).map_err(|e| BackendError::Device(format!("{}: {e}", self.name)));
+        let since = Instant::now();
+        while status.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
+            if since.elapsed() > SPIN {
+                poll(wgpu::PollType::Wait { submission_index: after, timeout: None })?;
+                break;
+            }
+            poll(wgpu::PollType::Poll)?;
+        }
         self.check("reading back")?;
         let done = status.lock().unwrap_or_else(|p| p.into_inner()).take();
         match done {

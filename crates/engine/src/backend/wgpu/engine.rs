@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use super::buffers::{codes_bytes, padded, Buffers, GROUP, HEADER_WORDS, STEP_GROUP};
+use super::buffers::{codes_bytes, padded, Buffers, COMPACT_GROUPS, GROUP, HEADER_WORDS, STEP_GROUP};
 use super::device::WgpuDevice;
 use super::trace::Trace;
 use crate::backend::cpu::Regen;
@@ -73,10 +73,18 @@ fn fired_v_at(m: u64) -> u64 {
 /// (see [`fired_v_at`]).
 fn take_fired(bytes: &[u8], count: usize, m: u64, ids: &mut Vec<u32>, vs: &mut Vec<i64>) {
     let v_at = fired_v_at(m) as usize;
+    let (id_bytes, v_bytes) = (&bytes[4..4 + count * 4], &bytes[v_at..v_at + count * 8]);
     ids.clear();
-    ids.extend(bytes[4..4 + count * 4].chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes"))));
     vs.clear();
-    vs.extend(bytes[v_at..v_at + count * 8].chunks_exact(8).map(|w| i64::from_le_bytes(w.try_into().expect("8 bytes"))));
+    // a copy where the mapping is aligned (wgpu maps at 8-byte boundaries), else word by word
+    match bytemuck::try_cast_slice::<u8, u32>(id_bytes) {
+        Ok(w) => ids.extend_from_slice(w),
+        Err(_) => ids.extend(id_bytes.chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))),
+    }
+    match bytemuck::try_cast_slice::<u8, i64>(v_bytes) {
+        Ok(w) => vs.extend_from_slice(w),
+        Err(_) => vs.extend(v_bytes.chunks_exact(8).map(|w| i64::from_le_bytes(w.try_into().expect("8 bytes")))),
+    }
 }
 
 /// `groups` workgroups as a grid the device takes (at most `max` along a dimension).
@@ -275,13 +283,12 @@ impl ShardEngine for WgpuEngine {
         }
         if self.neurons > 0 {
             // the step, then its fired list in ascending order
-            let g = grid((self.neurons as u64).div_ceil(STEP_GROUP as u64), max);
-            b.step.run(&mut encoder, g, ts(2));
-            b.order.run(&mut encoder, (1, 1), ts(3));
-            b.compact.run(&mut encoder, g, ts(4));
+            let groups = (self.neurons as u64).div_ceil(STEP_GROUP as u64);
+            b.step.run(&mut encoder, grid(groups, max), ts(2));
+            b.compact.run(&mut encoder, grid(groups.div_ceil(COMPACT_GROUPS), max), ts(3));
         }
         let stepped = self.neurons > 0;
-        let ran = [propagates || self.trace_ahead, k > 0, stepped, stepped, stepped];
+        let ran = [propagates || self.trace_ahead, k > 0, stepped, stepped];
         let mut m = self.expect.min(self.neurons as u64);
         let span = self.copy_fired(&mut encoder, m);
         let read = self.trace.as_ref().map_or(span, |tr| tr.resolve(&mut encoder, &b.readback, span));

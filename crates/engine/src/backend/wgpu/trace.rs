@@ -12,7 +12,7 @@ use super::device::WgpuDevice;
 pub(super) const STAGES: [&str; 4] = ["prepare (learning, draws, upload)", "encode and submit", "wait", "read"];
 
 /// The passes, in the order of their queries.
-pub(super) const PASSES: [&str; 5] = ["propagate", "inject", "step", "order", "compact"];
+pub(super) const PASSES: [&str; 4] = ["propagate", "inject", "step", "compact"];
 
 /// Whether the trace is asked for.
 pub(super) fn wanted() -> bool {
