@@ -1,6 +1,9 @@
 //! The brain on the device: its buffers, the three pipelines of `kernels/burst.wgsl` and their
-//! bind groups. What changes every burst goes up in one buffer (`upload`): each `write_buffer` costs
-//! wgpu a staging buffer of its own.
+//! bind groups. What changes every burst goes up in one buffer (`upload`), through a staging buffer
+//! of our own ([`Stage`]): each `write_buffer` costs wgpu a staging buffer of its own.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use wgpu::util::DeviceExt;
 
@@ -86,6 +89,7 @@ pub(super) struct Buffers {
     pub upload: wgpu::Buffer,
     /// Words `upload` holds.
     upload_room: u64,
+    pub stage: Stage,
     pub potential: wgpu::Buffer,
     pub rcc: wgpu::Buffer,
     /// `[count, fired...]` ascending, and the fired neurons' potentials.
@@ -195,6 +199,7 @@ impl Buffers {
         });
         let upload_room = 1024;
         let upload = zeroed("upload", upload_room * 4, STORAGE);
+        let stage = Stage::new(gpu, upload_room * 4);
         let acc = zeroed("accumulators", n * 8, STORAGE);
         let row_ptr = init("row pointers", bytemuck::cast_slice(&row_ptr));
         let targets = init("targets", bytemuck::cast_slice(&part.targets));
@@ -238,6 +243,7 @@ impl Buffers {
             spikes,
             upload,
             upload_room,
+            stage,
             potential,
             rcc,
             fired,
@@ -267,6 +273,7 @@ impl Buffers {
             mapped_at_creation: false,
         });
         self.upload_room = room;
+        self.stage = Stage::new(gpu, room * 4);
         let (brain, upload, acc) = (&self.brain, &self.upload, &self.acc);
         self.inject.groups[0] = bind_group(gpu, &self.inject.pipeline, "inject", 0, &[(1, upload), (2, acc)]);
         self.step.groups[0] = bind_group(gpu, &self.step.pipeline, "step", 0, &[(0, brain), (1, upload)]);
@@ -276,6 +283,49 @@ impl Buffers {
     /// The accumulators (cleared on a restore).
     pub fn acc(&self) -> &wgpu::Buffer {
         &self.acc
+    }
+}
+
+/// The upload's staging buffer (MAP_WRITE): written while mapped, copied into the upload on the
+/// device, and mapped again once that submission is done (the read-back waits for it anyway), so a
+/// burst costs no staging buffer of wgpu's.
+pub(super) struct Stage {
+    buffer: wgpu::Buffer,
+    mapped: Arc<AtomicBool>,
+}
+
+impl Stage {
+    fn new(gpu: &WgpuDevice, bytes: u64) -> Stage {
+        let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("upload stage"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        });
+        Stage { buffer, mapped: Arc::new(AtomicBool::new(true)) }
+    }
+
+    /// `words` into the stage and their copy into `dst` recorded; false (nothing done) when the
+    /// stage is not mapped (then the caller writes through the queue).
+    pub fn put(&self, encoder: &mut wgpu::CommandEncoder, words: &[u32], dst: &wgpu::Buffer) -> bool {
+        let bytes = std::mem::size_of_val(words) as u64;
+        if bytes == 0 || bytes > self.buffer.size() || !self.mapped.load(Ordering::Acquire) {
+            return false;
+        }
+        match self.buffer.slice(..bytes).get_mapped_range_mut() {
+            Ok(mut view) => view.copy_from_slice(bytemuck::cast_slice(words)),
+            Err(_) => return false,
+        }
+        self.buffer.unmap();
+        self.mapped.store(false, Ordering::Release);
+        encoder.copy_buffer_to_buffer(&self.buffer, 0, dst, 0, bytes);
+        true
+    }
+
+    /// Map the stage again (after the submission of a [`Stage::put`]'s copy: done with it).
+    pub fn remap(&self) {
+        let mapped = self.mapped.clone();
+        self.buffer.slice(..).map_async(wgpu::MapMode::Write, move |r| mapped.store(r.is_ok(), Ordering::Release));
     }
 }
 

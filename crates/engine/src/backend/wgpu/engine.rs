@@ -258,12 +258,20 @@ impl ShardEngine for WgpuEngine {
         let kept = self.kept && spikes == self.fired.as_slice();
         let s = spikes.len() as u64;
         let k = self.upload(t, spikes, kept, input)?;
-        self.gpu.queue.write_buffer(&self.buf.upload, 0, bytemuck::cast_slice(&self.up));
-        self.mark(0);
         let b = &self.buf;
+        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+        let staged = b.stage.put(&mut encoder, &self.up, &b.upload);
+        if !staged {
+            self.gpu.queue.write_buffer(&b.upload, 0, bytemuck::cast_slice(&self.up));
+        }
+        if let Some(tr) = &mut self.trace {
+            if !staged {
+                tr.queued();
+            }
+            tr.mark(0);
+        }
         let max = self.gpu.limits.max_compute_workgroups_per_dimension;
         let ts = |i| self.trace.as_ref().and_then(|tr| tr.pass(i));
-        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
         // the spikes: propagated ahead already (the last burst's fired list, as asked), else from
         // the device's fired list, else from the host's (after a restore); an ahead propagation of
         // other spikes than asked is cleared (no caller does that: the brain's spikes are its fired)
@@ -293,6 +301,9 @@ impl ShardEngine for WgpuEngine {
         let span = self.copy_fired(&mut encoder, m);
         let read = self.trace.as_ref().map_or(span, |tr| tr.resolve(&mut encoder, &b.readback, span));
         let burst = self.gpu.queue.submit([encoder.finish()]);
+        if staged {
+            b.stage.remap();
+        }
         // the next burst's propagation of this one's fired list, while the host reads it back (a
         // brain that learns changes its codes first)
         let propagate_ahead = self.learning.is_none() && stepped;

@@ -34,6 +34,8 @@ pub(super) struct Trace {
     ran: [u64; PASSES.len()],
     queries: Option<Queries>,
     at: Instant,
+    /// Bursts whose upload went through the queue (its stage not mapped yet).
+    queued: u64,
 }
 
 impl Trace {
@@ -64,6 +66,7 @@ impl Trace {
             ran: [0; PASSES.len()],
             queries,
             at: Instant::now(),
+            queued: 0,
         })
     }
 
@@ -71,6 +74,11 @@ impl Trace {
     pub fn start(&mut self) {
         self.bursts += 1;
         self.at = Instant::now();
+    }
+
+    /// The upload went through the queue rather than its stage.
+    pub fn queued(&mut self) {
+        self.queued += 1;
     }
 
     /// Stage `i` ends now.
@@ -117,6 +125,6 @@ impl Trace {
         } else {
             "; device: no timestamp queries".into()
         };
-        format!("{} bursts, per burst: {}{device}", self.bursts, host.join(", "))
+        format!("{} bursts ({} uploads through the queue), per burst: {}{device}", self.bursts, self.queued, host.join(", "))
     }
 }
