@@ -13,6 +13,9 @@ pub(super) struct WgpuDevice {
     /// `NVIDIA H200 (Vulkan)`, `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`, ...
     pub name: String,
     pub limits: wgpu::Limits,
+    /// A read-back polls the device first (not on a CPU device, lavapipe: it runs on the host's
+    /// cores, and the poll would take one from it).
+    spin: bool,
     /// The first error the device reported (validation, out of memory, lost), if any.
     error: Arc<Mutex<Option<String>>>,
 }
@@ -71,6 +74,7 @@ impl WgpuDevice {
         let a = adapter().map_err(dev)?;
         usable(&a).map_err(dev)?;
         let name = name_of(&a);
+        let spin = a.get_info().device_type != wgpu::DeviceType::Cpu;
         let limits = a.limits();
         // the passes' device times, where the trace is asked for and the device has them
         let timestamps = if super::trace::wanted() { a.features() & wgpu::Features::TIMESTAMP_QUERY } else { wgpu::Features::empty() };
@@ -92,7 +96,7 @@ impl WgpuDevice {
             let mut slot = lost.lock().unwrap_or_else(|p| p.into_inner());
             slot.get_or_insert_with(|| format!("the device was lost ({reason:?}): {msg}"));
         });
-        Ok(WgpuDevice { device, queue, name, limits, error })
+        Ok(WgpuDevice { device, queue, name, limits, spin, error })
     }
 
     /// The device's first error since it opened, as the backend's error.
@@ -137,7 +141,7 @@ impl WgpuDevice {
         let poll = |p| self.device.poll(p).map_err(|e| BackendError::Device(format!("{}: {e}", self.name)));
         let since = Instant::now();
         while status.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
-            if since.elapsed() > SPIN {
+            if !self.spin || since.elapsed() > SPIN {
                 poll(wgpu::PollType::Wait { submission_index: after, timeout: None })?;
                 break;
             }
