@@ -310,26 +310,25 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
     i64 atf[ITEMS];
     i64 v1[ITEMS];
     u32 r1[ITEMS];
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+        f[i] = false;
+        atf[i] = 0;
+        v1[i] = v[i];
+        r1[i] = r[i];
+    }
     const bool simple = na == 1 && is_simple(s_par[0]);
     if (simple) {
         // the block lies in one simple area
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const u32 n = base + i * blockDim.x + threadIdx.x;
-            f[i] = false;
-            atf[i] = 0;
-            v1[i] = v[i];
-            r1[i] = r[i];
             if (n < N) f[i] = step_simple(s_par[0], G + n, t, (u64)(i64)a[i] + in[i], v1[i], r1[i], atf[i]);
         }
     } else {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const u32 n = base + i * blockDim.x + threadIdx.x;
-        f[i] = false;
-        atf[i] = 0;
-        v1[i] = v[i];
-        r1[i] = r[i];
         if (n < N) {
             const AreaParams* p;
             if (na) {
