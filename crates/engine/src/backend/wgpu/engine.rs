@@ -1,8 +1,10 @@
 //! [`WgpuEngine`]: a whole brain on one wgpu device. A burst is one upload (its header and
-//! injections), one submission (propagation, injection, step), then the fired list read back (its
-//! ids and potentials only) and put in ascending order by rank in a bitmap of the brain's neurons.
-//! The device keeps its fired list as the next burst's spikes (copied there on the device), so
-//! the spikes go up from the host only after a restore. A brain that learns learns on the host, as
+//! injections, through the buffers' own stage), one submission (propagation, injection, step, the
+//! fired list put in ascending order on the device), then that list read back (its ids and
+//! potentials only) and copied out as it is. The device keeps its fired list as the next burst's
+//! spikes (the propagation reads it where it is), so spikes go up from the host only after a
+//! restore; a brain that does not learn propagates them ahead, in a second submission, while the
+//! host reads the burst back. A brain that learns learns on the host, as
 //! the CPU backend does (the shared learner, `backend/learn/`), and its synapses' codes go to the
 //! device before the burst that uses them.
 
@@ -48,8 +50,8 @@ pub struct WgpuEngine {
     regen: Regen,
     /// The burst's upload (burst.wgsl's `Upload`), as words.
     up: Vec<u32>,
-    /// The device's fired list holds this engine's `fired` (in its own order): the next burst's
-    /// spikes, when they are these, are copied from it on the device.
+    /// The device's fired list holds this engine's `fired`: the next burst's spikes, when they
+    /// are these, are read from it on the device.
     kept: bool,
     /// The accumulators hold the propagation of the device's fired list (run ahead).
     propagated: bool,
