@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use super::buffers::{codes_bytes, padded, Buffers, COMPACT_GROUPS, GROUP, HEADER_WORDS, STEP_GROUP};
 use super::device::WgpuDevice;
-use super::trace::Trace;
+use super::trace::WgpuTrace;
 use crate::backend::cpu::Regen;
 use crate::backend::learn::{Deferred, Learner, Scatter};
 use crate::backend::shard::ShardEngine;
@@ -55,7 +55,7 @@ pub struct WgpuEngine {
     kept: bool,
     /// The accumulators hold the propagation of the device's fired list (run ahead).
     propagated: bool,
-    trace: Option<Trace>,
+    trace: Option<WgpuTrace>,
     /// The last burst propagated ahead (the trace's propagation time is that one's).
     trace_ahead: bool,
     /// Fired neurons read back from the last burst (ascending), and how many to copy at first
@@ -115,7 +115,7 @@ impl WgpuEngine {
         }
         let part = parts.pop().expect("one part");
         let buf = Buffers::new(&gpu, &part, &params, &table, neurons)?;
-        let trace = Trace::new(&gpu);
+        let trace = WgpuTrace::new(&gpu);
         let synapses = part.synapses();
         let learning =
             plastic.map(|p| HostLearning { learner: Learner::new(p, neurons), deferred: Deferred::of(&part), part, ahead: false });

@@ -26,7 +26,7 @@ struct Queries {
     period: f64,
 }
 
-pub(super) struct Trace {
+pub(super) struct WgpuTrace {
     bursts: u64,
     host: [f64; STAGES.len()],
     /// Device nanoseconds by pass, and the bursts each pass ran in.
@@ -38,10 +38,10 @@ pub(super) struct Trace {
     queued: u64,
 }
 
-impl Trace {
+impl WgpuTrace {
     /// A trace when `NEUROBURST_WGPU_TRACE=1`, with the passes' device times where `gpu` has
     /// timestamp queries.
-    pub fn new(gpu: &WgpuDevice) -> Option<Trace> {
+    pub fn new(gpu: &WgpuDevice) -> Option<WgpuTrace> {
         if !wanted() {
             return None;
         }
@@ -59,7 +59,7 @@ impl Trace {
             }),
             period: gpu.queue.get_timestamp_period() as f64,
         });
-        Some(Trace {
+        Some(WgpuTrace {
             bursts: 0,
             host: [0.0; STAGES.len()],
             device: [0.0; PASSES.len()],
