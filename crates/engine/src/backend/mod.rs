@@ -81,6 +81,9 @@ pub enum BackendError {
         /// Neurons of the brain.
         expected: usize,
     },
+    #[error("the state's burst counter is {0}, the last there is: no burst can follow it")]
+    /// A restored state's burst counter is at its end (u64::MAX).
+    BurstAtEnd(u64),
     #[error("{0}")]
     /// The device failed (a CUDA error, said as the driver said it).
     Device(String),

@@ -78,8 +78,12 @@ pub fn merge_learned(into: &mut crate::model::plasticity::Learned, shard: crate:
     }
 }
 
-/// Check that a state holds `n` neurons.
+/// Check that a state holds `n` neurons and a burst counter a burst can follow.
 pub fn check_lengths(st: &NeuronState, n: usize) -> Result<(), BackendError> {
+    // (the next burst's number is one more: a checkpoint at u64::MAX would overflow it)
+    if st.burst == u64::MAX {
+        return Err(BackendError::BurstAtEnd(st.burst));
+    }
     for len in [st.potential.len(), st.refractory.len(), st.consecutive.len()] {
         if len != n {
             return Err(BackendError::StateMismatch { got: len, expected: n });
