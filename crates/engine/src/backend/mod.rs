@@ -81,8 +81,8 @@ pub enum BackendError {
         /// Neurons of the brain.
         expected: usize,
     },
-    #[error("the state's burst counter is {0}, the last there is: no burst can follow it")]
-    /// A restored state's burst counter is at its end (u64::MAX).
+    #[error("the burst counter is {0}, at its end: no burst can follow it")]
+    /// The burst counter (a restored state's) is at its end (u64::MAX - 1 or above).
     BurstAtEnd(u64),
     #[error("{0}")]
     /// The device failed (a CUDA error, said as the driver said it).

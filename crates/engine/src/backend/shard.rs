@@ -80,8 +80,9 @@ pub fn merge_learned(into: &mut crate::model::plasticity::Learned, shard: crate:
 
 /// Check that a state holds `n` neurons and a burst counter a burst can follow.
 pub fn check_lengths(st: &NeuronState, n: usize) -> Result<(), BackendError> {
-    // (the next burst's number is one more: a checkpoint at u64::MAX would overflow it)
-    if st.burst == u64::MAX {
+    // (the next burst's number is one more, and a snapshot after it names the one after that: a
+    // checkpoint at u64::MAX - 1 or above would overflow them)
+    if st.burst >= u64::MAX - 1 {
         return Err(BackendError::BurstAtEnd(st.burst));
     }
     for len in [st.potential.len(), st.refractory.len(), st.consecutive.len()] {
@@ -177,7 +178,7 @@ impl<E: ShardEngine> Backend for Sharded<E> {
         }
         // each engine takes its share by binary search: sorted input goes as it is
         let input = self.sorted.sorted_view(input);
-        let t = self.burst + 1;
+        let t = self.burst.checked_add(1).filter(|&t| t < u64::MAX).ok_or(BackendError::BurstAtEnd(self.burst))?;
         let spikes = &self.fired;
         let run = |e: &mut E| {
             let share = input.within(e.range());
