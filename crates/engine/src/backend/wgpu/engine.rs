@@ -56,8 +56,6 @@ pub struct WgpuEngine {
     /// The accumulators hold the propagation of the device's fired list (run ahead).
     propagated: bool,
     trace: Option<WgpuTrace>,
-    /// The last burst propagated ahead (the trace's propagation time is that one's).
-    trace_ahead: bool,
     /// Fired neurons read back from the last burst (ascending), and how many to copy at first
     /// (grows to the most seen).
     fired: Vec<u32>,
@@ -130,7 +128,6 @@ impl WgpuEngine {
             kept: false,
             propagated: false,
             trace,
-            trace_ahead: false,
             fired: Vec::new(),
             fired_v: Vec::new(),
             expect: 1024,
@@ -298,7 +295,8 @@ impl ShardEngine for WgpuEngine {
             b.compact.run(&mut encoder, grid(groups.div_ceil(COMPACT_GROUPS), max), ts(3));
         }
         let stepped = self.neurons > 0;
-        let ran = [propagates || self.trace_ahead, k > 0, stepped, stepped];
+        // (propagated ahead: the trace's propagation time is the last burst's second submission)
+        let ran = [propagates || self.propagated, k > 0, stepped, stepped];
         let mut m = self.expect.min(self.neurons as u64);
         let span = self.copy_fired(&mut encoder, m);
         let read = self.trace.as_ref().map_or(span, |tr| tr.resolve(&mut encoder, &b.readback, span));
@@ -314,7 +312,6 @@ impl ShardEngine for WgpuEngine {
             b.propagate.run_with(&mut encoder, (grid(s.max(1), max).0, 1), ts(0), 2);
             self.gpu.queue.submit([encoder.finish()]);
         }
-        self.trace_ahead = propagate_ahead;
         self.mark(1);
         // (the device's fired list is no longer the last one, whatever comes of the read)
         self.kept = false;
