@@ -1,19 +1,20 @@
 // burst.wgsl: one burst on any GPU through wgpu (Vulkan, Metal, DX12), bit for bit with the CPU
-// reference (crates/model/src/model/neuron.rs, docs/model.md). The passes, in one submission:
+// reference (crates/model/src/model/neuron.rs, docs/model.md). The passes, dispatches of one
+// compute pass:
 //   `propagate`  the last burst's spikes: every synapse of every fired source adds its contribution
 //                to its target's accumulator;
 //   `inject`     the sensory input of this burst, into the same accumulators;
 //   `step`       every neuron's steps 2-7 from its accumulator (which it zeroes); the fired marked
 //                in a bitmap, their potentials kept by neuron, counted by workgroup;
 //   `compact`    each fired neuron at its rank: the fired list in ascending order, as the host
-//                hands it on (no sort on the host).
+//                hands it on (no sort on the host), written where the host maps it (`out`).
 // Group 1's bindings are numbered across the three passes (each pass binds its own).
-// Potentials are i64 (the device's SHADER_INT64). Accumulators are two 32-bit words a neuron, added
-// to with 32-bit atomics and the carry counted into the high word: sums modulo 2^64, exact and in
-// any order (no 64-bit atomics, which Metal lacks). What changes every burst comes up in one
-// buffer (`Upload`: one write a burst, each of which costs wgpu a staging buffer of its own); the
-// spikes the propagation reads are the last burst's fired list where it is still on the device
-// (the host binds it), or the host's (after a restore).
+// Potentials are i64 (the device's SHADER_INT64). Accumulators are 64 bits a neuron, added to
+// with 64-bit atomics (acc64.wgsl) or, on a device without them (Metal), as two 32-bit words with
+// the carry counted into the high word (acc32.wgsl): sums modulo 2^64, exact and in any order.
+// What changes every burst comes up in one buffer (`Upload`); the spikes the propagation reads
+// are the last burst's fired list where it is still on the device (the host binds it), or the
+// host's (after a restore).
 
 struct Area {
     threshold: i64,
@@ -58,7 +59,8 @@ struct Header {
     same: u32,
     same_lo: u32,
     same_hi: u32,
-    pad: u32,
+    // the fired the host reads from `out` (their ids, then their potentials): the first m
+    m: u32,
 }
 
 struct Upload {
@@ -77,22 +79,9 @@ const I64_MAX: i64 = 9223372036854775807li;
 
 @group(0) @binding(0) var<uniform> b: Brain;
 @group(0) @binding(1) var<storage, read> up: Upload;
-// the accumulators as the propagation and the injection add to them (the step reads them plainly)
-@group(0) @binding(2) var<storage, read_write> acc: array<atomic<u32>>;
-
-// Add v (modulo 2^64) to accumulator n: the low word, then the high word with the carry.
-fn acc_add(n: u32, v: i64) {
-    let lo = u32(v & 0xFFFFFFFFli);
-    let hi = u32((v >> 32u) & 0xFFFFFFFFli);
-    var carry = 0u;
-    if lo != 0u {
-        let old = atomicAdd(&acc[2u * n], lo);
-        carry = select(0u, 1u, old > 0xFFFFFFFFu - lo);
-    }
-    if hi + carry != 0u {
-        atomicAdd(&acc[2u * n + 1u], hi + carry);
-    }
-}
+// The accumulators as the propagation and the injection add to them (`acc`, group 0 binding 2)
+// and `acc_add(n, v)`: in acc64.wgsl where the device has 64-bit atomics, else in acc32.wgsl (the
+// host appends one of them to this file).
 
 // ---- propagate -------------------------------------------------------------------------------
 
@@ -159,6 +148,10 @@ fn inject(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
 @group(1) @binding(15) var<storage, read_write> fire_v: array<i64>;
 // the fired of each step workgroup
 @group(1) @binding(16) var<storage, read_write> counts: array<u32>;
+// the area of each step workgroup's neurons where they lie in one (else ~0), written when the brain is built
+@group(1) @binding(17) var<storage, read> step_area: array<u32>;
+// what the host maps: [count, the first `up.h.m` fired ids, their potentials (low, high words) 8-byte aligned]
+@group(1) @binding(18) var<storage, read_write> out: array<u32>;
 // the accumulators again, read and cleared plainly (no atomic: the step is their one user)
 @group(1) @binding(13) var<storage, read_write> acc_words: array<vec2<u32>>;
 
@@ -194,7 +187,8 @@ fn sat_mul_u32(a: i64, x: u32) -> i64 {
     return a * xx;
 }
 
-fn threshold_of(p: Area, local: u32) -> i64 {
+fn threshold_of(a: u32, local: u32) -> i64 {
+    let p = &areas[a];
     if (p.flags & FLAG_GRADIENT) == 0u {
         return p.threshold;
     }
@@ -234,13 +228,15 @@ struct Fire {
 }
 
 // Steps 2-7 of neuron n (the mirror of `step_core` in kernels/step.cu).
-fn step_neuron(n: u32, p: Area) -> Fire {
+fn step_neuron(n: u32, a: u32) -> Fire {
+    // (the area's fields read where they are used, not all of them a thread)
+    let p = &areas[a];
     // the input: synapses and injections, modulo 2^64 (then clamped, as on the CPU)
-    let a = acc_words[n];
-    if (a.x | a.y) != 0u {
+    let w = acc_words[n];
+    if (w.x | w.y) != 0u {
         acc_words[n] = vec2<u32>(0u, 0u);
     }
-    var input = bitcast<i64>((u64(a.y) << 32u) | u64(a.x));
+    var input = bitcast<i64>((u64(w.y) << 32u) | u64(w.x));
     if (p.flags & FLAG_POWER) != 0u {
         input = bitcast<i64>(bitcast<u64>(input) + u64(ONE_LSB));
     }
@@ -264,7 +260,7 @@ fn step_neuron(n: u32, p: Area) -> Fire {
         // 4. integrate
         v = clamp_potential(v + clamp_potential(input));
         // 5. the firing window
-        let window = v >= threshold_of(p, n - p.first) && (p.threshold_limit == 0li || v <= p.threshold_limit)
+        let window = v >= threshold_of(a, n - p.first) && (p.threshold_limit == 0li || v <= p.threshold_limit)
             && (p.flags & FLAG_NEVER_FIRE) == 0u;
         var done = false;
         if window {
@@ -293,7 +289,9 @@ fn step_neuron(n: u32, p: Area) -> Fire {
                     v = min(v + p.leak_linear, 0li);
                 }
             } else {
-                v = (v * i64(p.leak_keep)) / 65536li;
+                // (x / 65536 truncating toward 0, as the CPU's i64 division, by shifts)
+                let x = v * i64(p.leak_keep);
+                v = (x + ((x >> 63u) & 65535li)) >> 16u;
             }
         }
     }
@@ -310,44 +308,50 @@ fn step_neuron(n: u32, p: Area) -> Fire {
 // Threads of a step workgroup (8 words of the bitmap).
 const STEP_GROUP: u32 = 256u;
 
-// The workgroup's fired, a bit each.
+// The workgroup's fired, a bit each, and how many (zeroed by the workgroup itself: the pipelines
+// leave workgroup memory as it is).
 var<workgroup> wg_bits: array<atomic<u32>, 8>;
-// The area of the workgroup's neurons when they lie in one (else ~0).
-var<workgroup> wg_area: u32;
+var<workgroup> wg_count: atomic<u32>;
 
+// A thread a neuron. The workgroup's area comes from `step_area` (written when the brain is
+// built), so no thread waits for a search; the fired are marked and counted in the workgroup
+// once every neuron has stepped.
 @compute @workgroup_size(256)
 fn step(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
     let n = g.x + g.y * nw.x * STEP_GROUP;
     let wg = n / STEP_GROUP;
-    if li == 0u {
-        // one search a workgroup where its neurons lie in one area (the usual case)
-        let last = min(n + STEP_GROUP, b.neurons) - 1u;
-        let a = area_of(n);
-        wg_area = select(0xFFFFFFFFu, a, n < b.neurons && area_end[a] > last);
+    if li < 8u {
+        atomicStore(&wg_bits[li], 0u);
     }
-    workgroupBarrier();
+    if li == 8u {
+        atomicStore(&wg_count, 0u);
+    }
+    var fires = false;
     if n < b.neurons {
-        var a = wg_area;
+        var a = step_area[wg];
         if a == 0xFFFFFFFFu {
             a = area_of(n);
         }
-        let f = step_neuron(n, areas[a]);
+        let f = step_neuron(n, a);
         if f.fires {
-            atomicOr(&wg_bits[li >> 5u], 1u << (li & 31u));
             fire_v[n] = f.at;
+            fires = true;
         }
     }
     workgroupBarrier();
-    if li < 8u {
+    if fires {
+        atomicOr(&wg_bits[li >> 5u], 1u << (li & 31u));
+        atomicAdd(&wg_count, 1u);
+    }
+    workgroupBarrier();
+    // (a grid of two dimensions may have workgroups past the last)
+    let groups = (b.neurons + STEP_GROUP - 1u) / STEP_GROUP;
+    if li < 8u && wg < groups {
         bits[wg * 8u + li] = atomicLoad(&wg_bits[li]);
     }
-    if li == 0u {
-        var c = 0u;
-        for (var w = 0u; w < 8u; w++) {
-            c += countOneBits(atomicLoad(&wg_bits[w]));
-        }
-        counts[wg] = c;
+    if li == 8u && wg < groups {
+        counts[wg] = atomicLoad(&wg_count);
     }
 }
 
@@ -356,13 +360,17 @@ fn step(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 // Bitmap words a compact workgroup takes: a word a thread, 32 step workgroups.
 const COMPACT_WORDS: u32 = 256u;
 
-var<workgroup> wg_sum: array<u32, 256>;
+// The fired before the workgroup's run, its words and its step workgroups' counts.
+var<workgroup> wg_base: atomic<u32>;
+var<workgroup> wg_words: array<u32, 256>;
+var<workgroup> wg_counts: array<u32, 32>;
 
 // A workgroup a run of COMPACT_WORDS words of the bitmap, a thread a word: the run starts in the
 // fired list after the fired of every step workgroup before it (their counts summed here: no pass
-// of its own for a scan), each word after the fired of the words before it in the run (scanned in
-// the workgroup); a word's fired go to their places in ascending order. The last run writes the
-// list's length.
+// of its own for a scan), a word after the step workgroups before it in the run and the words
+// before it in its step workgroup (at most 31 counts and 7 words, summed by the thread); a word's
+// fired go to their places in ascending order, in `fired` (the next burst's spikes) and, the
+// first `up.h.m` of them, in `out` (what the host maps). The last run writes the list's length.
 @compute @workgroup_size(256)
 fn compact(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
            @builtin(local_invocation_index) li: u32) {
@@ -372,47 +380,56 @@ fn compact(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: v
     if first >= groups {
         return;
     }
+    if li == 0u {
+        atomicStore(&wg_base, 0u);
+    }
+    workgroupBarrier();
     var before = 0u;
     for (var i = li; i < first; i += 256u) {
         before += counts[i];
     }
-    wg_sum[li] = before;
-    workgroupBarrier();
-    for (var d = 128u; d > 0u; d >>= 1u) {
-        if li < d {
-            wg_sum[li] += wg_sum[li + d];
-        }
-        workgroupBarrier();
+    if before != 0u {
+        atomicAdd(&wg_base, before);
     }
-    let base = wg_sum[0];
-    workgroupBarrier();
     let w = c * COMPACT_WORDS + li;
     var word = 0u;
     if w < groups * 8u {
         word = bits[w];
     }
-    let mine = countOneBits(word);
-    wg_sum[li] = mine;
-    workgroupBarrier();
-    // inclusive scan (Hillis-Steele) of the words' fired
-    for (var d = 1u; d < 256u; d <<= 1u) {
-        var x = 0u;
-        if li >= d {
-            x = wg_sum[li - d];
+    wg_words[li] = word;
+    if li < 32u {
+        var k = 0u;
+        if first + li < groups {
+            k = counts[first + li];
         }
-        workgroupBarrier();
-        wg_sum[li] += x;
-        workgroupBarrier();
+        wg_counts[li] = k;
     }
-    var r = base + wg_sum[li] - mine;
+    workgroupBarrier();
+    var r = atomicLoad(&wg_base);
+    for (var i = 0u; i < (li >> 3u); i++) {
+        r += wg_counts[i];
+    }
+    for (var i = li & ~7u; i < li; i++) {
+        r += countOneBits(wg_words[i]);
+    }
+    let m = up.h.m;
+    // where `out` holds the potentials: after the count and m ids, 8-byte aligned (the host's `fired_v_at`)
+    let out_v = (2u + m) & ~1u;
     while word != 0u {
         let n = w * 32u + firstTrailingBit(word);
+        let v = fire_v[n];
         fired[1u + r] = n;
-        fired_v[r] = fire_v[n];
+        fired_v[r] = v;
+        if r < m {
+            out[1u + r] = n;
+            out[out_v + 2u * r] = u32(v & 0xFFFFFFFFli);
+            out[out_v + 2u * r + 1u] = u32((v >> 32u) & 0xFFFFFFFFli);
+        }
         r += 1u;
         word &= word - 1u;
     }
     if li == 255u && first + COMPACT_WORDS / 8u >= groups {
-        fired[0] = base + wg_sum[255];
+        fired[0] = r;
+        out[0] = r;
     }
 }

@@ -4,7 +4,10 @@
 
 use crate::common;
 
-use neuroburst::backend::{cuda, GpuProbe};
+use neuroburst::backend::wgpu::{WgpuAccumulators, WgpuBackend};
+use neuroburst::backend::{cuda, Backend, BackendError, GpuProbe, Readback};
+use neuroburst::brain::Brain;
+use neuroburst::genome::Genome;
 use neuroburst::selftest::{parity, procedural_candidate, wgpu_candidate, ParityConfig};
 
 use common::wgpu_device as device;
@@ -19,6 +22,19 @@ fn wgpu_matches_cpu_on_random_brains_learning_included() {
     assert_eq!(report.bursts(), 8 * 600);
     assert!(report.brains.iter().any(|b| b.weights > 0), "no brain of the check learned: {report}");
     assert!(report.brains.iter().any(|b| b.readback == "ranges") && report.fired() > 0);
+}
+
+/// The accumulators added to as two 32-bit words and a carry (kernels/acc32.wgsl, a device without
+/// 64-bit atomics: Metal) give the same, learning included, on a device that has both ways.
+#[test]
+fn wgpu_matches_cpu_with_32_bit_accumulators() {
+    let Some(name) = device() else { return };
+    let cfg = ParityConfig { brains: 4, bursts: 400, seed: 70, max_neurons: 3000, candidate_parts: 1 };
+    fn words32(_: &Genome, brain: Brain, readback: Readback) -> Result<Box<dyn Backend>, BackendError> {
+        Ok(Box::new(WgpuBackend::open_with(brain, readback, WgpuAccumulators::Words32)?))
+    }
+    let report = parity(&cfg, &words32).unwrap_or_else(|diff| panic!("parity FAILED on {name} (32-bit words): {diff}"));
+    assert!(report.fired() > 0 && report.brains.iter().any(|b| b.weights > 0), "{report}");
 }
 
 /// The brains with every mapping that can be drawn again procedural (drawn on the host, summed on

@@ -1,6 +1,9 @@
-//! The brain on the device: its buffers, the three pipelines of `kernels/burst.wgsl` and their
-//! bind groups. What changes every burst goes up in one buffer (`upload`), through a staging buffer
-//! of our own ([`Stage`]): each `write_buffer` costs wgpu a staging buffer of its own.
+//! The brain on the device: its buffers, the pipelines of `kernels/burst.wgsl` and their bind
+//! groups. Two buffers the host maps (wgpu's `MAPPABLE_PRIMARY_BUFFERS`, every native backend):
+//! what changes every burst goes up in one ([`Mapped`] `upload`), which the shaders read where it
+//! is, and the step's fired list comes back in the other (`out`), where the last pass writes it:
+//! a burst copies no buffer (each `write_buffer` would cost wgpu a staging buffer, each copy a
+//! command and a barrier).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,8 +15,25 @@ use crate::backend::BackendError;
 use crate::connectome::{Codes, Part};
 use crate::model::AreaParams;
 
-/// The kernels, compiled by the driver when the backend starts.
+/// The kernels, compiled by the driver when the backend starts, with the accumulators' addition
+/// of 64-bit atomics where the device has them, else of 32-bit words and a carry.
 const SOURCE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/burst.wgsl"));
+const ACC64: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/acc64.wgsl"));
+const ACC32: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/acc32.wgsl"));
+
+/// The device feature of 64-bit atomics in storage buffers (acc64.wgsl).
+pub(super) const ATOMIC64: wgpu::Features = wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS;
+
+/// Where `out` (and the readback) holds the potentials of a fired list of `m` ids: after the
+/// count and the ids, 8-byte aligned (burst.wgsl's `out_v`; at most the snapshot's `v_at`).
+pub(super) fn fired_v_at(m: u64) -> u64 {
+    ((1 + m) * 4).next_multiple_of(8)
+}
+
+/// Bytes of `out` for a fired list of `m` ids and their potentials, and the trace's timestamps.
+fn out_bytes(m: u64) -> u64 {
+    fired_v_at(m) + m * 8 + TIMESTAMP_BYTES
+}
 
 /// Threads of a workgroup (`@workgroup_size` in burst.wgsl).
 pub(super) const GROUP: u32 = 64;
@@ -29,6 +49,9 @@ pub(super) const COMPACT_GROUPS: u64 = 32;
 pub(super) const HEADER_WORDS: usize = 8;
 
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_DST).union(wgpu::BufferUsages::COPY_SRC);
+
+/// `out`: written by the compact pass (and the trace's timestamps copied in), mapped by the host.
+const OUT: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::MAP_READ).union(wgpu::BufferUsages::COPY_DST);
 
 /// `bytes` padded with zeros to a multiple of 4 and at least 16 bytes (wgpu binds no empty buffer).
 pub(super) fn padded(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
@@ -86,10 +109,13 @@ pub(super) struct Buffers {
     pub spikes: wgpu::Buffer,
     /// The header, then (after a restore) the spikes' count and the spikes, the injected ids and
     /// their potentials.
-    pub upload: wgpu::Buffer,
-    /// Words `upload` holds.
-    upload_room: u64,
-    pub stage: Stage,
+    pub upload: Mapped,
+    /// The step's fired list as the host maps it: `[count, the first m ids]`, their potentials
+    /// at [`fired_v_at`]`(m)`, room for `out_room` ids.
+    pub out: wgpu::Buffer,
+    pub out_room: u64,
+    /// The buffers the compact pass binds as group 1 (bound again with a larger `out`).
+    compact_own: [wgpu::Buffer; 6],
     pub potential: wgpu::Buffer,
     pub rcc: wgpu::Buffer,
     /// `[count, fired...]` ascending, and the fired neurons' potentials.
@@ -127,33 +153,28 @@ fn bind_group(gpu: &WgpuDevice, pipeline: &wgpu::ComputePipeline, label: &str, i
 }
 
 impl Pass {
-    fn new(gpu: &WgpuDevice, module: &wgpu::ShaderModule, entry: &str, groups: &[&Entries<'_>]) -> Pass {
+    fn new(
+        gpu: &WgpuDevice,
+        module: &wgpu::ShaderModule,
+        options: &wgpu::PipelineCompilationOptions<'_>,
+        entry: &str,
+        groups: &[&Entries<'_>],
+    ) -> Pass {
         let pipeline = gpu.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
             layout: None,
             module,
             entry_point: Some(entry),
-            compilation_options: Default::default(),
+            compilation_options: options.clone(),
             cache: None,
         });
         let groups = groups.iter().enumerate().map(|(i, e)| bind_group(gpu, &pipeline, entry, i.min(1) as u32, e)).collect();
         Pass { pipeline, groups }
     }
 
-    /// Record the pass with its first set of buffers for group 1 (see [`Pass::run_with`]).
-    pub fn run(&self, encoder: &mut wgpu::CommandEncoder, groups: (u32, u32), timestamps: Option<(&wgpu::QuerySet, u32)>) {
-        self.run_with(encoder, groups, timestamps, 1);
-    }
-
-    /// Record the pass with bind group `own` as group 1; `timestamps`: the query set and the pair
-    /// of its queries to write the pass's start and end into (NEUROBURST_WGPU_TRACE=1).
-    pub fn run_with(&self, encoder: &mut wgpu::CommandEncoder, groups: (u32, u32), timestamps: Option<(&wgpu::QuerySet, u32)>, own: usize) {
-        let timestamp_writes = timestamps.map(|(query_set, i)| wgpu::ComputePassTimestampWrites {
-            query_set,
-            beginning_of_pass_write_index: Some(2 * i),
-            end_of_pass_write_index: Some(2 * i + 1),
-        });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
+    /// Record the pass into `pass` with bind group `own` as group 1 (its first set of buffers, or
+    /// another: the propagation's over the device's fired list).
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, groups: (u32, u32), own: usize) {
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &self.groups[0], &[]);
         if let Some(g) = self.groups.get(own) {
@@ -197,9 +218,7 @@ impl Buffers {
             contents: bytemuck::cast_slice(&sizes),
             usage: wgpu::BufferUsages::UNIFORM,
         });
-        let upload_room = 1024;
-        let upload = zeroed("upload", upload_room * 4, STORAGE);
-        let stage = Stage::new(gpu, upload_room * 4);
+        let upload = Mapped::new(gpu, 1024);
         let acc = zeroed("accumulators", n * 8, STORAGE);
         let row_ptr = init("row pointers", bytemuck::cast_slice(&row_ptr));
         let targets = init("targets", bytemuck::cast_slice(&part.targets));
@@ -217,24 +236,39 @@ impl Buffers {
         let bits = zeroed("fired bits", groups * 32, STORAGE);
         let fire_v = zeroed("potentials at fire", n * 8, STORAGE);
         let counts = zeroed("fired by workgroup", groups * 4, STORAGE);
+        let step_area = init("area of each step workgroup", bytemuck::cast_slice(&step_areas(&ends, neurons)));
+        let out_room = 1024.min(n);
+        let out = zeroed("out", out_bytes(out_room), OUT);
         let v_at = ((n + 1) * 4).next_multiple_of(8);
         // (and room after the fired list for the passes' timestamps: NEUROBURST_WGPU_TRACE=1)
         let readback = zeroed("readback", v_at + n * 8 + TIMESTAMP_BYTES, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        let acc_add = if d.features().contains(ATOMIC64) { ACC64 } else { ACC32 };
         let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("burst.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(SOURCE.into()),
+            source: wgpu::ShaderSource::Wgsl(format!("{SOURCE}\n{acc_add}").into()),
         });
+        let options = wgpu::PipelineCompilationOptions { zero_initialize_workgroup_memory: false, ..Default::default() };
         let rows: &Entries<'_> = &[(0, &row_ptr), (1, &targets), (2, &codes), (3, &table), (4, &spikes)];
         let rows_fired: &Entries<'_> = &[(0, &row_ptr), (1, &targets), (2, &codes), (3, &table), (4, &fired)];
-        let propagate = Pass::new(gpu, &module, "propagate", &[&[(0, &brain), (2, &acc)], rows, rows_fired]);
-        let inject = Pass::new(gpu, &module, "inject", &[&[(1, &upload), (2, &acc)]]);
-        let own: &Entries<'_> =
-            &[(7, &areas), (8, &area_end), (9, &potential), (10, &rcc), (13, &acc), (14, &bits), (15, &fire_v), (16, &counts)];
-        let step = Pass::new(gpu, &module, "step", &[&[(0, &brain), (1, &upload)], own]);
-        let own: &Entries<'_> = &[(11, &fired), (12, &fired_v), (14, &bits), (15, &fire_v), (16, &counts)];
-        let compact = Pass::new(gpu, &module, "compact", &[&[(0, &brain)], own]);
+        let new = |entry, groups: &[&Entries<'_>]| Pass::new(gpu, &module, &options, entry, groups);
+        let propagate = new("propagate", &[&[(0, &brain), (2, &acc)], rows, rows_fired]);
+        let inject = new("inject", &[&[(1, &upload.buffer), (2, &acc)]]);
+        let own: &Entries<'_> = &[
+            (7, &areas),
+            (8, &area_end),
+            (9, &potential),
+            (10, &rcc),
+            (13, &acc),
+            (14, &bits),
+            (15, &fire_v),
+            (16, &counts),
+            (17, &step_area),
+        ];
+        let step = new("step", &[&[(0, &brain), (1, &upload.buffer)], own]);
+        let compact_own = [fired.clone(), fired_v.clone(), bits.clone(), fire_v.clone(), counts.clone(), out.clone()];
+        let compact = new("compact", &[&[(0, &brain), (1, &upload.buffer)], &compact_entries(&compact_own)]);
         let all = [&acc, &row_ptr, &targets, &codes, &table, &spikes, &areas, &area_end, &potential, &rcc, &fired, &fired_v, &bits];
-        let bytes = all.iter().chain([&&fire_v, &&counts]).map(|b| b.size()).sum();
+        let bytes = all.iter().chain([&&fire_v, &&counts, &&step_area, &&out]).map(|b| b.size()).sum();
         gpu.check("building the brain")?;
         Ok(Buffers {
             brain,
@@ -242,8 +276,9 @@ impl Buffers {
             codes,
             spikes,
             upload,
-            upload_room,
-            stage,
+            out,
+            out_room,
+            compact_own,
             potential,
             rcc,
             fired,
@@ -261,23 +296,41 @@ impl Buffers {
     /// Room for `words` words of upload: a larger buffer (and the passes' bind groups over it)
     /// when needed.
     pub fn upload_room(&mut self, gpu: &WgpuDevice, words: u64) -> Result<(), BackendError> {
-        if words <= self.upload_room {
+        if words <= self.upload.room {
             return Ok(());
         }
         let room = words.next_power_of_two();
         gpu.fits("injections of one burst", room * 4)?;
-        self.upload = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("upload"),
-            size: room * 4,
-            usage: STORAGE,
+        self.upload = Mapped::new(gpu, room);
+        self.bind_group0(gpu);
+        Ok(())
+    }
+
+    /// Room in `out` for a fired list of `m` ids: a larger buffer (and the compact pass's bind
+    /// group over it) when needed.
+    pub fn out_room(&mut self, gpu: &WgpuDevice, m: u64) -> Result<(), BackendError> {
+        if m <= self.out_room {
+            return Ok(());
+        }
+        gpu.fits("fired list", out_bytes(m))?;
+        self.out = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("out"),
+            size: out_bytes(m),
+            usage: OUT,
             mapped_at_creation: false,
         });
-        self.upload_room = room;
-        self.stage = Stage::new(gpu, room * 4);
-        let (brain, upload, acc) = (&self.brain, &self.upload, &self.acc);
+        self.out_room = m;
+        self.compact_own[5] = self.out.clone();
+        self.compact.groups[1] = bind_group(gpu, &self.compact.pipeline, "compact", 1, &compact_entries(&self.compact_own));
+        Ok(())
+    }
+
+    /// The passes' group 0 bound again over a new upload buffer.
+    fn bind_group0(&mut self, gpu: &WgpuDevice) {
+        let (brain, upload, acc) = (&self.brain, &self.upload.buffer, &self.acc);
         self.inject.groups[0] = bind_group(gpu, &self.inject.pipeline, "inject", 0, &[(1, upload), (2, acc)]);
         self.step.groups[0] = bind_group(gpu, &self.step.pipeline, "step", 0, &[(0, brain), (1, upload)]);
-        Ok(())
+        self.compact.groups[0] = bind_group(gpu, &self.compact.pipeline, "compact", 0, &[(0, brain), (1, upload)]);
     }
 
     /// The accumulators (cleared on a restore).
@@ -286,43 +339,73 @@ impl Buffers {
     }
 }
 
-/// The upload's staging buffer (MAP_WRITE): written while mapped, copied into the upload on the
-/// device, and mapped again once that submission is done (the read-back waits for it anyway), so a
-/// burst costs no staging buffer of wgpu's.
-pub(super) struct Stage {
-    buffer: wgpu::Buffer,
+/// The compact pass's group 1 over `own` (fired, fired_v, bits, fire_v, counts, out).
+fn compact_entries(own: &[wgpu::Buffer; 6]) -> [(u32, &wgpu::Buffer); 6] {
+    let [fired, fired_v, bits, fire_v, counts, out] = own;
+    [(11, fired), (12, fired_v), (14, bits), (15, fire_v), (16, counts), (18, out)]
+}
+
+/// The area of each step workgroup's neurons (`STEP_GROUP` of them) where they lie in one, else
+/// `u32::MAX` (its threads search for theirs); `ends`: each area's end, ascending.
+fn step_areas(ends: &[u32], neurons: u32) -> Vec<u32> {
+    let area = |n: u32| ends.partition_point(|&e| e <= n);
+    (0..neurons.div_ceil(STEP_GROUP))
+        .map(|g| {
+            let first = g * STEP_GROUP;
+            let last = (first + STEP_GROUP).min(neurons) - 1;
+            let a = area(first);
+            if a == area(last) {
+                a as u32
+            } else {
+                u32::MAX
+            }
+        })
+        .collect()
+}
+
+/// A buffer the host writes while it is mapped and the shaders read where it is (the burst's
+/// upload): unmapped for the submission that reads it, mapped again once that is done (the
+/// read-back waits for it anyway).
+pub(super) struct Mapped {
+    pub buffer: wgpu::Buffer,
+    /// Words it holds.
+    pub room: u64,
     mapped: Arc<AtomicBool>,
 }
 
-impl Stage {
-    fn new(gpu: &WgpuDevice, bytes: u64) -> Stage {
+impl Mapped {
+    fn new(gpu: &WgpuDevice, words: u64) -> Mapped {
         let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("upload stage"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            label: Some("upload"),
+            size: words * 4,
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: true,
         });
-        Stage { buffer, mapped: Arc::new(AtomicBool::new(true)) }
+        Mapped { buffer, room: words, mapped: Arc::new(AtomicBool::new(true)) }
     }
 
-    /// `words` into the stage and their copy into `dst` recorded; false (nothing done) when the
-    /// stage is not mapped (then the caller writes through the queue).
-    pub fn put(&self, encoder: &mut wgpu::CommandEncoder, words: &[u32], dst: &wgpu::Buffer) -> bool {
-        let bytes = std::mem::size_of_val(words) as u64;
-        if bytes == 0 || bytes > self.buffer.size() || !self.mapped.load(Ordering::Acquire) {
-            return false;
+    /// `words` written at its start and the buffer unmapped for the submission that reads them;
+    /// waits (polls the device) while the last submission that read it is not done yet.
+    pub fn put(&self, gpu: &WgpuDevice, words: &[u32]) -> Result<(), BackendError> {
+        while !self.mapped.load(Ordering::Acquire) {
+            gpu.device.poll(wgpu::PollType::Poll).map_err(|e| BackendError::Device(format!("{}: {e}", gpu.name)))?;
+            gpu.check("mapping the upload")?;
         }
-        match self.buffer.slice(..bytes).get_mapped_range_mut() {
-            Ok(mut view) => view.copy_from_slice(bytemuck::cast_slice(words)),
-            Err(_) => return false,
+        let bytes = std::mem::size_of_val(words) as u64;
+        if bytes > 0 {
+            let mut view = self
+                .buffer
+                .slice(..bytes)
+                .get_mapped_range_mut()
+                .map_err(|e| BackendError::Device(format!("{}: writing the upload: {e}", gpu.name)))?;
+            view.copy_from_slice(bytemuck::cast_slice(words));
         }
         self.buffer.unmap();
         self.mapped.store(false, Ordering::Release);
-        encoder.copy_buffer_to_buffer(&self.buffer, 0, dst, 0, bytes);
-        true
+        Ok(())
     }
 
-    /// Map the stage again (after the submission of a [`Stage::put`]'s copy: done with it).
+    /// Map it again (after the submission that reads it).
     pub fn remap(&self) {
         let mapped = self.mapped.clone();
         self.buffer.slice(..).map_async(wgpu::MapMode::Write, move |r| mapped.store(r.is_ok(), Ordering::Release));

@@ -23,8 +23,9 @@ pub(super) struct WgpuDevice {
 /// How long a read-back polls the device before it waits (and leaves the core to others).
 const SPIN: Duration = Duration::from_millis(2);
 
-/// What the backend needs of a device beyond WebGPU's defaults: 64-bit integers in shaders.
-const FEATURES: wgpu::Features = wgpu::Features::SHADER_INT64;
+/// What the backend needs of a device beyond WebGPU's defaults: 64-bit integers in shaders, and
+/// buffers the shaders use that the host maps (every native backend has them).
+const FEATURES: wgpu::Features = wgpu::Features::SHADER_INT64.union(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
 
 /// The process's one wgpu instance: every probe and device comes from it. With a Vulkan instance
 /// a brain, created and dropped again and again in one process, NVIDIA's driver (580, an H200)
@@ -62,25 +63,31 @@ pub fn probe() -> GpuProbe {
 }
 
 fn usable(a: &wgpu::Adapter) -> Result<(), String> {
-    if !a.features().contains(FEATURES) {
+    if !a.features().contains(wgpu::Features::SHADER_INT64) {
         return Err(format!("{} has no 64-bit integers in shaders (wgpu's SHADER_INT64)", name_of(a)));
+    }
+    if !a.features().contains(FEATURES) {
+        return Err(format!("{} has no buffers both mapped and bound (wgpu's MAPPABLE_PRIMARY_BUFFERS)", name_of(a)));
     }
     Ok(())
 }
 
 impl WgpuDevice {
-    pub fn open() -> Result<WgpuDevice, BackendError> {
+    /// The machine's device, with 64-bit atomics where it has them and `acc` asks for them.
+    pub fn open(acc: super::WgpuAccumulators) -> Result<WgpuDevice, BackendError> {
         let dev = |e: String| BackendError::Device(e);
         let a = adapter().map_err(dev)?;
         usable(&a).map_err(dev)?;
         let name = name_of(&a);
         let spin = a.get_info().device_type != wgpu::DeviceType::Cpu;
         let limits = a.limits();
-        // the passes' device times, where the trace is asked for and the device has them
-        let timestamps = if super::trace::wanted() { a.features() & wgpu::Features::TIMESTAMP_QUERY } else { wgpu::Features::empty() };
+        // 64-bit atomics where the device has them; the passes' device times where the trace is
+        // asked for and the device has them
+        let timestamps = if super::trace::wanted() { super::trace::FEATURES } else { wgpu::Features::empty() };
+        let atomics = if acc == super::WgpuAccumulators::Best { super::buffers::ATOMIC64 } else { wgpu::Features::empty() };
         let desc = wgpu::DeviceDescriptor {
             label: Some("neuroburst"),
-            required_features: FEATURES | timestamps,
+            required_features: FEATURES | (a.features() & (atomics | timestamps)),
             required_limits: limits.clone(),
             ..Default::default()
         };

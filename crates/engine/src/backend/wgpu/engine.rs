@@ -1,7 +1,7 @@
 //! [`WgpuEngine`]: a whole brain on one wgpu device. A burst is one upload (its header and
-//! injections, through the buffers' own stage), one submission (propagation, injection, step, the
-//! fired list put in ascending order on the device), then that list read back (its ids and
-//! potentials only) and copied out as it is. The device keeps its fired list as the next burst's
+//! injections, written into a buffer the host maps and the shaders read), one submission of one
+//! compute pass (propagation, injection, step, the fired list put in ascending order on the device
+//! and written where the host maps it), then that list copied out as it is. The device keeps its fired list as the next burst's
 //! spikes (the propagation reads it where it is), so spikes go up from the host only after a
 //! restore; a brain that does not learn propagates them ahead, in a second submission, while the
 //! host reads the burst back. A brain that learns learns on the host, as
@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use super::buffers::{codes_bytes, padded, Buffers, COMPACT_GROUPS, GROUP, HEADER_WORDS, STEP_GROUP};
+use super::buffers::{codes_bytes, fired_v_at, padded, Buffers, Pass, COMPACT_GROUPS, GROUP, HEADER_WORDS, STEP_GROUP};
 use super::device::WgpuDevice;
 use super::trace::WgpuTrace;
 use crate::backend::cpu::Regen;
@@ -63,12 +63,6 @@ pub struct WgpuEngine {
     expect: u64,
 }
 
-/// Where the readback holds the potentials of a fired list copied with `m` ids: after the count
-/// and the ids, 8-byte aligned (at most the snapshot's `v_at`: the buffer holds both layouts).
-fn fired_v_at(m: u64) -> u64 {
-    ((1 + m) * 4).next_multiple_of(8)
-}
-
 /// The `count` fired ids and their potentials from a read-back of a list copied with `m` ids
 /// (see [`fired_v_at`]).
 fn take_fired(bytes: &[u8], count: usize, m: u64, ids: &mut Vec<u32>, vs: &mut Vec<i64>) {
@@ -91,6 +85,13 @@ fn take_fired(bytes: &[u8], count: usize, m: u64, ids: &mut Vec<u32>, vs: &mut V
 fn grid(groups: u64, max: u32) -> (u32, u32) {
     let x = groups.clamp(1, max as u64);
     (x as u32, groups.div_ceil(x).max(1) as u32)
+}
+
+/// Pass `i`'s start or end timestamp, when traced.
+fn stamp(trace: Option<&WgpuTrace>, pass: &mut wgpu::ComputePass<'_>, i: usize, end: bool) {
+    if let Some(tr) = trace {
+        tr.stamp(pass, i, end);
+    }
 }
 
 fn device_err<'a>(gpu: &'a WgpuDevice, what: &'a str) -> impl Fn(String) -> BackendError + 'a {
@@ -168,11 +169,12 @@ impl WgpuEngine {
         fired_v_at(m) + m * 8
     }
 
-    /// Burst `t`'s upload into `up` (burst.wgsl's `Upload`): the header, the spikes' count and
+    /// Burst `t`'s upload into `up` (burst.wgsl's `Upload`): the header (with `m`, the fired the
+    /// host reads from `out`), the spikes' count and
     /// the spikes unless the device `kept` them, the injected ids (the input's, then the
     /// procedural synapses' targets) and their potentials as (low, high) words, 8-byte aligned
     /// (or their one potential in the header). Returns the injections.
-    fn upload(&mut self, t: u64, spikes: &[u32], kept: bool, input: InjectionSlice<'_>) -> Result<u64, BackendError> {
+    fn upload(&mut self, t: u64, spikes: &[u32], kept: bool, input: InjectionSlice<'_>, m: u64) -> Result<u64, BackendError> {
         let drawn = self.regen.drawn(0).count() as u64;
         let k = input.len() as u64 + drawn;
         let s = if kept { 0 } else { 1 + spikes.len() as u64 };
@@ -194,7 +196,7 @@ impl WgpuEngine {
         // (the header's places count from the end of the header: burst.wgsl's `words`)
         let h = HEADER_WORDS as u64;
         let (one, v) = same.map_or((0, 0), |v| (1, v));
-        up.extend_from_slice(&[t as u32, k as u32, (inj_at - h) as u32, (inj_v_at - h) as u32, one, v as u32, (v >> 32) as u32, 0]);
+        up.extend_from_slice(&[t as u32, k as u32, (inj_at - h) as u32, (inj_v_at - h) as u32, one, v as u32, (v >> 32) as u32, m as u32]);
         if !kept {
             up.push(spikes.len() as u32);
             up.extend_from_slice(spikes);
@@ -256,21 +258,15 @@ impl ShardEngine for WgpuEngine {
         self.regen.draw(spikes);
         let kept = self.kept && spikes == self.fired.as_slice();
         let s = spikes.len() as u64;
-        let k = self.upload(t, spikes, kept, input)?;
+        let m = self.expect.min(self.neurons as u64);
+        self.buf.out_room(&self.gpu, m)?;
+        let k = self.upload(t, spikes, kept, input, m)?;
+        self.buf.upload.put(&self.gpu, &self.up)?;
+        self.mark(0);
         let b = &self.buf;
         let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
-        let staged = b.stage.put(&mut encoder, &self.up, &b.upload);
-        if !staged {
-            self.gpu.queue.write_buffer(&b.upload, 0, bytemuck::cast_slice(&self.up));
-        }
-        if let Some(tr) = &mut self.trace {
-            if !staged {
-                tr.queued();
-            }
-            tr.mark(0);
-        }
         let max = self.gpu.limits.max_compute_workgroups_per_dimension;
-        let ts = |i| self.trace.as_ref().and_then(|tr| tr.pass(i));
+        let tr = self.trace.as_ref();
         // the spikes: propagated ahead already (the last burst's fired list, as asked), else from
         // the device's fired list, else from the host's (after a restore); an ahead propagation of
         // other spikes than asked is cleared (no caller does that: the brain's spikes are its fired)
@@ -279,48 +275,63 @@ impl ShardEngine for WgpuEngine {
             encoder.clear_buffer(b.acc(), 0, None);
         }
         let propagates = !ahead && s > 0;
-        if propagates {
-            if !kept {
-                encoder.copy_buffer_to_buffer(&b.upload, HEADER_WORDS as u64 * 4, &b.spikes, 0, (1 + s) * 4);
-            }
-            b.propagate.run_with(&mut encoder, (grid(s, max).0, 1), ts(0), if kept { 2 } else { 1 });
-        }
-        if k > 0 {
-            b.inject.run(&mut encoder, grid(k.div_ceil(GROUP as u64), max), ts(1));
-        }
-        if self.neurons > 0 {
-            // the step, then its fired list in ascending order
-            let groups = (self.neurons as u64).div_ceil(STEP_GROUP as u64);
-            b.step.run(&mut encoder, grid(groups, max), ts(2));
-            b.compact.run(&mut encoder, grid(groups.div_ceil(COMPACT_GROUPS), max), ts(3));
+        if propagates && !kept {
+            encoder.copy_buffer_to_buffer(&b.upload.buffer, HEADER_WORDS as u64 * 4, &b.spikes, 0, (1 + s) * 4);
         }
         let stepped = self.neurons > 0;
+        {
+            // the passes in one compute pass (wgpu puts a barrier between its dispatches)
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            let mut run = |i: usize, p: &Pass, groups: (u32, u32), own: usize| {
+                stamp(tr, &mut pass, i, false);
+                p.record(&mut pass, groups, own);
+                stamp(tr, &mut pass, i, true);
+            };
+            if propagates {
+                run(0, &b.propagate, (grid(s, max).0, 1), if kept { 2 } else { 1 });
+            }
+            if k > 0 {
+                run(1, &b.inject, grid(k.div_ceil(GROUP as u64), max), 1);
+            }
+            if stepped {
+                // the step, then its fired list in ascending order
+                let groups = (self.neurons as u64).div_ceil(STEP_GROUP as u64);
+                run(2, &b.step, grid(groups, max), 1);
+                run(3, &b.compact, grid(groups.div_ceil(COMPACT_GROUPS), max), 1);
+            }
+        }
         // (propagated ahead: the trace's propagation time is the last burst's second submission)
         let ran = [propagates || self.propagated, k > 0, stepped, stepped];
-        let mut m = self.expect.min(self.neurons as u64);
-        let span = self.copy_fired(&mut encoder, m);
-        let read = self.trace.as_ref().map_or(span, |tr| tr.resolve(&mut encoder, &b.readback, span));
-        let burst = self.gpu.queue.submit([encoder.finish()]);
-        if staged {
-            b.stage.remap();
-        }
+        let span = fired_v_at(m) + m * 8;
+        let read = tr.map_or(span, |tr| tr.resolve(&mut encoder, &b.out, span));
+        let commands = encoder.finish();
+        self.mark(1);
+        let burst = self.gpu.queue.submit([commands]);
+        self.buf.upload.remap();
+        self.mark(2);
+        let b = &self.buf;
         // the next burst's propagation of this one's fired list, while the host reads it back (a
         // brain that learns changes its codes first)
         let propagate_ahead = self.learning.is_none() && stepped;
         if propagate_ahead {
             let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
-            b.propagate.run_with(&mut encoder, (grid(s.max(1), max).0, 1), ts(0), 2);
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                stamp(self.trace.as_ref(), &mut pass, 0, false);
+                b.propagate.record(&mut pass, (grid(s.max(1), max).0, 1), 2);
+                stamp(self.trace.as_ref(), &mut pass, 0, true);
+            }
             self.gpu.queue.submit([encoder.finish()]);
         }
-        self.mark(1);
+        self.mark(3);
         // (the device's fired list is no longer the last one, whatever comes of the read)
         self.kept = false;
         self.propagated = false;
-        self.gpu.map(&self.buf.readback, read, Some(burst))?;
-        self.mark(2);
+        self.gpu.map(&self.buf.out, read, Some(burst))?;
+        self.mark(4);
         let (neurons, name) = (self.neurons, &self.gpu.name);
         let (fired, fired_v, trace) = (&mut self.fired, &mut self.fired_v, &mut self.trace);
-        let count = self.gpu.view(&self.buf.readback, read, |bytes| {
+        let count = self.gpu.view(&self.buf.out, read, |bytes| {
             if let Some(tr) = trace {
                 tr.passes(&bytes[span as usize..], ran);
             }
@@ -334,8 +345,8 @@ impl ShardEngine for WgpuEngine {
             return Err(BackendError::Device(format!("{name}: {count} neurons fired in a brain of {neurons}")));
         }
         if count > m {
-            // more fired than copied: copy and read them all again
-            m = count;
+            // more fired than `out` holds: copy and read them all
+            let m = count;
             let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
             let span = self.copy_fired(&mut encoder, m);
             self.gpu.queue.submit([encoder.finish()]);
@@ -350,7 +361,7 @@ impl ShardEngine for WgpuEngine {
         }
         self.kept = true;
         self.propagated = propagate_ahead;
-        self.mark(3);
+        self.mark(5);
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! Where a wgpu burst's time goes (`NEUROBURST_WGPU_TRACE=1`, as the CUDA backend's
 //! `NEUROBURST_CUDA_TRACE`): the host's stages by its clock, and each pass's device time by
-//! timestamp queries where the device has them (wgpu's `TIMESTAMP_QUERY`); summed over the bursts
-//! and printed when the brain is dropped.
+//! timestamps written around its dispatch where the device has them (wgpu's
+//! `TIMESTAMP_QUERY_INSIDE_PASSES`); summed over the bursts and printed when the brain is dropped.
 
 use std::time::Instant;
 
@@ -9,7 +9,11 @@ use super::buffers::TIMESTAMP_BYTES;
 use super::device::WgpuDevice;
 
 /// The host's stages of a burst.
-pub(super) const STAGES: [&str; 4] = ["prepare (learning, draws, upload)", "encode and submit", "wait", "read"];
+pub(super) const STAGES: [&str; 6] =
+    ["prepare (learning, draws, upload)", "encode", "submit", "propagation ahead (encode, submit)", "wait", "read"];
+
+/// The device features the trace asks for (where the adapter has them).
+pub(super) const FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY.union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
 
 /// The passes, in the order of their queries.
 pub(super) const PASSES: [&str; 4] = ["propagate", "inject", "step", "compact"];
@@ -34,8 +38,6 @@ pub(super) struct WgpuTrace {
     ran: [u64; PASSES.len()],
     queries: Option<Queries>,
     at: Instant,
-    /// Bursts whose upload went through the queue (its stage not mapped yet).
-    queued: u64,
 }
 
 impl WgpuTrace {
@@ -45,7 +47,7 @@ impl WgpuTrace {
         if !wanted() {
             return None;
         }
-        let queries = gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY).then(|| Queries {
+        let queries = gpu.device.features().contains(FEATURES).then(|| Queries {
             set: gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("passes"),
                 ty: wgpu::QueryType::Timestamp,
@@ -66,7 +68,6 @@ impl WgpuTrace {
             ran: [0; PASSES.len()],
             queries,
             at: Instant::now(),
-            queued: 0,
         })
     }
 
@@ -76,11 +77,6 @@ impl WgpuTrace {
         self.at = Instant::now();
     }
 
-    /// The upload went through the queue rather than its stage.
-    pub fn queued(&mut self) {
-        self.queued += 1;
-    }
-
     /// Stage `i` ends now.
     pub fn mark(&mut self, i: usize) {
         let now = Instant::now();
@@ -88,9 +84,11 @@ impl WgpuTrace {
         self.at = now;
     }
 
-    /// The queries pass `i` writes its start and end into.
-    pub fn pass(&self, i: usize) -> Option<(&wgpu::QuerySet, u32)> {
-        self.queries.as_ref().map(|q| (&q.set, i as u32))
+    /// Pass `i`'s start (`end` false) or end written into its query, within `pass`.
+    pub fn stamp(&self, pass: &mut wgpu::ComputePass<'_>, i: usize, end: bool) {
+        if let Some(q) = &self.queries {
+            pass.write_timestamp(&q.set, 2 * i as u32 + end as u32);
+        }
     }
 
     /// Record the timestamps' copy into `readback` at `at`; returns the bytes to read then.
@@ -123,8 +121,8 @@ impl WgpuTrace {
                 each.filter(|(_, (_, r))| *r > 0).map(|(p, (ns, r))| format!("{p} {:.1} us", ns / r as f64 / 1e3)).collect();
             format!("; device, by pass: {}", each.join(", "))
         } else {
-            "; device: no timestamp queries".into()
+            "; device: no timestamps inside passes".into()
         };
-        format!("{} bursts ({} uploads through the queue), per burst: {}{device}", self.bursts, self.queued, host.join(", "))
+        format!("{} bursts, per burst: {}{device}", self.bursts, host.join(", "))
     }
 }
