@@ -195,13 +195,19 @@ __device__ void resident_impl(const ResParams& p) {
             __syncthreads();
             // one round trip: the command's words, and the first 8 KB (2 x 16 bytes a thread) of the pinned
             // buffer (the header, and the entries of a small injection: W(100k)'s ~4 KB) into the
-            // device copy (both sides' nets share the buffers)
+            // device copy (both sides' nets share the buffers); the command's words are loaded
+            // before the buffer's are stored, so both are in flight together
+            u64 src = 0, bytes = 0;
             if ((s_cmd[0] & RES_QUIT) == 0) {
                 uint4 v[2];
 #pragma unroll
                 for (int k = 0; k < 2; k++) {
                     const u32 i = threadIdx.x + k * blockDim.x;
                     if (16ull * (i + 1) <= p.net[0].in_cap) v[k] = __ldcv(((const uint4*)p.net[0].host_map) + i);
+                }
+                if (threadIdx.x == 0) {
+                    src = ld_relaxed_sys(&p.ctl->src);
+                    bytes = ld_relaxed_sys(&p.ctl->bytes);
                 }
 #pragma unroll
                 for (int k = 0; k < 2; k++) {
@@ -210,10 +216,10 @@ __device__ void resident_impl(const ResParams& p) {
                 }
             }
             if (threadIdx.x == 0) {
-                s_cmd[1] = ld_relaxed_sys(&p.ctl->src);
-                s_cmd[2] = ld_relaxed_sys(&p.ctl->bytes);
-                *(volatile u64*)&p.dev->src = s_cmd[1];
-                *(volatile u64*)&p.dev->bytes = s_cmd[2];
+                s_cmd[1] = src;
+                s_cmd[2] = bytes;
+                *(volatile u64*)&p.dev->src = src;
+                *(volatile u64*)&p.dev->bytes = bytes;
             }
             __syncthreads();
             if (threadIdx.x == 0) {
