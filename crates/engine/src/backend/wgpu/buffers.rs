@@ -30,7 +30,8 @@ pub(super) fn fired_v_at(m: u64) -> u64 {
     ((1 + m) * 4).next_multiple_of(8)
 }
 
-/// Bytes of `out` for a fired list of `m` ids and their potentials, and the trace's timestamps.
+/// Bytes of `out` for a fired list of `m` ids and their potentials, and after them the trace's
+/// timestamps (NEUROBURST_WGPU_TRACE=1).
 fn out_bytes(m: u64) -> u64 {
     fired_v_at(m) + m * 8 + TIMESTAMP_BYTES
 }
@@ -121,7 +122,8 @@ pub(super) struct Buffers {
     /// `[count, fired...]` ascending, and the fired neurons' potentials.
     pub fired: wgpu::Buffer,
     pub fired_v: wgpu::Buffer,
-    /// Where the host reads the fired lists and the state: ids at 0, potentials at `v_at`.
+    /// Where the host reads the state (ids at 0, potentials at `v_at`), and a fired list longer
+    /// than `out` holds.
     pub readback: wgpu::Buffer,
     pub v_at: u64,
     pub propagate: Pass,
@@ -240,8 +242,7 @@ impl Buffers {
         let out_room = 1024.min(n);
         let out = zeroed("out", out_bytes(out_room), OUT);
         let v_at = ((n + 1) * 4).next_multiple_of(8);
-        // (and room after the fired list for the passes' timestamps: NEUROBURST_WGPU_TRACE=1)
-        let readback = zeroed("readback", v_at + n * 8 + TIMESTAMP_BYTES, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        let readback = zeroed("readback", v_at + n * 8, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
         let acc_add = if d.features().contains(ATOMIC64) { ACC64 } else { ACC32 };
         let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("burst.wgsl"),
