@@ -5,7 +5,7 @@
 //! a burst copies no buffer (each `write_buffer` would cost wgpu a staging buffer, each copy a
 //! command and a barrier).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use wgpu::util::DeviceExt;
@@ -371,8 +371,13 @@ pub(super) struct Mapped {
     pub buffer: wgpu::Buffer,
     /// Words it holds.
     pub room: u64,
-    mapped: Arc<AtomicBool>,
+    /// [`MAPPED`], [`PENDING`] (its map asked for) or [`FAILED`].
+    state: Arc<AtomicU8>,
 }
+
+const MAPPED: u8 = 0;
+const PENDING: u8 = 1;
+const FAILED: u8 = 2;
 
 impl Mapped {
     fn new(gpu: &WgpuDevice, words: u64) -> Mapped {
@@ -382,15 +387,22 @@ impl Mapped {
             usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: true,
         });
-        Mapped { buffer, room: words, mapped: Arc::new(AtomicBool::new(true)) }
+        Mapped { buffer, room: words, state: Arc::new(AtomicU8::new(MAPPED)) }
     }
 
     /// `words` written at its start and the buffer unmapped for the submission that reads them;
-    /// waits (polls the device) while the last submission that read it is not done yet.
+    /// waits (polls the device) while the last submission that read it is not done yet; an error
+    /// when the buffer could not be mapped again.
     pub fn put(&self, gpu: &WgpuDevice, words: &[u32]) -> Result<(), BackendError> {
-        while !self.mapped.load(Ordering::Acquire) {
-            gpu.device.poll(wgpu::PollType::Poll).map_err(|e| BackendError::Device(format!("{}: {e}", gpu.name)))?;
-            gpu.check("mapping the upload")?;
+        loop {
+            match self.state.load(Ordering::Acquire) {
+                MAPPED => break,
+                FAILED => return Err(BackendError::Device(format!("{}: the upload buffer could not be mapped again", gpu.name))),
+                _ => {
+                    gpu.device.poll(wgpu::PollType::Poll).map_err(|e| BackendError::Device(format!("{}: {e}", gpu.name)))?;
+                    gpu.check("mapping the upload")?;
+                }
+            }
         }
         let bytes = std::mem::size_of_val(words) as u64;
         if bytes > 0 {
@@ -402,14 +414,16 @@ impl Mapped {
             view.copy_from_slice(bytemuck::cast_slice(words));
         }
         self.buffer.unmap();
-        self.mapped.store(false, Ordering::Release);
+        self.state.store(PENDING, Ordering::Release);
         Ok(())
     }
 
     /// Map it again (after the submission that reads it).
     pub fn remap(&self) {
-        let mapped = self.mapped.clone();
-        self.buffer.slice(..).map_async(wgpu::MapMode::Write, move |r| mapped.store(r.is_ok(), Ordering::Release));
+        let state = self.state.clone();
+        self.buffer
+            .slice(..)
+            .map_async(wgpu::MapMode::Write, move |r| state.store(if r.is_ok() { MAPPED } else { FAILED }, Ordering::Release));
     }
 }
 
