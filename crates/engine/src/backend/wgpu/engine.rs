@@ -1,9 +1,9 @@
 //! [`WgpuEngine`]: a whole brain on one wgpu device. A burst is one upload (its header and
 //! injections, written into a buffer the host maps and the shaders read), one submission of one
 //! compute pass (propagation, injection, step, the fired list put in ascending order on the device
-//! and written where the host maps it), then that list copied out as it is. The device keeps its fired list as the next burst's
-//! spikes (the propagation reads it where it is), so spikes go up from the host only after a
-//! restore; a brain that does not learn propagates them ahead, in a second submission, while the
+//! and written where the host maps it), then that list copied out as it is. The device keeps its
+//! fired list as the next burst's spikes (the propagation reads it where it is), so spikes go up
+//! from the host only after a restore; a brain that does not learn propagates them ahead, in a second submission, while the
 //! host reads the burst back. A brain that learns learns on the host, as
 //! the CPU backend does (the shared learner, `backend/learn/`), and its synapses' codes go to the
 //! device before the burst that uses them.
@@ -87,10 +87,15 @@ fn grid(groups: u64, max: u32) -> (u32, u32) {
     (x as u32, groups.div_ceil(x).max(1) as u32)
 }
 
-/// Pass `i`'s start or end timestamp, when traced.
-fn stamp(trace: Option<&WgpuTrace>, pass: &mut wgpu::ComputePass<'_>, i: usize, end: bool) {
+/// Record `p` (the trace's pass `i`) into `pass` with bind group `own` as group 1, between its
+/// timestamps when traced.
+fn record(trace: Option<&WgpuTrace>, pass: &mut wgpu::ComputePass<'_>, i: usize, p: &Pass, groups: (u32, u32), own: usize) {
     if let Some(tr) = trace {
-        tr.stamp(pass, i, end);
+        tr.stamp(pass, i, false);
+    }
+    p.record(pass, groups, own);
+    if let Some(tr) = trace {
+        tr.stamp(pass, i, true);
     }
 }
 
@@ -282,11 +287,7 @@ impl ShardEngine for WgpuEngine {
         {
             // the passes in one compute pass (wgpu puts a barrier between its dispatches)
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            let mut run = |i: usize, p: &Pass, groups: (u32, u32), own: usize| {
-                stamp(tr, &mut pass, i, false);
-                p.record(&mut pass, groups, own);
-                stamp(tr, &mut pass, i, true);
-            };
+            let mut run = |i: usize, p: &Pass, groups: (u32, u32), own: usize| record(tr, &mut pass, i, p, groups, own);
             if propagates {
                 run(0, &b.propagate, (grid(s, max).0, 1), if kept { 2 } else { 1 });
             }
@@ -317,9 +318,7 @@ impl ShardEngine for WgpuEngine {
             let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
             {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
-                stamp(self.trace.as_ref(), &mut pass, 0, false);
-                b.propagate.record(&mut pass, (grid(s.max(1), max).0, 1), 2);
-                stamp(self.trace.as_ref(), &mut pass, 0, true);
+                record(self.trace.as_ref(), &mut pass, 0, &b.propagate, (grid(s.max(1), max).0, 1), 2);
             }
             self.gpu.queue.submit([encoder.finish()]);
         }
