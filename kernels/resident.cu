@@ -12,13 +12,17 @@
 // burst's propagation and early step. The phases are the kernels above, each over its own grid of
 // blocks (`Blk`), run by the resident blocks in turn.
 
-// What the host writes (mapped pinned memory), the command last.
+// What the host writes (mapped pinned memory): the command, in eight words of one 64-byte line,
+// each `tag << 32 | half` where tag is the command's number (32 low bits) and the halves, low
+// first, are: where the entries lie (a device address, 16-byte aligned); their bytes (header
+// included) | RES_DIRECT | RES_QUIT; the injection's header (two words). Every word carries its
+// own tag, so block 0 takes the whole command (the header too) in the one PCIe round trip that
+// sees it: no second load after the number (a 64-bit word is read whole; the words of a line
+// need not be).
 struct Ctl {
-    u64 go;    // the command's number (one more each time) | RES_QUIT
-    u64 src;   // device address of the entries (16-byte aligned)
-    u64 bytes; // header + entries | RES_DIRECT
+    u64 w[8];
     u64 at;    // written by the kernel (block 0): command number << 8 | phase, for diagnostics
-    u64 pad_[4];
+    u64 pad_[7];
 };
 #define RES_QUIT (1ULL << 63)
 // The entries are read where they lie (the pinned buffer) by `inject` and `fix`: no copy, no
@@ -177,7 +181,8 @@ __device__ bool exchange(const Xchg& x, const Net& net, const Side& own, u64 e, 
 
 template <typename ACC, typename RP, typename CODE>
 __device__ void resident_impl(const ResParams& p) {
-    __shared__ u64 s_cmd[3];
+    // the command: its number, where the entries lie, their bytes, the header's two words
+    __shared__ u64 s_cmd[5];
     u64 arrived = 0;
     // the last command seen: block 0 reads the host's word (the last number written before the
     // launch), the others the device word (zeroed before the launch; numbers are never 0)
@@ -185,41 +190,51 @@ __device__ void resident_impl(const ResParams& p) {
     u32 r = p.cur;
     u64 ex = p.x.done;
     for (;;) {
-        // 1. the next command: block 0 polls the host's word, the others a word in device memory
+        // 1. the next command: block 0 polls the host's words, the others a word in device memory
         if (blockIdx.x == 0) {
-            if (threadIdx.x == 0) {
-                u64 g;
-                while ((g = ld_acquire_sys(&p.ctl->go)) == last) {}
-                s_cmd[0] = g;
+            if (threadIdx.x < 32) {
+                // lanes 0-7 load a word each (one request: the line), until every word carries the
+                // next number's tag; then the acquire (after the words, before the entries' loads)
+                const u32 tag = (u32)((last & ~RES_QUIT) + 1);
+                const u32 lane = threadIdx.x;
+                u64 w = 0;
+                for (;;) {
+                    if (lane < 8) w = ld_relaxed_sys(&p.ctl->w[lane]);
+                    if (__all_sync(0xffffffffu, lane >= 8 || (u32)(w >> 32) == tag)) break;
+                }
+                asm volatile("fence.acq_rel.sys;" ::: "memory");
+                const u64 word = (w & 0xffffffffull) | ((u64)__shfl_down_sync(0xffffffffu, (u32)w, 1) << 32);
+                if (lane < 8 && (lane & 1) == 0) s_cmd[1 + lane / 2] = word;
             }
             __syncthreads();
-            // one round trip: the command's words, and the first 8 KB (2 x 16 bytes a thread) of the pinned
-            // buffer (the header, and the entries of a small injection: W(100k)'s ~4 KB) into the
-            // device copy (both sides' nets share the buffers); the command's words are loaded
-            // before the buffer's are stored, so both are in flight together
-            u64 src = 0, bytes = 0;
-            if ((s_cmd[0] & RES_QUIT) == 0) {
-                uint4 v[2];
+            const u64 bytes = s_cmd[2];
+            const bool quit = (bytes & RES_QUIT) != 0;
+            const u64 g = ((last & ~RES_QUIT) + 1) | (quit ? RES_QUIT : 0);
+            // a small injection's entries (at most 8 KB: 2 x 16 bytes a thread) into the device
+            // copy, the header from the command; a larger one the grid copies, or `inject` and
+            // `fix` read where it lies
+            if (!quit) {
+                const bool whole = (bytes & RES_DIRECT) && (bytes & ~(RES_DIRECT | RES_QUIT)) <= 32ull * blockDim.x;
+                if (whole) {
+                    const u64 n = ((bytes & ~(RES_DIRECT | RES_QUIT)) + 15) / 16;
+                    uint4 v[2];
 #pragma unroll
-                for (int k = 0; k < 2; k++) {
-                    const u32 i = threadIdx.x + k * blockDim.x;
-                    if (16ull * (i + 1) <= p.net[0].in_cap) v[k] = __ldcv(((const uint4*)p.net[0].host_map) + i);
-                }
-                if (threadIdx.x == 0) {
-                    src = ld_relaxed_sys(&p.ctl->src);
-                    bytes = ld_relaxed_sys(&p.ctl->bytes);
-                }
+                    for (int k = 0; k < 2; k++) {
+                        const u32 i = threadIdx.x + k * blockDim.x;
+                        if (i >= 1 && i < n && 16ull * (i + 1) <= p.net[0].in_cap) v[k] = __ldcv(((const uint4*)p.net[0].host_map) + i);
+                    }
 #pragma unroll
-                for (int k = 0; k < 2; k++) {
-                    const u32 i = threadIdx.x + k * blockDim.x;
-                    if (16ull * (i + 1) <= p.net[0].in_cap) ((uint4*)p.net[0].host_in)[i] = v[k];
+                    for (int k = 0; k < 2; k++) {
+                        const u32 i = threadIdx.x + k * blockDim.x;
+                        if (i >= 1 && i < n && 16ull * (i + 1) <= p.net[0].in_cap) ((uint4*)p.net[0].host_in)[i] = v[k];
+                    }
                 }
+                if (threadIdx.x < 2) ((u64*)p.net[0].host_in)[threadIdx.x] = s_cmd[3 + threadIdx.x];
             }
             if (threadIdx.x == 0) {
-                s_cmd[1] = src;
-                s_cmd[2] = bytes;
-                *(volatile u64*)&p.dev->src = src;
-                *(volatile u64*)&p.dev->bytes = bytes;
+                s_cmd[0] = g;
+                *(volatile u64*)&p.dev->src = s_cmd[1];
+                *(volatile u64*)&p.dev->bytes = s_cmd[2];
             }
             __syncthreads();
             if (threadIdx.x == 0) {

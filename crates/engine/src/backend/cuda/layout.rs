@@ -152,7 +152,7 @@ mod tests {
         let sizes = [
             ("Net", size_of::<Net>()),
             ("Side", size_of::<Side>()),
-            ("Ctl", 64),
+            ("Ctl", 128),
             ("ResDev", 96),
             ("Learn", size_of::<Learn>()),
             ("Xchg", size_of::<Xchg>()),

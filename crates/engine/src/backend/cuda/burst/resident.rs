@@ -3,9 +3,10 @@
 //!
 //! The host stages a burst as before (the injection's header in its pinned buffer; the ids in the
 //! caller's page-locked column or after the header), then writes a command into mapped memory
-//! ([`Ctl`]): where the entries lie, how many bytes, and last the command's number. Block 0 of the
-//! kernel polls that number over PCIe and passes the command to the other blocks through device
-//! memory; the grid copies the entries into the device buffer, then runs the phases the burst
+//! (`Ctl` in resident.cu): where the entries lie, how many bytes, the injection's header, each
+//! half word tagged with the command's number. Block 0 of the kernel polls those words over PCIe
+//! until each carries the next number (so one round trip brings the whole command) and passes the
+//! command to the other blocks through device memory; the grid copies the entries into the device buffer, then runs the phases the burst
 //! graph would (`inject` for input with a neuron twice, `fix`, which publishes the burst into the
 //! mapped output as before, then the next burst's `propagate` and `prestep`), each over its own
 //! grid of blocks, with a grid-wide barrier between them (`kernels/resident.cu`, `resident_impl`).
@@ -35,6 +36,12 @@ const QUIT: u64 = 1 << 63;
 /// The phases of the work ahead of a burst that the kernel times (`RES_PHASES` in resident.cu).
 pub(in crate::backend::cuda) const PHASES: [&str; 8] =
     ["learning: mark", "shift", "rows", "growth", "propagation", "tiles' split", "tiles' sums", "early step"];
+
+/// Bytes of `Ctl` (resident.cu): the command's eight words, then the kernel's diagnostics word.
+const CTL_BYTES: usize = 128;
+
+/// Word of `Ctl` where the kernel says where it is (`at`).
+const CTL_AT: usize = 8;
 
 /// Words of `ResDev` (resident.cu): 4, the phases' times, the bursts.
 const RES_DEV_WORDS: usize = 4 + PHASES.len() + 1;
@@ -76,7 +83,7 @@ pub(in crate::backend::cuda) struct Resident {
 /// The kernel's stream and command words.
 struct ResidentState {
     stream: Arc<CudaStream>,
-    /// Mapped pinned: `Ctl` (go, src, bytes, at).
+    /// Mapped pinned: `Ctl` (the command's tagged words, then `at`).
     ctl: Pinned,
     running: bool,
     /// The last command word written (its number | QUIT).
@@ -117,7 +124,7 @@ impl Resident {
             return Err("the resident kernel does not fit on an SM".into());
         }
         let stream = ctx.new_stream().map_err(|e| e.to_string())?;
-        let ctl = Pinned::new(ctx, 64).map_err(|e| e.to_string())?;
+        let ctl = Pinned::new(ctx, CTL_BYTES).map_err(|e| e.to_string())?;
         let dev = stream.alloc_zeros::<u64>(RES_DEV_WORDS).map_err(|e| e.to_string())?;
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
@@ -187,15 +194,15 @@ impl Resident {
         Ok(())
     }
 
-    /// Write a command: the entries' device address and the bytes to copy (header included), the
-    /// number last.
+    /// Write a command: the entries' device address, the bytes to copy (header included) and the
+    /// injection's header (its two words, as staged in the pinned buffer).
     ///
     /// `direct`: the entries lie after the header in the pinned buffer, and `inject` and `fix`
     /// read them there (small input: no copy into device memory, no barrier).
-    pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool) {
+    pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool, header: [u64; 2]) {
         let mut st = self.state();
         let go = (st.word & !QUIT) + 1;
-        st.write(src, bytes | (direct as u64) << 62, go);
+        st.write([src, bytes | (direct as u64) << 62, header[0], header[1]], go);
     }
 
     /// Stop the kernel (if it runs) and wait until it has returned.
@@ -225,8 +232,8 @@ impl Drop for Resident {
 impl ResidentState {
     /// Where the kernel is, in words (for an error when a burst does not come back).
     fn whereabouts(&self) -> String {
-        // SAFETY: word 3 of `ctl` (64 bytes), written by the kernel.
-        let at = unsafe { std::ptr::read_volatile((self.ctl.ptr() as *const u64).add(3)) };
+        // SAFETY: word CTL_AT of `ctl` (CTL_BYTES), written by the kernel.
+        let at = unsafe { std::ptr::read_volatile((self.ctl.ptr() as *const u64).add(CTL_AT)) };
         const PHASES: [&str; 8] = [
             "before its first command",
             "copying the injection",
@@ -246,15 +253,26 @@ impl ResidentState {
         )
     }
 
-    fn write(&mut self, src: u64, bytes: u64, go: u64) {
+    /// The command `go` (its number | QUIT): `words` (src, bytes | direct, the header's two
+    /// words) as eight half words, each tagged with the number's 32 low bits; QUIT rides in the
+    /// bytes' top bit.
+    fn write(&mut self, words: [u64; 4], go: u64) {
         let w = self.ctl.ptr() as *mut u64;
-        // SAFETY: `ctl` holds 64 bytes (8 aligned words); the kernel reads `src` and `bytes` only
-        // after it has seen the new number, which is written last (the fence orders the stores).
+        let tag = (go & !QUIT) << 32;
+        let mut halves = [0u64; 8];
+        for (k, &x) in words.iter().enumerate() {
+            let x = if k == 1 { x | (go & QUIT) } else { x };
+            halves[2 * k] = tag | (x & 0xFFFF_FFFF);
+            halves[2 * k + 1] = tag | (x >> 32);
+        }
+        // What the command points at (the staged entries) is written before any of its words: the
+        // kernel reads it once every word carries the new tag (its acquire after the words).
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        // SAFETY: `ctl` holds CTL_BYTES (16 aligned words); each word is stored whole.
         unsafe {
-            std::ptr::write_volatile(w.add(1), src);
-            std::ptr::write_volatile(w.add(2), bytes);
-            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-            std::ptr::write_volatile(w, go);
+            for (k, &h) in halves.iter().enumerate() {
+                std::ptr::write_volatile(w.add(k), h);
+            }
         }
         self.word = go;
     }
@@ -267,7 +285,7 @@ impl ResidentState {
         self.running = false;
         self.stream.context().bind_to_thread().map_err(dev_err("binding the context"))?;
         let go = ((self.word & !QUIT) + 1) | QUIT;
-        self.write(0, 0, go);
+        self.write([0; 4], go);
         // a kernel stuck in a phase never sees the quit: give up after a while rather than hang
         let since = std::time::Instant::now();
         loop {

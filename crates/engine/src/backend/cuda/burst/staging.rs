@@ -162,8 +162,12 @@ impl CudaBackend {
             Some(dev) => (dev, false),
             None => (self.io.host_in.dev() + 16, in_bytes <= RESIDENT_DIRECT),
         };
+        // the header as `stage` wrote it (the command carries it: no second round trip for it)
+        let h = self.io.host_in.ptr() as *const u64;
+        // SAFETY: the pinned buffer's first two words, written by `stage` on this thread.
+        let header = unsafe { [h.read(), h.add(1).read()] };
         if let Some(r) = &mut self.launch.resident {
-            r.command(src, in_bytes as u64, direct);
+            r.command(src, in_bytes as u64, direct, header);
         }
         if let Some(x) = &mut self.launch.exchange {
             x.commanded();
