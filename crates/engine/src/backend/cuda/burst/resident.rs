@@ -6,10 +6,11 @@
 //! (`Ctl` in resident.cu): where the entries lie, how many bytes, the injection's header, each
 //! half word tagged with the command's number. Block 0 of the kernel polls those words over PCIe
 //! until each carries the next number (so one round trip brings the whole command) and passes the
-//! command to the other blocks through device memory; the grid copies the entries into the device buffer, then runs the phases the burst
-//! graph would (`inject` for input with a neuron twice, `fix`, which publishes the burst into the
-//! mapped output as before, then the next burst's `propagate` and `prestep`), each over its own
-//! grid of blocks, with a grid-wide barrier between them (`kernels/resident.cu`, `resident_impl`).
+//! command to the other blocks through device memory; the grid copies the entries into the device
+//! buffer, then runs the phases the burst graph would (`inject` for input with a neuron twice,
+//! `fix`, which publishes the burst into the mapped output as before, then the next burst's
+//! `propagate` and `prestep`), each over its own grid of blocks, with a grid-wide barrier between
+//! them (`kernels/resident.cu`, `resident_impl`).
 //! The output protocol is the graphs': the host reads it the same way.
 //!
 //! The kernel runs on a stream of its own, so the backend's stream stays free. Whatever reads or
