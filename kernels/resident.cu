@@ -29,6 +29,14 @@ struct Ctl {
 // barrier (small input).
 #define RES_DIRECT (1ULL << 62)
 
+// Whether block 0 brings a direct injection's entries into the device copy itself (at most 2 x
+// 16 bytes a thread), from the command's bytes word; else the grid copies them, or `inject` and
+// `fix` read them where they lie.
+__device__ __forceinline__ bool res_whole(u64 cmd_bytes, u64 in_cap) {
+    const u64 bytes = cmd_bytes & ~(RES_DIRECT | RES_QUIT);
+    return (cmd_bytes & RES_DIRECT) && bytes <= 32ull * blockDim.x && bytes <= in_cap;
+}
+
 // The phases of the work ahead of a burst, as `ResDev::t` times them: learning (mark, shift,
 // rows, growth), propagation (direct, or tiled: binning), the tiles' split, their sums, the early
 // step.
@@ -214,8 +222,7 @@ __device__ void resident_impl(const ResParams& p) {
             // copy, the header from the command; a larger one the grid copies, or `inject` and
             // `fix` read where it lies
             if (!quit) {
-                const bool whole = (bytes & RES_DIRECT) && (bytes & ~(RES_DIRECT | RES_QUIT)) <= 32ull * blockDim.x;
-                if (whole) {
+                if (res_whole(bytes, p.net[0].in_cap)) {
                     const u64 n = ((bytes & ~(RES_DIRECT | RES_QUIT)) + 15) / 16;
                     uint4 v[2];
 #pragma unroll
@@ -251,8 +258,9 @@ __device__ void resident_impl(const ResParams& p) {
         __syncthreads();
         const u64 g = s_cmd[0];
         const u64 src = s_cmd[1];
-        const bool direct = (s_cmd[2] & RES_DIRECT) != 0;
-        const u64 bytes = s_cmd[2] & ~RES_DIRECT;
+        const u64 cmd_bytes = s_cmd[2];
+        const bool direct = (cmd_bytes & RES_DIRECT) != 0;
+        const u64 bytes = cmd_bytes & ~RES_DIRECT;
         __syncthreads();
         last = g;
         if (g & RES_QUIT) return;
@@ -270,8 +278,7 @@ __device__ void resident_impl(const ResParams& p) {
         // 2. the entries into the device buffer (block 0 put the header there, and all of a
         // small injection), from `src`, 16 bytes a thread (then the last 4-byte words); input up
         // to RESIDENT_DIRECT is read where it lies
-        const bool whole = direct && bytes <= 32ull * blockDim.x && bytes <= net.in_cap;
-        const u32 mapped = (direct && !whole) ? 2 : 0;
+        const u32 mapped = (direct && !res_whole(cmd_bytes, net.in_cap)) ? 2 : 0;
         if (!direct) {
             u8* dst = (u8*)net.host_in;
             const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;

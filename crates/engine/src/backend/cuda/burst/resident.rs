@@ -257,12 +257,12 @@ impl ResidentState {
     /// The command `go` (its number | QUIT): `words` (src, bytes | direct, the header's two
     /// words) as eight half words, each tagged with the number's 32 low bits; QUIT rides in the
     /// bytes' top bit.
-    fn write(&mut self, words: [u64; 4], go: u64) {
+    fn write(&mut self, mut words: [u64; 4], go: u64) {
         let w = self.ctl.ptr() as *mut u64;
         let tag = (go & !QUIT) << 32;
+        words[1] |= go & QUIT;
         let mut halves = [0u64; 8];
         for (k, &x) in words.iter().enumerate() {
-            let x = if k == 1 { x | (go & QUIT) } else { x };
             halves[2 * k] = tag | (x & 0xFFFF_FFFF);
             halves[2 * k + 1] = tag | (x >> 32);
         }

@@ -33,6 +33,9 @@ pub(crate) struct Staged {
     /// Some(device address): the ids lie in a column `prepare_input` page-locked, where the
     /// resident kernel reads them (the pinned buffer holds only the header).
     lent: Option<u64>,
+    /// The injection's header as written into the pinned buffer (the resident kernel's command
+    /// carries it too).
+    header: [u64; 2],
 }
 
 impl CudaBackend {
@@ -42,7 +45,7 @@ impl CudaBackend {
         // no scan for sorted input (the usual case): its bounds are its ends
         let in_range = input.id_bounds().is_none_or(|(lo, hi)| lo >= self.state.base && hi < self.state.base + self.state.neurons);
         if !in_range {
-            return Ok(Staged { t_start, in_bytes: 0, in_range, lent: None });
+            return Ok(Staged { t_start, in_bytes: 0, in_range, lent: None, header: [0; 2] });
         }
         if self.launch.path.sharded() && self.state.multi.is_none() {
             return Err(BackendError::Device("one GPU of several bursts only once connected to the others".into()));
@@ -63,6 +66,7 @@ impl CudaBackend {
             })
             .flatten();
         self.ensure_in_capacity(in_bytes)?;
+        let header = [ids.len() as u64 | (fused as u64) << 61 | (fmt << 62), first as u64];
         let base = self.io.host_in.ptr();
         // SAFETY: the buffer holds `in_bytes` (ensured above) and nothing reads it now: the previous
         // burst has completed (it published its output after it had read the injection).
@@ -86,11 +90,11 @@ impl CudaBackend {
                 // format 2: the id column as it is
                 _ => std::ptr::copy_nonoverlapping(ids.as_ptr(), base.add(16) as *mut u32, ids.len()),
             }
-            (base as *mut u64).write(ids.len() as u64 | (fused as u64) << 61 | (fmt << 62));
-            (base as *mut u64).add(1).write(first as u64);
+            (base as *mut u64).write(header[0]);
+            (base as *mut u64).add(1).write(header[1]);
             std::ptr::write_volatile(self.io.host_out.ptr() as *mut u64, u64::MAX);
         }
-        Ok(Staged { t_start, in_bytes, in_range, lent })
+        Ok(Staged { t_start, in_bytes, in_range, lent, header })
     }
 
     /// Make the injection buffer hold `bytes`; replaces it (and the graphs) when too small.
@@ -133,7 +137,7 @@ impl CudaBackend {
 
     /// Hand the staged burst to the resident kernel (launched first if it is parked: after the
     /// propagation and early step of the next burst, if they have not run yet).
-    fn command_resident(&mut self, in_bytes: usize, lent: Option<u64>) -> Result<(), BackendError> {
+    fn command_resident(&mut self, in_bytes: usize, lent: Option<u64>, header: [u64; 2]) -> Result<(), BackendError> {
         if !self.launch.resident.as_ref().is_some_and(|r| r.running()) {
             if self.launch.path == Path::Linked && !self.launch.pre_pending {
                 return Err(BackendError::Device("one GPU of several ran no propagation ahead of its burst".into()));
@@ -162,10 +166,6 @@ impl CudaBackend {
             Some(dev) => (dev, false),
             None => (self.io.host_in.dev() + 16, in_bytes <= RESIDENT_DIRECT),
         };
-        // the header as `stage` wrote it (the command carries it: no second round trip for it)
-        let h = self.io.host_in.ptr() as *const u64;
-        // SAFETY: the pinned buffer's first two words, written by `stage` on this thread.
-        let header = unsafe { [h.read(), h.add(1).read()] };
         if let Some(r) = &mut self.launch.resident {
             r.command(src, in_bytes as u64, direct, header);
         }
@@ -177,13 +177,13 @@ impl CudaBackend {
 
     /// Run the staged burst and collect its output.
     pub(crate) fn launch(&mut self, staged: Staged) -> Result<BurstOutput<'_>, BackendError> {
-        let Staged { t_start, in_bytes, lent, .. } = staged;
+        let Staged { t_start, in_bytes, lent, header, .. } = staged;
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         self.ctx.bind_to_thread().map_err(dev_err("binding the context"))?;
         let t = self.launch.burst + 1;
         let t_write = std::time::Instant::now();
         if self.launch.resident.is_some() {
-            self.command_resident(in_bytes, lent)?;
+            self.command_resident(in_bytes, lent, header)?;
         } else {
             self.launch_graphs(in_bytes)?;
         }
