@@ -30,10 +30,15 @@ pub(super) fn fired_v_at(m: u64) -> u64 {
     ((1 + m) * 4).next_multiple_of(8)
 }
 
-/// Bytes of `out` for a fired list of `m` ids and their potentials, and after them the trace's
-/// timestamps (NEUROBURST_WGPU_TRACE=1).
+/// Bytes of a fired list of `m` ids and their potentials as `out` (and the readback) hold it.
+pub(super) fn fired_bytes(m: u64) -> u64 {
+    fired_v_at(m) + m * 8
+}
+
+/// Bytes of `out` for a fired list of `m` ids, and after it the trace's timestamps
+/// (NEUROBURST_WGPU_TRACE=1).
 fn out_bytes(m: u64) -> u64 {
-    fired_v_at(m) + m * 8 + TIMESTAMP_BYTES
+    fired_bytes(m) + TIMESTAMP_BYTES
 }
 
 /// Threads of a workgroup (`@workgroup_size` in burst.wgsl).

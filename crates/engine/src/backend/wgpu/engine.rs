@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use super::buffers::{codes_bytes, fired_v_at, padded, Buffers, Pass, COMPACT_GROUPS, GROUP, HEADER_WORDS, STEP_GROUP};
+use super::buffers::{codes_bytes, fired_bytes, fired_v_at, padded, Buffers, Pass, COMPACT_GROUPS, GROUP, HEADER_WORDS, STEP_GROUP};
 use super::device::WgpuDevice;
 use super::trace::WgpuTrace;
 use crate::backend::cpu::Regen;
@@ -171,7 +171,7 @@ impl WgpuEngine {
         if m > 0 {
             encoder.copy_buffer_to_buffer(&b.fired_v, 0, &b.readback, fired_v_at(m), m * 8);
         }
-        fired_v_at(m) + m * 8
+        fired_bytes(m)
     }
 
     /// Burst `t`'s upload into `up` (burst.wgsl's `Upload`): the header (with `m`, the fired the
@@ -303,7 +303,7 @@ impl ShardEngine for WgpuEngine {
         }
         // (propagated ahead: the trace's propagation time is the last burst's second submission)
         let ran = [propagates || self.propagated, k > 0, stepped, stepped];
-        let span = fired_v_at(m) + m * 8;
+        let span = fired_bytes(m);
         let read = tr.map_or(span, |tr| tr.resolve(&mut encoder, &b.out, span));
         let commands = encoder.finish();
         self.mark(1);
