@@ -22,25 +22,32 @@
 struct Ctl {
     u64 w[8];
     u64 at;    // written by the kernel (block 0): command number << 8 | phase, for diagnostics
-    u64 pad_[7];
+    u64 sent;  // the host's: what its copy stream sends into `ResDev::sent` after an injection
+    u64 pad_[6];
 };
 #define RES_QUIT (1ULL << 63)
 // The entries are read where they lie (the pinned buffer) by `inject` and `fix`: no copy, no
 // barrier (small input).
 #define RES_DIRECT (1ULL << 62)
+// The entries are sent into the device copy by the copy engine while the grid still works ahead
+// (a large injection, back to back): block 0 waits until `ResDev::sent` holds the command's number
+// (the host's stream writes it after the copy), and the grid copies nothing.
+#define RES_SENT (1ULL << 61)
+#define RES_FLAGS (RES_QUIT | RES_DIRECT | RES_SENT)
 
 // Whether block 0 brings a direct injection's entries into the device copy itself (at most 2 x
 // 16 bytes a thread), from the command's bytes word; else the grid copies them, or `inject` and
 // `fix` read them where they lie.
 __device__ __forceinline__ bool res_whole(u64 cmd_bytes, u64 in_cap) {
-    const u64 bytes = cmd_bytes & ~(RES_DIRECT | RES_QUIT);
+    const u64 bytes = cmd_bytes & ~RES_FLAGS;
     return (cmd_bytes & RES_DIRECT) && bytes <= 32ull * blockDim.x && bytes <= in_cap;
 }
 
 // The phases of the work ahead of a burst, as `ResDev::t` times them: learning (mark, shift,
 // rows, growth), propagation (direct, or tiled: binning), the tiles' split, their sums, the early
-// step.
-#define RES_PHASES 8
+// step; then block 0's wait for the command, its hand-on to the grid (a small injection loaded),
+// and the rest of the burst (`inject`, `fix`).
+#define RES_PHASES 11
 
 // The resident kernel's words in device memory (zeroed before each launch).
 struct ResDev {
@@ -52,6 +59,7 @@ struct ResDev {
     // phase (RES_PHASES), and the bursts (NEUROBURST_CUDA_TRACE=1 reports it)
     u64 t[RES_PHASES];
     u64 ahead;
+    u64 sent;  // the last command whose entries the copy engine has sent (the host's stream writes it)
 };
 
 // One GPU of several (the resident kernel on each): after `fix`, every block copies its share of
@@ -121,6 +129,14 @@ __device__ __forceinline__ u64 globaltimer() {
 }
 
 
+
+// Where block 0 is, into the host's `Ctl::at` (for diagnostics, and for the host to see whether
+// the grid still works ahead): a posted write by a thread of warp 1, which never fences. Written by
+// thread 0, the fences of the grid barriers and the command's poll waited for it (a PCIe round
+// trip each).
+__device__ __forceinline__ void say(u64* at, u64 v) {
+    if (blockIdx.x == 0 && threadIdx.x == 32) *(volatile u64*)at = v;
+}
 
 // Every block of the grid waits here for all the others; what each wrote before is then seen by
 // all (the arrivals only grow: `arrived` counts them in every block alike).
@@ -197,20 +213,38 @@ __device__ void resident_impl(const ResParams& p) {
     u64 last = blockIdx.x == 0 ? p.last : 0;
     u32 r = p.cur;
     u64 ex = p.x.done;
+    // block 0, lanes 0-7: the next command's words, asked for before the early step (a load in
+    // flight through it: no wait), looked at once it is done
+    u64 ahead_w = 0;
+    // block 0's clock at each phase's end (its thread 0 keeps the sums)
+    u64 lap = blockIdx.x == 0 && threadIdx.x == 0 ? globaltimer() : 0;
+    auto phase = [&](int k) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            const u64 now = globaltimer();
+            p.dev->t[k] += now - lap;
+            lap = now;
+        }
+    };
     for (;;) {
         // 1. the next command: block 0 polls the host's words, the others a word in device memory
         if (blockIdx.x == 0) {
             if (threadIdx.x < 32) {
                 // lanes 0-7 load a word each (one request: the line), until every word carries the
-                // next number's tag; then the acquire (after the words, before the entries' loads)
+                // next number's tag; each load an acquire, so the entries' loads come after it (no
+                // fence: a system fence waits for this thread's writes to host memory too)
                 const u32 tag = (u32)((last & ~RES_QUIT) + 1);
                 const u32 lane = threadIdx.x;
-                u64 w = 0;
-                for (;;) {
-                    if (lane < 8) w = ld_relaxed_sys(&p.ctl->w[lane]);
-                    if (__all_sync(0xffffffffu, lane >= 8 || (u32)(w >> 32) == tag)) break;
+                u64 w = ahead_w;
+                if (__all_sync(0xffffffffu, lane >= 8 || (u32)(w >> 32) == tag)) {
+                    // asked for before the early step, and there: only the acquire's fence
+                    asm volatile("fence.acq_rel.sys;" ::: "memory");
+                } else {
+                    for (;;) {
+                        if (lane < 8) w = ld_acquire_sys(&p.ctl->w[lane]);
+                        if (__all_sync(0xffffffffu, lane >= 8 || (u32)(w >> 32) == tag)) break;
+                    }
                 }
-                asm volatile("fence.acq_rel.sys;" ::: "memory");
+                phase(8);
                 const u64 word = (w & 0xffffffffull) | ((u64)__shfl_down_sync(0xffffffffu, (u32)w, 1) << 32);
                 if (lane < 8 && (lane & 1) == 0) s_cmd[1 + lane / 2] = word;
             }
@@ -223,7 +257,7 @@ __device__ void resident_impl(const ResParams& p) {
             // `fix` read where it lies
             if (!quit) {
                 if (res_whole(bytes, p.net[0].in_cap)) {
-                    const u64 n = ((bytes & ~(RES_DIRECT | RES_QUIT)) + 15) / 16;
+                    const u64 n = ((bytes & ~RES_FLAGS) + 15) / 16;
                     uint4 v[2];
 #pragma unroll
                     for (int k = 0; k < 2; k++) {
@@ -239,6 +273,9 @@ __device__ void resident_impl(const ResParams& p) {
                 if (threadIdx.x < 2) ((u64*)p.net[0].host_in)[threadIdx.x] = s_cmd[3 + threadIdx.x];
             }
             if (threadIdx.x == 0) {
+                // sent by the copy engine: here once the host's stream has written the number
+                if (!quit && (bytes & RES_SENT))
+                    while (ld_acquire_sys(&p.dev->sent) != (g & ~RES_QUIT)) {}
                 s_cmd[0] = g;
                 *(volatile u64*)&p.dev->src = s_cmd[1];
                 *(volatile u64*)&p.dev->bytes = s_cmd[2];
@@ -248,6 +285,7 @@ __device__ void resident_impl(const ResParams& p) {
                 __threadfence();
                 st_release_gpu(&p.dev->go, s_cmd[0]);
             }
+            phase(9);
         } else if (threadIdx.x == 0) {
             u64 g;
             while ((g = ld_acquire_gpu(&p.dev->go)) == last) __nanosleep(32);
@@ -260,18 +298,17 @@ __device__ void resident_impl(const ResParams& p) {
         const u64 src = s_cmd[1];
         const u64 cmd_bytes = s_cmd[2];
         const bool direct = (cmd_bytes & RES_DIRECT) != 0;
-        const u64 bytes = cmd_bytes & ~RES_DIRECT;
+        const bool sent = (cmd_bytes & RES_SENT) != 0;
+        const u64 bytes = cmd_bytes & ~RES_FLAGS;
         __syncthreads();
         last = g;
         if (g & RES_QUIT) return;
-        // where block 0 is (a posted write to host memory: no wait)
+        // where block 0 is
         u64* const at = (u64*)&p.ctl->at;
         const u64 num = (g & ~RES_QUIT) << 8;
-        if (blockIdx.x == 0 && threadIdx.x == 0) {
-            *(volatile u64*)at = num | 1;
-            // the gathered list's counter, for this burst's exchange (past fix's barrier)
-            if (p.x.n) *p.x.gathered.counter = 0;
-        }
+        say(at, num | 1);
+        // the gathered list's counter, for this burst's exchange (past fix's barrier)
+        if (p.x.n && blockIdx.x == 0 && threadIdx.x == 0) *p.x.gathered.counter = 0;
         const Net& net = p.net[r];
         const Side& wr = p.side[1 - r];
         const Side& rd = p.side[r];
@@ -279,7 +316,7 @@ __device__ void resident_impl(const ResParams& p) {
         // small injection), from `src`, 16 bytes a thread (then the last 4-byte words); input up
         // to RESIDENT_DIRECT is read where it lies
         const u32 mapped = (direct && !res_whole(cmd_bytes, net.in_cap)) ? 2 : 0;
-        if (!direct) {
+        if (!direct && !sent) {
             u8* dst = (u8*)net.host_in;
             const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
             const u64 stride = (u64)gridDim.x * blockDim.x;
@@ -290,24 +327,25 @@ __device__ void resident_impl(const ResParams& p) {
             for (u64 w = (body / 16) * 4 + tid; w < body / 4; w += stride) ((u32*)(dst + 16))[w] = __ldcv(((const u32*)src) + w);
             grid_sync(p.dev, arrived);
         }
-        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 2;
+        say(at, num | 2);
         // 3. inject (a neuron twice: sums), then fix, which publishes the burst to the host
         const bool fused = ((*(volatile const u64*)net.host_in) >> 61) & 1;
         if (!fused) {
             each_blk(p.inj_blocks, [&](Blk b) { inject_impl(net, wr, mapped, b); });
             grid_sync(p.dev, arrived);
         }
-        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 3;
+        say(at, num | 3);
         each_blk(p.inj_blocks, [&](Blk b) { fix_impl<ACC, RP>(net, wr, rd, mapped, b); });
         grid_sync(p.dev, arrived);
-        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 4;
+        phase(10);
+        say(at, num | 4);
         // 4. ahead of the next burst (it reads side 1 - r): the propagation of the list just
         // written (on several GPUs, the whole brain's, exchanged), then the early step
         const Net& next = p.net[1 - r];
         const Side& list = p.x.n ? p.x.gathered : p.side[1 - r];
         if (p.x.n) {
             if (!exchange<RP>(p.x, next, p.side[1 - r], ++ex, arrived, p.dev)) {
-                if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 7;
+                say(at, num | 7);
                 return;
             }
         }
@@ -316,15 +354,6 @@ __device__ void resident_impl(const ResParams& p) {
         // its slowest warp (W(100k) every synapse plastic: learning's mark 6.4 -> 1.9 us, shift
         // 14.8 -> 3.2 us, period 60.4 -> 38.3 us)
         const Blk grid{blockIdx.x, gridDim.x};
-        // block 0's clock at each phase's end (its thread 0 keeps the sums)
-        u64 lap = blockIdx.x == 0 && threadIdx.x == 0 ? globaltimer() : 0;
-        auto phase = [&](int k) {
-            if (blockIdx.x == 0 && threadIdx.x == 0) {
-                const u64 now = globaltimer();
-                p.dev->t[k] += now - lap;
-                lap = now;
-            }
-        };
         if (p.learning) {
             // learning from the list just written, before it is propagated (learn.cu)
             learn_mark_impl(p.learn, list, next.count_shift, grid);
@@ -357,14 +386,13 @@ __device__ void resident_impl(const ResParams& p) {
             grid_sync(p.dev, arrived);
             phase(4);
         }
-        if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile u64*)at = num | 5;
+        say(at, num | 5);
+        if (blockIdx.x == 0 && threadIdx.x < 8) ahead_w = ld_relaxed_sys(&p.ctl->w[threadIdx.x]);
         prestep_impl<ACC, RP>(next, p.side[r], grid);
         grid_sync(p.dev, arrived);
         phase(7);
-        if (blockIdx.x == 0 && threadIdx.x == 0) {
-            p.dev->ahead += 1;
-            *(volatile u64*)at = num | 6;
-        }
+        if (blockIdx.x == 0 && threadIdx.x == 0) p.dev->ahead += 1;
+        say(at, num | 6);
         r = 1 - r;
     }
 }

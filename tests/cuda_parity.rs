@@ -104,3 +104,52 @@ fn several_shards_sharing_one_gpu_match_cpu() {
         println!("2 shards on GPU {device}, {strategy}: {report}");
     }
 }
+
+/// Injections over the size the resident kernel reads where they lie (16 KB), handed over back to
+/// back: the copy engine sends them into device memory while the kernel still works ahead (from
+/// the pinned buffer, and from a page-locked column), and every burst's output is the CPU's.
+#[test]
+fn injections_sent_ahead_by_the_copy_engine_fire_as_the_cpu() {
+    use neuroburst::backend::cpu::CpuBackend;
+    use neuroburst::backend::cuda::CudaBackend;
+    use neuroburst::backend::{Backend, Readback};
+    use neuroburst::brain::Brain;
+    use neuroburst::model::Injections;
+    use neuroburst::workload::Workload;
+    let Some((device, _)) = gpu() else { return };
+    // 8000 ids a burst (32 KB); its propagation and early step outlast the host's turn
+    let w = Workload { neurons: 400_000, fanout: 50, rate: 0.02, seed: 17 };
+    let genome = w.genome();
+    let readback = || Readback::Ranges(vec![w.motor()]);
+    let mut gpu = CudaBackend::new(Brain::build(&genome, 1, false), readback(), device).unwrap();
+    let bursts = 300u64;
+    // made before: the host's turn between bursts is a copy, as a node's
+    let pool: Vec<Injections> = (1..=bursts)
+        .map(|t| {
+            let mut inj = Injections::new();
+            w.injection(t, &mut inj);
+            inj
+        })
+        .collect();
+    let mut locked = Injections::new();
+    gpu.prepare_input(&mut locked);
+    let mut plain = Injections::new();
+    let mut got = Vec::new();
+    for (t, drive) in (1..=bursts).zip(&pool) {
+        // odd bursts from the page-locked column, even ones through the pinned buffer
+        let inj = if t % 2 == 1 { &mut locked } else { &mut plain };
+        inj.clear();
+        inj.extend_from(drive.as_slice());
+        let out = gpu.burst(inj.as_slice()).unwrap();
+        got.push((out.fired.to_vec(), out.potentials.to_vec(), out.fired_total));
+    }
+    let sent = gpu.injections_sent_ahead();
+    println!("{sent} of {bursts} injections sent ahead");
+    assert!(sent > bursts / 4, "the copy engine sent {sent} of {bursts} injections: the path is not exercised");
+    let mut cpu = CpuBackend::new(Brain::build(&genome, 1, false), readback());
+    for ((t, want_gpu), drive) in (1..=bursts).zip(&got).zip(&pool) {
+        let out = cpu.burst(drive.as_slice()).unwrap();
+        let want = (out.fired.to_vec(), out.potentials.to_vec(), out.fired_total);
+        assert_eq!(want_gpu, &want, "burst {t}: the GPU's output differs from the CPU's");
+    }
+}

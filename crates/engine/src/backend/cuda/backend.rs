@@ -486,19 +486,27 @@ impl CudaBackend {
                 let each = super::burst::resident::PHASES.iter().zip(us).filter(|(_, t)| *t > 0.0);
                 let each: Vec<String> =
                     each.map(|(name, t)| format!("{name}{} {t:.1} us", if *name == "propagation" { tiled } else { "" })).collect();
-                format!("; device, ahead of a burst: {}", each.join(", "))
+                format!("; device, block 0 a burst: {}", each.join(", "))
             }
             _ => String::new(),
         };
         Some(format!(
-            "per burst: write {:.1} us, launch {:.1} us, wait {:.1} us, post {:.1} us (read {:.1}), spins {:.0}{device}",
+            "per burst: write {:.1} us, launch {:.1} us, wait {:.1} us, post {:.1} us (read {:.1}), spins {:.0}; commands while the kernel worked ahead {}, injections sent ahead {}{device}",
             tr.write_s / n * 1e6,
             tr.launch_s / n * 1e6,
             tr.wait_s / n * 1e6,
             tr.post_s / n * 1e6,
             tr.read_s / n * 1e6,
-            tr.spins as f64 / n
+            tr.spins as f64 / n,
+            self.launch.resident.as_ref().map_or(0, |r| r.sends().1),
+            self.injections_sent_ahead()
         ))
+    }
+
+    /// Bursts whose injection the copy engine sent into device memory while the resident kernel
+    /// still worked ahead (large injections, back to back; docs/cuda.md).
+    pub fn injections_sent_ahead(&self) -> u64 {
+        self.launch.resident.as_ref().map_or(0, |r| r.sends().0)
     }
 
     /// Whether the synaptic accumulators are 64-bit (the brain's input bound exceeds i32).

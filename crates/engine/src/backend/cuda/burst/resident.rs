@@ -35,8 +35,21 @@ use crate::backend::BackendError;
 const QUIT: u64 = 1 << 63;
 
 /// The phases of the work ahead of a burst that the kernel times (`RES_PHASES` in resident.cu).
-pub(in crate::backend::cuda) const PHASES: [&str; 8] =
-    ["learning: mark", "shift", "rows", "growth", "propagation", "tiles' split", "tiles' sums", "early step"];
+/// Then block 0's wait for the next command, its hand-on to the grid (a small injection loaded),
+/// and the rest of the burst (`inject`, `fix`).
+pub(in crate::backend::cuda) const PHASES: [&str; 11] = [
+    "learning: mark",
+    "shift",
+    "rows",
+    "growth",
+    "propagation",
+    "tiles' split",
+    "tiles' sums",
+    "early step",
+    "waiting for the command",
+    "hand-on",
+    "inject and fix",
+];
 
 /// Bytes of `Ctl` (resident.cu): the command's eight words, then the kernel's diagnostics word.
 const CTL_BYTES: usize = 128;
@@ -44,8 +57,14 @@ const CTL_BYTES: usize = 128;
 /// Word of `Ctl` where the kernel says where it is (`at`).
 const CTL_AT: usize = 8;
 
-/// Words of `ResDev` (resident.cu): 4, the phases' times, the bursts.
-const RES_DEV_WORDS: usize = 4 + PHASES.len() + 1;
+/// Word of `Ctl` the copy engine sends into `ResDev::sent` after an injection's entries.
+const CTL_SENT: usize = 9;
+
+/// Words of `ResDev` (resident.cu): 4, the phases' times, the bursts, the last command sent.
+const RES_DEV_WORDS: usize = 4 + PHASES.len() + 2;
+
+/// Bit of the command's bytes word: the entries are sent by the copy engine (`RES_SENT`).
+const SENT: u64 = 1 << 61;
 
 /// How long `park` waits for the kernel to return.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -84,6 +103,17 @@ pub(in crate::backend::cuda) struct Resident {
 /// The kernel's stream and command words.
 struct ResidentState {
     stream: Arc<CudaStream>,
+    /// The copy engine's stream: a large injection sent into device memory while the kernel
+    /// still works ahead, then the command's number into `ResDev::sent`.
+    copy: Arc<CudaStream>,
+    /// `ResDev::sent`.
+    sent: u64,
+    /// False once the copy engine's sending failed (stream memory operations refused).
+    can_send: bool,
+    /// Commands whose entries the copy engine sent.
+    sends: u64,
+    /// Commands written while the kernel worked ahead.
+    aheads: u64,
     /// Mapped pinned: `Ctl` (the command's tagged words, then `at`).
     ctl: Pinned,
     running: bool,
@@ -125,11 +155,25 @@ impl Resident {
             return Err("the resident kernel does not fit on an SM".into());
         }
         let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+        let copy = ctx.new_stream().map_err(|e| e.to_string())?;
         let ctl = Pinned::new(ctx, CTL_BYTES).map_err(|e| e.to_string())?;
         let dev = stream.alloc_zeros::<u64>(RES_DEV_WORDS).map_err(|e| e.to_string())?;
+        let sent = dptr(&dev, &stream) + 8 * (RES_DEV_WORDS as u64 - 1);
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
-        let state = Arc::new(Mutex::new(ResidentState { stream, ctl, running: false, word: 0, grid, smem }));
+        let state = Arc::new(Mutex::new(ResidentState {
+            stream,
+            copy,
+            sent,
+            can_send: true,
+            sends: 0,
+            aheads: 0,
+            ctl,
+            running: false,
+            word: 0,
+            grid,
+            smem,
+        }));
         Ok(Resident { func, four_blocks, dev, state })
     }
 
@@ -200,10 +244,62 @@ impl Resident {
     ///
     /// `direct`: the entries lie after the header in the pinned buffer, and `inject` and `fix`
     /// read them there (small input: no copy into device memory, no barrier).
-    pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool, header: [u64; 2]) {
+    ///
+    /// `send` (the entries' host address, and where in device memory they go): the copy engine
+    /// sends the entries (`bytes` less the 16 of the header) before the kernel needs them, and the
+    /// kernel waits for them instead of copying them itself. Worth it only while the kernel still
+    /// works ahead ([`Self::working_ahead`]): on an idle kernel the copy engine's start costs more
+    /// than the grid's reads.
+    pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool, header: [u64; 2], send: Option<(u64, u64)>) {
         let mut st = self.state();
         let go = (st.word & !QUIT) + 1;
-        st.write([src, bytes | (direct as u64) << 62, header[0], header[1]], go);
+        let mut flags = (direct as u64) << 62;
+        if let Some((from, to)) = send.filter(|_| st.can_send) {
+            let s = st.copy.cu_stream();
+            // SAFETY: `from` holds the staged entries (pinned, or a page-locked column), `to` the
+            // device copy of at least `bytes` (ensured by `stage`); nothing else writes the copy
+            // until this burst is published, which the kernel does only after `sent` says the copy
+            // is done, and the host changes neither before then (parking syncs this stream).
+            // then the command's number, from the word of `ctl` that holds it, into `ResDev::sent`:
+            // copies on one stream land in order
+            let word = st.ctl.ptr() as *mut u64;
+            let sent = unsafe {
+                std::ptr::write_volatile(word.add(CTL_SENT), go);
+                sys::cuMemcpyAsync(to, from, bytes as usize - 16, s)
+                    .result()
+                    .and_then(|()| sys::cuMemcpyAsync(st.sent, word.add(CTL_SENT) as u64, 8, s).result())
+            };
+            match sent {
+                Ok(()) => {
+                    flags |= SENT;
+                    st.sends += 1;
+                }
+                Err(e) => {
+                    // the grid copies the entries itself, as on an idle kernel (a copy that did go
+                    // out writes the same bytes)
+                    tracing::warn!("CUDA: the copy engine cannot send the injection ahead ({e}); the kernel copies it");
+                    st.can_send = false;
+                }
+            }
+        }
+        st.write([src, bytes | flags, header[0], header[1]], go);
+    }
+
+    /// Commands whose entries the copy engine sent ahead.
+    pub(in crate::backend::cuda) fn sends(&self) -> (u64, u64) {
+        let st = self.state();
+        (st.sends, st.aheads)
+    }
+
+    /// Whether the kernel is still working ahead (the propagation or the early step after the
+    /// last command), from the word it writes where it is.
+    pub(in crate::backend::cuda) fn working_ahead(&self) -> bool {
+        let mut st = self.state();
+        // SAFETY: word CTL_AT of `ctl` (CTL_BYTES), written by the kernel.
+        let at = unsafe { std::ptr::read_volatile((st.ctl.ptr() as *const u64).add(CTL_AT)) };
+        let ahead = st.running && at >> 8 == st.word & !QUIT && matches!(at & 0xFF, 4 | 5);
+        st.aheads += ahead as u64;
+        ahead
     }
 
     /// Stop the kernel (if it runs) and wait until it has returned.
@@ -285,6 +381,8 @@ impl ResidentState {
         }
         self.running = false;
         self.stream.context().bind_to_thread().map_err(dev_err("binding the context"))?;
+        // a copy the kernel waits for is done before the kernel parks; one of a failed burst too
+        self.copy.synchronize().map_err(dev_err("finishing the injection's copy"))?;
         let go = ((self.word & !QUIT) + 1) | QUIT;
         self.write([0; 4], go);
         // a kernel stuck in a phase never sees the quit: give up after a while rather than hang

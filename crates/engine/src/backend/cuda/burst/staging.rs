@@ -30,9 +30,9 @@ pub(crate) struct Staged {
     in_bytes: usize,
     /// Every id lies within this GPU's neurons.
     pub in_range: bool,
-    /// Some(device address): the ids lie in a column `prepare_input` page-locked, where the
-    /// resident kernel reads them (the pinned buffer holds only the header).
-    lent: Option<u64>,
+    /// Some((device address, host address)): the ids lie in a column `prepare_input` page-locked,
+    /// where the resident kernel reads them (the pinned buffer holds only the header).
+    lent: Option<(u64, u64)>,
     /// The injection's header as written into the pinned buffer (the resident kernel's command
     /// carries it too).
     header: [u64; 2],
@@ -62,7 +62,7 @@ impl CudaBackend {
             .then(|| {
                 let lock = input.hold().and_then(|h| h.downcast_ref::<ColumnLock>())?;
                 let dev = lock.dev_addr(&self.ctx, ids.as_ptr() as *const u8, 4 * ids.len())?;
-                (dev % 16 == 0).then_some(dev)
+                (dev % 16 == 0).then_some((dev, ids.as_ptr() as u64))
             })
             .flatten();
         self.ensure_in_capacity(in_bytes)?;
@@ -137,7 +137,9 @@ impl CudaBackend {
 
     /// Hand the staged burst to the resident kernel (launched first if it is parked: after the
     /// propagation and early step of the next burst, if they have not run yet).
-    fn command_resident(&mut self, in_bytes: usize, lent: Option<u64>, header: [u64; 2]) -> Result<(), BackendError> {
+    fn command_resident(&mut self, in_bytes: usize, lent: Option<(u64, u64)>, header: [u64; 2]) -> Result<(), BackendError> {
+        // a large injection goes up by the copy engine while the kernel still works ahead
+        let ahead = self.launch.resident.as_ref().is_some_and(|r| r.working_ahead());
         if !self.launch.resident.as_ref().is_some_and(|r| r.running()) {
             if self.launch.path == Path::Linked && !self.launch.pre_pending {
                 return Err(BackendError::Device("one GPU of several ran no propagation ahead of its burst".into()));
@@ -162,12 +164,13 @@ impl CudaBackend {
         }
         // the kernel runs the next burst's propagation and early step after this one
         self.launch.pre_pending = true;
-        let (src, direct) = match lent {
-            Some(dev) => (dev, false),
-            None => (self.io.host_in.dev() + 16, in_bytes <= RESIDENT_DIRECT),
+        let (src, host, direct) = match lent {
+            Some((dev, host)) => (dev, host, false),
+            None => (self.io.host_in.dev() + 16, self.io.host_in.ptr() as u64 + 16, in_bytes <= RESIDENT_DIRECT),
         };
+        let send = (ahead && !direct).then_some((host, self.state.net.host_in + 16));
         if let Some(r) = &mut self.launch.resident {
-            r.command(src, in_bytes as u64, direct, header);
+            r.command(src, in_bytes as u64, direct, header, send);
         }
         if let Some(x) = &mut self.launch.exchange {
             x.commanded();
