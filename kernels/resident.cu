@@ -60,6 +60,7 @@ struct ResDev {
     u64 t[RES_PHASES];
     u64 ahead;
     u64 sent;  // the last command whose entries the copy engine has sent (the host's stream writes it)
+    u64 head;  // the command's injection header, word 0 (with `src` and `bytes`: block 0 to the others)
 };
 
 // One GPU of several (the resident kernel on each): after `fix`, every block copies its share of
@@ -150,6 +151,17 @@ __device__ __forceinline__ void grid_sync(ResDev* dev, u64& arrived) {
         __threadfence();
     }
     __syncthreads();
+}
+
+// The end of a burst's work ahead: every block says it is done and goes on to wait for the next
+// command, which block 0 passes on only once every block has arrived (one barrier's wait less).
+__device__ __forceinline__ void grid_arrive(ResDev* dev, u64& arrived) {
+    __syncthreads();
+    arrived += gridDim.x;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(&dev->bar, 1ULL);
+    }
 }
 
 // The blocks 0 .. n - 1 of a phase, over the resident blocks.
@@ -279,9 +291,12 @@ __device__ void resident_impl(const ResParams& p) {
                 s_cmd[0] = g;
                 *(volatile u64*)&p.dev->src = s_cmd[1];
                 *(volatile u64*)&p.dev->bytes = s_cmd[2];
+                *(volatile u64*)&p.dev->head = s_cmd[3];
             }
             __syncthreads();
             if (threadIdx.x == 0) {
+                // every block done with the last burst's work ahead (`grid_arrive`)
+                while (ld_acquire_gpu(&p.dev->bar) < arrived) {}
                 __threadfence();
                 st_release_gpu(&p.dev->go, s_cmd[0]);
             }
@@ -292,6 +307,7 @@ __device__ void resident_impl(const ResParams& p) {
             s_cmd[0] = g;
             s_cmd[1] = *(volatile u64*)&p.dev->src;
             s_cmd[2] = *(volatile u64*)&p.dev->bytes;
+            s_cmd[3] = *(volatile u64*)&p.dev->head;
         }
         __syncthreads();
         const u64 g = s_cmd[0];
@@ -329,7 +345,8 @@ __device__ void resident_impl(const ResParams& p) {
         }
         say(at, num | 2);
         // 3. inject (a neuron twice: sums), then fix, which publishes the burst to the host
-        const bool fused = ((*(volatile const u64*)net.host_in) >> 61) & 1;
+        // no neuron twice (the header's bit 61): `fix` injects too
+        const bool fused = (s_cmd[3] >> 61) & 1;
         if (!fused) {
             each_blk(p.inj_blocks, [&](Blk b) { inject_impl(net, wr, mapped, b); });
             grid_sync(p.dev, arrived);
@@ -389,7 +406,7 @@ __device__ void resident_impl(const ResParams& p) {
         say(at, num | 5);
         if (blockIdx.x == 0 && threadIdx.x < 8) ahead_w = ld_relaxed_sys(&p.ctl->w[threadIdx.x]);
         prestep_impl<ACC, RP>(next, p.side[r], grid);
-        grid_sync(p.dev, arrived);
+        grid_arrive(p.dev, arrived);
         phase(7);
         if (blockIdx.x == 0 && threadIdx.x == 0) p.dev->ahead += 1;
         say(at, num | 6);

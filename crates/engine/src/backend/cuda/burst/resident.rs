@@ -60,8 +60,12 @@ const CTL_AT: usize = 8;
 /// Word of `Ctl` the copy engine sends into `ResDev::sent` after an injection's entries.
 const CTL_SENT: usize = 9;
 
-/// Words of `ResDev` (resident.cu): 4, the phases' times, the bursts, the last command sent.
-const RES_DEV_WORDS: usize = 4 + PHASES.len() + 2;
+/// Word of `ResDev` (resident.cu) that holds the last command whose entries were sent: after 4,
+/// the phases' times and the bursts.
+const RES_DEV_SENT: usize = 4 + PHASES.len() + 1;
+
+/// Words of `ResDev`: the last is the command's header word, passed on by block 0.
+const RES_DEV_WORDS: usize = RES_DEV_SENT + 2;
 
 /// Bit of the command's bytes word: the entries are sent by the copy engine (`RES_SENT`).
 const SENT: u64 = 1 << 61;
@@ -158,7 +162,7 @@ impl Resident {
         let copy = ctx.new_stream().map_err(|e| e.to_string())?;
         let ctl = Pinned::new(ctx, CTL_BYTES).map_err(|e| e.to_string())?;
         let dev = stream.alloc_zeros::<u64>(RES_DEV_WORDS).map_err(|e| e.to_string())?;
-        let sent = dptr(&dev, &stream) + 8 * (RES_DEV_WORDS as u64 - 1);
+        let sent = dptr(&dev, &stream) + 8 * RES_DEV_SENT as u64;
         tracing::debug!(blocks = sm * per_sm, occupancy = occ, "CUDA: resident kernel ready");
         let grid = sm * per_sm;
         let state = Arc::new(Mutex::new(ResidentState {
