@@ -139,21 +139,8 @@ __device__ __forceinline__ void say(u64* at, u64 v) {
     if (blockIdx.x == 0 && threadIdx.x == 32) *(volatile u64*)at = v;
 }
 
-// Every block of the grid waits here for all the others; what each wrote before is then seen by
-// all (the arrivals only grow: `arrived` counts them in every block alike).
-__device__ __forceinline__ void grid_sync(ResDev* dev, u64& arrived) {
-    __syncthreads();
-    arrived += gridDim.x;
-    if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(&dev->bar, 1ULL);
-        while (ld_acquire_gpu(&dev->bar) < arrived) {}
-        __threadfence();
-    }
-    __syncthreads();
-}
-
-// The end of a burst's work ahead: every block says it is done and goes on to wait for the next
+// A block's arrival at the grid barrier (`arrived` counts the arrivals in every block alike: they
+// only grow). Alone, at the end of a burst's work ahead: every block goes on to wait for the next
 // command, which block 0 passes on only once every block has arrived (one barrier's wait less).
 __device__ __forceinline__ void grid_arrive(ResDev* dev, u64& arrived) {
     __syncthreads();
@@ -162,6 +149,17 @@ __device__ __forceinline__ void grid_arrive(ResDev* dev, u64& arrived) {
         __threadfence();
         atomicAdd(&dev->bar, 1ULL);
     }
+}
+
+// Every block of the grid waits here for all the others; what each wrote before is then seen by
+// all.
+__device__ __forceinline__ void grid_sync(ResDev* dev, u64& arrived) {
+    grid_arrive(dev, arrived);
+    if (threadIdx.x == 0) {
+        while (ld_acquire_gpu(&dev->bar) < arrived) {}
+        __threadfence();
+    }
+    __syncthreads();
 }
 
 // The blocks 0 .. n - 1 of a phase, over the resident blocks.

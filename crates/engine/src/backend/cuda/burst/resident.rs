@@ -249,24 +249,25 @@ impl Resident {
     /// `direct`: the entries lie after the header in the pinned buffer, and `inject` and `fix`
     /// read them there (small input: no copy into device memory, no barrier).
     ///
-    /// `send` (the entries' host address, and where in device memory they go): the copy engine
-    /// sends the entries (`bytes` less the 16 of the header) before the kernel needs them, and the
-    /// kernel waits for them instead of copying them itself. Worth it only while the kernel still
-    /// works ahead ([`Self::working_ahead`]): on an idle kernel the copy engine's start costs more
-    /// than the grid's reads.
+    /// `send` (the entries' host address, and where in device memory they go): if the kernel
+    /// still works ahead, the copy engine sends the entries (`bytes` less the 16 of the header)
+    /// before the kernel needs them, and the kernel waits for them instead of copying them itself.
+    /// On an idle kernel the copy engine's start costs more than the grid's reads.
     pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool, header: [u64; 2], send: Option<(u64, u64)>) {
         let mut st = self.state();
         let go = (st.word & !QUIT) + 1;
         let mut flags = (direct as u64) << 62;
-        if let Some((from, to)) = send.filter(|_| st.can_send) {
+        let ahead = st.working_ahead();
+        st.aheads += ahead as u64;
+        if let Some((from, to)) = send.filter(|_| ahead && st.can_send) {
             let s = st.copy.cu_stream();
+            let word = st.ctl.ptr() as *mut u64;
+            // The entries, then the command's number (from the word of `ctl` that holds it) into
+            // `ResDev::sent`: copies on one stream land in order.
             // SAFETY: `from` holds the staged entries (pinned, or a page-locked column), `to` the
             // device copy of at least `bytes` (ensured by `stage`); nothing else writes the copy
             // until this burst is published, which the kernel does only after `sent` says the copy
             // is done, and the host changes neither before then (parking syncs this stream).
-            // then the command's number, from the word of `ctl` that holds it, into `ResDev::sent`:
-            // copies on one stream land in order
-            let word = st.ctl.ptr() as *mut u64;
             let sent = unsafe {
                 std::ptr::write_volatile(word.add(CTL_SENT), go);
                 sys::cuMemcpyAsync(to, from, bytes as usize - 16, s)
@@ -289,21 +290,11 @@ impl Resident {
         st.write([src, bytes | flags, header[0], header[1]], go);
     }
 
-    /// Commands whose entries the copy engine sent ahead.
+    /// Commands whose entries the copy engine sent ahead, and commands written while the kernel
+    /// worked ahead.
     pub(in crate::backend::cuda) fn sends(&self) -> (u64, u64) {
         let st = self.state();
         (st.sends, st.aheads)
-    }
-
-    /// Whether the kernel is still working ahead (the propagation or the early step after the
-    /// last command), from the word it writes where it is.
-    pub(in crate::backend::cuda) fn working_ahead(&self) -> bool {
-        let mut st = self.state();
-        // SAFETY: word CTL_AT of `ctl` (CTL_BYTES), written by the kernel.
-        let at = unsafe { std::ptr::read_volatile((st.ctl.ptr() as *const u64).add(CTL_AT)) };
-        let ahead = st.running && at >> 8 == st.word & !QUIT && matches!(at & 0xFF, 4 | 5);
-        st.aheads += ahead as u64;
-        ahead
     }
 
     /// Stop the kernel (if it runs) and wait until it has returned.
@@ -331,6 +322,15 @@ impl Drop for Resident {
 }
 
 impl ResidentState {
+    /// Whether the kernel still works ahead (the propagation or the early step after the last
+    /// command), from the word it writes where it is. Never right after a launch: the word then
+    /// holds a command before the quit that parked it, and `word` that quit.
+    fn working_ahead(&self) -> bool {
+        // SAFETY: word CTL_AT of `ctl` (CTL_BYTES), written by the kernel.
+        let at = unsafe { std::ptr::read_volatile((self.ctl.ptr() as *const u64).add(CTL_AT)) };
+        self.running && at >> 8 == self.word & !QUIT && matches!(at & 0xFF, 4 | 5)
+    }
+
     /// Where the kernel is, in words (for an error when a burst does not come back).
     fn whereabouts(&self) -> String {
         // SAFETY: word CTL_AT of `ctl` (CTL_BYTES), written by the kernel.

@@ -138,8 +138,6 @@ impl CudaBackend {
     /// Hand the staged burst to the resident kernel (launched first if it is parked: after the
     /// propagation and early step of the next burst, if they have not run yet).
     fn command_resident(&mut self, in_bytes: usize, lent: Option<(u64, u64)>, header: [u64; 2]) -> Result<(), BackendError> {
-        // a large injection goes up by the copy engine while the kernel still works ahead
-        let ahead = self.launch.resident.as_ref().is_some_and(|r| r.working_ahead());
         if !self.launch.resident.as_ref().is_some_and(|r| r.running()) {
             if self.launch.path == Path::Linked && !self.launch.pre_pending {
                 return Err(BackendError::Device("one GPU of several ran no propagation ahead of its burst".into()));
@@ -168,7 +166,8 @@ impl CudaBackend {
             Some((dev, host)) => (dev, host, false),
             None => (self.io.host_in.dev() + 16, self.io.host_in.ptr() as u64 + 16, in_bytes <= RESIDENT_DIRECT),
         };
-        let send = (ahead && !direct).then_some((host, self.state.net.host_in + 16));
+        // a large injection goes up by the copy engine if the kernel still works ahead
+        let send = (!direct).then_some((host, self.state.net.host_in + 16));
         if let Some(r) = &mut self.launch.resident {
             r.command(src, in_bytes as u64, direct, header, send);
         }
