@@ -61,6 +61,7 @@ struct ResDev {
     u64 ahead;
     u64 sent;  // the last command whose entries the copy engine has sent (the host's stream writes it)
     u64 head;  // the command's injection header, word 0 (with `src` and `bytes`: block 0 to the others)
+    u64 fixed; // the command whose `fix` is done: its publishing block to the grid
 };
 
 // One GPU of several (the resident kernel on each): after `fix`, every block copies its share of
@@ -226,13 +227,24 @@ __device__ void resident_impl(const ResParams& p) {
     // block 0, lanes 0-7: the next command's words, asked for before the early step (a load in
     // flight through it: no wait), looked at once it is done
     u64 ahead_w = 0;
-    // block 0's clock at each phase's end (its thread 0 keeps the sums)
+    // block 0's clock at each phase's end (its thread 0 keeps the sums in shared memory, and
+    // writes them to `ResDev` when the kernel returns: a global add a phase was a load's round
+    // trip on block 0's path, five times a burst)
+    __shared__ u64 s_t[RES_PHASES + 1];
+    if (threadIdx.x == 0)
+        for (int k = 0; k <= RES_PHASES; k++) s_t[k] = 0;
     u64 lap = blockIdx.x == 0 && threadIdx.x == 0 ? globaltimer() : 0;
     auto phase = [&](int k) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
             const u64 now = globaltimer();
-            p.dev->t[k] += now - lap;
+            s_t[k] += now - lap;
             lap = now;
+        }
+    };
+    auto times_out = [&]() {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            for (int k = 0; k < RES_PHASES; k++) p.dev->t[k] = s_t[k];
+            p.dev->ahead = s_t[RES_PHASES];
         }
     };
     for (;;) {
@@ -246,8 +258,12 @@ __device__ void resident_impl(const ResParams& p) {
                 const u32 lane = threadIdx.x;
                 u64 w = ahead_w;
                 if (__all_sync(0xffffffffu, lane >= 8 || (u32)(w >> 32) == tag)) {
-                    // asked for before the early step, and there: only the acquire's fence
-                    asm volatile("fence.acq_rel.sys;" ::: "memory");
+                    // asked for before the early step, and there: only the acquire's fence, and
+                    // none when the entries are sent (then nothing the host wrote before the
+                    // command is read from host memory: the entries come after `ResDev::sent`'s
+                    // acquire, the header with the command)
+                    const u64 flags = (u64)__shfl_sync(0xffffffffu, (u32)w, 3) << 32;
+                    if (!(flags & RES_SENT) || (flags & RES_QUIT)) asm volatile("fence.acq_rel.sys;" ::: "memory");
                 } else {
                     for (;;) {
                         if (lane < 8) w = ld_acquire_sys(&p.ctl->w[lane]);
@@ -314,22 +330,28 @@ __device__ void resident_impl(const ResParams& p) {
         const bool direct = (cmd_bytes & RES_DIRECT) != 0;
         const bool sent = (cmd_bytes & RES_SENT) != 0;
         const u64 bytes = cmd_bytes & ~RES_FLAGS;
+        const u64 head = s_cmd[3];
         __syncthreads();
         last = g;
-        if (g & RES_QUIT) return;
+        if (g & RES_QUIT) {
+            times_out();
+            return;
+        }
         // where block 0 is
         u64* const at = (u64*)&p.ctl->at;
         const u64 num = (g & ~RES_QUIT) << 8;
         say(at, num | 1);
-        // the gathered list's counter, for this burst's exchange (past fix's barrier)
+        // the gathered list's counter, for this burst's exchange (block 0 runs fix's first block:
+        // its fence and ticket come before the end of fix that the grid waits for)
         if (p.x.n && blockIdx.x == 0 && threadIdx.x == 0) *p.x.gathered.counter = 0;
         const Net& net = p.net[r];
         const Side& wr = p.side[1 - r];
         const Side& rd = p.side[r];
         // 2. the entries into the device buffer (block 0 put the header there, and all of a
-        // small injection), from `src`, 16 bytes a thread (then the last 4-byte words); input up
-        // to RESIDENT_DIRECT is read where it lies
-        const u32 mapped = (direct && !res_whole(cmd_bytes, net.in_cap)) ? 2 : 0;
+        // small injection), from `src`, 16 bytes a thread (then the last 4-byte words); or a
+        // direct injection read by `inject` and `fix` where it lies, at `src` (the pinned buffer
+        // past the header, or the caller's column: never small enough for block 0 to bring it)
+        const u8* const mapped = (direct && !res_whole(cmd_bytes, net.in_cap)) ? (const u8*)src : nullptr;
         if (!direct && !sent) {
             u8* dst = (u8*)net.host_in;
             const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -344,14 +366,20 @@ __device__ void resident_impl(const ResParams& p) {
         say(at, num | 2);
         // 3. inject (a neuron twice: sums), then fix, which publishes the burst to the host
         // no neuron twice (the header's bit 61): `fix` injects too
-        const bool fused = (s_cmd[3] >> 61) & 1;
+        const bool fused = (head >> 61) & 1;
         if (!fused) {
             each_blk(p.inj_blocks, [&](Blk b) { inject_impl(net, wr, mapped, b); });
             grid_sync(p.dev, arrived);
         }
         say(at, num | 3);
-        each_blk(p.inj_blocks, [&](Blk b) { fix_impl<ACC, RP>(net, wr, rd, mapped, b); });
-        grid_sync(p.dev, arrived);
+        // the block that publishes the burst (the last of fix's blocks: every other one fenced
+        // and took its ticket before) tells the grid, instead of a barrier every block arrives at
+        bool published = false;
+        each_blk(p.inj_blocks, [&](Blk b) { published |= fix_impl<ACC, RP>(net, wr, rd, mapped, head, b); });
+        if (published) st_release_gpu(&p.dev->fixed, g);
+        else if (threadIdx.x == 0)
+            while (ld_acquire_gpu(&p.dev->fixed) != g) {}
+        __syncthreads();
         phase(10);
         say(at, num | 4);
         // 4. ahead of the next burst (it reads side 1 - r): the propagation of the list just
@@ -361,6 +389,7 @@ __device__ void resident_impl(const ResParams& p) {
         if (p.x.n) {
             if (!exchange<RP>(p.x, next, p.side[1 - r], ++ex, arrived, p.dev)) {
                 say(at, num | 7);
+                times_out();
                 return;
             }
         }
@@ -406,7 +435,7 @@ __device__ void resident_impl(const ResParams& p) {
         prestep_impl<ACC, RP>(next, p.side[r], grid);
         grid_arrive(p.dev, arrived);
         phase(7);
-        if (blockIdx.x == 0 && threadIdx.x == 0) p.dev->ahead += 1;
+        if (blockIdx.x == 0 && threadIdx.x == 0) s_t[RES_PHASES] += 1;
         say(at, num | 6);
         r = 1 - r;
     }

@@ -413,7 +413,7 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
 #define FIX_MAX_AREAS 32
 
 template <typename ACC, typename RP>
-__device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 mapped, Blk b) {
+__device__ bool fix_impl(const Net& net, const Side& wr, const Side& rd, const u8* mapped, u64 head, Blk b) {
     __shared__ u64 hdr[2];
     __shared__ u64 warp_sum[32];
     __shared__ u32 s_last;
@@ -424,11 +424,20 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
     load_injection_header(net, hdr);
     const u64 t = *(volatile const u64*)net.burst + 1;
     const u64 first = (u64)b.id * blockDim.x + threadIdx.x;
-    const u8* const entries = (mapped ? net.host_map : net.host_in) + 16;
     u32 guess4 = 0;
     u64 guess8 = 0;
-    if (!mapped && 16 + 4 * (first + 1) <= net.in_cap) guess4 = ((const u32*)entries)[first];
-    if (!mapped && 16 + 8 * (first + 1) <= net.in_cap) guess8 = ((const u64*)entries)[first];
+    if (mapped) {
+        // where the entries lie in host memory: the command brought the header's word (`head`),
+        // so the format and the count are known, and no load goes past the entries
+        const u64 n = head & INJ_COUNT_MASK;
+        const u32 f = (u32)(head >> 62);
+        if (f == 2 && first < n) guess4 = __ldcv(((const u32*)mapped) + first);
+        if (f == 0 && first < n) guess8 = __ldcv(((const u64*)mapped) + first);
+    } else {
+        const u8* const entries = net.host_in + 16;
+        if (16 + 4 * (first + 1) <= net.in_cap) guess4 = ((const u32*)entries)[first];
+        if (16 + 8 * (first + 1) <= net.in_cap) guess8 = ((const u64*)entries)[first];
+    }
     const bool areas_shared = net.n_areas <= FIX_MAX_AREAS;
     if (areas_shared) load_areas(net, 0, net.n_areas, s_par, s_end);
     const u32 *rb_lo, *rb_hi;
@@ -450,10 +459,10 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
         u64 len = 0;
         if (i < ninj) {
             i64 val;
-            if (i == first && !mapped && fmt == 2) {
+            if (i == first && fmt == 2) {
                 n = guess4 - G;
                 val = (i64)hdr[1];
-            } else if (i == first && !mapped && fmt == 0) {
+            } else if (i == first && fmt == 0) {
                 n = (u32)guess8 - G;
                 val = (i64)(int)(u32)(guess8 >> 32);
             } else {
@@ -523,7 +532,9 @@ __device__ void fix_impl(const Net& net, const Side& wr, const Side& rd, u32 map
         *net.rb_counter = 0;
         *net.dead = 0;
         *net.corr = 0;
+        return true;
     }
+    return false;
 }
 
 // 4 blocks of 256 per SM, STEP_ITEMS neurons per thread
