@@ -52,20 +52,17 @@ __device__ __forceinline__ bool res_whole(u64 cmd_bytes, u64 in_cap) {
 // The resident kernel's words in device memory (zeroed before each launch).
 struct ResDev {
     u64 bar;   // grid barrier: arrivals so far
+    u64 go;    // the command, from block 0 to the others
+    u64 src;
+    u64 bytes;
     // block 0's time (ns, %globaltimer) in the work ahead of the bursts since the launch, by
     // phase (RES_PHASES), and the bursts (NEUROBURST_CUDA_TRACE=1 reports it)
     u64 t[RES_PHASES];
     u64 ahead;
     u64 sent;  // the last command whose entries the copy engine has sent (the host's stream writes it)
+    u64 head;  // the command's injection header, word 0 (with `src` and `bytes`: block 0 to the others)
     u64 fixed; // the command whose `fix` is done: its publishing block to the grid
-    // the command from block 0 to the others: where the entries lie, their bytes (and flags), the
-    // header's word 0; each half a word of its own, tagged as `Ctl::w` (`res_tag`), so that a
-    // block takes it whole in the round trip that sees it
-    u64 cmd[6];
 };
-
-// The tag of command `n` in `ResDev::cmd`: never 0, the words' value before the first command.
-__device__ __forceinline__ u32 res_tag(u64 n) { return (u32)((n & ~(1ULL << 63)) % 0xFFFFFFFFull) + 1; }
 
 // One GPU of several (the resident kernel on each): after `fix`, every block copies its share of
 // this GPU's fired list into every GPU's inbox (peer stores over NVLink; its own too), fences at
@@ -222,8 +219,9 @@ __device__ void resident_impl(const ResParams& p) {
     // the command: its number, where the entries lie, their bytes, the header's two words
     __shared__ u64 s_cmd[5];
     u64 arrived = 0;
-    // the last command seen (the host's last number before the launch)
-    u64 last = p.last;
+    // the last command seen: block 0 reads the host's word (the last number written before the
+    // launch), the others the device word (zeroed before the launch; numbers are never 0)
+    u64 last = blockIdx.x == 0 ? p.last : 0;
     u32 r = p.cur;
     u64 ex = p.x.done;
     // block 0, lanes 0-7: the next command's words, asked for before the early step (a load in
@@ -250,7 +248,7 @@ __device__ void resident_impl(const ResParams& p) {
         }
     };
     for (;;) {
-        // 1. the next command: block 0 polls the host's words, the others the words block 0 passes it on in
+        // 1. the next command: block 0 polls the host's words, the others a word in device memory
         if (blockIdx.x == 0) {
             if (threadIdx.x < 32) {
                 // lanes 0-7 load a word each (one request: the line), until every word carries the
@@ -305,36 +303,25 @@ __device__ void resident_impl(const ResParams& p) {
                 if (!quit && (bytes & RES_SENT))
                     while (ld_acquire_sys(&p.dev->sent) != (g & ~RES_QUIT)) {}
                 s_cmd[0] = g;
+                *(volatile u64*)&p.dev->src = s_cmd[1];
+                *(volatile u64*)&p.dev->bytes = s_cmd[2];
+                *(volatile u64*)&p.dev->head = s_cmd[3];
             }
             __syncthreads();
             if (threadIdx.x == 0) {
-                // every block done with the last burst's work ahead (`grid_arrive`), then the
-                // command passed on: the fence and a store make each word a release
+                // every block done with the last burst's work ahead (`grid_arrive`)
                 while (ld_acquire_gpu(&p.dev->bar) < arrived) {}
                 __threadfence();
-                const u64 tag = (u64)res_tag(g) << 32;
-#pragma unroll
-                for (int k = 0; k < 3; k++) {
-                    const u64 v = s_cmd[1 + k];
-                    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&p.dev->cmd[2 * k]), "l"(tag | (v & 0xffffffffull)) : "memory");
-                    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(&p.dev->cmd[2 * k + 1]), "l"(tag | (v >> 32)) : "memory");
-                }
+                st_release_gpu(&p.dev->go, s_cmd[0]);
             }
             phase(9);
-        } else if (threadIdx.x < 32) {
-            // lanes 0-5 poll a word each (acquires), until every one carries the next number's tag
-            const u32 lane = threadIdx.x;
-            const u32 tag = res_tag((last & ~RES_QUIT) + 1);
-            u64 w = 0;
-            for (;;) {
-                if (lane < 6) w = ld_acquire_gpu(&p.dev->cmd[lane]);
-                if (__all_sync(0xffffffffu, lane >= 6 || (u32)(w >> 32) == tag)) break;
-                __nanosleep(32);
-            }
-            const u64 word = (w & 0xffffffffull) | ((u64)__shfl_down_sync(0xffffffffu, (u32)w, 1) << 32);
-            if (lane < 6 && (lane & 1) == 0) s_cmd[1 + lane / 2] = word;
-            // the quit travels in the bytes word
-            if (lane == 2) s_cmd[0] = ((last & ~RES_QUIT) + 1) | (word & RES_QUIT);
+        } else if (threadIdx.x == 0) {
+            u64 g;
+            while ((g = ld_acquire_gpu(&p.dev->go)) == last) __nanosleep(32);
+            s_cmd[0] = g;
+            s_cmd[1] = *(volatile u64*)&p.dev->src;
+            s_cmd[2] = *(volatile u64*)&p.dev->bytes;
+            s_cmd[3] = *(volatile u64*)&p.dev->head;
         }
         __syncthreads();
         const u64 g = s_cmd[0];

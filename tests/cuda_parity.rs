@@ -108,7 +108,7 @@ fn several_shards_sharing_one_gpu_match_cpu() {
 /// Injections over the size the resident kernel always reads where they lie (16 KB), handed over
 /// back to back: the copy engine sends them into device memory while the kernel still works ahead
 /// (from the pinned buffer, and from a page-locked column); then paced, so that the kernel is
-/// idle and the grid copies them. Every burst's output is the CPU's.
+/// idle: `inject` and `fix` read them where they lie. Every burst's output is the CPU's.
 #[test]
 fn injections_sent_ahead_by_the_copy_engine_fire_as_the_cpu() {
     use neuroburst::backend::cpu::CpuBackend;
@@ -149,9 +149,10 @@ fn injections_sent_ahead_by_the_copy_engine_fire_as_the_cpu() {
         let out = gpu.burst(inj.as_slice()).unwrap();
         got.push((out.fired.to_vec(), out.potentials.to_vec(), out.fired_total));
     }
-    let sent = gpu.injections_sent_ahead();
-    println!("{sent} of {bursts} injections sent ahead");
+    let (sent, lie) = (gpu.injections_sent_ahead(), gpu.injections_read_where_they_lie());
+    println!("{sent} of {bursts} injections sent ahead, {lie} read where they lie");
     assert!(sent > paced / 4, "the copy engine sent {sent} of {paced} injections: the path is not exercised");
+    assert!(lie >= (bursts - paced) / 2, "{lie} of {} paced injections read where they lie", bursts - paced);
     let mut cpu = CpuBackend::new(Brain::build(&genome, 1, false), readback());
     for ((t, want_gpu), drive) in (1..=bursts).zip(&got).zip(&pool) {
         let out = cpu.burst(drive.as_slice()).unwrap();

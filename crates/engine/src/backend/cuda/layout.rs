@@ -153,7 +153,7 @@ mod tests {
             ("Net", size_of::<Net>()),
             ("Side", size_of::<Side>()),
             ("Ctl", 128),
-            ("ResDev", 168),
+            ("ResDev", 152),
             ("Learn", size_of::<Learn>()),
             ("Xchg", size_of::<Xchg>()),
             ("Tiles", size_of::<TilesParams>()),

@@ -60,19 +60,21 @@ const CTL_AT: usize = 8;
 /// Word of `Ctl` the copy engine sends into `ResDev::sent` after an injection's entries.
 const CTL_SENT: usize = 9;
 
-/// Word of `ResDev` (resident.cu) where the phases' times start (after the barrier's word); the
-/// bursts follow them.
-const RES_DEV_T: usize = 1;
+/// Word of `ResDev` (resident.cu) that holds the last command whose entries were sent: after 4,
+/// the phases' times and the bursts.
+const RES_DEV_SENT: usize = 4 + PHASES.len() + 1;
 
-/// Word of `ResDev` that holds the last command whose entries were sent.
-const RES_DEV_SENT: usize = RES_DEV_T + PHASES.len() + 1;
-
-/// Words of `ResDev`: then the command whose `fix` is done (its publishing block to the grid),
-/// and the command's six tagged words, from block 0 to the others.
-const RES_DEV_WORDS: usize = RES_DEV_SENT + 8;
+/// Words of `ResDev`: then the command's header word, passed on by block 0, and the command
+/// whose `fix` is done (its publishing block to the grid).
+const RES_DEV_WORDS: usize = RES_DEV_SENT + 3;
 
 /// Bit of the command's bytes word: the entries are sent by the copy engine (`RES_SENT`).
 const SENT: u64 = 1 << 61;
+
+/// An idle kernel (paced input) reads an injection of at most this many bytes where it lies
+/// (`inject` and `fix` over PCIe) instead of copying it into device memory over a grid barrier
+/// first.
+const IDLE_DIRECT: u64 = 64 << 10;
 
 /// How long `park` waits for the kernel to return.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -122,6 +124,8 @@ struct ResidentState {
     sends: u64,
     /// Commands written while the kernel worked ahead.
     aheads: u64,
+    /// Commands past `direct`'s size whose entries an idle kernel read where they lie.
+    idle_directs: u64,
     /// Mapped pinned: `Ctl` (the command's tagged words, then `at`).
     ctl: Pinned,
     running: bool,
@@ -176,6 +180,7 @@ impl Resident {
             can_send: true,
             sends: 0,
             aheads: 0,
+            idle_directs: 0,
             ctl,
             running: false,
             word: 0,
@@ -256,16 +261,18 @@ impl Resident {
     /// `send` (the entries' host address, and where in device memory they go): if the kernel
     /// still works ahead, the copy engine sends the entries (`bytes` less the 16 of the header)
     /// before the kernel needs them, and the kernel waits for them instead of copying them itself.
-    /// On an idle kernel the copy engine's start costs more than the grid's reads. (Read where
-    /// they lie there, up to 64 KB, the entries made paced W(1M) no faster and its p99 worse:
-    /// docs/cuda.md.)
+    /// On an idle kernel the copy engine's start costs more than the grid's reads: there, up to
+    /// [`IDLE_DIRECT`] bytes are read where they lie too, larger ones copied by the grid.
     pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool, header: [u64; 2], send: Option<(u64, u64)>) {
         let mut st = self.state();
         let go = (st.word & !QUIT) + 1;
         let ahead = st.working_ahead();
+        let idle_direct = !direct && !ahead && bytes <= IDLE_DIRECT;
+        let direct = direct || idle_direct;
         let mut flags = (direct as u64) << 62;
         st.aheads += ahead as u64;
-        if let Some((from, to)) = send.filter(|_| ahead && st.can_send) {
+        st.idle_directs += idle_direct as u64;
+        if let Some((from, to)) = send.filter(|_| ahead && !direct && st.can_send) {
             let s = st.copy.cu_stream();
             let word = st.ctl.ptr() as *mut u64;
             // The entries, then the command's number (from the word of `ctl` that holds it) into
@@ -296,11 +303,11 @@ impl Resident {
         st.write([src, bytes | flags, header[0], header[1]], go);
     }
 
-    /// Commands whose entries the copy engine sent ahead, and commands written while the kernel
-    /// worked ahead.
-    pub(in crate::backend::cuda) fn sends(&self) -> (u64, u64) {
+    /// Commands whose entries the copy engine sent ahead, commands written while the kernel
+    /// worked ahead, and commands past `direct`'s size read where they lie by an idle kernel.
+    pub(in crate::backend::cuda) fn sends(&self) -> (u64, u64, u64) {
         let st = self.state();
-        (st.sends, st.aheads)
+        (st.sends, st.aheads, st.idle_directs)
     }
 
     /// Stop the kernel (if it runs) and wait until it has returned.
@@ -316,8 +323,8 @@ impl Resident {
             return None;
         }
         let w = st.stream.clone_dtoh(&self.dev).ok()?;
-        let n = w[RES_DEV_T + PHASES.len()];
-        Some((std::array::from_fn(|k| w[RES_DEV_T + k] as f64 / n.max(1) as f64 / 1e3), n))
+        let n = w[4 + PHASES.len()];
+        Some((std::array::from_fn(|k| w[4 + k] as f64 / n.max(1) as f64 / 1e3), n))
     }
 }
 
