@@ -118,8 +118,9 @@ fn injections_sent_ahead_by_the_copy_engine_fire_as_the_cpu() {
     use neuroburst::model::Injections;
     use neuroburst::workload::Workload;
     let Some((device, _)) = gpu() else { return };
-    // 8000 ids a burst (32 KB); its propagation and early step outlast the host's turn
-    let w = Workload { neurons: 400_000, fanout: 50, rate: 0.02, seed: 17 };
+    // 8000 ids a burst (32 KB); its propagation and early step (1.6M pairs) outlast the host's
+    // turn (with 50 synapses a neuron, two test threads on one GPU: 38 of 200 sent)
+    let w = Workload { neurons: 400_000, fanout: 200, rate: 0.02, seed: 17 };
     let genome = w.genome();
     let readback = || Readback::Ranges(vec![w.motor()]);
     let mut gpu = CudaBackend::new(Brain::build(&genome, 1, false), readback(), device).unwrap();
