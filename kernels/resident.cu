@@ -263,7 +263,7 @@ __device__ void resident_impl(const ResParams& p) {
                     // command is read from host memory: the entries come after `ResDev::sent`'s
                     // acquire, the header with the command)
                     const u64 flags = (u64)__shfl_sync(0xffffffffu, (u32)w, 3) << 32;
-                    if (!(flags & RES_SENT) || (flags & RES_QUIT)) asm volatile("fence.acq_rel.sys;" ::: "memory");
+                    if (!(flags & RES_SENT)) asm volatile("fence.acq_rel.sys;" ::: "memory");
                 } else {
                     for (;;) {
                         if (lane < 8) w = ld_acquire_sys(&p.ctl->w[lane]);

@@ -490,6 +490,7 @@ impl CudaBackend {
             }
             _ => String::new(),
         };
+        let h = self.launch.resident.as_ref().map(|r| r.handovers()).unwrap_or_default();
         Some(format!(
             "per burst: write {:.1} us, launch {:.1} us, wait {:.1} us, post {:.1} us (read {:.1}), spins {:.0}; commands while the kernel worked ahead {}, injections sent ahead {}, large ones read where they lie {}{device}",
             tr.write_s / n * 1e6,
@@ -498,22 +499,22 @@ impl CudaBackend {
             tr.post_s / n * 1e6,
             tr.read_s / n * 1e6,
             tr.spins as f64 / n,
-            self.launch.resident.as_ref().map_or(0, |r| r.sends().1),
-            self.injections_sent_ahead(),
-            self.injections_read_where_they_lie()
+            h.written_ahead,
+            h.sent_ahead,
+            h.read_where_they_lie
         ))
     }
 
     /// Bursts whose injection the copy engine sent into device memory while the resident kernel
     /// still worked ahead (large injections, back to back; docs/cuda.md).
     pub fn injections_sent_ahead(&self) -> u64 {
-        self.launch.resident.as_ref().map_or(0, |r| r.sends().0)
+        self.launch.resident.as_ref().map_or(0, |r| r.handovers().sent_ahead)
     }
 
     /// Bursts whose injection, past the size always read where it lies, an idle resident kernel
     /// read where it lies (paced input; docs/cuda.md).
     pub fn injections_read_where_they_lie(&self) -> u64 {
-        self.launch.resident.as_ref().map_or(0, |r| r.sends().2)
+        self.launch.resident.as_ref().map_or(0, |r| r.handovers().read_where_they_lie)
     }
 
     /// Whether the synaptic accumulators are 64-bit (the brain's input bound exceeds i32).

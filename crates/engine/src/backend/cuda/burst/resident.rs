@@ -76,6 +76,17 @@ const SENT: u64 = 1 << 61;
 /// first.
 const IDLE_DIRECT: u64 = 64 << 10;
 
+/// What became of the commands' entries (`NEUROBURST_CUDA_TRACE=1` reports it).
+#[derive(Clone, Copy, Debug, Default)]
+pub(in crate::backend::cuda) struct Handovers {
+    /// Commands written while the kernel worked ahead.
+    pub written_ahead: u64,
+    /// Commands whose entries the copy engine sent ahead.
+    pub sent_ahead: u64,
+    /// Commands past `direct`'s size whose entries an idle kernel read where they lie.
+    pub read_where_they_lie: u64,
+}
+
 /// How long `park` waits for the kernel to return.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -120,12 +131,8 @@ struct ResidentState {
     sent: u64,
     /// False once the copy engine's sending failed (stream memory operations refused).
     can_send: bool,
-    /// Commands whose entries the copy engine sent.
-    sends: u64,
-    /// Commands written while the kernel worked ahead.
-    aheads: u64,
-    /// Commands past `direct`'s size whose entries an idle kernel read where they lie.
-    idle_directs: u64,
+    /// What became of the commands' entries.
+    handovers: Handovers,
     /// Mapped pinned: `Ctl` (the command's tagged words, then `at`).
     ctl: Pinned,
     running: bool,
@@ -178,9 +185,7 @@ impl Resident {
             copy,
             sent,
             can_send: true,
-            sends: 0,
-            aheads: 0,
-            idle_directs: 0,
+            handovers: Handovers::default(),
             ctl,
             running: false,
             word: 0,
@@ -258,21 +263,23 @@ impl Resident {
     /// `direct`: `inject` and `fix` read the entries where they lie, at `src` (small input: no
     /// copy into device memory, no barrier).
     ///
-    /// `send` (the entries' host address, and where in device memory they go): if the kernel
-    /// still works ahead, the copy engine sends the entries (`bytes` less the 16 of the header)
-    /// before the kernel needs them, and the kernel waits for them instead of copying them itself.
-    /// On an idle kernel the copy engine's start costs more than the grid's reads: there, up to
-    /// [`IDLE_DIRECT`] bytes are read where they lie too, larger ones copied by the grid.
-    pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool, header: [u64; 2], send: Option<(u64, u64)>) {
+    /// `send` (the entries' host address, and where in device memory they go): a larger
+    /// injection is sent by the copy engine if the kernel still works ahead (`bytes` less the 16
+    /// of the header), before the kernel needs them, and the kernel waits for them instead of
+    /// copying them itself. On an idle kernel the copy engine's start costs more than the grid's
+    /// reads: there, up to [`IDLE_DIRECT`] bytes are read where they lie too, larger ones copied by
+    /// the grid.
+    pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool, header: [u64; 2], send: (u64, u64)) {
         let mut st = self.state();
         let go = (st.word & !QUIT) + 1;
         let ahead = st.working_ahead();
         let idle_direct = !direct && !ahead && bytes <= IDLE_DIRECT;
         let direct = direct || idle_direct;
         let mut flags = (direct as u64) << 62;
-        st.aheads += ahead as u64;
-        st.idle_directs += idle_direct as u64;
-        if let Some((from, to)) = send.filter(|_| ahead && !direct && st.can_send) {
+        st.handovers.written_ahead += ahead as u64;
+        st.handovers.read_where_they_lie += idle_direct as u64;
+        if ahead && !direct && st.can_send {
+            let (from, to) = send;
             let s = st.copy.cu_stream();
             let word = st.ctl.ptr() as *mut u64;
             // The entries, then the command's number (from the word of `ctl` that holds it) into
@@ -290,7 +297,7 @@ impl Resident {
             match sent {
                 Ok(()) => {
                     flags |= SENT;
-                    st.sends += 1;
+                    st.handovers.sent_ahead += 1;
                 }
                 Err(e) => {
                     // the grid copies the entries itself, as on an idle kernel (a copy that did go
@@ -303,11 +310,9 @@ impl Resident {
         st.write([src, bytes | flags, header[0], header[1]], go);
     }
 
-    /// Commands whose entries the copy engine sent ahead, commands written while the kernel
-    /// worked ahead, and commands past `direct`'s size read where they lie by an idle kernel.
-    pub(in crate::backend::cuda) fn sends(&self) -> (u64, u64, u64) {
-        let st = self.state();
-        (st.sends, st.aheads, st.idle_directs)
+    /// What became of the commands' entries since the kernel was made.
+    pub(in crate::backend::cuda) fn handovers(&self) -> Handovers {
+        self.state().handovers
     }
 
     /// Stop the kernel (if it runs) and wait until it has returned.

@@ -168,8 +168,8 @@ impl CudaBackend {
             Some((dev, host)) => (dev, host, false),
             None => (self.io.host_in.dev() + 16, self.io.host_in.ptr() as u64 + 16, in_bytes <= RESIDENT_DIRECT),
         };
-        // a large injection goes up by the copy engine if the kernel still works ahead
-        let send = (!direct).then_some((host, self.state.net.host_in + 16));
+        // where the copy engine would send the entries (`command` decides how they travel)
+        let send = (host, self.state.net.host_in + 16);
         if let Some(r) = &mut self.launch.resident {
             r.command(src, in_bytes as u64, direct, header, send);
         }
