@@ -200,28 +200,51 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
     const u32 warp = (b.id * blockDim.x + threadIdx.x) >> 5;
     const u32 warps = (b.n * blockDim.x) >> 5;
     CODE* codes = (CODE*)net.codes;
-    for (u32 a = warp; a < count; a += warps) {
-        const u32 s = L.active[a];
-        const u32 hs = L.hist[s];
-        const u64 lo = row_start<RP>(net, s), hi = row_start<RP>(net, s + 1);
-        // ITEMS entries a lane, their loads issued together (a target's status is a random read)
+    // the next row's source, bounds and history in flight while a row is learned (a row is two
+    // memory round trips, not five: its header comes before it)
+    u32 s = 0, hs = 0, s_n = 0;
+    u64 lo = 0, hi = 0;
+    if (warp < count) {
+        s = L.active[warp];
+        hs = L.hist[s];
+        lo = row_start<RP>(net, s);
+        hi = row_start<RP>(net, s + 1);
+    }
+    if ((u64)warp + warps < count) s_n = L.active[warp + warps];
+    for (u64 a = warp; a < count; a += warps) {
+        const bool more = a + warps < count;
+        u32 hs_n = 0;
+        u64 lo_n = 0, hi_n = 0;
+        if (more) {
+            hs_n = L.hist[s_n];
+            lo_n = row_start<RP>(net, s_n);
+            hi_n = row_start<RP>(net, s_n + 1);
+        }
+        const u32 s_nn = a + 2ull * warps < count ? L.active[a + 2ull * warps] : 0;
+        // ITEMS entries a lane, their loads issued together, the targets and stamps with the codes
+        // (a target's status is a random read)
         for (u64 i0 = lo; i0 < hi; i0 += 32 * LEARN_ITEMS) {
             u32 cd[LEARN_ITEMS], d[LEARN_ITEMS], st[LEARN_ITEMS], sp[LEARN_ITEMS], slot[LEARN_ITEMS];
 #pragma unroll
             for (int k = 0; k < LEARN_ITEMS; k++) {
                 const u64 i = i0 + lane + 32 * k;
-                cd[k] = i < hi ? (u32)codes[i] : 0;
-                d[k] = ~0u;
+                const bool in = i < hi;
+                cd[k] = in ? (u32)codes[i] : 0;
+                d[k] = in ? net.targets[i] : 0;
+                sp[k] = in ? L.stamps[i] : 0;
+            }
+#pragma unroll
+            for (int k = 0; k < LEARN_ITEMS; k++) {
+                const u64 i = i0 + lane + 32 * k;
                 u32 group, w;
+                bool learn = false;
                 if (i < hi && decode<CODE>(L, cd[k], group, w)) {
                     const PlasMap& m = L.maps[L.group_map[group]];
                     // a silent source's synapses wait (their depressions are counted at the target)
-                    if ((hs & window_mask(m.window)) != 0 && t >= m.window) {
-                        d[k] = net.targets[i] + net.base;
-                        slot[k] = m.slot;
-                        sp[k] = L.stamps[i];
-                    }
+                    learn = (hs & window_mask(m.window)) != 0 && t >= m.window;
+                    slot[k] = m.slot;
                 }
+                d[k] = learn ? d[k] + net.base : ~0u;
             }
 #pragma unroll
             for (int k = 0; k < LEARN_ITEMS; k++) st[k] = d[k] != ~0u ? L.status[(u64)slot[k] * L.n_total + d[k]] : 0;
@@ -248,6 +271,11 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
                 if (nw != w) codes[i] = (CODE)(L.code_base + (group << 8) + nw);
             }
         }
+        s = s_n;
+        hs = hs_n;
+        lo = lo_n;
+        hi = hi_n;
+        s_n = s_nn;
     }
     // the sweep: this burst's rows (every row once in SWEEP_BURSTS bursts, so no count outgrows
     // its u16), their synapses whose source is silent in the window brought up to date; every

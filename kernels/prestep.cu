@@ -9,7 +9,13 @@
 // room would overflow and at the end: the fired list, its pair offsets, `chunk_first` and `where`
 // as `step` writes them (the list's order is the atomics' order, as with `step`'s block claims).
 
+// Neurons a lane at once: four (the bytes in flight a warp), two in the kernel of four blocks an SM
+// (64 registers a thread: four spill there, and twice the warps keep as many bytes in flight).
+#if defined(RES_MINB) && RES_MINB >= 4
+#define PRE_ITEMS 2
+#else
 #define PRE_ITEMS 4
+#endif
 #define PRE_CHUNK (32 * PRE_ITEMS)
 // A warp's room: a whole chunk fits into an empty one.
 #define PRE_ROOM PRE_CHUNK

@@ -19,11 +19,10 @@ const RESIDENT_STALL: Duration = Duration::from_secs(10);
 /// Once a burst's header is there, its other output words follow within microseconds: this long
 /// without one is an error.
 const OUTPUT_STALL: Duration = Duration::from_secs(2);
-/// The resident kernel reads an injection of at most this many bytes where it lies in the pinned
-/// buffer (no copy into device memory, no barrier); larger ones come into device memory first
-/// (sent by the copy engine while the kernel works ahead, else copied by the grid; an idle kernel
-/// reads up to `IDLE_DIRECT` where it lies too), from the caller's page-locked column when the ids
-/// lie in one.
+/// An injection of at most this many bytes is `direct`: the resident kernel reads it where it
+/// lies in the pinned buffer unless the copy engine sends it (while the kernel works ahead, every
+/// injection is sent: `Resident::command`). A larger id column is read from where the caller's
+/// page-locked column holds it, when it lies in one.
 const RESIDENT_DIRECT: usize = 16 << 10;
 
 /// A burst's injection, written into the pinned buffer and not yet launched.
