@@ -30,7 +30,7 @@ struct Ctl {
 // barrier (small input).
 #define RES_DIRECT (1ULL << 62)
 // The entries are sent into the device copy by the copy engine while the grid still works ahead
-// (a large injection, back to back): block 0 waits until `ResDev::sent` holds the command's number
+// (back to back, any injection): block 0 waits until `ResDev::sent` holds the command's number
 // (the host's stream writes it after the copy), and the grid copies nothing.
 #define RES_SENT (1ULL << 61)
 #define RES_FLAGS (RES_QUIT | RES_DIRECT | RES_SENT)
