@@ -68,6 +68,14 @@ __device__ __forceinline__ u32 after_debt(u32 w, u32 owed, u32 ltd) {
 
 // Entries of a row a lane of `learn_rows` takes at once.
 #define LEARN_ITEMS 4
+// Whether `learn_rows` loads a row's first entries while the row before it is learned: in the
+// kernel of two blocks an SM (plastic W(1M) rows 47.6 -> 35.0 us), not in that of four (64
+// registers: the registers for them spill, rows 33.6 -> 51.2 us).
+#if defined(RES_MINB) && RES_MINB >= 4
+#define LEARN_AHEAD 0
+#else
+#define LEARN_AHEAD 1
+#endif
 
 __device__ __forceinline__ u32 window_mask(u32 w) { return w >= 32 ? 0xFFFFFFFFu : (1u << w) - 1; }
 
@@ -191,6 +199,20 @@ __device__ __forceinline__ bool decode(const Learn& L, u32 code, u32& group, u32
     return true;
 }
 
+// Entries i0 + lane + 32 k (k < ITEMS) of a row ending at hi: codes, targets, stamps (0 past it),
+// their loads issued together.
+template <typename CODE>
+__device__ __forceinline__ void rows_load(const Learn& L, const Net& net, u64 i0, u64 hi, u32 lane, u32* cd, u32* d, u32* sp) {
+#pragma unroll
+    for (int k = 0; k < LEARN_ITEMS; k++) {
+        const u64 i = i0 + lane + 32 * k;
+        const bool in = i < hi;
+        cd[k] = in ? (u32)((const CODE*)net.codes)[i] : 0;
+        d[k] = in ? net.targets[i] : 0;
+        sp[k] = in ? L.stamps[i] : 0;
+    }
+}
+
 template <typename RP, typename CODE>
 __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
     const u64 t = *(volatile const u64*)net.burst;
@@ -200,16 +222,19 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
     const u32 warp = (b.id * blockDim.x + threadIdx.x) >> 5;
     const u32 warps = (b.n * blockDim.x) >> 5;
     CODE* codes = (CODE*)net.codes;
-    // the next row's source, bounds and history in flight while a row is learned (a row is two
-    // memory round trips, not five: its header comes before it)
+    // Rows in a pipeline: while a row is learned, the header (source, bounds, history) of the next
+    // one is in flight, and (LEARN_AHEAD) the next row's first 32 x ITEMS codes, targets and
+    // stamps, so a row costs about one memory round trip (its targets' status), not five.
     u32 s = 0, hs = 0, s_n = 0;
     u64 lo = 0, hi = 0;
+    u32 cd[LEARN_ITEMS], d[LEARN_ITEMS], sp[LEARN_ITEMS];
     if (warp < count) {
         s = L.active[warp];
         hs = L.hist[s];
         lo = row_start<RP>(net, s);
         hi = row_start<RP>(net, s + 1);
     }
+    if (LEARN_AHEAD) rows_load<CODE>(L, net, lo, hi, lane, cd, d, sp);
     if ((u64)warp + warps < count) s_n = L.active[warp + warps];
     for (u64 a = warp; a < count; a += warps) {
         const bool more = a + warps < count;
@@ -221,26 +246,19 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
             hi_n = row_start<RP>(net, s_n + 1);
         }
         const u32 s_nn = a + 2ull * warps < count ? L.active[a + 2ull * warps] : 0;
-        // ITEMS entries a lane, their loads issued together, the targets and stamps with the codes
-        // (a target's status is a random read)
+        u32 cd_n[LEARN_ITEMS], d_n[LEARN_ITEMS], sp_n[LEARN_ITEMS];
+        if (LEARN_AHEAD && lo >= hi) rows_load<CODE>(L, net, lo_n, hi_n, lane, cd_n, d_n, sp_n);
         for (u64 i0 = lo; i0 < hi; i0 += 32 * LEARN_ITEMS) {
-            u32 cd[LEARN_ITEMS], d[LEARN_ITEMS], st[LEARN_ITEMS], sp[LEARN_ITEMS], slot[LEARN_ITEMS];
+            if (!LEARN_AHEAD || i0 != lo) rows_load<CODE>(L, net, i0, hi, lane, cd, d, sp);
+            // the synapses that learn now (a silent source's wait: their depressions are counted
+            // at the target), their targets' status (a random read)
+            u32 st[LEARN_ITEMS], slot[LEARN_ITEMS];
 #pragma unroll
             for (int k = 0; k < LEARN_ITEMS; k++) {
-                const u64 i = i0 + lane + 32 * k;
-                const bool in = i < hi;
-                cd[k] = in ? (u32)codes[i] : 0;
-                d[k] = in ? net.targets[i] : 0;
-                sp[k] = in ? L.stamps[i] : 0;
-            }
-#pragma unroll
-            for (int k = 0; k < LEARN_ITEMS; k++) {
-                const u64 i = i0 + lane + 32 * k;
                 u32 group, w;
                 bool learn = false;
-                if (i < hi && decode<CODE>(L, cd[k], group, w)) {
+                if (i0 + lane + 32 * k < hi && decode<CODE>(L, cd[k], group, w)) {
                     const PlasMap& m = L.maps[L.group_map[group]];
-                    // a silent source's synapses wait (their depressions are counted at the target)
                     learn = (hs & window_mask(m.window)) != 0 && t >= m.window;
                     slot[k] = m.slot;
                 }
@@ -248,6 +266,8 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
             }
 #pragma unroll
             for (int k = 0; k < LEARN_ITEMS; k++) st[k] = d[k] != ~0u ? L.status[(u64)slot[k] * L.n_total + d[k]] : 0;
+            // the next row's first entries go out beside the status loads
+            if (LEARN_AHEAD && i0 == lo) rows_load<CODE>(L, net, lo_n, hi_n, lane, cd_n, d_n, sp_n);
 #pragma unroll
             for (int k = 0; k < LEARN_ITEMS; k++) {
                 if (d[k] == ~0u) continue;
@@ -276,6 +296,12 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
         lo = lo_n;
         hi = hi_n;
         s_n = s_nn;
+#pragma unroll
+        for (int k = 0; k < LEARN_ITEMS && LEARN_AHEAD; k++) {
+            cd[k] = cd_n[k];
+            d[k] = d_n[k];
+            sp[k] = sp_n[k];
+        }
     }
     // the sweep: this burst's rows (every row once in SWEEP_BURSTS bursts, so no count outgrows
     // its u16), their synapses whose source is silent in the window brought up to date; every

@@ -106,8 +106,11 @@ const ONE_BLOCK_PER_SM_UP_TO: u32 = 500_000;
 /// phases lose to the spills and the dearer barriers. One H200, W(N, 100, 1%) every synapse
 /// plastic, back to back p50 (2026-11-29), two blocks against four: 100k 38.3 / 53.5 us, 1M 153.1
 /// / 101.2 us, 5M 388.0 / 306.8 us; static brains lose with four (W(5M) 146 / 183 us, W(20M)
-/// tiled 789 / 1340 us).
-const FOUR_BLOCKS_FROM: u32 = 1_000_000;
+/// tiled 789 / 1340 us). Since learning's rows run in a pipeline (two blocks: the next row's
+/// entries in flight; four: its header only, the registers for more spill; 2026-11-30, night),
+/// W(1M) every synapse plastic takes 68.8-69.7 us with two and 74.0-75.7 with four, W(5M) 245.5
+/// with two and 219.3 with four: the crossing lies between (not measured).
+const FOUR_BLOCKS_FROM: u32 = 2_000_000;
 
 pub(in crate::backend::cuda) struct Resident {
     func: CudaFunction,
