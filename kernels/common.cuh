@@ -28,6 +28,14 @@
 //
 // Everything here must stay bit-identical to the CPU reference: integer arithmetic only.
 
+// The kernel of four blocks an SM (`Program::FourBlocks` puts `#define RES_MINB 4` before this
+// header): 64 registers a thread, so the phases that would spill keep less in flight.
+#if defined(RES_MINB) && RES_MINB >= 4
+#define FOUR_BLOCKS 1
+#else
+#define FOUR_BLOCKS 0
+#endif
+
 typedef long long i64;
 typedef unsigned long long u64;
 typedef unsigned int u32;

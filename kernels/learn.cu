@@ -71,11 +71,7 @@ __device__ __forceinline__ u32 after_debt(u32 w, u32 owed, u32 ltd) {
 // Whether `learn_rows` loads a row's first entries while the row before it is learned: in the
 // kernel of two blocks an SM (plastic W(1M) rows 47.6 -> 35.0 us), not in that of four (64
 // registers: the registers for them spill, rows 33.6 -> 51.2 us).
-#if defined(RES_MINB) && RES_MINB >= 4
-#define LEARN_AHEAD 0
-#else
-#define LEARN_AHEAD 1
-#endif
+#define LEARN_AHEAD (!FOUR_BLOCKS)
 
 __device__ __forceinline__ u32 window_mask(u32 w) { return w >= 32 ? 0xFFFFFFFFu : (1u << w) - 1; }
 
@@ -296,11 +292,13 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
         lo = lo_n;
         hi = hi_n;
         s_n = s_nn;
+        if (LEARN_AHEAD) {
 #pragma unroll
-        for (int k = 0; k < LEARN_ITEMS && LEARN_AHEAD; k++) {
-            cd[k] = cd_n[k];
-            d[k] = d_n[k];
-            sp[k] = sp_n[k];
+            for (int k = 0; k < LEARN_ITEMS; k++) {
+                cd[k] = cd_n[k];
+                d[k] = d_n[k];
+                sp[k] = sp_n[k];
+            }
         }
     }
     // the sweep: this burst's rows (every row once in SWEEP_BURSTS bursts, so no count outgrows

@@ -11,11 +11,7 @@
 
 // Neurons a lane at once: four (the bytes in flight a warp), two in the kernel of four blocks an SM
 // (64 registers a thread: four spill there, and twice the warps keep as many bytes in flight).
-#if defined(RES_MINB) && RES_MINB >= 4
-#define PRE_ITEMS 2
-#else
-#define PRE_ITEMS 4
-#endif
+#define PRE_ITEMS (FOUR_BLOCKS ? 2 : 4)
 #define PRE_CHUNK (32 * PRE_ITEMS)
 // A warp's room: a whole chunk fits into an empty one.
 #define PRE_ROOM PRE_CHUNK

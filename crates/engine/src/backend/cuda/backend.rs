@@ -506,7 +506,7 @@ impl CudaBackend {
     }
 
     /// Bursts whose injection the copy engine sent into device memory while the resident kernel
-    /// still worked ahead (large injections, back to back; docs/cuda.md).
+    /// still worked ahead (back to back; docs/cuda.md).
     pub fn injections_sent_ahead(&self) -> u64 {
         self.launch.resident.as_ref().map_or(0, |r| r.handovers().sent_ahead)
     }

@@ -71,6 +71,11 @@ const RES_DEV_WORDS: usize = RES_DEV_SENT + 3;
 /// Bit of the command's bytes word: the entries are sent by the copy engine (`RES_SENT`).
 const SENT: u64 = 1 << 61;
 
+/// The kernel reads an injection of at most this many bytes (header included) where it lies
+/// (the pinned buffer) unless the copy engine sends it: no copy into device memory, no barrier
+/// (`RES_DIRECT`); block 0 brings up to 8 KB of it into device memory (`res_whole`).
+pub(in crate::backend::cuda) const RESIDENT_DIRECT: u64 = 16 << 10;
+
 /// An idle kernel (paced input) reads an injection of at most this many bytes where it lies
 /// (`inject` and `fix` over PCIe) instead of copying it into device memory over a grid barrier
 /// first.
@@ -83,7 +88,7 @@ pub(in crate::backend::cuda) struct Handovers {
     pub written_ahead: u64,
     /// Commands whose entries the copy engine sent ahead.
     pub sent_ahead: u64,
-    /// Commands past `direct`'s size whose entries an idle kernel read where they lie.
+    /// Commands past [`RESIDENT_DIRECT`] whose entries an idle kernel read where they lie.
     pub read_where_they_lie: u64,
 }
 
@@ -269,11 +274,10 @@ impl Resident {
     /// them itself. A small one too: block 0 then loads nothing over PCIe after the command
     /// (W(100k) back to back, its hand-on 2.6 -> 1.4 us, period 18.8 -> 17.2 us).
     ///
-    /// On an idle kernel the copy engine's start costs more than the grid's reads: `direct`
-    /// entries (small input) are read where they lie, at `src` (no copy into device memory, no
-    /// barrier), and so are others up to [`IDLE_DIRECT`] bytes; larger ones are copied by the
-    /// grid.
-    pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, direct: bool, header: [u64; 2], send: (u64, u64)) {
+    /// Not sent, entries of up to [`RESIDENT_DIRECT`] bytes are read where they lie, at `src`; on
+    /// an idle kernel, where the copy engine's start costs more than the grid's reads, up to
+    /// [`IDLE_DIRECT`] bytes; larger ones are copied by the grid.
+    pub(in crate::backend::cuda) fn command(&mut self, src: u64, bytes: u64, header: [u64; 2], send: (u64, u64)) {
         let mut st = self.state();
         let go = (st.word & !QUIT) + 1;
         let ahead = st.working_ahead();
@@ -308,9 +312,10 @@ impl Resident {
                 }
             }
         }
-        let idle_direct = !sent && !direct && !ahead && bytes <= IDLE_DIRECT;
+        let idle_direct = !sent && !ahead && bytes > RESIDENT_DIRECT && bytes <= IDLE_DIRECT;
         st.handovers.read_where_they_lie += idle_direct as u64;
-        let flags = if sent { SENT } else { ((direct || idle_direct) as u64) << 62 };
+        let direct = !sent && (bytes <= RESIDENT_DIRECT || idle_direct);
+        let flags = if sent { SENT } else { (direct as u64) << 62 };
         st.write([src, bytes | flags, header[0], header[1]], go);
     }
 

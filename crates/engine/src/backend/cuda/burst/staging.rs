@@ -8,6 +8,7 @@ use std::time::Duration;
 use cudarc::driver::sys;
 
 use crate::backend::cuda::backend::{CudaBackend, Path};
+use crate::backend::cuda::burst::resident::RESIDENT_DIRECT;
 use crate::backend::cuda::layout::{dev_err, entry_format, ResParams, DEAD, DEAD_RB, OUT_HEADER};
 use crate::backend::cuda::memory::{ColumnLock, Pinned};
 use crate::backend::{BackendError, BurstOutput};
@@ -19,11 +20,6 @@ const RESIDENT_STALL: Duration = Duration::from_secs(10);
 /// Once a burst's header is there, its other output words follow within microseconds: this long
 /// without one is an error.
 const OUTPUT_STALL: Duration = Duration::from_secs(2);
-/// An injection of at most this many bytes is `direct`: the resident kernel reads it where it
-/// lies in the pinned buffer unless the copy engine sends it (while the kernel works ahead, every
-/// injection is sent: `Resident::command`). A larger id column is read from where the caller's
-/// page-locked column holds it, when it lies in one.
-const RESIDENT_DIRECT: usize = 16 << 10;
 
 /// A burst's injection, written into the pinned buffer and not yet launched.
 pub(crate) struct Staged {
@@ -57,9 +53,9 @@ impl CudaBackend {
         let (fmt, first) = entry_format(input.values());
         let entry = [8, 16, 4][fmt as usize];
         let in_bytes = 16 + entry * ids.len();
-        // the resident kernel reads a large id column where `prepare_input` locked it (16-byte
-        // aligned), and copies it into device memory itself
-        let lent = (self.launch.resident.is_some() && fmt == 2 && in_bytes > RESIDENT_DIRECT)
+        // the resident kernel reads an id column past `RESIDENT_DIRECT` where `prepare_input`
+        // locked it (16-byte aligned), or has it sent or copied into device memory
+        let lent = (self.launch.resident.is_some() && fmt == 2 && in_bytes as u64 > RESIDENT_DIRECT)
             .then(|| {
                 let lock = input.hold().and_then(|h| h.downcast_ref::<ColumnLock>())?;
                 let dev = lock.dev_addr(&self.ctx, ids.as_ptr() as *const u8, 4 * ids.len())?;
@@ -163,14 +159,11 @@ impl CudaBackend {
         }
         // the kernel runs the next burst's propagation and early step after this one
         self.launch.pre_pending = true;
-        let (src, host, direct) = match lent {
-            Some((dev, host)) => (dev, host, false),
-            None => (self.io.host_in.dev() + 16, self.io.host_in.ptr() as u64 + 16, in_bytes <= RESIDENT_DIRECT),
-        };
+        let (src, host) = lent.unwrap_or((self.io.host_in.dev() + 16, self.io.host_in.ptr() as u64 + 16));
         // where the copy engine would send the entries (`command` decides how they travel)
         let send = (host, self.state.net.host_in + 16);
         if let Some(r) = &mut self.launch.resident {
-            r.command(src, in_bytes as u64, direct, header, send);
+            r.command(src, in_bytes as u64, header, send);
         }
         if let Some(x) = &mut self.launch.exchange {
             x.commanded();
