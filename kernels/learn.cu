@@ -2,16 +2,21 @@
 // burst that fired the list `rd` and before that list is propagated (after common.cuh; see it).
 //
 // A plastic synapse's code is `code_base + group * 256 + weight`: learning rewrites codes, and
-// the propagation reads them as it reads static ones. The phases, each over the whole grid:
-//   learn_mark:  the fired list -> one bit per neuron (`now`); the active count reset;
-//   learn_shift: every neuron's history shifted, the new bit in, its status per window (active
-//                within it, in all of it, and the count of bursts it was active: the deferred
-//                depressions of the synapses onto it whose source was silent); the neurons that
-//                fired within the longest window listed (`active`, any order);
-//   learn_rows:  a warp per active source: its row's plastic synapses by the whole rule, after
-//                what they owe (the target's count since the synapse's stamp); then the sweep's
-//                rows of the burst brought up to date (synapses whose source is silent only: the
-//                two never touch the same synapse);
+// the propagation reads them as it reads static ones. A history holds the longest window's bits
+// only, so a neuron silent for that long has none, and the record walks the active neurons, not
+// the brain. The phases, each over the whole grid:
+//   learn_mark:  the fired list -> one bit per neuron (`now`); the fired that were silent in the
+//                longest window listed (`fresh`); the active count reset;
+//   learn_shift: the neurons of the last burst's active list (`prev`) and of `fresh`: the
+//                history shifted, the new bit in, its status per window (active within it, in
+//                all of it, and the count of bursts it was active: the deferred depressions of
+//                the synapses onto it whose source was silent); those still active within the
+//                longest window listed (`active`, any order); every other neuron's history is 0
+//                and stays so, its status as it is;
+//   learn_rows:  `active` kept as the next burst's `prev`; a warp per active source: its row's
+//                plastic synapses by the whole rule, after what they owe (the target's count
+//                since the synapse's stamp); then the sweep's rows of the burst brought up to
+//                date (synapses whose source is silent only: the two never touch the same synapse);
 //   learn_grow:  one block: the associative pairs grown, in (source, target) order up to the cap.
 // Every synapse is written by one thread per phase, so the result does not depend on the order.
 
@@ -33,10 +38,14 @@ struct PlasMap {
 
 // The learning state on the device (the host's `Learn` is generated from this).
 struct Learn {
-    u32* hist;            // every neuron of the brain
+    u32* hist;            // every neuron of the brain: its firing in the longest window's bursts
     u32* now;             // one bit per neuron of the brain: in the list being recorded
     u32* active;          // neurons of the brain active within the longest window
     u32* n_active;
+    u32* prev;            // `active` of the burst before (the record walks it)
+    u32* n_prev;
+    u32* fresh;           // fired neurons of the list being recorded that `prev` does not hold
+    u32* n_fresh;
     u32* status;          // per window (slot), every neuron of the brain: count << 16 | all << 1 | any
     u16* stamps;          // one per synapse of this GPU's part: its target's count when brought up to date
     const u32* windows;   // per slot: its window in bursts
@@ -91,99 +100,81 @@ __device__ __forceinline__ bool learns(const Learn& L, u64 t) {
     return ((t < (w >> 2) ? w >> 1 : w) & 1) != 0;
 }
 
+// v appended to list (its count n) where take: one atomic a warp (every lane of the warp calls).
+__device__ __forceinline__ void warp_append(u32* list, u32* n, bool take, u32 v, u32 lane) {
+    const u32 ballot = __ballot_sync(0xFFFFFFFFu, take);
+    if (!ballot) return;
+    const u32 leader = __ffs(ballot) - 1;
+    u32 at = 0;
+    if (lane == leader) at = atomicAdd(n, __popc(ballot));
+    at = __shfl_sync(0xFFFFFFFFu, at, leader);
+    if (take) list[at + __popc(ballot & ((1u << lane) - 1))] = v;
+}
+
 __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift, Blk b) {
     if (skipped(L)) return;
     const u32 count = (u32)(*(volatile const u64*)rd.counter >> count_shift);
     if (b.id == 0 && threadIdx.x == 0) *L.n_active = 0;
-    for (u32 i = b.id * blockDim.x + threadIdx.x; i < count; i += b.n * blockDim.x) {
-        const u32 f = rd.fired[i];
-        if (f != DEAD) atomicOr(L.now + (f >> 5), 1u << (f & 31));
+    const u32 lane = threadIdx.x & 31;
+    // whole warps (a warp appends together); a neuron listed twice is marked once, by the lane
+    // whose atomic set its bit
+    for (u32 i0 = b.id * blockDim.x + threadIdx.x - lane; i0 < count; i0 += b.n * blockDim.x) {
+        const u32 f = i0 + lane < count ? rd.fired[i0 + lane] : DEAD;
+        bool fresh = false;
+        if (f != DEAD) {
+            const u32 h = L.hist[f], bit = 1u << (f & 31);
+            fresh = !(atomicOr(L.now + (f >> 5), bit) & bit) && h == 0;
+        }
+        warp_append(L.fresh, L.n_fresh, fresh, f, lane);
     }
 }
 
-// Entries of the active list a block gathers in shared memory before it claims room for them.
-#define SHIFT_LIST 1024
-// Neurons a thread of learn_shift takes at once (their loads issued together): W(1M), every
-// synapse plastic, on an H200 (2026-11-28) the shift took 47.6 us a burst with one.
+// Neurons a lane of learn_shift takes at once (their loads issued together).
 #define SHIFT_ITEMS 4
 
 __device__ void learn_shift_impl(const Learn& L, Blk b) {
     if (skipped(L)) return;
     const u64 t = *(volatile const u64*)L.burst;
     const bool counting = learns(L, t);
-    __shared__ u32 warp_n[32];
-    __shared__ u32 list[SHIFT_LIST];
-    __shared__ u32 block_at, s_total;
-    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    // each block a contiguous range of whole warps of neurons: its active ones are gathered in
-    // shared memory and listed with one atomic a round (one counter hit by every block of a grid
-    // over all neurons was most of this phase)
-    const u32 per = (((L.n_total + 31) / 32 + b.n - 1) / b.n) * 32;
-    const u32 lo = min(b.id * per, L.n_total), hi = min(lo + per, L.n_total);
-    for (u32 w0 = lo; w0 < hi; w0 += blockDim.x * SHIFT_ITEMS) {
-        u32 word[SHIFT_ITEMS], h[SHIFT_ITEMS], old[SHIFT_ITEMS];
+    const u32 n_prev = *(volatile const u32*)L.n_prev, total = n_prev + *(volatile const u32*)L.n_fresh;
+    const u32 lane = threadIdx.x & 31;
+    const u32 warp = (b.id * blockDim.x + threadIdx.x) >> 5, warps = (b.n * blockDim.x) >> 5;
+    for (u32 j0 = warp * 32 * SHIFT_ITEMS; j0 < total; j0 += warps * 32 * SHIFT_ITEMS) {
+        u32 n[SHIFT_ITEMS], word[SHIFT_ITEMS], h[SHIFT_ITEMS];
 #pragma unroll
         for (int i = 0; i < SHIFT_ITEMS; i++) {
-            // a warp's 32 neurons share one word of `now` (w0 is a multiple of 32)
-            const u32 n = w0 + i * blockDim.x + threadIdx.x;
-            word[i] = n < hi ? *(volatile u32*)(L.now + (n >> 5)) : 0;
-            old[i] = n < hi ? L.hist[n] : 0;
+            const u32 j = j0 + i * 32 + lane;
+            n[i] = j < n_prev ? L.prev[j] : j < total ? L.fresh[j - n_prev] : ~0u;
         }
 #pragma unroll
         for (int i = 0; i < SHIFT_ITEMS; i++) {
-            const u32 n = w0 + i * blockDim.x + threadIdx.x;
-            h[i] = (old[i] << 1) | ((word[i] >> lane) & 1);
-            if (n < hi) L.hist[n] = h[i];
+            word[i] = n[i] != ~0u ? *(volatile u32*)(L.now + (n[i] >> 5)) : 0;
+            h[i] = n[i] != ~0u ? L.hist[n[i]] : 0;
         }
-        // the status of a neuron silent in every window stays as it is
+#pragma unroll
+        for (int i = 0; i < SHIFT_ITEMS; i++) h[i] = ((h[i] << 1) | ((word[i] >> (n[i] & 31)) & 1)) & L.longest;
+        // every neuron walked was active within the longest window before this burst, or is now
         for (u32 k = 0; k < L.n_slots; k++) {
             const u32 w = L.windows[k], mask = window_mask(w);
             u32 st[SHIFT_ITEMS];
 #pragma unroll
-            for (int i = 0; i < SHIFT_ITEMS; i++) {
-                const u32 n = w0 + i * blockDim.x + threadIdx.x;
-                st[i] = n < hi && ((old[i] | h[i]) & L.longest) ? L.status[(u64)k * L.n_total + n] : 0;
-            }
+            for (int i = 0; i < SHIFT_ITEMS; i++) st[i] = n[i] != ~0u ? L.status[(u64)k * L.n_total + n[i]] : 0;
 #pragma unroll
             for (int i = 0; i < SHIFT_ITEMS; i++) {
-                const u32 n = w0 + i * blockDim.x + threadIdx.x;
-                if (n < hi && ((old[i] | h[i]) & L.longest)) {
-                    const u32 any = (h[i] & mask) != 0, all = (h[i] & mask) == mask;
-                    L.status[(u64)k * L.n_total + n] = ((st[i] & 0xFFFF0000u) + ((any && t >= w && counting) ? 0x10000u : 0)) | all << 1 | any;
-                }
+                if (n[i] == ~0u) continue;
+                const u32 any = (h[i] & mask) != 0, all = (h[i] & mask) == mask;
+                L.status[(u64)k * L.n_total + n[i]] = ((st[i] & 0xFFFF0000u) + ((any && t >= w && counting) ? 0x10000u : 0)) | all << 1 | any;
             }
         }
-        // (every lane has read its words of `now` before lane 0 clears them)
-        __syncwarp();
-        u32 ballot[SHIFT_ITEMS], mine = 0;
 #pragma unroll
         for (int i = 0; i < SHIFT_ITEMS; i++) {
-            const u32 n = w0 + i * blockDim.x + threadIdx.x;
-            if (lane == 0 && n < hi && word[i]) L.now[n >> 5] = 0;
-            ballot[i] = __ballot_sync(0xFFFFFFFFu, n < hi && (h[i] & L.longest) != 0);
-            mine += __popc(ballot[i]);
+            if (n[i] == ~0u) continue;
+            L.hist[n[i]] = h[i];
+            // its bit cleared by the one lane that reads it (the others of its word read theirs)
+            if (h[i] & 1) atomicAnd(L.now + (n[i] >> 5), ~(1u << (n[i] & 31)));
         }
-        if (lane == 0) warp_n[wid] = mine;
-        __syncthreads();
-        if (wid == 0) {
-            // the warps' offsets in `list`, and the round's room in the active list
-            const u32 c = lane < nw ? warp_n[lane] : 0, incl = warp_scan(c);
-            if (lane < nw) warp_n[lane] = incl - c;
-            const u32 total = __shfl_sync(0xFFFFFFFFu, incl, 31);
-            if (lane == 0) block_at = total ? atomicAdd(L.n_active, total) : 0;
-            if (lane == 0) s_total = total;
-        }
-        __syncthreads();
-        const u32 total = s_total;
-        u32 at = warp_n[wid];
 #pragma unroll
-        for (int i = 0; i < SHIFT_ITEMS; i++) {
-            if ((ballot[i] >> lane) & 1) list[at + __popc(ballot[i] & ((1u << lane) - 1))] = w0 + i * blockDim.x + threadIdx.x;
-            at += __popc(ballot[i]);
-        }
-        __syncthreads();
-        for (u32 i = threadIdx.x; i < total; i += blockDim.x) L.active[block_at + i] = list[i];
-        __syncthreads();
+        for (int i = 0; i < SHIFT_ITEMS; i++) warp_append(L.active, L.n_active, h[i] != 0, n[i], lane);
     }
 }
 
@@ -212,8 +203,15 @@ __device__ __forceinline__ void rows_load(const Learn& L, const Net& net, u64 i0
 template <typename RP, typename CODE>
 __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
     const u64 t = *(volatile const u64*)net.burst;
-    if (skipped(L) || !learns(L, t)) return;
+    if (skipped(L)) return;
     const u32 count = *(volatile const u32*)L.n_active;
+    // this burst's active list is the next record's `prev`
+    for (u32 i = b.id * blockDim.x + threadIdx.x; i < count; i += b.n * blockDim.x) L.prev[i] = L.active[i];
+    if (b.id == 0 && threadIdx.x == 0) {
+        *L.n_prev = count;
+        *L.n_fresh = 0;
+    }
+    if (!learns(L, t)) return;
     const u32 lane = threadIdx.x & 31;
     const u32 warp = (b.id * blockDim.x + threadIdx.x) >> 5;
     const u32 warps = (b.n * blockDim.x) >> 5;

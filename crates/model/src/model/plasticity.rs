@@ -16,7 +16,9 @@ pub const MAX_ASSOCIATIVE_PAIRS: u64 = 1 << 26;
 /// The most synapses an associative mapping grows when its genome sets no `max_synapses`.
 pub const DEFAULT_MAX_SYNAPSES: u64 = 1_000_000;
 
-/// A neuron's recent firing: bit `i` set = it fired `i` bursts ago (bit 0: the latest burst).
+/// A neuron's recent firing: bit `i` set = it fired `i` bursts ago (bit 0: the latest burst). A
+/// learner keeps the bursts of its brain's longest window only, so a neuron silent for that long
+/// has a history of 0 (and a record need only visit the neurons that have one).
 pub type History = u32;
 
 /// Shift in one burst's firing.

@@ -545,8 +545,8 @@ fn record_chunk(
     list.clear();
     // 64 neurons a word of the bit set; the active ones found as the bits of a word
     for (b, (history, &word)) in history.chunks_mut(64).zip(&fired[at / 64..]).enumerate() {
-        history.iter_mut().enumerate().for_each(|(j, h)| *h = *h << 1 | (word >> j) as u32 & 1);
-        let mut active = history.iter().enumerate().fold(0u64, |m, (j, &h)| m | ((h & longest != 0) as u64) << j);
+        history.iter_mut().enumerate().for_each(|(j, h)| *h = (*h << 1 | (word >> j) as u32 & 1) & longest);
+        let mut active = history.iter().enumerate().fold(0u64, |m, (j, &h)| m | ((h != 0) as u64) << j);
         while active != 0 {
             let j = active.trailing_zeros() as usize;
             active &= active - 1;

@@ -63,7 +63,9 @@ impl Learner {
         if learned.history.len() != self.history.len() {
             return Err(format!("learned state holds {} neurons, the brain {}", learned.history.len(), self.history.len()));
         }
-        self.history.copy_from_slice(&learned.history);
+        // a history holds the longest window's bursts (a state from an older release may hold more)
+        let longest = self.longest;
+        self.history.iter_mut().zip(&learned.history).for_each(|(h, &l)| *h = l & longest);
         let index_of = |mapping: u32| self.plastic.mappings.iter().position(|m| m.index as u32 == mapping);
         for e in &mut self.exists {
             e.fill(0);

@@ -25,6 +25,11 @@ pub(in crate::backend::cuda) struct GpuLearning {
     _now: CudaSlice<u32>,
     _active: CudaSlice<u32>,
     _n_active: CudaSlice<u32>,
+    /// The active list the next record walks, and its count (a restore writes them).
+    prev: CudaSlice<u32>,
+    n_prev: CudaSlice<u32>,
+    _fresh: CudaSlice<u32>,
+    n_fresh: CudaSlice<u32>,
     status: CudaSlice<u32>,
     stamps: CudaSlice<u16>,
     _windows: CudaSlice<u32>,
@@ -58,15 +63,16 @@ impl GpuLearning {
     }
 }
 
-/// Bytes learning takes on the device for a part: histories (and their bits, the active list)
-/// and a status per window for every neuron, a stamp per synapse, the pair tables.
+/// Bytes learning takes on the device for a part: histories (and their bits, the active lists:
+/// this burst's, the last one's, the newly active) and a status per window for every neuron, a
+/// stamp per synapse, the pair tables.
 pub(in crate::backend::cuda) fn device_bytes(synapses: u64, plastic: &Plastic, neurons_total: u32) -> u64 {
     let n = neurons_total as u64;
     let pairs: u64 = plastic.mappings.iter().filter_map(|m| m.associative.as_ref()).map(|a| (a.pairs() as u64).div_ceil(64) * 8).sum();
     let mut windows: Vec<u32> = plastic.mappings.iter().map(|m| m.rule.window).collect();
     windows.sort_unstable();
     windows.dedup();
-    n * 4 + n.div_ceil(32) * 4 + n * 4 + windows.len() as u64 * n * 4 + synapses * 2 + pairs
+    n * 4 + n.div_ceil(32) * 4 + 3 * n * 4 + windows.len() as u64 * n * 4 + synapses * 2 + pairs
 }
 
 impl GpuLearning {
@@ -103,6 +109,10 @@ impl GpuLearning {
         let _now = s.alloc_zeros::<u32>(n.div_ceil(32) + 1).map_err(e("alloc fired bits"))?;
         let _active = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the active list"))?;
         let _n_active = s.alloc_zeros::<u32>(1).map_err(e("alloc the active count"))?;
+        let prev = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the last active list"))?;
+        let n_prev = s.alloc_zeros::<u32>(1).map_err(e("alloc the last active count"))?;
+        let _fresh = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the newly active list"))?;
+        let n_fresh = s.alloc_zeros::<u32>(1).map_err(e("alloc the newly active count"))?;
         let status = s.alloc_zeros::<u32>((windows.len() * n).max(1)).map_err(e("alloc statuses"))?;
         let synapses = synapses as usize;
         let stamps = s.alloc_zeros::<u16>(synapses.max(1)).map_err(e("alloc stamps"))?;
@@ -125,6 +135,10 @@ impl GpuLearning {
             now: dptr(&_now, s),
             active: dptr(&_active, s),
             n_active: dptr(&_n_active, s),
+            prev: dptr(&prev, s),
+            n_prev: dptr(&n_prev, s),
+            fresh: dptr(&_fresh, s),
+            n_fresh: dptr(&n_fresh, s),
             status: dptr(&status, s),
             stamps: dptr(&stamps, s),
             windows: dptr(&_windows, s),
@@ -149,6 +163,10 @@ impl GpuLearning {
             _now,
             _active,
             _n_active,
+            prev,
+            n_prev,
+            _fresh,
+            n_fresh,
             status,
             stamps,
             _windows,
@@ -292,6 +310,13 @@ impl GpuLearning {
             s.memcpy_htod(&status, &mut self.status).map_err(e("writing statuses"))?;
         }
         s.memcpy_htod(&st.history[..], &mut self.hist).map_err(e("writing histories"))?;
+        // the next record walks the neurons with a history (active within the longest window)
+        let active: Vec<u32> = (0..st.history.len() as u32).filter(|&n| st.history[n as usize] != 0).collect();
+        if !active.is_empty() {
+            s.memcpy_htod(&active, &mut self.prev).map_err(e("writing the active list"))?;
+        }
+        s.memcpy_htod(&[active.len() as u32], &mut self.n_prev).map_err(e("writing the active count"))?;
+        s.memcpy_htod(&[0u32], &mut self.n_fresh).map_err(e("writing the newly active count"))?;
         let words: Vec<u64> = st.tables.iter().flatten().copied().collect();
         if !words.is_empty() {
             s.memcpy_htod(&words, &mut self.exists).map_err(e("writing pair tables"))?;
