@@ -23,13 +23,10 @@ use crate::model::plasticity::{window_mask, Learned, Switch};
 pub(in crate::backend::cuda) struct GpuLearning {
     pub params: Learn,
     _now: CudaSlice<u32>,
-    _active: CudaSlice<u32>,
-    _n_active: CudaSlice<u32>,
-    /// The active list the next record walks, and its count (a restore writes them).
-    prev: CudaSlice<u32>,
-    n_prev: CudaSlice<u32>,
-    _fresh: CudaSlice<u32>,
-    n_fresh: CudaSlice<u32>,
+    /// The active lists (two, by the burst's parity: a record walks the last one) and their
+    /// counts; a restore writes both.
+    active: CudaSlice<u32>,
+    n_active: CudaSlice<u32>,
     status: CudaSlice<u32>,
     stamps: CudaSlice<u16>,
     _windows: CudaSlice<u32>,
@@ -64,15 +61,15 @@ impl GpuLearning {
 }
 
 /// Bytes learning takes on the device for a part: histories (and their bits, the active lists:
-/// this burst's, the last one's, the newly active) and a status per window for every neuron, a
-/// stamp per synapse, the pair tables.
+/// this burst's and the last one's) and a status per window for every neuron, a stamp per synapse,
+/// the pair tables.
 pub(in crate::backend::cuda) fn device_bytes(synapses: u64, plastic: &Plastic, neurons_total: u32) -> u64 {
     let n = neurons_total as u64;
     let pairs: u64 = plastic.mappings.iter().filter_map(|m| m.associative.as_ref()).map(|a| (a.pairs() as u64).div_ceil(64) * 8).sum();
     let mut windows: Vec<u32> = plastic.mappings.iter().map(|m| m.rule.window).collect();
     windows.sort_unstable();
     windows.dedup();
-    n * 4 + n.div_ceil(32) * 4 + 3 * n * 4 + windows.len() as u64 * n * 4 + synapses * 2 + pairs
+    n * 4 + n.div_ceil(32) * 4 + 2 * n * 4 + windows.len() as u64 * n * 4 + synapses * 2 + pairs
 }
 
 impl GpuLearning {
@@ -107,12 +104,8 @@ impl GpuLearning {
         let nonempty_u32 = |v: &[u32], what: &'static str| if v.is_empty() { s.alloc_zeros(1) } else { s.clone_htod(v) }.map_err(e(what));
         let hist = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc histories"))?;
         let _now = s.alloc_zeros::<u32>(n.div_ceil(32) + 1).map_err(e("alloc fired bits"))?;
-        let _active = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the active list"))?;
-        let _n_active = s.alloc_zeros::<u32>(1).map_err(e("alloc the active count"))?;
-        let prev = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the last active list"))?;
-        let n_prev = s.alloc_zeros::<u32>(1).map_err(e("alloc the last active count"))?;
-        let _fresh = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the newly active list"))?;
-        let n_fresh = s.alloc_zeros::<u32>(1).map_err(e("alloc the newly active count"))?;
+        let active = s.alloc_zeros::<u32>(2 * n.max(1)).map_err(e("alloc the active lists"))?;
+        let n_active = s.alloc_zeros::<u32>(2).map_err(e("alloc the active counts"))?;
         let status = s.alloc_zeros::<u32>((windows.len() * n).max(1)).map_err(e("alloc statuses"))?;
         let synapses = synapses as usize;
         let stamps = s.alloc_zeros::<u16>(synapses.max(1)).map_err(e("alloc stamps"))?;
@@ -133,12 +126,8 @@ impl GpuLearning {
         let params = Learn {
             hist: dptr(&hist, s),
             now: dptr(&_now, s),
-            active: dptr(&_active, s),
-            n_active: dptr(&_n_active, s),
-            prev: dptr(&prev, s),
-            n_prev: dptr(&n_prev, s),
-            fresh: dptr(&_fresh, s),
-            n_fresh: dptr(&n_fresh, s),
+            active: dptr(&active, s),
+            n_active: dptr(&n_active, s),
             status: dptr(&status, s),
             stamps: dptr(&stamps, s),
             windows: dptr(&_windows, s),
@@ -161,12 +150,8 @@ impl GpuLearning {
         Ok(GpuLearning {
             params,
             _now,
-            _active,
-            _n_active,
-            prev,
-            n_prev,
-            _fresh,
-            n_fresh,
+            active,
+            n_active,
             status,
             stamps,
             _windows,
@@ -205,7 +190,7 @@ impl GpuLearning {
         // `new` and `build` (neurons of the brain, synapses and targets of this part, the pair
         // tables and the mappings uploaded there).
         unsafe { s.launch_builder(&k.learn_mark).arg(l).arg(rd).arg(&net.count_shift).launch(cfg(sm * 4)) }.map_err(e("learn_mark"))?;
-        unsafe { s.launch_builder(&k.learn_shift).arg(l).launch(cfg(sm * 4)) }.map_err(e("learn_shift"))?;
+        unsafe { s.launch_builder(&k.learn_shift).arg(l).arg(rd).arg(&net.count_shift).launch(cfg(sm * 4)) }.map_err(e("learn_shift"))?;
         unsafe { s.launch_builder(&k.learn_rows).arg(l).arg(net).launch(cfg(sm * 8)) }.map_err(e("learn_rows"))?;
         if !self.words.is_empty() {
             unsafe { s.launch_builder(&k.learn_grow).arg(l).arg(net).launch(cfg(1)) }.map_err(e("learn_grow"))?;
@@ -310,13 +295,16 @@ impl GpuLearning {
             s.memcpy_htod(&status, &mut self.status).map_err(e("writing statuses"))?;
         }
         s.memcpy_htod(&st.history[..], &mut self.hist).map_err(e("writing histories"))?;
-        // the next record walks the neurons with a history (active within the longest window)
-        let active: Vec<u32> = (0..st.history.len() as u32).filter(|&n| st.history[n as usize] != 0).collect();
+        // the next record walks the neurons with a history (active within the longest window),
+        // listed as both parities' list (interleaved: entry a of list p at 2a + p)
+        let n = st.history.len();
+        let active: Vec<u32> = (0..n as u32).filter(|&i| st.history[i as usize] != 0).flat_map(|i| [i, i]).collect();
         if !active.is_empty() {
-            s.memcpy_htod(&active, &mut self.prev).map_err(e("writing the active list"))?;
+            let mut lists = self.active.slice_mut(..active.len());
+            s.memcpy_htod(&active, &mut lists).map_err(e("writing the active lists"))?;
         }
-        s.memcpy_htod(&[active.len() as u32], &mut self.n_prev).map_err(e("writing the active count"))?;
-        s.memcpy_htod(&[0u32], &mut self.n_fresh).map_err(e("writing the newly active count"))?;
+        let count = (active.len() / 2) as u32;
+        s.memcpy_htod(&[count, count], &mut self.n_active).map_err(e("writing the active counts"))?;
         let words: Vec<u64> = st.tables.iter().flatten().copied().collect();
         if !words.is_empty() {
             s.memcpy_htod(&words, &mut self.exists).map_err(e("writing pair tables"))?;
