@@ -5,13 +5,13 @@
 // the propagation reads them as it reads static ones. A history holds the longest window's bits
 // only, so a neuron silent for that long has none, and the record walks the active neurons, not
 // the brain. The phases, each over the whole grid:
-//   learn_mark:  the fired list -> one bit per neuron (`now`); this burst's active count reset;
-//   learn_shift: the neurons of the last burst's active list, and the fired that it does not hold:
-//                the history shifted, the new bit in, its status per window (active within it, in
-//                all of it, and the count of bursts it was active: the deferred depressions of the
-//                synapses onto it whose source was silent); those still active within the
-//                longest window listed (this burst's active list, any order); every other
-//                neuron's history is 0 and stays so, its status as it is;
+//   learn_mark:  the fired list -> one bit per neuron (`now`); the active count reset;
+//   learn_shift: the neurons with a history (`act`, a bit each) or that fired: the history
+//                shifted, the new bit in, its status per window (active within it, in all of it,
+//                and the count of bursts it was active: the deferred depressions of the synapses
+//                onto it whose source was silent); those still active within the longest window
+//                listed (`active`, in sorted runs); every other neuron's history is 0 and stays
+//                so, its status as it is;
 //   learn_rows:  a warp per active source: its row's plastic synapses by the whole rule, after
 //                what they owe (the target's count since the synapse's stamp); then the sweep's
 //                rows of the burst brought up to date (synapses whose source is silent only: the
@@ -39,8 +39,9 @@ struct PlasMap {
 struct Learn {
     u32* hist;            // every neuron of the brain: its firing in the longest window's bursts
     u32* now;             // one bit per neuron of the brain: in the list being recorded
-    u32* active;          // two lists (by the burst's parity, interleaved) of the neurons active within the longest window
-    u32* n_active;        // their two counts
+    u32* act;             // one bit per neuron of the brain: its history is not 0
+    u32* active;          // neurons of the brain active within the longest window
+    u32* n_active;
     u32* status;          // per window (slot), every neuron of the brain: count << 16 | all << 1 | any
     u16* stamps;          // one per synapse of this GPU's part: its target's count when brought up to date
     const u32* windows;   // per slot: its window in bursts
@@ -95,16 +96,10 @@ __device__ __forceinline__ bool learns(const Learn& L, u64 t) {
     return ((t < (w >> 2) ? w >> 1 : w) & 1) != 0;
 }
 
-// Entry a of burst t's active list, and its count: two lists by parity (the record of burst t
-// walks t - 1's), interleaved, so that no pointer to either is kept in a register (the four-block
-// kernel's learn_rows spilled with one: plastic W(5M) rows 127.6 -> 143.8 us).
-__device__ __forceinline__ u32& active_at(const Learn& L, u64 t, u64 a) { return L.active[2 * a + (t & 1)]; }
-__device__ __forceinline__ u32* active_count(const Learn& L, u64 t) { return L.n_active + (t & 1); }
-
 __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift, Blk b) {
     if (skipped(L)) return;
     const u32 count = (u32)(*(volatile const u64*)rd.counter >> count_shift);
-    if (b.id == 0 && threadIdx.x == 0) *active_count(L, *(volatile const u64*)L.burst) = 0;
+    if (b.id == 0 && threadIdx.x == 0) *L.n_active = 0;
     for (u32 i = b.id * blockDim.x + threadIdx.x; i < count; i += b.n * blockDim.x) {
         const u32 f = rd.fired[i];
         if (f != DEAD) atomicOr(L.now + (f >> 5), 1u << (f & 31));
@@ -114,69 +109,75 @@ __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift,
 // Neurons a lane of learn_shift takes at once (their loads issued together).
 #define SHIFT_ITEMS 4
 
-// The neurons of the last burst's active list, then those of the fired list `rd` that it does not
-// hold (a fired neuron with a history is in it). The fired list holds a neuron once: `fix` appends
-// only a neuron the early step did not list, and only the entry that steps it.
-__device__ void learn_shift_impl(const Learn& L, const Side& rd, u32 count_shift, Blk b) {
+// A word of `act` and of `now` a lane (each block a contiguous range of words, in rounds of a
+// word a thread): the neurons with a history or that fired, their loads SHIFT_ITEMS at a time;
+// the still active listed in order, one atomic a block's round (sorted runs: the rows of
+// neighbouring sources go to neighbouring warps of `learn_rows`).
+__device__ void learn_shift_impl(const Learn& L, Blk b) {
     if (skipped(L)) return;
     const u64 t = *(volatile const u64*)L.burst;
     const bool counting = learns(L, t);
-    const u32 n_prev = *(volatile const u32*)active_count(L, t + 1);
-    const u32 total = n_prev + (u32)(*(volatile const u64*)rd.counter >> count_shift);
-    const u32 lane = threadIdx.x & 31, stride = b.n * blockDim.x;
-    // neuron j0 + i * stride + (this thread): every warp of the grid takes its share
-    for (u32 j0 = b.id * blockDim.x + threadIdx.x - lane; j0 < total; j0 += stride * SHIFT_ITEMS) {
-        u32 n[SHIFT_ITEMS], word[SHIFT_ITEMS], h[SHIFT_ITEMS], st0[SHIFT_ITEMS];
-#pragma unroll
-        for (int i = 0; i < SHIFT_ITEMS; i++) {
-            const u32 j = j0 + i * stride + lane;
-            n[i] = j < n_prev ? active_at(L, t + 1, j) : j < total ? rd.fired[j - n_prev] : DEAD;
-        }
-        // its bit, its history and its first window's status: loads issued together
-#pragma unroll
-        for (int i = 0; i < SHIFT_ITEMS; i++) {
-            word[i] = n[i] != DEAD ? *(volatile u32*)(L.now + (n[i] >> 5)) : 0;
-            h[i] = n[i] != DEAD ? *(volatile u32*)(L.hist + n[i]) : 0;
-            st0[i] = n[i] != DEAD ? L.status[n[i]] : 0;
-        }
-        // a fired neuron with a history is the last list's (its lane may have shifted it already:
-        // the history it reads is not 0 either way)
-#pragma unroll
-        for (int i = 0; i < SHIFT_ITEMS; i++)
-            if (j0 + i * stride + lane >= n_prev && h[i] != 0) n[i] = DEAD;
-        // the neurons still active listed (one atomic a warp), before the stores
-        u32 ballot[SHIFT_ITEMS], all_n = 0;
-#pragma unroll
-        for (int i = 0; i < SHIFT_ITEMS; i++) {
-            h[i] = ((h[i] << 1) | ((word[i] >> (n[i] & 31)) & 1)) & L.longest;
-            ballot[i] = __ballot_sync(0xFFFFFFFFu, n[i] != DEAD && h[i] != 0);
-            all_n += __popc(ballot[i]);
-        }
-        u32 at = 0;
-        if (lane == 0 && all_n) at = atomicAdd(active_count(L, t), all_n);
-        at = __shfl_sync(0xFFFFFFFFu, at, 0);
-        // every neuron walked was active within the longest window before this burst, or is now
-        for (u32 k = 0; k < L.n_slots; k++) {
-            const u32 w = L.windows[k], mask = window_mask(w);
-            u32 st[SHIFT_ITEMS];
-#pragma unroll
-            for (int i = 0; i < SHIFT_ITEMS; i++) st[i] = k == 0 ? st0[i] : n[i] != DEAD ? L.status[(u64)k * L.n_total + n[i]] : 0;
+    __shared__ u32 warp_n[32];
+    __shared__ u32 block_at;
+    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const u32 words = (L.n_total + 31) / 32;
+    const u32 per = (words + b.n - 1) / b.n;
+    const u32 lo = min(b.id * per, words), hi = min(lo + per, words);
+    for (u32 w0 = lo; w0 < hi; w0 += blockDim.x) {
+        const u32 w = w0 + threadIdx.x;
+        const u32 f = w < hi ? *(volatile u32*)(L.now + w) : 0;
+        const u32 a = w < hi ? L.act[w] : 0;
+        u32 m = a | f, now_act = 0;
+        while (__any_sync(0xFFFFFFFFu, m != 0)) {
+            u32 n[SHIFT_ITEMS], h[SHIFT_ITEMS], st0[SHIFT_ITEMS];
 #pragma unroll
             for (int i = 0; i < SHIFT_ITEMS; i++) {
-                if (n[i] == DEAD) continue;
-                const u32 any = (h[i] & mask) != 0, all = (h[i] & mask) == mask;
-                L.status[(u64)k * L.n_total + n[i]] = ((st[i] & 0xFFFF0000u) + ((any && t >= w && counting) ? 0x10000u : 0)) | all << 1 | any;
+                n[i] = m ? w * 32 + __ffs(m) - 1 : DEAD;
+                m &= m - 1;
             }
-        }
 #pragma unroll
-        for (int i = 0; i < SHIFT_ITEMS; i++) {
-            if ((ballot[i] >> lane) & 1) active_at(L, t, at + __popc(ballot[i] & ((1u << lane) - 1))) = n[i];
-            at += __popc(ballot[i]);
-            if (n[i] == DEAD) continue;
-            L.hist[n[i]] = h[i];
-            // its bit cleared by the one lane that reads it (the others of its word read theirs)
-            if (h[i] & 1) atomicAnd(L.now + (n[i] >> 5), ~(1u << (n[i] & 31)));
+            for (int i = 0; i < SHIFT_ITEMS; i++) {
+                h[i] = n[i] != DEAD ? L.hist[n[i]] : 0;
+                st0[i] = n[i] != DEAD ? L.status[n[i]] : 0;
+            }
+#pragma unroll
+            for (int i = 0; i < SHIFT_ITEMS; i++) {
+                h[i] = ((h[i] << 1) | ((f >> (n[i] & 31)) & 1)) & L.longest;
+                if (n[i] != DEAD && h[i] != 0) now_act |= 1u << (n[i] & 31);
+            }
+            // every neuron walked was active within the longest window before this burst, or is now
+            for (u32 k = 0; k < L.n_slots; k++) {
+                const u32 wk = L.windows[k], mask = window_mask(wk);
+                u32 st[SHIFT_ITEMS];
+#pragma unroll
+                for (int i = 0; i < SHIFT_ITEMS; i++) st[i] = k == 0 ? st0[i] : n[i] != DEAD ? L.status[(u64)k * L.n_total + n[i]] : 0;
+#pragma unroll
+                for (int i = 0; i < SHIFT_ITEMS; i++) {
+                    if (n[i] == DEAD) continue;
+                    const u32 any = (h[i] & mask) != 0, all = (h[i] & mask) == mask;
+                    L.status[(u64)k * L.n_total + n[i]] = ((st[i] & 0xFFFF0000u) + ((any && t >= wk && counting) ? 0x10000u : 0)) | all << 1 | any;
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < SHIFT_ITEMS; i++)
+                if (n[i] != DEAD) L.hist[n[i]] = h[i];
         }
+        if (w < hi && now_act != a) L.act[w] = now_act;
+        if (f) L.now[w] = 0;
+        // this round's active neurons: the warps' offsets, the round's room in the list
+        const u32 c = __popc(now_act), incl = warp_scan(c);
+        if (lane == 31) warp_n[wid] = incl;
+        __syncthreads();
+        if (wid == 0) {
+            const u32 wc = lane < nw ? warp_n[lane] : 0, wincl = warp_scan(wc);
+            if (lane < nw) warp_n[lane] = wincl - wc;
+            const u32 total = __shfl_sync(0xFFFFFFFFu, wincl, 31);
+            if (lane == 0) block_at = total ? atomicAdd(L.n_active, total) : 0;
+        }
+        __syncthreads();
+        u32 at = block_at + warp_n[wid] + incl - c;
+        for (u32 bits = now_act; bits; bits &= bits - 1) L.active[at++] = w * 32 + __ffs(bits) - 1;
+        __syncthreads();
     }
 }
 
@@ -206,7 +207,7 @@ template <typename RP, typename CODE>
 __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
     const u64 t = *(volatile const u64*)net.burst;
     if (skipped(L) || !learns(L, t)) return;
-    const u32 count = *(volatile const u32*)active_count(L, t);
+    const u32 count = *(volatile const u32*)L.n_active;
     const u32 lane = threadIdx.x & 31;
     const u32 warp = (b.id * blockDim.x + threadIdx.x) >> 5;
     const u32 warps = (b.n * blockDim.x) >> 5;
@@ -218,13 +219,13 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
     u64 lo = 0, hi = 0;
     u32 cd[LEARN_ITEMS], d[LEARN_ITEMS], sp[LEARN_ITEMS];
     if (warp < count) {
-        s = active_at(L, t, warp);
+        s = L.active[warp];
         hs = L.hist[s];
         lo = row_start<RP>(net, s);
         hi = row_start<RP>(net, s + 1);
     }
     if (LEARN_AHEAD) rows_load<CODE>(L, net, lo, hi, lane, cd, d, sp);
-    if ((u64)warp + warps < count) s_n = active_at(L, t, warp + warps);
+    if ((u64)warp + warps < count) s_n = L.active[warp + warps];
     for (u64 a = warp; a < count; a += warps) {
         const bool more = a + warps < count;
         u32 hs_n = 0;
@@ -234,7 +235,7 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
             lo_n = row_start<RP>(net, s_n);
             hi_n = row_start<RP>(net, s_n + 1);
         }
-        const u32 s_nn = a + 2ull * warps < count ? active_at(L, t, a + 2ull * warps) : 0;
+        const u32 s_nn = a + 2ull * warps < count ? L.active[a + 2ull * warps] : 0;
         u32 cd_n[LEARN_ITEMS], d_n[LEARN_ITEMS], sp_n[LEARN_ITEMS];
         if (LEARN_AHEAD && lo >= hi) rows_load<CODE>(L, net, lo_n, hi_n, lane, cd_n, d_n, sp_n);
         for (u64 i0 = lo; i0 < hi; i0 += 32 * LEARN_ITEMS) {
@@ -401,7 +402,7 @@ __device__ void learn_grow_impl(const Learn& L, const Net& net, Blk b) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) learn_mark(Learn L, Side rd, u32 count_shift) { learn_mark_impl(L, rd, count_shift, hw_blk()); }
-extern "C" __global__ void __launch_bounds__(256) learn_shift(Learn L, Side rd, u32 count_shift) { learn_shift_impl(L, rd, count_shift, hw_blk()); }
+extern "C" __global__ void __launch_bounds__(256) learn_shift(Learn L) { learn_shift_impl(L, hw_blk()); }
 #define LEARN(SUFFIX, ACC, RP, CODE) \
     extern "C" __global__ void __launch_bounds__(256) learn_rows_##SUFFIX(Learn L, Net net) { learn_rows_impl<RP, CODE>(L, net, hw_blk()); } \
     extern "C" __global__ void __launch_bounds__(256) learn_grow_##SUFFIX(Learn L, Net net) { learn_grow_impl<RP, CODE>(L, net, hw_blk()); }

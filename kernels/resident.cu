@@ -403,7 +403,7 @@ __device__ void resident_impl(const ResParams& p) {
             learn_mark_impl(p.learn, list, next.count_shift, grid);
             grid_sync(p.dev, arrived);
             phase(0);
-            learn_shift_impl(p.learn, list, next.count_shift, grid);
+            learn_shift_impl(p.learn, grid);
             grid_sync(p.dev, arrived);
             phase(1);
             learn_rows_impl<RP, CODE>(p.learn, next, grid);

@@ -23,10 +23,10 @@ use crate::model::plasticity::{window_mask, Learned, Switch};
 pub(in crate::backend::cuda) struct GpuLearning {
     pub params: Learn,
     _now: CudaSlice<u32>,
-    /// The active lists (two, by the burst's parity: a record walks the last one) and their
-    /// counts; a restore writes both.
-    active: CudaSlice<u32>,
-    n_active: CudaSlice<u32>,
+    /// A bit per neuron whose history is not 0 (a record walks them; a restore writes them).
+    act: CudaSlice<u32>,
+    _active: CudaSlice<u32>,
+    _n_active: CudaSlice<u32>,
     status: CudaSlice<u32>,
     stamps: CudaSlice<u16>,
     _windows: CudaSlice<u32>,
@@ -60,16 +60,16 @@ impl GpuLearning {
     }
 }
 
-/// Bytes learning takes on the device for a part: histories (and their bits, the active lists:
-/// this burst's and the last one's) and a status per window for every neuron, a stamp per synapse,
-/// the pair tables.
+/// Bytes learning takes on the device for a part: histories (and two bits each: fired, and a
+/// history that is not 0; the active list) and a status per window for every neuron, a stamp per
+/// synapse, the pair tables.
 pub(in crate::backend::cuda) fn device_bytes(synapses: u64, plastic: &Plastic, neurons_total: u32) -> u64 {
     let n = neurons_total as u64;
     let pairs: u64 = plastic.mappings.iter().filter_map(|m| m.associative.as_ref()).map(|a| (a.pairs() as u64).div_ceil(64) * 8).sum();
     let mut windows: Vec<u32> = plastic.mappings.iter().map(|m| m.rule.window).collect();
     windows.sort_unstable();
     windows.dedup();
-    n * 4 + n.div_ceil(32) * 4 + 2 * n * 4 + windows.len() as u64 * n * 4 + synapses * 2 + pairs
+    n * 4 + 2 * n.div_ceil(32) * 4 + n * 4 + windows.len() as u64 * n * 4 + synapses * 2 + pairs
 }
 
 impl GpuLearning {
@@ -104,8 +104,9 @@ impl GpuLearning {
         let nonempty_u32 = |v: &[u32], what: &'static str| if v.is_empty() { s.alloc_zeros(1) } else { s.clone_htod(v) }.map_err(e(what));
         let hist = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc histories"))?;
         let _now = s.alloc_zeros::<u32>(n.div_ceil(32) + 1).map_err(e("alloc fired bits"))?;
-        let active = s.alloc_zeros::<u32>(2 * n.max(1)).map_err(e("alloc the active lists"))?;
-        let n_active = s.alloc_zeros::<u32>(2).map_err(e("alloc the active counts"))?;
+        let act = s.alloc_zeros::<u32>(n.div_ceil(32) + 1).map_err(e("alloc the bits of the histories"))?;
+        let _active = s.alloc_zeros::<u32>(n.max(1)).map_err(e("alloc the active list"))?;
+        let _n_active = s.alloc_zeros::<u32>(1).map_err(e("alloc the active count"))?;
         let status = s.alloc_zeros::<u32>((windows.len() * n).max(1)).map_err(e("alloc statuses"))?;
         let synapses = synapses as usize;
         let stamps = s.alloc_zeros::<u16>(synapses.max(1)).map_err(e("alloc stamps"))?;
@@ -126,8 +127,9 @@ impl GpuLearning {
         let params = Learn {
             hist: dptr(&hist, s),
             now: dptr(&_now, s),
-            active: dptr(&active, s),
-            n_active: dptr(&n_active, s),
+            act: dptr(&act, s),
+            active: dptr(&_active, s),
+            n_active: dptr(&_n_active, s),
             status: dptr(&status, s),
             stamps: dptr(&stamps, s),
             windows: dptr(&_windows, s),
@@ -150,8 +152,9 @@ impl GpuLearning {
         Ok(GpuLearning {
             params,
             _now,
-            active,
-            n_active,
+            act,
+            _active,
+            _n_active,
             status,
             stamps,
             _windows,
@@ -190,7 +193,7 @@ impl GpuLearning {
         // `new` and `build` (neurons of the brain, synapses and targets of this part, the pair
         // tables and the mappings uploaded there).
         unsafe { s.launch_builder(&k.learn_mark).arg(l).arg(rd).arg(&net.count_shift).launch(cfg(sm * 4)) }.map_err(e("learn_mark"))?;
-        unsafe { s.launch_builder(&k.learn_shift).arg(l).arg(rd).arg(&net.count_shift).launch(cfg(sm * 4)) }.map_err(e("learn_shift"))?;
+        unsafe { s.launch_builder(&k.learn_shift).arg(l).launch(cfg(sm * 4)) }.map_err(e("learn_shift"))?;
         unsafe { s.launch_builder(&k.learn_rows).arg(l).arg(net).launch(cfg(sm * 8)) }.map_err(e("learn_rows"))?;
         if !self.words.is_empty() {
             unsafe { s.launch_builder(&k.learn_grow).arg(l).arg(net).launch(cfg(1)) }.map_err(e("learn_grow"))?;
@@ -295,16 +298,12 @@ impl GpuLearning {
             s.memcpy_htod(&status, &mut self.status).map_err(e("writing statuses"))?;
         }
         s.memcpy_htod(&st.history[..], &mut self.hist).map_err(e("writing histories"))?;
-        // the next record walks the neurons with a history (active within the longest window),
-        // listed as both parities' list (interleaved: entry a of list p at 2a + p)
-        let n = st.history.len();
-        let active: Vec<u32> = (0..n as u32).filter(|&i| st.history[i as usize] != 0).flat_map(|i| [i, i]).collect();
-        if !active.is_empty() {
-            let mut lists = self.active.slice_mut(..active.len());
-            s.memcpy_htod(&active, &mut lists).map_err(e("writing the active lists"))?;
+        // the next record walks the neurons with a history
+        let mut act = vec![0u32; st.history.len().div_ceil(32) + 1];
+        for (i, _) in st.history.iter().enumerate().filter(|(_, &h)| h != 0) {
+            act[i / 32] |= 1 << (i % 32);
         }
-        let count = (active.len() / 2) as u32;
-        s.memcpy_htod(&[count, count], &mut self.n_active).map_err(e("writing the active counts"))?;
+        s.memcpy_htod(&act, &mut self.act).map_err(e("writing the bits of the histories"))?;
         let words: Vec<u64> = st.tables.iter().flatten().copied().collect();
         if !words.is_empty() {
             s.memcpy_htod(&words, &mut self.exists).map_err(e("writing pair tables"))?;
