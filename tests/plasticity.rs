@@ -221,6 +221,13 @@ fn a_checkpoint_carries_the_learned_weights_and_a_version_1_file_still_loads() {
     let mut resumed = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
     resumed.restore(&loaded.state).unwrap();
     assert_eq!(run(&mut resumed, 5, 15..30), whole[15..]);
+    // a state of an older release, whose histories held 32 bursts (the windows here: 3 at most),
+    // resumes alike: a history keeps the longest window's bursts only
+    let mut older = whole[14].clone();
+    older.learned.history.iter_mut().for_each(|h| *h |= 0xF000_0000);
+    let mut resumed = CpuBackend::new(Brain::build(&g, 1, false), Readback::All);
+    resumed.restore(&older).unwrap();
+    assert_eq!(run(&mut resumed, 5, 15..30), whole[15..]);
 
     // a version 1 file (no learned sections) loads, with an empty learned state
     let mut v1 = whole[14].clone();
@@ -235,7 +242,8 @@ fn a_checkpoint_carries_the_learned_weights_and_a_version_1_file_still_loads() {
 
 /// Every plastic synapse after every burst of `states` (the state after bursts 1, 2, ...): `f(t,
 /// synapse, its weight after burst t - 1 (None: it is new), its mapping's rule, the source's and
-/// the target's histories)`, t from 2; no synapse is ever lost.
+/// the target's histories)`, t from 2; no synapse is ever lost, and no history holds a burst older
+/// than the longest window.
 fn each_synapse(
     g: &Genome,
     states: &[neuroburst::model::NeuronState],
@@ -243,10 +251,14 @@ fn each_synapse(
 ) {
     use neuroburst::model::plasticity::Rule;
     let rules: Vec<Option<Rule>> = g.mappings.iter().map(|m| m.plasticity.as_ref().map(|p| Rule::compile(p).unwrap())).collect();
+    let longest = rules.iter().flatten().fold(0, |m, r| m | r.mask());
     for (k, pair) in states.windows(2).enumerate() {
         let t = k as u64 + 2;
         let (before, after) = (&pair[0].learned, &pair[1].learned);
         let h = &after.history;
+        if let Some(n) = h.iter().position(|&x| x & !longest != 0) {
+            panic!("burst {t}: neuron {n}'s history {:b} holds bursts past the longest window ({longest:b})", h[n]);
+        }
         let old: std::collections::HashMap<(u32, u32, u32), u8> =
             before.synapses.iter().map(|s| ((s.source, s.target, s.mapping), s.weight)).collect();
         for s in &after.synapses {
