@@ -37,7 +37,8 @@ pub struct Learned {
     /// (the GPU, and the CPU before a snapshot). A restored state that is ahead is not learned
     /// from again.
     pub ahead: bool,
-    /// Firing history of every neuron (empty: the brain has no plastic mapping).
+    /// Firing history of every neuron, the bursts of the brain's longest window (empty: the brain
+    /// has no plastic mapping).
     pub history: Vec<History>,
     /// Every existing synapse of a plastic mapping, ascending by (source, target, mapping); an
     /// associative mapping's pairs only once grown. A shard of a brain spread over processes holds
