@@ -117,9 +117,7 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
     if (skipped(L)) return;
     const u64 t = *(volatile const u64*)L.burst;
     const bool counting = learns(L, t);
-    __shared__ u32 warp_n[32];
-    __shared__ u32 block_at;
-    const u32 lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __shared__ u32 warp_sum[32];
     const u32 words = (L.n_total + 31) / 32;
     const u32 per = (words + b.n - 1) / b.n;
     const u32 lo = min(b.id * per, words), hi = min(lo + per, words);
@@ -127,7 +125,7 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
         const u32 w = w0 + threadIdx.x;
         const u32 f = w < hi ? *(volatile u32*)(L.now + w) : 0;
         const u32 a = w < hi ? L.act[w] : 0;
-        u32 m = a | f, now_act = 0;
+        u32 m = a | f, kept = 0; // the word's neurons to walk; those still active after
         while (__any_sync(0xFFFFFFFFu, m != 0)) {
             u32 n[SHIFT_ITEMS], h[SHIFT_ITEMS], st0[SHIFT_ITEMS];
 #pragma unroll
@@ -135,6 +133,7 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
                 n[i] = m ? w * 32 + __ffs(m) - 1 : DEAD;
                 m &= m - 1;
             }
+            // the history and the first window's status, loaded together
 #pragma unroll
             for (int i = 0; i < SHIFT_ITEMS; i++) {
                 h[i] = n[i] != DEAD ? L.hist[n[i]] : 0;
@@ -143,7 +142,7 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
 #pragma unroll
             for (int i = 0; i < SHIFT_ITEMS; i++) {
                 h[i] = ((h[i] << 1) | ((f >> (n[i] & 31)) & 1)) & L.longest;
-                if (n[i] != DEAD && h[i] != 0) now_act |= 1u << (n[i] & 31);
+                if (n[i] != DEAD && h[i] != 0) kept |= 1u << (n[i] & 31);
             }
             // every neuron walked was active within the longest window before this burst, or is now
             for (u32 k = 0; k < L.n_slots; k++) {
@@ -162,22 +161,11 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
             for (int i = 0; i < SHIFT_ITEMS; i++)
                 if (n[i] != DEAD) L.hist[n[i]] = h[i];
         }
-        if (w < hi && now_act != a) L.act[w] = now_act;
+        if (kept != a) L.act[w] = kept;
         if (f) L.now[w] = 0;
-        // this round's active neurons: the warps' offsets, the round's room in the list
-        const u32 c = __popc(now_act), incl = warp_scan(c);
-        if (lane == 31) warp_n[wid] = incl;
-        __syncthreads();
-        if (wid == 0) {
-            const u32 wc = lane < nw ? warp_n[lane] : 0, wincl = warp_scan(wc);
-            if (lane < nw) warp_n[lane] = wincl - wc;
-            const u32 total = __shfl_sync(0xFFFFFFFFu, wincl, 31);
-            if (lane == 0) block_at = total ? atomicAdd(L.n_active, total) : 0;
-        }
-        __syncthreads();
-        u32 at = block_at + warp_n[wid] + incl - c;
-        for (u32 bits = now_act; bits; bits &= bits - 1) L.active[at++] = w * 32 + __ffs(bits) - 1;
-        __syncthreads();
+        // this round's still active, in order: one atomic a block's round
+        u32 at = block_claim<u32>(__popc(kept), L.n_active, warp_sum);
+        for (u32 bits = kept; bits; bits &= bits - 1) L.active[at++] = w * 32 + __ffs(bits) - 1;
     }
 }
 

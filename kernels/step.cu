@@ -133,27 +133,29 @@ __device__ __forceinline__ void load_readback_ranges(const Net& net, u32* s_rb, 
     hi = shared ? s_rb + STEP_MAX_RB : net.rb_hi;
 }
 
-// Block-wide claim of `mine` (a packed count << shift | pairs) from `*counter`: an inclusive scan
-// over the block and one atomic per block; returns this thread's first position. Every thread of
-// the block must call it; `warp_sum` is shared scratch of 32 words (free again on return).
-__device__ __forceinline__ u64 block_claim(u64 mine, u64* counter, u64* warp_sum) {
+// Block-wide claim of `mine` (a count, or a packed count << shift | pairs) from `*counter`: an
+// inclusive scan over the block and one atomic per block; returns this thread's first position,
+// in thread order. Every thread of the block must call it; `warp_sum` is shared scratch of 32
+// words (free again on return).
+template <typename T>
+__device__ __forceinline__ T block_claim(T mine, T* counter, T* warp_sum) {
     const u32 lane = threadIdx.x & 31;
     const u32 wid = threadIdx.x >> 5;
     const u32 nw = blockDim.x >> 5;
-    const u64 incl = warp_scan(mine);
+    const T incl = warp_scan(mine);
     if (lane == 31) warp_sum[wid] = incl;
     __syncthreads();
     if (wid == 0) {
-        const u64 w = lane < nw ? warp_sum[lane] : 0;
-        const u64 wi = warp_scan(w);
-        const u64 total = __shfl_sync(0xffffffffu, wi, 31);
-        u64 b0 = 0;
+        const T w = lane < nw ? warp_sum[lane] : 0;
+        const T wi = warp_scan(w);
+        const T total = __shfl_sync(0xffffffffu, wi, 31);
+        T b0 = 0;
         if (lane == 0 && total != 0) b0 = atomicAdd(counter, total);
         b0 = __shfl_sync(0xffffffffu, b0, 0);
         if (lane < nw) warp_sum[lane] = b0 + wi - w;
     }
     __syncthreads();
-    const u64 pos = warp_sum[wid] + incl - mine;
+    const T pos = warp_sum[wid] + incl - mine;
     __syncthreads();
     return pos;
 }

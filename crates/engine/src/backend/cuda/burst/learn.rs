@@ -299,10 +299,8 @@ impl GpuLearning {
         }
         s.memcpy_htod(&st.history[..], &mut self.hist).map_err(e("writing histories"))?;
         // the next record walks the neurons with a history
-        let mut act = vec![0u32; st.history.len().div_ceil(32) + 1];
-        for (i, _) in st.history.iter().enumerate().filter(|(_, &h)| h != 0) {
-            act[i / 32] |= 1 << (i % 32);
-        }
+        let bits = |c: &[u32]| c.iter().enumerate().fold(0u32, |m, (j, &h)| m | ((h != 0) as u32) << j);
+        let act: Vec<u32> = st.history.chunks(32).map(bits).chain([0]).collect();
         s.memcpy_htod(&act, &mut self.act).map_err(e("writing the bits of the histories"))?;
         let words: Vec<u64> = st.tables.iter().flatten().copied().collect();
         if !words.is_empty() {
