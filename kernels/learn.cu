@@ -12,10 +12,10 @@
 //                onto it whose source was silent); those still active within the longest window
 //                listed (`active`, in sorted runs); every other neuron's history is 0 and stays
 //                so, its status as it is;
-//   learn_rows:  a warp per active source: its row's plastic synapses by the whole rule, after
-//                what they owe (the target's count since the synapse's stamp); then the sweep's
-//                rows of the burst brought up to date (synapses whose source is silent only: the
-//                two never touch the same synapse);
+//   learn_rows:  a warp per row, in a pipeline: each active source's plastic synapses by the
+//                whole rule, after what they owe (the target's count since the synapse's stamp);
+//                then the sweep's rows of the burst brought up to date (synapses whose source is
+//                silent only: the two never touch the same synapse);
 //   learn_grow:  one block: the associative pairs grown, in (source, target) order up to the cap.
 // Every synapse is written by one thread per phase, so the result does not depend on the order.
 
@@ -43,7 +43,7 @@ struct Learn {
     u32* active;          // neurons of the brain active within the longest window
     u32* n_active;
     u32* status;          // per window (slot), every neuron of the brain: count << 16 | all << 1 | any
-    u16* stamps;          // one per synapse of this GPU's part: its target's count when brought up to date
+    u16* stamps;          // one per synapse of this GPU's part: its target's count when brought up to date (at weight 0 it may be older: a debt on 0 is 0)
     const u32* windows;   // per slot: its window in bursts
     const u32* group_map; // plastic mapping of each group
     const PlasMap* maps;
@@ -191,117 +191,113 @@ __device__ __forceinline__ void rows_load(const Learn& L, const Net& net, u64 i0
     }
 }
 
+// A row of `learn_rows`: its source, the source's history, its bounds (all 0 past the rows), and
+// whether it is a row of the sweep.
+struct RowHead {
+    u32 s, hs, sweep;
+    u64 lo, hi;
+};
+template <typename RP>
+__device__ __forceinline__ RowHead row_head(const Learn& L, const Net& net, u32 s, bool in, bool sweep) {
+    if (!in) return RowHead{0, 0, 0, 0, 0};
+    return RowHead{s, L.hist[s], sweep, row_start<RP>(net, s), row_start<RP>(net, s + 1)};
+}
+
+// Entries i0 + lane + 32 k of row r (codes cd, targets d, stamps sp). An active source's row: its
+// plastic synapses whose source is active in their window by the whole rule, after what they owe
+// (the target's count since the synapse's stamp). A row of the sweep: its synapses whose source is
+// silent in their window pay what they owe (the two never touch the same synapse). A synapse at
+// weight 0 that the rule can only depress owes nothing that matters (a debt on 0 is 0): its
+// target's status is not read, nor its stamp written.
+template <typename CODE>
+__device__ __forceinline__ void learn_chunk(const Learn& L, const Net& net, const RowHead& r, u64 i0, u32 lane, u64 t, const u32* cd, const u32* d, const u32* sp) {
+    CODE* codes = (CODE*)net.codes;
+    // the synapses that learn now, their targets' status (a random read)
+    u32 learn = 0, slot[LEARN_ITEMS], st[LEARN_ITEMS];
+#pragma unroll
+    for (int k = 0; k < LEARN_ITEMS; k++) {
+        u32 group, w;
+        slot[k] = 0;
+        if (i0 + lane + 32 * k < r.hi && decode<CODE>(L, cd[k], group, w)) {
+            const PlasMap& m = L.maps[L.group_map[group]];
+            const u32 mask = window_mask(m.window), sm = r.hs & mask;
+            const bool active = sm != 0 && t >= m.window;
+            if (r.sweep ? !active && w != 0 : active && (w != 0 || sm == mask)) learn |= 1u << k;
+            slot[k] = m.slot;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < LEARN_ITEMS; k++) st[k] = (learn >> k) & 1 ? L.status[(u64)slot[k] * L.n_total + d[k] + net.base] : 0;
+#pragma unroll
+    for (int k = 0; k < LEARN_ITEMS; k++) {
+        if (!((learn >> k) & 1)) continue;
+        const u64 i = i0 + lane + 32 * k;
+        u32 group, w;
+        decode<CODE>(L, cd[k], group, w);
+        const PlasMap& m = L.maps[L.group_map[group]];
+        const u32 mask = window_mask(m.window), now = st[k] >> 16;
+        // the bursts before this one in which the target alone was active (the sweep's: all)
+        const u32 owed = (now - sp[k] - (r.sweep ? 0 : st[k] & ST_ANY)) & 0xFFFF;
+        if (now != sp[k]) L.stamps[i] = (u16)now;
+        const u32 w0 = after_debt(w, owed, m.ltd);
+        u32 nw = r.sweep ? w0 : w0 > m.ltd ? w0 - m.ltd : 0;
+        // an associative pair that does not exist grows instead (learn_grow)
+        bool keep = false;
+        if (!r.sweep && (r.hs & mask) == mask && (st[k] & ST_ALL)) {
+            keep = !pair_exists(L, m, r.s, d[k] + net.base);
+            nw = min(255u, w0 + m.ltp);
+        }
+        if (!keep && nw != w) codes[i] = (CODE)(L.code_base + (group << 8) + nw);
+    }
+}
+
+// A warp per row, every warps-th: the active sources' rows, then this burst's rows of the sweep
+// (every row once in SWEEP_BURSTS bursts, so no count outgrows its u16; every row when learning
+// stops after this burst).
 template <typename RP, typename CODE>
 __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
     const u64 t = *(volatile const u64*)net.burst;
     if (skipped(L) || !learns(L, t)) return;
-    const u32 count = *(volatile const u32*)L.n_active;
+    const u64 count = *(volatile const u32*)L.n_active;
+    const bool settle = !learns(L, t + 1);
+    const u64 r0 = settle ? 0 : min((u64)(t % SWEEP_BURSTS) * L.sweep_rows, (u64)L.n_total);
+    const u64 r1 = settle ? L.n_total : min(r0 + L.sweep_rows, (u64)L.n_total);
+    const u64 rows = count + (r1 - r0);
     const u32 lane = threadIdx.x & 31;
     const u32 warp = (b.id * blockDim.x + threadIdx.x) >> 5;
     const u32 warps = (b.n * blockDim.x) >> 5;
-    CODE* codes = (CODE*)net.codes;
-    // Rows in a pipeline: while a row is learned, the header (source, bounds, history) of the next
-    // one is in flight, and (LEARN_AHEAD) the next row's first 32 x ITEMS codes, targets and
-    // stamps, so a row costs about one memory round trip (its targets' status), not five.
-    u32 s = 0, hs = 0, s_n = 0;
-    u64 lo = 0, hi = 0;
+    // Rows in a pipeline, so that a row costs about one memory round trip (its targets' status),
+    // not five: (LEARN_AHEAD) while a row is learned, the next row's first 32 x ITEMS codes,
+    // targets and stamps are in flight, and the header (source, history, bounds) of the row after
+    // it; else the next row's header. The source of the row past that is loaded a round earlier.
+    constexpr u32 HEADS = LEARN_AHEAD ? 2 : 1;
+    const auto source = [&](u64 a) { return a < count ? L.active[a] : (u32)(r0 + (a - count)); };
+    const auto head = [&](u32 s, u64 a) { return row_head<RP>(L, net, s, a < rows, a >= count); };
+    RowHead cur = head(source(warp), warp), nxt{0, 0, 0, 0, 0};
+    if (LEARN_AHEAD) nxt = head(source((u64)warp + warps), (u64)warp + warps);
+    u32 s_far = source((u64)warp + (u64)HEADS * warps);
     u32 cd[LEARN_ITEMS], d[LEARN_ITEMS], sp[LEARN_ITEMS];
-    if (warp < count) {
-        s = L.active[warp];
-        hs = L.hist[s];
-        lo = row_start<RP>(net, s);
-        hi = row_start<RP>(net, s + 1);
-    }
-    if (LEARN_AHEAD) rows_load<CODE>(L, net, lo, hi, lane, cd, d, sp);
-    if ((u64)warp + warps < count) s_n = L.active[warp + warps];
-    for (u64 a = warp; a < count; a += warps) {
-        const bool more = a + warps < count;
-        u32 hs_n = 0;
-        u64 lo_n = 0, hi_n = 0;
-        if (more) {
-            hs_n = L.hist[s_n];
-            lo_n = row_start<RP>(net, s_n);
-            hi_n = row_start<RP>(net, s_n + 1);
-        }
-        const u32 s_nn = a + 2ull * warps < count ? L.active[a + 2ull * warps] : 0;
+    if (LEARN_AHEAD) rows_load<CODE>(L, net, cur.lo, cur.hi, lane, cd, d, sp);
+    for (u64 a = warp; a < rows; a += warps) {
+        const RowHead far = head(s_far, a + (u64)HEADS * warps);
+        s_far = source(a + (u64)(HEADS + 1) * warps);
         u32 cd_n[LEARN_ITEMS], d_n[LEARN_ITEMS], sp_n[LEARN_ITEMS];
-        if (LEARN_AHEAD && lo >= hi) rows_load<CODE>(L, net, lo_n, hi_n, lane, cd_n, d_n, sp_n);
-        for (u64 i0 = lo; i0 < hi; i0 += 32 * LEARN_ITEMS) {
-            if (!LEARN_AHEAD || i0 != lo) rows_load<CODE>(L, net, i0, hi, lane, cd, d, sp);
-            // the synapses that learn now (a silent source's wait: their depressions are counted
-            // at the target), their targets' status (a random read)
-            u32 st[LEARN_ITEMS], slot[LEARN_ITEMS];
-#pragma unroll
-            for (int k = 0; k < LEARN_ITEMS; k++) {
-                u32 group, w;
-                bool learn = false;
-                if (i0 + lane + 32 * k < hi && decode<CODE>(L, cd[k], group, w)) {
-                    const PlasMap& m = L.maps[L.group_map[group]];
-                    learn = (hs & window_mask(m.window)) != 0 && t >= m.window;
-                    slot[k] = m.slot;
-                }
-                d[k] = learn ? d[k] + net.base : ~0u;
-            }
-#pragma unroll
-            for (int k = 0; k < LEARN_ITEMS; k++) st[k] = d[k] != ~0u ? L.status[(u64)slot[k] * L.n_total + d[k]] : 0;
-            // the next row's first entries go out beside the status loads
-            if (LEARN_AHEAD && i0 == lo) rows_load<CODE>(L, net, lo_n, hi_n, lane, cd_n, d_n, sp_n);
-#pragma unroll
-            for (int k = 0; k < LEARN_ITEMS; k++) {
-                if (d[k] == ~0u) continue;
-                const u64 i = i0 + lane + 32 * k;
-                u32 group, w;
-                decode<CODE>(L, cd[k], group, w);
-                const PlasMap& m = L.maps[L.group_map[group]];
-                const u32 mask = window_mask(m.window), now = st[k] >> 16;
-                // the bursts before this one in which the target alone was active
-                const u32 owed = (now - sp[k] - (st[k] & ST_ANY)) & 0xFFFF;
-                if (now != sp[k]) L.stamps[i] = (u16)now;
-                const u32 w0 = after_debt(w, owed, m.ltd);
-                u32 nw;
-                if ((hs & mask) == mask && (st[k] & ST_ALL)) {
-                    // an associative pair that does not exist grows instead (learn_grow)
-                    if (!pair_exists(L, m, s, d[k])) continue;
-                    nw = min(255u, w0 + m.ltp);
-                } else {
-                    nw = w0 > m.ltd ? w0 - m.ltd : 0;
-                }
-                if (nw != w) codes[i] = (CODE)(L.code_base + (group << 8) + nw);
-            }
+        if (LEARN_AHEAD) rows_load<CODE>(L, net, nxt.lo, nxt.hi, lane, cd_n, d_n, sp_n);
+        for (u64 i0 = cur.lo; i0 < cur.hi; i0 += 32 * LEARN_ITEMS) {
+            if (!LEARN_AHEAD || i0 != cur.lo) rows_load<CODE>(L, net, i0, cur.hi, lane, cd, d, sp);
+            learn_chunk<CODE>(L, net, cur, i0, lane, t, cd, d, sp);
         }
-        s = s_n;
-        hs = hs_n;
-        lo = lo_n;
-        hi = hi_n;
-        s_n = s_nn;
         if (LEARN_AHEAD) {
+            cur = nxt;
+            nxt = far;
 #pragma unroll
             for (int k = 0; k < LEARN_ITEMS; k++) {
                 cd[k] = cd_n[k];
                 d[k] = d_n[k];
                 sp[k] = sp_n[k];
             }
-        }
-    }
-    // the sweep: this burst's rows (every row once in SWEEP_BURSTS bursts, so no count outgrows
-    // its u16), their synapses whose source is silent in the window brought up to date; every
-    // row when learning stops after this burst
-    const bool settle = !learns(L, t + 1);
-    const u64 r0 = settle ? 0 : (u64)(t % SWEEP_BURSTS) * L.sweep_rows;
-    const u64 r1 = settle ? L.n_total : r0 + L.sweep_rows;
-    for (u64 r = r0 + warp; r < r1 && r < L.n_total; r += warps) {
-        const u32 s = (u32)r, hs = L.hist[s];
-        const u64 lo = row_start<RP>(net, s), hi = row_start<RP>(net, s + 1);
-        for (u64 i = lo + lane; i < hi; i += 32) {
-            u32 group, w;
-            if (!decode<CODE>(L, (u32)codes[i], group, w)) continue;
-            const PlasMap& m = L.maps[L.group_map[group]];
-            if ((hs & window_mask(m.window)) != 0 && t >= m.window) continue;
-            const u32 now = L.status[(u64)m.slot * L.n_total + net.targets[i] + net.base] >> 16;
-            const u32 owed = (now - L.stamps[i]) & 0xFFFF;
-            if (owed == 0) continue;
-            L.stamps[i] = (u16)now;
-            codes[i] = (CODE)(L.code_base + (group << 8) + after_debt(w, owed, m.ltd));
+        } else {
+            cur = far;
         }
     }
 }
