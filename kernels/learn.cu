@@ -15,7 +15,8 @@
 //   learn_rows:  a warp per row, in a pipeline: each active source's plastic synapses by the
 //                whole rule, after what they owe (the target's count since the synapse's stamp);
 //                then the sweep's rows of the burst brought up to date (synapses whose source is
-//                silent only: the two never touch the same synapse);
+//                silent only: the two never touch the same synapse); in the resident kernel, the
+//                list's rows propagated as they are learned (unless growth or tiles follow);
 //   learn_grow:  one block: the associative pairs grown, in (source, target) order up to the cap.
 // Every synapse is written by one thread per phase, so the result does not depend on the order.
 
@@ -208,9 +209,11 @@ __device__ __forceinline__ RowHead row_head(const Learn& L, const Net& net, u32 
 // (the target's count since the synapse's stamp). A row of the sweep: its synapses whose source is
 // silent in their window pay what they owe (the two never touch the same synapse). A synapse at
 // weight 0 that the rule can only depress owes nothing that matters (a debt on 0 is 0): its
-// target's status is not read, nor its stamp written.
-template <typename CODE>
-__device__ __forceinline__ void learn_chunk(const Learn& L, const Net& net, const RowHead& r, u64 i0, u32 lane, u64 t, const u32* cd, const u32* d, const u32* sp) {
+// target's status is not read, nor its stamp written. With `fire` (the source is in the list being
+// learned from, whose propagation is this pass's), every synapse's contribution at its weight
+// after learning into its target's sum.
+template <typename ACC, typename CODE>
+__device__ __forceinline__ void learn_chunk(const Learn& L, const Net& net, const RowHead& r, u64 i0, u32 lane, u64 t, bool fire, const u32* cd, const u32* d, const u32* sp) {
     CODE* codes = (CODE*)net.codes;
     // the synapses that learn now, their targets' status (a random read)
     u32 learn = 0, slot[LEARN_ITEMS], st[LEARN_ITEMS];
@@ -230,34 +233,48 @@ __device__ __forceinline__ void learn_chunk(const Learn& L, const Net& net, cons
     for (int k = 0; k < LEARN_ITEMS; k++) st[k] = (learn >> k) & 1 ? L.status[(u64)slot[k] * L.n_total + d[k] + net.base] : 0;
 #pragma unroll
     for (int k = 0; k < LEARN_ITEMS; k++) {
-        if (!((learn >> k) & 1)) continue;
         const u64 i = i0 + lane + 32 * k;
-        u32 group, w;
-        decode<CODE>(L, cd[k], group, w);
-        const PlasMap& m = L.maps[L.group_map[group]];
-        const u32 mask = window_mask(m.window), now = st[k] >> 16;
-        // the bursts before this one in which the target alone was active (the sweep's: all)
-        const u32 owed = (now - sp[k] - (r.sweep ? 0 : st[k] & ST_ANY)) & 0xFFFF;
-        if (now != sp[k]) L.stamps[i] = (u16)now;
-        const u32 w0 = after_debt(w, owed, m.ltd);
-        u32 nw = r.sweep ? w0 : w0 > m.ltd ? w0 - m.ltd : 0;
-        // an associative pair that does not exist grows instead (learn_grow)
-        bool keep = false;
-        if (!r.sweep && (r.hs & mask) == mask && (st[k] & ST_ALL)) {
-            keep = !pair_exists(L, m, r.s, d[k] + net.base);
-            nw = min(255u, w0 + m.ltp);
+        if (i >= r.hi) continue;
+        u32 code = cd[k];
+        if ((learn >> k) & 1) {
+            u32 group, w;
+            decode<CODE>(L, code, group, w);
+            const PlasMap& m = L.maps[L.group_map[group]];
+            const u32 mask = window_mask(m.window), now = st[k] >> 16;
+            // the bursts before this one in which the target alone was active (the sweep's: all)
+            const u32 owed = (now - sp[k] - (r.sweep ? 0 : st[k] & ST_ANY)) & 0xFFFF;
+            if (now != sp[k]) L.stamps[i] = (u16)now;
+            const u32 w0 = after_debt(w, owed, m.ltd);
+            u32 nw = r.sweep ? w0 : w0 > m.ltd ? w0 - m.ltd : 0;
+            // an associative pair that does not exist grows instead (learn_grow)
+            bool keep = false;
+            if (!r.sweep && (r.hs & mask) == mask && (st[k] & ST_ALL)) {
+                keep = !pair_exists(L, m, r.s, d[k] + net.base);
+                nw = min(255u, w0 + m.ltp);
+            }
+            if (!keep && nw != w) {
+                code = L.code_base + (group << 8) + nw;
+                codes[i] = (CODE)code;
+            }
         }
-        if (!keep && nw != w) codes[i] = (CODE)(L.code_base + (group << 8) + nw);
+        if (fire) {
+            const int cv = net.table[code];
+            if (cv != 0) acc_add<ACC>(net.acc, d[k], cv);
+        }
     }
 }
 
 // A warp per row, every warps-th: the active sources' rows, then this burst's rows of the sweep
 // (every row once in SWEEP_BURSTS bursts, so no count outgrows its u16; every row when learning
-// stops after this burst).
-template <typename RP, typename CODE>
-__device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
+// stops after this burst). With `prop` (no growth follows, the propagation is not tiled), once
+// every window has passed, the rows of the sources in the list are propagated as they are learned:
+// then no row of the sweep touches a synapse of theirs, so their weights are final here. Returns
+// whether it did (the same in every thread): the list's own propagation is then left out.
+template <typename ACC, typename RP, typename CODE>
+__device__ bool learn_rows_impl(const Learn& L, const Net& net, Blk b, bool prop) {
     const u64 t = *(volatile const u64*)net.burst;
-    if (skipped(L) || !learns(L, t)) return;
+    if (skipped(L) || !learns(L, t)) return false;
+    for (u32 k = 0; k < L.n_slots && prop; k++) prop = t >= L.windows[k];
     const u64 count = *(volatile const u32*)L.n_active;
     const bool settle = !learns(L, t + 1);
     const u64 r0 = settle ? 0 : min((u64)(t % SWEEP_BURSTS) * L.sweep_rows, (u64)L.n_total);
@@ -285,7 +302,7 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
         if (LEARN_AHEAD) rows_load<CODE>(L, net, nxt.lo, nxt.hi, lane, cd_n, d_n, sp_n);
         for (u64 i0 = cur.lo; i0 < cur.hi; i0 += 32 * LEARN_ITEMS) {
             if (!LEARN_AHEAD || i0 != cur.lo) rows_load<CODE>(L, net, i0, cur.hi, lane, cd, d, sp);
-            learn_chunk<CODE>(L, net, cur, i0, lane, t, cd, d, sp);
+            learn_chunk<ACC, CODE>(L, net, cur, i0, lane, t, prop && !cur.sweep && (cur.hs & 1), cd, d, sp);
         }
         if (LEARN_AHEAD) {
             cur = nxt;
@@ -300,6 +317,7 @@ __device__ void learn_rows_impl(const Learn& L, const Net& net, Blk b) {
             cur = far;
         }
     }
+    return prop;
 }
 
 // The synapse of pair s -> d of plastic mapping pm in this GPU's part (rows sorted by target), or
@@ -388,6 +406,6 @@ __device__ void learn_grow_impl(const Learn& L, const Net& net, Blk b) {
 extern "C" __global__ void __launch_bounds__(256) learn_mark(Learn L, Side rd, u32 count_shift) { learn_mark_impl(L, rd, count_shift, hw_blk()); }
 extern "C" __global__ void __launch_bounds__(256) learn_shift(Learn L) { learn_shift_impl(L, hw_blk()); }
 #define LEARN(SUFFIX, ACC, RP, CODE) \
-    extern "C" __global__ void __launch_bounds__(256) learn_rows_##SUFFIX(Learn L, Net net) { learn_rows_impl<RP, CODE>(L, net, hw_blk()); } \
+    extern "C" __global__ void __launch_bounds__(256) learn_rows_##SUFFIX(Learn L, Net net) { learn_rows_impl<ACC, RP, CODE>(L, net, hw_blk(), false); } \
     extern "C" __global__ void __launch_bounds__(256) learn_grow_##SUFFIX(Learn L, Net net) { learn_grow_impl<RP, CODE>(L, net, hw_blk()); }
 EACH_VARIANT(LEARN)

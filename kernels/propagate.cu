@@ -125,9 +125,10 @@ __device__ __forceinline__ void each_pair(const Net& net, const Side& rd, Blk b,
     }
 }
 
+// The list's synapses (`rows`: its stored rows too; false when learning propagated them: learn.cu).
 template <typename ACC, typename RP, typename CODE>
-__device__ void propagate_impl(const Net& net, const Side& rd, Blk b) {
-    each_pair<RP, CODE>(net, rd, b, [&](u32 t, u32, int cv) { acc_add<ACC>(net.acc, t, cv); });
+__device__ void propagate_impl(const Net& net, const Side& rd, Blk b, bool rows = true) {
+    if (rows) each_pair<RP, CODE>(net, rd, b, [&](u32 t, u32, int cv) { acc_add<ACC>(net.acc, t, cv); });
     if (net.n_proc && !net.proc_binned) {
         const u32 lane = threadIdx.x & 31;
         const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5;

@@ -398,6 +398,9 @@ __device__ void resident_impl(const ResParams& p) {
         // its slowest warp (W(100k) every synapse plastic: learning's mark 6.4 -> 1.9 us, shift
         // 14.8 -> 3.2 us, period 60.4 -> 38.3 us)
         const Blk grid{blockIdx.x, gridDim.x};
+        // whether learning's rows propagated the list's rows (learn.cu: not before growth, which
+        // writes weights after them, nor into tiles)
+        bool propagated = false;
         if (p.learning) {
             // learning from the list just written, before it is propagated (learn.cu)
             learn_mark_impl(p.learn, list, next.count_shift, grid);
@@ -406,7 +409,7 @@ __device__ void resident_impl(const ResParams& p) {
             learn_shift_impl(p.learn, grid);
             grid_sync(p.dev, arrived);
             phase(1);
-            learn_rows_impl<RP, CODE>(p.learn, next, grid);
+            propagated = learn_rows_impl<ACC, RP, CODE>(p.learn, next, grid, !(p.learning & 2) && !p.tiles.n_tiles);
             grid_sync(p.dev, arrived);
             phase(2);
             if (p.learning & 2) {
@@ -425,8 +428,8 @@ __device__ void resident_impl(const ResParams& p) {
             each_blk(p.tiles.n_tiles, [&](Blk b) { tile_sum_impl(next, p.tiles, b); });
             grid_sync(p.dev, arrived);
             phase(6);
-        } else {
-            propagate_impl<ACC, RP, CODE>(next, list, grid);
+        } else if (!propagated || (next.n_proc && !next.proc_binned)) {
+            propagate_impl<ACC, RP, CODE>(next, list, grid, !propagated);
             grid_sync(p.dev, arrived);
             phase(4);
         }

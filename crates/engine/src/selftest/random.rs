@@ -85,14 +85,20 @@ fn area_neurons(a: &Area) -> u64 {
     a.dims.iter().map(|&d| d as u64).product::<u64>() * a.neurons_per_voxel as u64
 }
 
-/// A random plasticity rule: steps of 0 to 20, windows of 1 to 4 bursts.
+/// A random plasticity rule: steps of 0 to 20, windows of 1 to 4 bursts; a third of them never
+/// depress, so that their weights stay up and what the list's propagation through learned rows
+/// adds (or would add twice, or not at all) shows in the firing.
 fn random_rule(rng: &mut Rng) -> crate::genome::Plasticity {
-    crate::genome::Plasticity {
+    let mut rule = crate::genome::Plasticity {
         constant: rng.range(0, 10) as f64,
         ltp_multiplier: rng.uniform(0.0, 2.0),
         ltd_multiplier: rng.uniform(0.0, 2.0),
         window: rng.range(1, 4) as u32,
+    };
+    if rng.chance(1.0 / 3.0) {
+        rule.ltd_multiplier = 0.0;
     }
+    rule
 }
 
 /// A random, valid genome of at most `max_neurons` neurons. `seed % 4` picks the shape; half the
@@ -233,8 +239,10 @@ pub fn random_genome(seed: u64, max_neurons: u32) -> Genome {
             procedural: false,
         });
     }
-    if learns {
-        // an associative mapping between two small areas (the pair table stays small)
+    if learns && rng.chance(0.5) {
+        // an associative mapping between two small areas (the pair table stays small); half the
+        // brains that learn have none (growth writes weights after the rows are learned, so the
+        // list's rows are propagated on their own: kernels/learn.cu)
         let small: Vec<usize> = (0..areas.len()).filter(|&i| area_neurons(&areas[i]) <= 300).collect();
         if !small.is_empty() {
             let (src, dst) = (*rng.pick(&small), *rng.pick(&small));
