@@ -15,8 +15,8 @@
 //   learn_rows:  a warp per row, in a pipeline: each active source's plastic synapses by the
 //                whole rule, after what they owe (the target's count since the synapse's stamp);
 //                then the sweep's rows of the burst brought up to date (synapses whose source is
-//                silent only: the two never touch the same synapse); in the resident kernel, the
-//                list's rows propagated as they are learned (unless growth or tiles follow);
+//                silent only: the two never touch the same synapse); in one GPU's resident kernel,
+//                the list's rows propagated as they are learned (unless growth or tiles follow);
 //   learn_grow:  one block: the associative pairs grown, in (source, target) order up to the cap.
 // Every synapse is written by one thread per phase, so the result does not depend on the order.
 

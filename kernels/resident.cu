@@ -399,7 +399,7 @@ __device__ void resident_impl(const ResParams& p) {
         // 14.8 -> 3.2 us, period 60.4 -> 38.3 us)
         const Blk grid{blockIdx.x, gridDim.x};
         // whether learning's rows propagated the list's rows (learn.cu: not before growth, which
-        // writes weights after them, nor into tiles)
+        // writes weights after them, nor into tiles; one GPU: on several, not yet checked there)
         bool propagated = false;
         if (p.learning) {
             // learning from the list just written, before it is propagated (learn.cu)
@@ -409,7 +409,7 @@ __device__ void resident_impl(const ResParams& p) {
             learn_shift_impl(p.learn, grid);
             grid_sync(p.dev, arrived);
             phase(1);
-            propagated = learn_rows_impl<ACC, RP, CODE>(p.learn, next, grid, !(p.learning & 2) && !p.tiles.n_tiles);
+            propagated = learn_rows_impl<ACC, RP, CODE>(p.learn, next, grid, !(p.learning & 2) && !p.tiles.n_tiles && !p.x.n);
             grid_sync(p.dev, arrived);
             phase(2);
             if (p.learning & 2) {
