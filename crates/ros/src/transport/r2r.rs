@@ -41,6 +41,8 @@ fn qos(q: &Qos) -> r2r::QosProfile {
     }
 }
 
+/// A ROS 2 node on rcl (r2r): its subscriptions, publishers and services carry raw CDR; a thread
+/// spins the node until the transport is dropped.
 pub struct R2rTransport {
     node: Arc<Mutex<r2r::Node>>,
     name: String,
