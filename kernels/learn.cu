@@ -5,7 +5,9 @@
 // the propagation reads them as it reads static ones. A history holds the longest window's bits
 // only, so a neuron silent for that long has none, and the record walks the active neurons, not
 // the brain. The phases, each over the whole grid:
-//   learn_mark:  the fired list -> one bit per neuron (`now`); the active count reset;
+//   learn_mark:  the fired list -> one bit per neuron (`now`); the active count reset (one GPU's
+//                resident kernel: neither; `fix` leaves the list's bits in `spec`, and the block
+//                that publishes the burst resets the count);
 //   learn_shift: the neurons with a history (`act`, a bit each) or that fired: the history
 //                shifted, the new bit in, its status per window (active within it, in all of it,
 //                and the count of bursts it was active: the deferred depressions of the synapses
@@ -110,11 +112,12 @@ __device__ void learn_mark_impl(const Learn& L, const Side& rd, u32 count_shift,
 // Neurons a lane of learn_shift takes at once (their loads issued together).
 #define SHIFT_ITEMS 4
 
-// A word of `act` and of `now` a lane (each block a contiguous range of words, in rounds of a
-// word a thread): the neurons with a history or that fired, their loads SHIFT_ITEMS at a time;
+// A word of `act` and of the list's bits (`fired`: `now`, cleared here; or `spec`, which the next
+// early step writes again) a lane (each block a contiguous range of words, in rounds of a word a
+// thread): the neurons with a history or that fired, their loads SHIFT_ITEMS at a time;
 // the still active listed in order, one atomic a block's round (sorted runs: the rows of
 // neighbouring sources go to neighbouring warps of `learn_rows`).
-__device__ void learn_shift_impl(const Learn& L, Blk b) {
+__device__ void learn_shift_impl(const Learn& L, Blk b, const u32* fired, bool clear) {
     if (skipped(L)) return;
     const u64 t = *(volatile const u64*)L.burst;
     const bool counting = learns(L, t);
@@ -124,7 +127,7 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
     const u32 lo = min(b.id * per, words), hi = min(lo + per, words);
     for (u32 w0 = lo; w0 < hi; w0 += blockDim.x) {
         const u32 w = w0 + threadIdx.x;
-        const u32 f = w < hi ? *(volatile u32*)(L.now + w) : 0;
+        const u32 f = w < hi ? *(volatile const u32*)(fired + w) : 0;
         const u32 a = w < hi ? L.act[w] : 0;
         u32 m = a | f, kept = 0; // the word's neurons to walk; those still active after
         while (__any_sync(0xFFFFFFFFu, m != 0)) {
@@ -163,7 +166,7 @@ __device__ void learn_shift_impl(const Learn& L, Blk b) {
                 if (n[i] != DEAD) L.hist[n[i]] = h[i];
         }
         if (kept != a) L.act[w] = kept;
-        if (f) L.now[w] = 0;
+        if (f && clear) L.now[w] = 0;
         // this round's still active, in order: one atomic a block's round
         u32 at = block_claim<u32>(__popc(kept), L.n_active, warp_sum);
         for (u32 bits = kept; bits; bits &= bits - 1) L.active[at++] = w * 32 + __ffs(bits) - 1;
@@ -404,7 +407,7 @@ __device__ void learn_grow_impl(const Learn& L, const Net& net, Blk b) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) learn_mark(Learn L, Side rd, u32 count_shift) { learn_mark_impl(L, rd, count_shift, hw_blk()); }
-extern "C" __global__ void __launch_bounds__(256) learn_shift(Learn L) { learn_shift_impl(L, hw_blk()); }
+extern "C" __global__ void __launch_bounds__(256) learn_shift(Learn L) { learn_shift_impl(L, hw_blk(), L.now, true); }
 #define LEARN(SUFFIX, ACC, RP, CODE) \
     extern "C" __global__ void __launch_bounds__(256) learn_rows_##SUFFIX(Learn L, Net net) { learn_rows_impl<ACC, RP, CODE>(L, net, hw_blk(), false); } \
     extern "C" __global__ void __launch_bounds__(256) learn_grow_##SUFFIX(Learn L, Net net) { learn_grow_impl<RP, CODE>(L, net, hw_blk()); }

@@ -375,8 +375,14 @@ __device__ void resident_impl(const ResParams& p) {
         // the block that publishes the burst (the last of fix's blocks: every other one fenced
         // and took its ticket before) tells the grid, instead of a barrier every block arrives at
         bool published = false;
-        each_blk(p.inj_blocks, [&](Blk b) { published |= fix_impl<ACC, RP>(net, wr, rd, mapped, head, b); });
-        if (published) st_release_gpu(&p.dev->fixed, g);
+        // one GPU's brain that learns: `fix` mends `spec` into the list's bits, and learning's
+        // record reads them there (no mark, no barrier: learn.cu)
+        const bool bits = p.learning && !p.x.n;
+        each_blk(p.inj_blocks, [&](Blk b) { published |= fix_impl<ACC, RP>(net, wr, rd, mapped, head, b, bits); });
+        if (published) {
+            if (bits) *p.learn.n_active = 0;
+            st_release_gpu(&p.dev->fixed, g);
+        }
         else if (threadIdx.x == 0)
             while (ld_acquire_gpu(&p.dev->fixed) != g) {}
         __syncthreads();
@@ -403,10 +409,12 @@ __device__ void resident_impl(const ResParams& p) {
         bool propagated = false;
         if (p.learning) {
             // learning from the list just written, before it is propagated (learn.cu)
-            learn_mark_impl(p.learn, list, next.count_shift, grid);
-            grid_sync(p.dev, arrived);
-            phase(0);
-            learn_shift_impl(p.learn, grid);
+            if (!bits) {
+                learn_mark_impl(p.learn, list, next.count_shift, grid);
+                grid_sync(p.dev, arrived);
+                phase(0);
+            }
+            learn_shift_impl(p.learn, grid, bits ? net.spec : p.learn.now, !bits);
             grid_sync(p.dev, arrived);
             phase(1);
             propagated = learn_rows_impl<ACC, RP, CODE>(p.learn, next, grid, !(p.learning & 2) && !p.tiles.n_tiles && !p.x.n);

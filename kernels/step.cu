@@ -402,7 +402,8 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
 // summed them into `inj` and the entry that clears the neuron's mask bit steps it. Appends are
 // claimed once per block (a block scan) and once per warp for the read-back. The last block to
 // finish publishes the burst and clears the counters the next `prestep` claims from (`rd`: the
-// side the next burst writes).
+// side the next burst writes). With `bits` (one GPU's brain that learns), `spec` is mended too: it
+// holds the fired list's neurons after it (learning's record reads them: learn.cu).
 //
 // Its time is the burst's latency on the GPU, and with few entries it is a chain of dependent
 // memory round trips, so each wave of loads is issued together: (1) the header, the burst number,
@@ -415,7 +416,7 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
 #define FIX_MAX_AREAS 32
 
 template <typename ACC, typename RP>
-__device__ bool fix_impl(const Net& net, const Side& wr, const Side& rd, const u8* mapped, u64 head, Blk b) {
+__device__ bool fix_impl(const Net& net, const Side& wr, const Side& rd, const u8* mapped, u64 head, Blk b, bool bits) {
     __shared__ u64 hdr[2];
     __shared__ u64 warp_sum[32];
     __shared__ u32 s_last;
@@ -504,6 +505,7 @@ __device__ bool fix_impl(const Net& net, const Side& wr, const Side& rd, const u
                     if (!fired) {
                         wr.fired[(u32)w] = DEAD;
                         atomicAdd(net.dead, (1ULL << net.count_shift) | len);
+                        if (bits) atomicAnd(net.spec + (n >> 5), ~bit);
                     }
                     if (rbs != NO_RB) {
                         // the potential at fire changed, or the neuron no longer fires: a correction
@@ -512,6 +514,7 @@ __device__ bool fix_impl(const Net& net, const Side& wr, const Side& rd, const u
                     }
                 } else {
                     append = fired;
+                    if (bits && fired) atomicOr(net.spec + (n >> 5), bit);
                 }
             }
         }
