@@ -400,6 +400,22 @@ mod tests {
         assert_eq!(random_genome(7, 1000), random_genome(7, 1000));
     }
 
+    /// The first brains `selftest` draws must hold one that learns without growth and whose plastic
+    /// weights stay up (a rule that never depresses): in it, a fired row that learning's pass
+    /// propagated twice or not at all (kernels/learn.cu) changes the firing.
+    #[test]
+    fn the_first_brains_hold_one_that_learns_without_growth_and_keeps_its_weights() {
+        let holds = |seed| {
+            let g = random_genome(seed, 4000);
+            let grows = g.mappings.iter().any(|m| m.morphology == "associative_memory");
+            let keeps = g.mappings.iter().filter_map(|m| m.plasticity.as_ref()).any(|p| p.ltd_multiplier == 0.0 || p.constant == 0.0);
+            !grows && keeps
+        };
+        let seeds: Vec<u64> = (1..=16).filter(|&s| holds(s)).collect();
+        assert!(!seeds.is_empty(), "none of selftest's first 16 brains learns without growth and keeps its weights");
+        println!("brains that learn without growth and keep their weights: seeds {seeds:?}");
+    }
+
     #[test]
     fn cpu_one_part_vs_three_parts() {
         let cfg = ParityConfig { brains: 4, bursts: 200, seed: 100, max_neurons: 1500, candidate_parts: 3 };
