@@ -1,6 +1,7 @@
 //! Learning on the GPU (`kernels/learn.cu`, docs/plasticity.md): the device buffers, the
-//! launches that run before each propagation (graph paths; the resident kernel runs the same
-//! phases itself), and the learned state in and out.
+//! launches that run before each propagation (graph paths, and the work ahead the host runs after
+//! a restore or a park; the resident kernel runs the phases itself, on one GPU without the mark:
+//! `fix` leaves the fired list's bits in `spec`), and the learned state in and out.
 //!
 //! The host keeps this GPU's row pointers and a CPU [`Learner`]: a snapshot reads the targets,
 //! codes, stamps, histories and pair tables back and lets the reference describe the learned state

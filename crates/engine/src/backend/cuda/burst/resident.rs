@@ -36,12 +36,13 @@ const QUIT: u64 = 1 << 63;
 
 /// The phases of the work ahead of a burst that the kernel times (`RES_PHASES` in resident.cu).
 /// Then block 0's wait for the next command, its hand-on to the grid (a small injection loaded),
-/// and the rest of the burst (`inject`, `fix`).
+/// and the rest of the burst (`inject`, `fix`). A phase that did not run is not reported (one
+/// GPU's learning has no mark), so each of learning's names says so.
 pub(in crate::backend::cuda) const PHASES: [&str; 11] = [
-    "learning: mark",
-    "shift",
-    "rows",
-    "growth",
+    "learning's mark",
+    "learning's shift",
+    "learning's rows",
+    "learning's growth",
     "propagation",
     "tiles' split",
     "tiles' sums",
