@@ -143,13 +143,13 @@ __device__ __forceinline__ void say(u64* at, u64 v) {
 // A block's arrival at the grid barrier (`arrived` counts the arrivals in every block alike: they
 // only grow). Alone, at the end of a burst's work ahead: every block goes on to wait for the next
 // command, which block 0 passes on only once every block has arrived (one barrier's wait less).
+// The block's writes are ordered before the arrival by its barrier and a release reduction (no
+// fence, no returned value: one H200, W(100k) 17.4-17.8 -> 17.0-17.1 us a burst;
+// examples/floors/grid_barrier.cu: 1.31 -> 1.18 us a barrier).
 __device__ __forceinline__ void grid_arrive(ResDev* dev, u64& arrived) {
     __syncthreads();
     arrived += gridDim.x;
-    if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(&dev->bar, 1ULL);
-    }
+    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(&dev->bar) : "memory");
 }
 
 // Every block of the grid waits here for all the others; what each wrote before is then seen by
