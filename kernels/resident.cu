@@ -124,6 +124,9 @@ __device__ __forceinline__ u64 ld_relaxed_sys(const u64* p) {
 __device__ __forceinline__ void st_release_gpu(u64* p, u64 v) {
     asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+__device__ __forceinline__ void red_release_gpu(u64* p, u64 v) {
+    asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 __device__ __forceinline__ u64 globaltimer() {
     u64 t;
     asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
@@ -149,7 +152,7 @@ __device__ __forceinline__ void say(u64* at, u64 v) {
 __device__ __forceinline__ void grid_arrive(ResDev* dev, u64& arrived) {
     __syncthreads();
     arrived += gridDim.x;
-    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(&dev->bar) : "memory");
+    if (threadIdx.x == 0) red_release_gpu(&dev->bar, 1ULL);
 }
 
 // Every block of the grid waits here for all the others; what each wrote before is then seen by
