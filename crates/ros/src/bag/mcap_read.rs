@@ -2,12 +2,15 @@
 //! mcap crate's sans-I/O reader with every record's length bounded by the file's size (its
 //! `MessageStream` sets no bound, and a corrupt length then overflowed inside the crate: a panic
 //! found by `tests/fuzz`), and the messages' total bounded by the memory the process may take.
+//! Only the records a replay reads (schemas, channels, messages) are parsed: the crate's parser
+//! of an attachment slices its body unchecked and panics on one shorter than its header and CRC
+//! (another find of `tests/fuzz`), and a bag's attachments, metadata and indexes are not read.
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use mcap::records::Record;
+use mcap::records::{op, Record};
 use mcap::sans_io::linear_reader::{LinearReadEvent, LinearReader, LinearReaderOptions};
 
 use super::{Bag, BagError, BagMessage, Topic};
@@ -31,6 +34,7 @@ pub fn read(file: &Path, bag: &mut Bag) -> Result<(), BagError> {
                 let n = f.read(reader.insert(need)).map_err(io)?;
                 reader.notify_read(n);
             }
+            LinearReadEvent::Record { opcode, .. } if ![op::SCHEMA, op::CHANNEL, op::MESSAGE].contains(&opcode) => {}
             LinearReadEvent::Record { opcode, data } => match mcap::parse_record(opcode, data).map_err(|e| corrupt(file, e))? {
                 Record::Schema { header, .. } => {
                     schemas.insert(header.id, header.name);
