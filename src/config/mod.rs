@@ -211,6 +211,9 @@ mod tests {
         assert_eq!(c.backend.kind, crate::backend::BackendKind::Cpu);
         assert_eq!(c.backend.cpu_threads, 3);
         assert!(!c.log.progress);
+        let c = Config::load(None, &["backend.cuda_launch=graphs".into()]).unwrap();
+        assert_eq!(c.backend.cuda_launch, crate::backend::CudaLaunch::Graphs);
+        assert_eq!(Config::default().backend.cuda_launch, crate::backend::CudaLaunch::Auto);
     }
 
     #[test]
@@ -219,6 +222,8 @@ mod tests {
         assert!(e.contains("backend.kindd") && e.contains("unknown field"), "{e}");
         let e = Config::load(None, &["backend.kind=gpu".into()]).unwrap_err().to_string();
         assert!(e.contains("backend.kind=gpu") && e.contains("unknown variant"), "{e}");
+        let e = Config::load(None, &["backend.cuda_launch=kernel".into()]).unwrap_err().to_string();
+        assert!(e.contains("backend.cuda_launch=kernel") && e.contains("unknown variant"), "{e}");
         let e = Config::load(None, &["backend".into()]).unwrap_err().to_string();
         assert!(e.contains("key=value"), "{e}");
         let e = Config::load(None, &["log.level=loud".into()]).unwrap_err().to_string();

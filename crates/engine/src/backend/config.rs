@@ -33,6 +33,22 @@ pub struct BackendConfig {
     /// Whether the plastic mappings learn (docs/plasticity.md); a running node switches it at
     /// the next burst.
     pub learning: bool,
+    /// auto | graphs: how one GPU's bursts are launched (docs/cuda.md).
+    pub cuda_launch: CudaLaunch,
+}
+
+/// How one GPU's bursts are launched (`backend.cuda_launch`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CudaLaunch {
+    /// The resident kernel, where the device has cooperative launch and the brain allows it;
+    /// else CUDA graphs.
+    #[default]
+    Auto,
+    /// CUDA graphs of one kernel a phase, whatever the device: slower (a launch a phase, no work
+    /// run ahead of the command), but each phase is a kernel that Nsight Compute can profile,
+    /// which it cannot do to a kernel that waits for the host.
+    Graphs,
 }
 
 impl Default for BackendConfig {
@@ -48,6 +64,7 @@ impl Default for BackendConfig {
             shard_min_neurons: 5_000_000,
             connectome: crate::connectome::storage::Storage::Auto,
             learning: true,
+            cuda_launch: CudaLaunch::Auto,
         }
     }
 }

@@ -14,7 +14,7 @@ use std::ops::Range;
 
 use crate::model::{InjectionSlice, Injections, NeuronState};
 
-pub use config::BackendConfig;
+pub use config::{BackendConfig, CudaLaunch};
 pub use select::{choose, BackendKind, Choice, GpuProbe, Probes};
 
 /// Which fired neurons a backend hands back after every burst.

@@ -3,8 +3,8 @@
 
 use super::cpu::CpuBackend;
 use super::select::{choose, BackendKind, Choice, GpuProbe, Probes};
-use super::BackendConfig;
 use super::{Backend, Readback};
+use super::{BackendConfig, CudaLaunch};
 use crate::brain::Brain;
 use crate::connectome::storage;
 use crate::genome::Genome;
@@ -103,7 +103,7 @@ fn open_learning(genome: &Genome, cfg: &BackendConfig, readback: Readback, progr
                 Err(e) => return Err(e),
             }
         }
-        return on_one_gpu(genome, &layout, readback, progress, devices[0]).map(|made| made.opened(choice));
+        return on_one_gpu(genome, &layout, readback, progress, devices[0], cfg.cuda_launch).map(|made| made.opened(choice));
     }
     let shards = match cfg.shards {
         ShardCount::Count(n) => n,
@@ -177,8 +177,17 @@ fn on_gpus(genome: &Genome, cfg: &BackendConfig, readback: &Readback, progress: 
 }
 
 /// The placed `genome` on one GPU: built there (every mapping a closed form), or streamed to it.
-fn on_one_gpu(genome: &Genome, layout: &Layout, readback: Readback, progress: bool, device: usize) -> Result<Made, String> {
+fn on_one_gpu(
+    genome: &Genome,
+    layout: &Layout,
+    readback: Readback,
+    progress: bool,
+    device: usize,
+    launch: CudaLaunch,
+) -> Result<Made, String> {
+    use super::cuda::{CudaBackend, GpuBuild};
     let start = std::time::Instant::now();
+    let open = |brain, build| CudaBackend::open(brain, readback, device, build, launch).map_err(|e| e.to_string());
     let (backend, synapses, drawn): (Box<dyn Backend>, _, _) =
         if storage::gpu_buildable(genome, layout, super::cuda::GPU_BUILD_LONGEST_ROW as u64) {
             let marked = storage::all_marked(genome);
@@ -187,19 +196,19 @@ fn on_one_gpu(genome: &Genome, layout: &Layout, readback: Readback, progress: bo
             let drawn = brain.connectome.procedural_synapses();
             tracing::debug!(host_s = start.elapsed().as_secs_f64(), "the brain's layout made on the host");
             tracing::info!("connectome: every mapping is a fanout in closed form: the GPU builds its {drawn} synapses");
-            (Box::new(super::cuda::CudaBackend::built_on_gpu(brain, readback, device, progress).map_err(|e| e.to_string())?), drawn, 0)
+            (Box::new(open(brain, GpuBuild::OnGpu { progress })?), drawn, 0)
         } else if nothing_stored(genome) {
             // every mapping drawn again: no rows to count or copy
             let brain = Brain::without_rows(genome, progress);
             let drawn = brain.connectome.procedural_synapses();
-            (Box::new(super::cuda::CudaBackend::new(brain, readback, device).map_err(|e| e.to_string())?), 0, drawn)
+            (Box::new(open(brain, GpuBuild::Host)?), 0, drawn)
         } else {
             let (brain, streamed) = Brain::planned(genome, progress);
             let (synapses, drawn) = (streamed.total_synapses(), brain.connectome.procedural_synapses());
             if synapses > 0 {
                 tracing::info!("connectome: {synapses} synapses drawn on the host a few chunks at a time, copied to the GPU as drawn");
             }
-            (Box::new(super::cuda::CudaBackend::streamed(brain, streamed, readback, device).map_err(|e| e.to_string())?), synapses, drawn)
+            (Box::new(open(brain, GpuBuild::Streamed(Box::new(streamed)))?), synapses, drawn)
         };
     // the build on the host, and on the GPU (with the backend's start) when it builds there
     let build_seconds = start.elapsed().as_secs_f64();

@@ -312,24 +312,26 @@ pub fn cpu_candidate(_: &Genome, brain: Brain, readback: Readback) -> Result<Box
     Ok(Box::new(CpuBackend::new(brain, readback)))
 }
 
-/// The CUDA backend on `device` as a candidate: of every four brains, the first runs on the
+/// The CUDA backend on `device` as a candidate: of every five brains, the first runs on the
 /// device's own path (the resident kernel, where the device has cooperative launch), the second as
-/// graphs (the path of a device without it, and of several GPUs), the third in the resident
-/// kernel with its propagation tiled as a large brain's is, in fine tiles of 64 neurons (coarse
-/// ones of 256), with rooms of 256 entries a block and arrays of 128 a fine tile, so that busy
-/// bursts spill at both levels (where the brain can be tiled: 32-bit accumulators, no procedural
-/// synapse), the fourth in the resident kernel of four blocks an SM (that
-/// of a large brain that learns).
+/// graphs (the path of a device without it, of `backend.cuda_launch: graphs`, and of several
+/// GPUs), the third in the resident kernel with its propagation tiled as a large brain's is, in
+/// fine tiles of 64 neurons (coarse ones of 256), with rooms of 256 entries a block and arrays of
+/// 128 a fine tile, so that busy bursts spill at both levels (where the brain can be tiled: 32-bit
+/// accumulators, no procedural synapse), the fourth in the resident kernel of four blocks an SM
+/// (that of a large brain that learns), the fifth as graphs tiled as the third.
 pub fn cuda_candidate(device: usize) -> impl Fn(&Genome, Brain, Readback) -> Result<Box<dyn Backend>, BackendError> {
     use crate::backend::cuda::CudaBackend;
     let built = std::sync::atomic::AtomicUsize::new(0);
     move |_, brain, readback| {
-        let b = match built.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4 {
+        // rooms and arrays that a busy burst overflows: both levels spill, a quiet one does not
+        const SHAPE: (u32, u64, u64) = (6, 256, 128);
+        let b = match built.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 5 {
             0 => CudaBackend::new(brain, readback, device)?,
             1 => CudaBackend::new_graphs(brain, readback, device)?,
-            // rooms and arrays that a busy burst overflows: both levels spill, a quiet one does not
-            2 => CudaBackend::new_tiled(brain, readback, device, 6, 256, 128)?,
-            _ => CudaBackend::new_four_blocks(brain, readback, device)?,
+            2 => CudaBackend::new_tiled(brain, readback, device, SHAPE, false)?,
+            3 => CudaBackend::new_four_blocks(brain, readback, device)?,
+            _ => CudaBackend::new_tiled(brain, readback, device, SHAPE, true)?,
         };
         Ok(Box::new(b) as Box<dyn Backend>)
     }

@@ -21,7 +21,7 @@ use super::gpus::exchange::Exchange;
 use super::layout::{dev_err, dptr, Net, BLOCK, M_BURST, M_CORR, M_DEAD, M_RB, M_TICKET, OUT_HEADER};
 use super::memory::{MemoryPlan, Pinned, RESERVE_BYTES};
 use super::module::{Kernels, Variant};
-use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, Readback};
+use crate::backend::{out_of_range, Backend, BackendError, BackendInfo, BurstOutput, CudaLaunch, Readback};
 use crate::brain::Brain;
 use crate::connectome::stream::Streamed;
 use crate::model::{InjectionSlice, Injections, NeuronState};
@@ -29,6 +29,19 @@ use crate::model::{InjectionSlice, Injections, NeuronState};
 /// Ids `prepare_input` makes room for (and locks), at least: 256 KB, so the column has pages of
 /// its own, and a sixteenth of the neurons.
 const LEND_IDS_MIN: usize = 1 << 16;
+
+/// Where a brain's synapses are made for [`CudaBackend::open`].
+pub enum GpuBuild {
+    /// On the host (the brain's parts hold them): [`CudaBackend::new`].
+    Host,
+    /// On the GPU from closed forms: [`CudaBackend::built_on_gpu`].
+    OnGpu {
+        /// A progress bar (or lines) when the build takes over a second.
+        progress: bool,
+    },
+    /// Drawn on the host a few chunks at a time, copied as drawn: [`CudaBackend::streamed`].
+    Streamed(Box<Streamed>),
+}
 
 /// What `selftest` forces on a small brain, to check the paths large brains take: the propagation
 /// tiled (in tiles of this shape), the resident kernel of four blocks an SM.
@@ -98,6 +111,18 @@ impl CudaBackend {
         Self::on_path(brain, readback, device, None, Placement::Streamed(Arc::new(streamed)), Forced::default())
     }
 
+    /// [`CudaBackend::new`], [`CudaBackend::built_on_gpu`] or [`CudaBackend::streamed`] (by
+    /// `build`), its bursts launched as `launch` says (`backend.cuda_launch`).
+    pub fn open(brain: Brain, readback: Readback, device: usize, build: GpuBuild, launch: CudaLaunch) -> Result<CudaBackend, BackendError> {
+        let placement = match build {
+            GpuBuild::Host => Placement::Host,
+            GpuBuild::OnGpu { progress } => Placement::OnGpu { progress },
+            GpuBuild::Streamed(s) => Placement::Streamed(Arc::from(s)),
+        };
+        let path = (launch == CudaLaunch::Graphs).then_some(Path::Graphs);
+        Self::on_path(brain, readback, device, path, placement, Forced::default())
+    }
+
     /// As [`CudaBackend::new`], on graphs whatever the device (to check that path where the
     /// resident kernel could run: `selftest`).
     pub(crate) fn new_graphs(brain: Brain, readback: Readback, device: usize) -> Result<CudaBackend, BackendError> {
@@ -107,17 +132,17 @@ impl CudaBackend {
     /// As [`CudaBackend::new`], the propagation tiled whatever the brain's size, in fine tiles of
     /// 2^`bits` neurons, coarse ones of four, `room` entries a binning block's room in a coarse
     /// bin and `cap` a fine tile's array (to check that path, spills included, on small brains:
-    /// `selftest`). A brain the tiles cannot take runs as `new` runs it.
+    /// `selftest`), as graphs when `graphs`. A brain the tiles cannot take runs as `new` runs it.
     pub(crate) fn new_tiled(
         brain: Brain,
         readback: Readback,
         device: usize,
-        bits: u32,
-        room: u64,
-        cap: u64,
+        (bits, room, cap): (u32, u64, u64),
+        graphs: bool,
     ) -> Result<CudaBackend, BackendError> {
         let tiles = Some(TileShape { bits, coarse: 2, room, cap });
-        Self::on_path(brain, readback, device, None, Placement::Host, Forced { tiles, four_blocks: false })
+        let path = graphs.then_some(Path::Graphs);
+        Self::on_path(brain, readback, device, path, Placement::Host, Forced { tiles, four_blocks: false })
     }
 
     /// As [`CudaBackend::new`], in the resident kernel of four blocks an SM whatever the brain (as a
@@ -362,10 +387,10 @@ impl CudaBackend {
         tracing::debug!(device, rows_s = t_up, state_s = t0.elapsed().as_secs_f64() - t_up, "CUDA: a GPU's brain placed");
 
         let sm = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("attribute"))? as u32;
-        // one GPU in the resident kernel: a large brain's propagation tiled (`tiles.rs`), where
-        // its bins fit beside the brain
+        // one GPU (in the resident kernel or as graphs): a large brain's propagation tiled
+        // (`tiles.rs`), where its bins fit beside the brain
         let procedural = !shard.procedural.is_empty() || !shard.rows.is_empty();
-        let tiled = path == Path::Resident && Tiles::wanted(n, wide_acc, procedural, table_len, tile_shape) && {
+        let tiled = matches!(path, Path::Resident | Path::Graphs) && Tiles::wanted(n, wide_acc, procedural, table_len, tile_shape) && {
             let (free, _) = ctx.mem_get_info().map_err(e("free memory"))?;
             Tiles::bytes_for(n, synapses, 2 * sm, table_len, tile_shape) + RESERVE_BYTES <= free as u64
         };
@@ -382,9 +407,11 @@ impl CudaBackend {
             }
             None => None,
         };
+        // tile_bin's grid: the resident kernel's, or two blocks an SM
         let tiles = match &resident {
-            Some(r) if tiled => Some(Tiles::new(s, n, synapses, r.blocks(), table_len, tile_shape)?),
-            _ => None,
+            _ if !tiled => None,
+            Some(r) => Some(Tiles::new(s, n, synapses, r.blocks(), table_len, tile_shape)?),
+            None => Some(Tiles::new(s, n, synapses, 2 * sm, table_len, tile_shape)?),
         };
         let exchange = if path == Path::Linked { Some(Exchange::new(s, n_total)?) } else { None };
         let trace = std::env::var("NEUROBURST_CUDA_TRACE").is_ok_and(|v| v == "1").then(Trace::default);
@@ -479,30 +506,7 @@ impl CudaBackend {
     /// with the resident kernel parked, its block 0's device time ahead of the bursts by phase.
     pub fn trace_summary(&mut self) -> Option<String> {
         let tr = std::mem::take(self.io.trace.as_mut()?);
-        let n = tr.bursts.max(1) as f64;
-        let device = match self.launch.resident.as_ref().and_then(|r| r.phases()) {
-            Some((us, bursts)) if bursts > 0 => {
-                let tiled = if self.state.tiles.is_some() { " (tiled: binning)" } else { "" };
-                let each = super::burst::resident::PHASES.iter().zip(us).filter(|(_, t)| *t > 0.0);
-                let each: Vec<String> =
-                    each.map(|(name, t)| format!("{name}{} {t:.1} us", if *name == "propagation" { tiled } else { "" })).collect();
-                format!("; device, block 0 a burst: {}", each.join(", "))
-            }
-            _ => String::new(),
-        };
-        let h = self.launch.resident.as_ref().map(|r| r.handovers()).unwrap_or_default();
-        Some(format!(
-            "per burst: write {:.1} us, launch {:.1} us, wait {:.1} us, post {:.1} us (read {:.1}), spins {:.0}; commands while the kernel worked ahead {}, injections sent ahead {}, large ones read where they lie {}{device}",
-            tr.write_s / n * 1e6,
-            tr.launch_s / n * 1e6,
-            tr.wait_s / n * 1e6,
-            tr.post_s / n * 1e6,
-            tr.read_s / n * 1e6,
-            tr.spins as f64 / n,
-            h.written_ahead,
-            h.sent_ahead,
-            h.read_where_they_lie
-        ))
+        Some(tr.summary(self.launch.resident.as_ref(), self.state.tiles.is_some()))
     }
 
     /// Bursts whose injection the copy engine sent into device memory while the resident kernel
@@ -545,6 +549,7 @@ impl Backend for CudaBackend {
                     info.device += ", four blocks an SM";
                 }
             }
+            Path::Graphs if self.state.tiles.is_some() => info.device += ", graphs, tiled propagation",
             Path::Graphs => info.device += ", graphs",
             Path::Shard | Path::Linked => {}
         }

@@ -40,7 +40,7 @@ pub mod memory;
 pub mod module;
 mod probe;
 
-pub use backend::CudaBackend;
+pub use backend::{CudaBackend, GpuBuild};
 pub use build::on_gpu::LONGEST as GPU_BUILD_LONGEST_ROW;
 pub use gpus::engine::CudaShardEngine;
 pub use gpus::multi::MultiGpu;

@@ -152,7 +152,8 @@ impl CudaBackend {
         let rd = self.read_side(r);
         match &self.state.proc_bins {
             Some(b) => b.fold(s, &self.launch.kernels, &net, self.launch.sm)?,
-            None if self.state.early.is_none() => {
+            // (the tiles write every neuron's input)
+            None if self.state.early.is_none() && self.state.tiles.is_none() => {
                 let words = if self.wide_accumulators() { 2 } else { 1 } * self.state.neurons as usize;
                 // SAFETY: clears this side's accumulator (N i32 or i64, allocated in `build`).
                 unsafe { sys::cuMemsetD32Async(net.acc, 0, words, s.cu_stream()) }

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 
+use crate::backend::cuda::burst::resident::{Resident, PHASES};
 use crate::backend::cuda::layout::DEAD;
 
 use crate::backend::cuda::memory::Pinned;
@@ -42,6 +43,37 @@ pub(crate) struct Trace {
     /// The part of `post_s` that reads the output (before sorting it).
     pub read_s: f64,
     pub spins: u64,
+}
+
+impl Trace {
+    /// The means per burst of what was traced, and with `resident` parked its block 0's device
+    /// time ahead of the bursts by phase.
+    pub fn summary(&self, resident: Option<&Resident>, tiled: bool) -> String {
+        let n = self.bursts.max(1) as f64;
+        let device = match resident.and_then(|r| r.phases()) {
+            Some((us, bursts)) if bursts > 0 => {
+                let tiled = if tiled { " (tiled: binning)" } else { "" };
+                let each = PHASES.iter().zip(us).filter(|(_, t)| *t > 0.0);
+                let each: Vec<String> =
+                    each.map(|(name, t)| format!("{name}{} {t:.1} us", if *name == "propagation" { tiled } else { "" })).collect();
+                format!("; device, block 0 a burst: {}", each.join(", "))
+            }
+            _ => String::new(),
+        };
+        let h = resident.map(|r| r.handovers()).unwrap_or_default();
+        format!(
+            "per burst: write {:.1} us, launch {:.1} us, wait {:.1} us, post {:.1} us (read {:.1}), spins {:.0}; commands while the kernel worked ahead {}, injections sent ahead {}, large ones read where they lie {}{device}",
+            self.write_s / n * 1e6,
+            self.launch_s / n * 1e6,
+            self.wait_s / n * 1e6,
+            self.post_s / n * 1e6,
+            self.read_s / n * 1e6,
+            self.spins as f64 / n,
+            h.written_ahead,
+            h.sent_ahead,
+            h.read_where_they_lie
+        )
+    }
 }
 
 impl HostIo {
