@@ -183,9 +183,10 @@ __device__ void tile_split_impl(const Net& net, const Tiles& t) {
         const u32 total = start[nr];
         const u32* src = t.bins + ((u64)c * t.blocks + g0) * t.room;
         const u32 p0 = c << (t.cbits - t.bits);
-        for (u32 base = 0; base < total; base += BIN_ITEMS * blockDim.x) {
-            u32 x[BIN_ITEMS], rk[BIN_ITEMS];
-            u32 r = 0;
+        const u32 step = BIN_ITEMS * blockDim.x;
+        // a round's entries (the rooms walked in order: `r` only grows within an item)
+        u32 r = 0;
+        auto load = [&](u32 base, u32 (&x)[BIN_ITEMS]) {
 #pragma unroll
             for (int u = 0; u < BIN_ITEMS; u++) {
                 const u32 i = base + u * blockDim.x + tid;
@@ -195,6 +196,15 @@ __device__ void tile_split_impl(const Net& net, const Tiles& t) {
                     x[u] = __ldcs(src + (u64)r * t.room + (i - start[r]));
                 }
             }
+        };
+        u32 next[BIN_ITEMS];
+        load(0, next);
+        for (u32 base = 0; base < total; base += step) {
+            u32 x[BIN_ITEMS], rk[BIN_ITEMS];
+#pragma unroll
+            for (int u = 0; u < BIN_ITEMS; u++) x[u] = next[u];
+            // the next round's loads in flight while this round is staged and written out
+            if (base + step < total) load(base + step, next);
 #pragma unroll
             for (int u = 0; u < BIN_ITEMS; u++) {
                 rk[u] = ~0u;
@@ -239,7 +249,7 @@ __device__ void tile_split_impl(const Net& net, const Tiles& t) {
 }
 
 // Entries a thread loads before it adds them.
-#define SUM_UNROLL 8
+#define SUM_UNROLL 16
 
 // The sums of fine tile b.id (2^bits ints of dynamic shared memory) into net.acc (32-bit): its
 // array, each thread over every blockDim.x-th entry.
