@@ -153,7 +153,14 @@ impl Shard {
     /// going on degraded. None when they came; else how the epoch ended.
     fn wait_for(&mut self, b: u64, want: Want, stop: &AtomicBool) -> Result<Option<Stepped<'static>>, ClusterError> {
         let cfg = &self.o.cluster;
-        let timeout = if b == self.c { cfg.startup_timeout() } else { cfg.burst_timeout() };
+        // the io shard may itself wait a whole burst timeout for a peer it then finds lost
+        // before it sends the next input: a shard waiting for that input gives it two, or the
+        // equal timeouts race and a silent peer costs the brain its io shard
+        let timeout = match (b == self.c, want) {
+            (true, _) => cfg.startup_timeout(),
+            (false, Want::Input) => 2 * cfg.burst_timeout(),
+            (false, Want::Spikes) => cfg.burst_timeout(),
+        };
         let deadline = Instant::now() + timeout;
         loop {
             match self.links.gather(b, self.members, want, (deadline, timeout), stop, &mut self.parts, &mut self.input) {

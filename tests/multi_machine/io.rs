@@ -184,13 +184,14 @@ pub fn degraded_a_cut_link_is_detected_and_the_shard_rejoins_once_it_is_restored
         assert!(log.contains("continuing degraded") && log.contains(&format!("within {timeout_ms} ms")), "{}", c.logs());
         assert!(dt < Duration::from_millis(timeout_ms + 1500), "detection took {dt:?}, the timeout is {timeout_ms} ms");
     }
-    // Shard 2 cannot reach the io shard: it stops (status 3), as documented.
+    // Shard 2 cannot reach the io shard: it stops (status 3), as documented (waiting for its
+    // input, it gives the io shard twice the timeout; then 2 s to close its session).
     let dt = c.time_to(2, "lost at burst", cut, Duration::from_secs(10));
     println!("shard 2 noticed that it cannot reach the others after {dt:?}");
-    assert!(dt < Duration::from_millis(timeout_ms + 1500), "detection took {dt:?}, the timeout is {timeout_ms} ms");
+    assert!(dt < Duration::from_millis(2 * timeout_ms + 1500), "detection took {dt:?}, the timeout is {timeout_ms} ms");
     let s = c.wait(2, Duration::from_secs(10));
     println!("shard 2 ended {:?} after the cut: {s}", cut.elapsed());
-    assert!(cut.elapsed() < Duration::from_millis(timeout_ms + 4000), "shard 2 took {:?} to stop", cut.elapsed());
+    assert!(cut.elapsed() < Duration::from_millis(2 * timeout_ms + 5000), "shard 2 took {:?} to stop", cut.elapsed());
     assert_eq!(s.code(), Some(3), "{}", c.logs());
     assert!(c.proc(2).log().contains("the io shard carries the sensor input"), "{}", c.logs());
     // The others go on without it, for 4 s more with the cable still cut (long enough to fill
