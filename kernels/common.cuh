@@ -151,6 +151,8 @@ struct Net {
 struct Side {
     u32* fired;
     u64* offs;    // first pair index of each fired neuron's row
+    u64* starts;  // where each fired neuron's row starts in the stored synapses (its row pointer,
+                  // written with the slot: the pairs' readers skip a dependent load)
     u64* counter; // count << shift | pairs
 };
 

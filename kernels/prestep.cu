@@ -48,6 +48,7 @@ __device__ __forceinline__ void pre_flush(const Net& net, const Side& wr, const 
             wr.fired[slot] = id;
             if (!net.multi) {
                 wr.offs[slot] = pos & mask;
+                wr.starts[slot] = row_start<RP>(net, id);
                 mark_chunks(net, slot, pos & mask, pairs[j]);
             }
             net.where[id - G] = (u64)slot | ((u64)rbs[j] << 32);

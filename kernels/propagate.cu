@@ -48,6 +48,7 @@ __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs
     // (not __restrict__: the resident kernel wrote them earlier in the same launch, and the
     // read-only path's loads would not see that)
     const u64* offs = rd.offs;
+    const u64* starts = rd.starts;
     const u32* fired = rd.fired;
     const int* __restrict__ table = net.table;
     const u64 k1 = min(k0 + ITEMS * 32, pc.pairs);
@@ -58,13 +59,13 @@ __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs
     if (hi - lo < 32) {
         // lane l holds row lo + l: where its pairs start in the list (relative to k0, saturated)
         // and j - k for its pairs (the row's start less its offset)
-        u64 o = ~0ULL;
+        u64 o = ~0ULL, rs = 0;
         u32 f = DEAD;
         if (lane <= hi - lo && k0 < pc.pairs) {
             o = offs[lo + lane];
             f = fired[lo + lane];
+            rs = starts[lo + lane];
         }
-        const u64 rs = f != DEAD ? row_start<RP>(net, f) : 0;
         const u32 rel = o == ~0ULL ? ~0u : (o <= k0 ? 0u : (u32)min(o - k0, (u64)0xFFFFFFFEULL));
         const u64 shift = rs - o;
 #pragma unroll
@@ -89,13 +90,18 @@ __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs
             const u64 k = k0 + lane + 32 * i;
             s[i] = (k < k1) ? find_row(offs, lo, hi, k) : lo;
         }
+        u64 st[ITEMS], o[ITEMS];
 #pragma unroll
-        for (int i = 0; i < ITEMS; i++) src[i] = k0 + lane + 32 * i < k1 ? fired[s[i]] : DEAD;
+        for (int i = 0; i < ITEMS; i++) {
+            src[i] = k0 + lane + 32 * i < k1 ? fired[s[i]] : DEAD;
+            st[i] = starts[s[i]];
+            o[i] = offs[s[i]];
+        }
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const u64 k = k0 + lane + 32 * i;
             // a DEAD slot (early step: the neuron did not fire after all) propagates nothing
-            j[i] = src[i] != DEAD ? row_start<RP>(net, src[i]) + (k - offs[s[i]]) : 0;
+            j[i] = src[i] != DEAD ? st[i] + (k - o[i]) : 0;
         }
     }
 #pragma unroll
@@ -181,6 +187,7 @@ __device__ void gather_impl(const Net& net, const Side& rd, const Peer* peers, u
             const u64 off = pos & mask;
             rd.fired[slot] = s;
             rd.offs[slot] = off;
+            rd.starts[slot] = row_start<RP>(net, s);
             mark_chunks(net, slot, off, pk & mask);
         }
     }
@@ -198,6 +205,7 @@ __device__ void relist_impl(const Net& net, const Side& wr, const u32* ids, u32 
     const u32 slot = (u32)(pos >> net.count_shift);
     wr.fired[slot] = s;
     wr.offs[slot] = pos & ((1ULL << net.count_shift) - 1);
+    wr.starts[slot] = row_start<RP>(net, s);
     mark_chunks(net, slot, pos & ((1ULL << net.count_shift) - 1), len);
 }
 

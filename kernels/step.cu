@@ -384,6 +384,7 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
             wr.fired[slot] = G + n;
             if (!net.multi) {
                 wr.offs[slot] = off;
+                wr.starts[slot] = row_start<RP>(net, G + n);
                 mark_chunks(net, slot, off, pk[i] & mask);
             }
             pos += pk[i];
@@ -459,7 +460,7 @@ __device__ bool fix_impl(const Net& net, const Side& wr, const Side& rd, const u
         bool append = false;
         u32 n = 0;
         i64 atf = 0;
-        u64 len = 0;
+        u64 len = 0, start = 0;
         if (i < ninj) {
             i64 val;
             if (i == first && fmt == 2) {
@@ -500,6 +501,7 @@ __device__ bool fix_impl(const Net& net, const Side& wr, const Side& rd, const u
                 net.rcc_out[n] = rcc;
                 // one GPU of several: only the count (as in `step`)
                 len = net.multi ? 0 : r1 - r0;
+                start = r0;
                 if (spec & bit) {
                     const u32 rbs = (u32)(w >> 32);
                     if (!fired) {
@@ -526,6 +528,7 @@ __device__ bool fix_impl(const Net& net, const Side& wr, const Side& rd, const u
             wr.fired[slot] = G + n;
             if (!net.multi) {
                 wr.offs[slot] = pos & mask;
+                wr.starts[slot] = start;
                 mark_chunks(net, slot, pos & mask, len);
             }
         }
