@@ -32,42 +32,61 @@ __device__ __forceinline__ Pairs pairs_of(const Net& net, const Side& rd) {
 
 #define CHUNK_ITEMS (PAIRS_PER_WARP / 32)
 
-// The ITEMS * 32 (spike, synapse) pairs from k0 (a multiple of PAIRS_PER_WARP) of the fired list
-// `rd`, read by one warp: lane l's item i is pair k0 + l + 32 i, its target, code and contribution
-// (cv 0: no pair, or none to add). Every load of a stage is issued before the next stage's.
-// When the pairs lie in at most 32 rows (rows of 8 pairs or more on average), each lane loads one
-// row's offset, id and start, and every item finds its row among the lanes by shuffles: three
-// rounds of loads before the synapses (the chunk's first row; the rows; their starts) instead of
-// a binary search in memory per item (one H200: W(1M)'s propagation 30.3 -> 23.5 us, W(20M)'s
-// binning 482 -> 406 us).
-template <typename RP, typename CODE, int ITEMS>
-__device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs pc, u64 k0, u32 (&tg)[ITEMS], u32 (&cd)[ITEMS], int (&cv)[ITEMS]) {
+// A warp's ITEMS * 32 (spike, synapse) pairs from k0 (a multiple of PAIRS_PER_WARP) of the fired
+// list `rd`, fetched in three stages of loads, each needing the one before: the chunk's bounds
+// (`fetch_bounds`: the chunk index), its rows (`fetch_rows`) and their synapses (`fetch_pairs`).
+// `warp_pairs` runs them in a row; `tile_bin` spreads them over its barriers' epochs, so that a
+// stage's loads fly while the block sorts and writes out the chunk before. Lane l's item i is pair
+// k0 + l + 32 i. When the pairs lie in at most 32 rows (rows of 8 pairs or more on average), each
+// lane loads one row's offset, id and start (written with the slot), and every item finds its row
+// among the lanes by shuffles: two rounds of loads before the synapses instead of a binary search
+// in memory per item (one H200: W(1M)'s propagation 30.3 -> 23.5 us, W(20M)'s binning 482 -> 406
+// us; the starts with the slots, one round fewer: W(5M) period 115.6 -> 107.0 us in one call).
+struct PairFetch {
+    u64 k0, k1;  // the warp's pairs [k0, k1)
+    u32 lo, hi;  // the fired slots that hold them
+    u64 o, rs;   // at most 32 rows: lane l's row lo + l, its first pair (~0: none) and its start
+    u32 f;       // its id (DEAD: none, or a slot the early step's `fix` emptied)
+};
+
+__device__ __forceinline__ PairFetch fetch_bounds(const Net& net, Pairs pc, u64 k0, u32 items) {
+    PairFetch p;
+    p.k0 = k0;
+    p.k1 = min(k0 + items * 32, pc.pairs);
+    p.lo = k0 < pc.pairs ? net.chunk_first[k0 / PAIRS_PER_WARP] : 0;
+    p.hi = p.k1 < pc.pairs ? net.chunk_first[p.k1 / PAIRS_PER_WARP] : pc.count - 1;
+    p.o = ~0ULL;
+    p.rs = 0;
+    p.f = DEAD;
+    return p;
+}
+
+// (not __restrict__ loads: the resident kernel wrote the list earlier in the same launch, and the
+// read-only path's loads would not see that)
+__device__ __forceinline__ void fetch_rows(const Side& rd, Pairs pc, PairFetch& p) {
+    const u32 lane = threadIdx.x & 31;
+    if (p.hi - p.lo < 32 && lane <= p.hi - p.lo && p.k0 < pc.pairs) {
+        p.o = rd.offs[p.lo + lane];
+        p.f = rd.fired[p.lo + lane];
+        p.rs = rd.starts[p.lo + lane];
+    }
+}
+
+// Each item's target and code; bit i of the result: item i is a pair of a row still fired.
+template <typename CODE, int ITEMS>
+__device__ __forceinline__ u32 fetch_pairs(const Net& net, const Side& rd, const PairFetch& p, u32 (&tg)[ITEMS], u32 (&cd)[ITEMS]) {
+    static_assert(ITEMS <= 32, "a bit an item");
     const u32 lane = threadIdx.x & 31;
     const CODE* __restrict__ codes = (const CODE*)net.codes;
     const u32* __restrict__ targets = net.targets;
-    // (not __restrict__: the resident kernel wrote them earlier in the same launch, and the
-    // read-only path's loads would not see that)
-    const u64* offs = rd.offs;
-    const u64* starts = rd.starts;
-    const u32* fired = rd.fired;
-    const int* __restrict__ table = net.table;
-    const u64 k1 = min(k0 + ITEMS * 32, pc.pairs);
-    const u32 lo = k0 < pc.pairs ? net.chunk_first[k0 / PAIRS_PER_WARP] : 0;
-    const u32 hi = (k1 < pc.pairs) ? net.chunk_first[k1 / PAIRS_PER_WARP] : pc.count - 1;
+    const u64 k0 = p.k0, k1 = p.k1;
     u32 src[ITEMS];
     u64 j[ITEMS];
-    if (hi - lo < 32) {
-        // lane l holds row lo + l: where its pairs start in the list (relative to k0, saturated)
-        // and j - k for its pairs (the row's start less its offset)
-        u64 o = ~0ULL, rs = 0;
-        u32 f = DEAD;
-        if (lane <= hi - lo && k0 < pc.pairs) {
-            o = offs[lo + lane];
-            f = fired[lo + lane];
-            rs = starts[lo + lane];
-        }
-        const u32 rel = o == ~0ULL ? ~0u : (o <= k0 ? 0u : (u32)min(o - k0, (u64)0xFFFFFFFEULL));
-        const u64 shift = rs - o;
+    if (p.hi - p.lo < 32) {
+        // where lane l's row's pairs start in the list (relative to k0, saturated), and j - k for
+        // its pairs (the row's start less its offset)
+        const u32 rel = p.o == ~0ULL ? ~0u : (p.o <= k0 ? 0u : (u32)min(p.o - k0, (u64)0xFFFFFFFEULL));
+        const u64 shift = p.rs - p.o;
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const u32 kk = lane + 32 * i;
@@ -78,7 +97,7 @@ __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs
                 const u32 r = __shfl_sync(0xffffffffu, rel, c & 31);
                 if (c < 32 && r <= kk) pos = c;
             }
-            const u32 s = __shfl_sync(0xffffffffu, f, pos);
+            const u32 s = __shfl_sync(0xffffffffu, p.f, pos);
             const u64 sh = __shfl_sync(0xffffffffu, shift, pos);
             src[i] = k0 + kk < k1 ? s : DEAD;
             j[i] = sh + k0 + kk;
@@ -88,14 +107,14 @@ __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const u64 k = k0 + lane + 32 * i;
-            s[i] = (k < k1) ? find_row(offs, lo, hi, k) : lo;
+            s[i] = (k < k1) ? find_row(rd.offs, p.lo, p.hi, k) : p.lo;
         }
         u64 st[ITEMS], o[ITEMS];
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
-            src[i] = k0 + lane + 32 * i < k1 ? fired[s[i]] : DEAD;
-            st[i] = starts[s[i]];
-            o[i] = offs[s[i]];
+            src[i] = k0 + lane + 32 * i < k1 ? rd.fired[s[i]] : DEAD;
+            st[i] = rd.starts[s[i]];
+            o[i] = rd.offs[s[i]];
         }
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
@@ -104,14 +123,30 @@ __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs
             j[i] = src[i] != DEAD ? st[i] + (k - o[i]) : 0;
         }
     }
+    u32 ok = 0;
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
-        const bool ok = src[i] != DEAD;
-        tg[i] = ok ? targets[j[i]] : 0;
-        cd[i] = ok ? (u32)codes[j[i]] : 0;
+        const bool live = src[i] != DEAD;
+        tg[i] = live ? targets[j[i]] : 0;
+        cd[i] = live ? (u32)codes[j[i]] : 0;
+        ok |= (u32)live << i;
     }
+    return ok;
+}
+
+// The items' contributions (0: no pair, or none to add).
+template <int ITEMS>
+__device__ __forceinline__ void pair_values(const Net& net, u32 ok, const u32 (&cd)[ITEMS], int (&cv)[ITEMS]) {
+    const int* __restrict__ table = net.table;
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) cv[i] = src[i] != DEAD ? table[cd[i]] : 0;
+    for (int i = 0; i < ITEMS; i++) cv[i] = (ok >> i) & 1 ? table[cd[i]] : 0;
+}
+
+template <typename RP, typename CODE, int ITEMS>
+__device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs pc, u64 k0, u32 (&tg)[ITEMS], u32 (&cd)[ITEMS], int (&cv)[ITEMS]) {
+    PairFetch p = fetch_bounds(net, pc, k0, ITEMS);
+    fetch_rows(rd, pc, p);
+    pair_values(net, fetch_pairs<CODE>(net, rd, p, tg, cd), cd, cv);
 }
 
 // Every (spike, synapse) pair of the last burst's fired list `rd` whose contribution is not 0,

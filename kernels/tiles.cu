@@ -92,12 +92,22 @@ __device__ void tile_bin_impl(const Net& net, const Side& rd, const Tiles& t) {
     const u64 chunks = (pc.pairs + PAIRS_PER_WARP - 1) / PAIRS_PER_WARP;
     const u32 wchunks = (blockDim.x >> 5) * BIN_WARP_CHUNKS;
     __syncthreads();
-    for (u64 bc = g; bc * wchunks < chunks; bc += t.blocks) {
+    // The next chunk's bounds and rows are fetched while this chunk is sorted (the first while this
+    // chunk's synapses are loaded, the second between the barriers of its scan), so that only the
+    // synapses' loads stand between a chunk and its sort.
+    const u64 step = t.blocks;
+    const auto k0_of = [&](u64 c) { return (c * wchunks + warp * BIN_WARP_CHUNKS) * PAIRS_PER_WARP; };
+    PairFetch cur = fetch_bounds(net, pc, k0_of(g), BIN_ITEMS);
+    fetch_rows(rd, pc, cur);
+    for (u64 bc = g; bc * wchunks < chunks; bc += step) {
         u32 ent[BIN_ITEMS], rk[BIN_ITEMS];
+        PairFetch ahead;
         {
             u32 tg[BIN_ITEMS], cd[BIN_ITEMS];
             int cv[BIN_ITEMS];
-            warp_pairs<RP, CODE, BIN_ITEMS>(net, rd, pc, (bc * wchunks + warp * BIN_WARP_CHUNKS) * PAIRS_PER_WARP, tg, cd, cv);
+            const u32 ok = fetch_pairs<CODE>(net, rd, cur, tg, cd);
+            ahead = fetch_bounds(net, pc, k0_of(bc + step), BIN_ITEMS);
+            pair_values(net, ok, cd, cv);
 #pragma unroll
             for (int i = 0; i < BIN_ITEMS; i++) {
                 const u32 p = tg[i] >> t.cbits;
@@ -108,6 +118,7 @@ __device__ void tile_bin_impl(const Net& net, const Side& rd, const Tiles& t) {
         }
         __syncthreads();
         const u32 total = block_scan(hist, nt);
+        fetch_rows(rd, pc, ahead);
 #pragma unroll
         for (int i = 0; i < BIN_ITEMS; i++) {
             if (rk[i] != ~0u) {
@@ -149,6 +160,7 @@ __device__ void tile_bin_impl(const Net& net, const Side& rd, const Tiles& t) {
             }
         }
         __syncthreads();
+        cur = ahead;
     }
     __syncthreads();
     for (u32 i = tid; i < nt; i += blockDim.x) t.counts[(u64)g * nt + i] = cnt[i];
