@@ -47,9 +47,7 @@ __device__ __forceinline__ void pre_flush(const Net& net, const Side& wr, const 
             const u32 id = ids[j];
             wr.fired[slot] = id;
             if (!net.multi) {
-                wr.offs[slot] = pos & mask;
-                wr.starts[slot] = row_start<RP>(net, id);
-                mark_chunks(net, slot, pos & mask, pairs[j]);
+                list_row(net, wr, slot, pos & mask, row_start<RP>(net, id), pairs[j]);
             }
             net.where[id - G] = (u64)slot | ((u64)rbs[j] << 32);
         }

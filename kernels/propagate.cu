@@ -142,7 +142,7 @@ __device__ __forceinline__ void pair_values(const Net& net, u32 ok, const u32 (&
     for (int i = 0; i < ITEMS; i++) cv[i] = (ok >> i) & 1 ? table[cd[i]] : 0;
 }
 
-template <typename RP, typename CODE, int ITEMS>
+template <typename CODE, int ITEMS>
 __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs pc, u64 k0, u32 (&tg)[ITEMS], u32 (&cd)[ITEMS], int (&cv)[ITEMS]) {
     PairFetch p = fetch_bounds(net, pc, k0, ITEMS);
     fetch_rows(rd, pc, p);
@@ -151,7 +151,7 @@ __device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs
 
 // Every (spike, synapse) pair of the last burst's fired list `rd` whose contribution is not 0,
 // grid-stride over chunks of PAIRS_PER_WARP pairs a warp: f(target, code, contribution).
-template <typename RP, typename CODE, typename F>
+template <typename CODE, typename F>
 __device__ __forceinline__ void each_pair(const Net& net, const Side& rd, Blk b, F f) {
     const Pairs pc = pairs_of(net, rd);
     const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5;
@@ -159,7 +159,7 @@ __device__ __forceinline__ void each_pair(const Net& net, const Side& rd, Blk b,
     for (u64 c = warp; c * PAIRS_PER_WARP < pc.pairs; c += warps) {
         u32 tg[CHUNK_ITEMS], cd[CHUNK_ITEMS];
         int cv[CHUNK_ITEMS];
-        warp_pairs<RP, CODE, CHUNK_ITEMS>(net, rd, pc, c * PAIRS_PER_WARP, tg, cd, cv);
+        warp_pairs<CODE, CHUNK_ITEMS>(net, rd, pc, c * PAIRS_PER_WARP, tg, cd, cv);
 #pragma unroll
         for (int i = 0; i < CHUNK_ITEMS; i++)
             if (cv[i] != 0) f(tg[i], cd[i], cv[i]);
@@ -169,7 +169,7 @@ __device__ __forceinline__ void each_pair(const Net& net, const Side& rd, Blk b,
 // The list's synapses (`rows`: its stored rows too; false when learning propagated them: learn.cu).
 template <typename ACC, typename RP, typename CODE>
 __device__ void propagate_impl(const Net& net, const Side& rd, Blk b, bool rows = true) {
-    if (rows) each_pair<RP, CODE>(net, rd, b, [&](u32 t, u32, int cv) { acc_add<ACC>(net.acc, t, cv); });
+    if (rows) each_pair<CODE>(net, rd, b, [&](u32 t, u32, int cv) { acc_add<ACC>(net.acc, t, cv); });
     if (net.n_proc && !net.proc_binned) {
         const u32 lane = threadIdx.x & 31;
         const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5;
@@ -221,9 +221,7 @@ __device__ void gather_impl(const Net& net, const Side& rd, const Peer* peers, u
             const u32 slot = (u32)(pos >> net.count_shift);
             const u64 off = pos & mask;
             rd.fired[slot] = s;
-            rd.offs[slot] = off;
-            rd.starts[slot] = row_start<RP>(net, s);
-            mark_chunks(net, slot, off, pk & mask);
+            list_row(net, rd, slot, off, row_start<RP>(net, s), pk & mask);
         }
     }
 }
@@ -239,9 +237,7 @@ __device__ void relist_impl(const Net& net, const Side& wr, const u32* ids, u32 
     const u64 pos = atomicAdd(wr.counter, (1ULL << net.count_shift) | len);
     const u32 slot = (u32)(pos >> net.count_shift);
     wr.fired[slot] = s;
-    wr.offs[slot] = pos & ((1ULL << net.count_shift) - 1);
-    wr.starts[slot] = row_start<RP>(net, s);
-    mark_chunks(net, slot, pos & ((1ULL << net.count_shift) - 1), len);
+    list_row(net, wr, slot, pos & ((1ULL << net.count_shift) - 1), row_start<RP>(net, s), len);
 }
 
 // Upper bound of each neuron's synaptic input in one burst: sum of |c| over its incoming synapses

@@ -2,8 +2,12 @@
 // publication of a burst, and `fix` (the injected neurons stepped again after the early step; run
 // by the resident kernel) (after common.cuh and inject.cu; see common.cuh).
 
-// Record, for every chunk of pairs whose first pair lies in this row, the row's fired slot.
-__device__ __forceinline__ void mark_chunks(const Net& net, u32 slot, u64 off, u64 len) {
+// A fired slot's row in the list: its first pair `off`, its `start` in the stored synapses (the
+// row pointer of its neuron) and, for every chunk of pairs whose first pair lies in the row, the
+// slot (the chunk index). Every writer of a fired list with rows goes through here.
+__device__ __forceinline__ void list_row(const Net& net, const Side& wr, u32 slot, u64 off, u64 start, u64 len) {
+    wr.offs[slot] = off;
+    wr.starts[slot] = start;
     for (u64 c = (off + PAIRS_PER_WARP - 1) / PAIRS_PER_WARP; c * PAIRS_PER_WARP < off + len; c++) net.chunk_first[c] = slot;
 }
 
@@ -383,9 +387,7 @@ __device__ void step_impl(const Net& net, const Side& wr, Blk b) {
             const u64 off = pos & mask;
             wr.fired[slot] = G + n;
             if (!net.multi) {
-                wr.offs[slot] = off;
-                wr.starts[slot] = row_start<RP>(net, G + n);
-                mark_chunks(net, slot, off, pk[i] & mask);
+                list_row(net, wr, slot, off, row_start<RP>(net, G + n), pk[i] & mask);
             }
             pos += pk[i];
         }
@@ -527,9 +529,7 @@ __device__ bool fix_impl(const Net& net, const Side& wr, const Side& rd, const u
             const u32 slot = (u32)(pos >> net.count_shift);
             wr.fired[slot] = G + n;
             if (!net.multi) {
-                wr.offs[slot] = pos & mask;
-                wr.starts[slot] = start;
-                mark_chunks(net, slot, pos & mask, len);
+                list_row(net, wr, slot, pos & mask, start, len);
             }
         }
         rbc.put(net, rb_area, t, G + n, atf);
