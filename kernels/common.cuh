@@ -151,8 +151,9 @@ struct Net {
 struct Side {
     u32* fired;
     u64* offs;    // first pair index of each fired neuron's row
-    u64* starts;  // where each fired neuron's row starts in the stored synapses (its row pointer,
-                  // written with the slot: the pairs' readers skip a dependent load)
+    u64* shifts;  // each fired neuron's row start less its first pair index (wrapping): pair k of
+                  // the slot's row is stored synapse k + shift (written with the slot: the pairs'
+                  // readers skip a dependent load)
     u64* counter; // count << shift | pairs
 };
 

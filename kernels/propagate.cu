@@ -35,17 +35,19 @@ __device__ __forceinline__ Pairs pairs_of(const Net& net, const Side& rd) {
 // A warp's ITEMS * 32 (spike, synapse) pairs from k0 (a multiple of PAIRS_PER_WARP) of the fired
 // list `rd`, fetched in three stages of loads, each needing the one before: the chunk's bounds
 // (`fetch_bounds`: the chunk index), its rows (`fetch_rows`) and their synapses (`fetch_pairs`).
-// `warp_pairs` runs them in a row; `tile_bin` spreads them over its barriers' epochs, so that a
-// stage's loads fly while the block sorts and writes out the chunk before. Lane l's item i is pair
-// k0 + l + 32 i. When the pairs lie in at most 32 rows (rows of 8 pairs or more on average), each
-// lane loads one row's offset, id and start (written with the slot), and every item finds its row
-// among the lanes by shuffles: two rounds of loads before the synapses instead of a binary search
-// in memory per item (one H200: W(1M)'s propagation 30.3 -> 23.5 us, W(20M)'s binning 482 -> 406
-// us; the starts with the slots, one round fewer: W(5M) period 115.6 -> 107.0 us in one call).
+// `each_pair` loads a warp's next chunk's bounds and rows while this chunk's synapses and values
+// load (one H200: W(5M)'s propagation 87.4 -> 84.5 us, W(100k)'s 6.2 -> 5.4); `tile_bin` spreads
+// the stages over its barriers' epochs, so that a stage's loads fly while the block sorts and
+// writes out the chunk before. Lane l's item i is pair k0 + l + 32 i. When the pairs lie in at
+// most 32 rows (rows of 8 pairs or more on average), each lane loads one row's offset, id and
+// shift (written with the slot), and every item finds its row among the lanes by shuffles: two
+// rounds of loads before the synapses instead of a binary search in memory per item (one H200:
+// W(1M)'s propagation 30.3 -> 23.5 us, W(20M)'s binning 482 -> 406 us; the rows' starts with the
+// slots, one round fewer: W(5M) period 115.6 -> 107.0 us in one call).
 struct PairFetch {
     u64 k0, k1;  // the warp's pairs [k0, k1)
     u32 lo, hi;  // the fired slots that hold them
-    u64 o, rs;   // at most 32 rows: lane l's row lo + l, its first pair (~0: none) and its start
+    u64 o, sh;   // at most 32 rows: lane l's row lo + l, its first pair (~0: none) and its shift
     u32 f;       // its id (DEAD: none, or a slot the early step's `fix` emptied)
 };
 
@@ -56,7 +58,7 @@ __device__ __forceinline__ PairFetch fetch_bounds(const Net& net, Pairs pc, u64 
     p.lo = k0 < pc.pairs ? net.chunk_first[k0 / PAIRS_PER_WARP] : 0;
     p.hi = p.k1 < pc.pairs ? net.chunk_first[p.k1 / PAIRS_PER_WARP] : pc.count - 1;
     p.o = ~0ULL;
-    p.rs = 0;
+    p.sh = 0;
     p.f = DEAD;
     return p;
 }
@@ -68,7 +70,7 @@ __device__ __forceinline__ void fetch_rows(const Side& rd, Pairs pc, PairFetch& 
     if (p.hi - p.lo < 32 && lane <= p.hi - p.lo && p.k0 < pc.pairs) {
         p.o = rd.offs[p.lo + lane];
         p.f = rd.fired[p.lo + lane];
-        p.rs = rd.starts[p.lo + lane];
+        p.sh = rd.shifts[p.lo + lane];
     }
 }
 
@@ -83,10 +85,8 @@ __device__ __forceinline__ u32 fetch_pairs(const Net& net, const Side& rd, const
     u32 src[ITEMS];
     u64 j[ITEMS];
     if (p.hi - p.lo < 32) {
-        // where lane l's row's pairs start in the list (relative to k0, saturated), and j - k for
-        // its pairs (the row's start less its offset)
+        // where lane l's row's pairs start in the list (relative to k0, saturated)
         const u32 rel = p.o == ~0ULL ? ~0u : (p.o <= k0 ? 0u : (u32)min(p.o - k0, (u64)0xFFFFFFFEULL));
-        const u64 shift = p.rs - p.o;
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const u32 kk = lane + 32 * i;
@@ -98,7 +98,7 @@ __device__ __forceinline__ u32 fetch_pairs(const Net& net, const Side& rd, const
                 if (c < 32 && r <= kk) pos = c;
             }
             const u32 s = __shfl_sync(0xffffffffu, p.f, pos);
-            const u64 sh = __shfl_sync(0xffffffffu, shift, pos);
+            const u64 sh = __shfl_sync(0xffffffffu, p.sh, pos);
             src[i] = k0 + kk < k1 ? s : DEAD;
             j[i] = sh + k0 + kk;
         }
@@ -109,18 +109,16 @@ __device__ __forceinline__ u32 fetch_pairs(const Net& net, const Side& rd, const
             const u64 k = k0 + lane + 32 * i;
             s[i] = (k < k1) ? find_row(rd.offs, p.lo, p.hi, k) : p.lo;
         }
-        u64 st[ITEMS], o[ITEMS];
+        u64 sh[ITEMS];
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             src[i] = k0 + lane + 32 * i < k1 ? rd.fired[s[i]] : DEAD;
-            st[i] = rd.starts[s[i]];
-            o[i] = rd.offs[s[i]];
+            sh[i] = rd.shifts[s[i]];
         }
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
-            const u64 k = k0 + lane + 32 * i;
             // a DEAD slot (early step: the neuron did not fire after all) propagates nothing
-            j[i] = src[i] != DEAD ? st[i] + (k - o[i]) : 0;
+            j[i] = src[i] != DEAD ? sh[i] + (k0 + lane + 32 * i) : 0;
         }
     }
     u32 ok = 0;
@@ -142,13 +140,6 @@ __device__ __forceinline__ void pair_values(const Net& net, u32 ok, const u32 (&
     for (int i = 0; i < ITEMS; i++) cv[i] = (ok >> i) & 1 ? table[cd[i]] : 0;
 }
 
-template <typename CODE, int ITEMS>
-__device__ __forceinline__ void warp_pairs(const Net& net, const Side& rd, Pairs pc, u64 k0, u32 (&tg)[ITEMS], u32 (&cd)[ITEMS], int (&cv)[ITEMS]) {
-    PairFetch p = fetch_bounds(net, pc, k0, ITEMS);
-    fetch_rows(rd, pc, p);
-    pair_values(net, fetch_pairs<CODE>(net, rd, p, tg, cd), cd, cv);
-}
-
 // Every (spike, synapse) pair of the last burst's fired list `rd` whose contribution is not 0,
 // grid-stride over chunks of PAIRS_PER_WARP pairs a warp: f(target, code, contribution).
 template <typename CODE, typename F>
@@ -156,13 +147,23 @@ __device__ __forceinline__ void each_pair(const Net& net, const Side& rd, Blk b,
     const Pairs pc = pairs_of(net, rd);
     const u64 warp = ((u64)b.id * blockDim.x + threadIdx.x) >> 5;
     const u64 warps = ((u64)b.n * blockDim.x) >> 5;
+    if (warp * PAIRS_PER_WARP >= pc.pairs) return;
+    PairFetch p = fetch_bounds(net, pc, warp * PAIRS_PER_WARP, CHUNK_ITEMS);
+    fetch_rows(rd, pc, p);
+    // the warp's next chunk's bounds and rows load while this chunk's synapses and values do
     for (u64 c = warp; c * PAIRS_PER_WARP < pc.pairs; c += warps) {
+        const bool more = (c + warps) * PAIRS_PER_WARP < pc.pairs;
+        PairFetch q = p;
+        if (more) q = fetch_bounds(net, pc, (c + warps) * PAIRS_PER_WARP, CHUNK_ITEMS);
         u32 tg[CHUNK_ITEMS], cd[CHUNK_ITEMS];
         int cv[CHUNK_ITEMS];
-        warp_pairs<CODE, CHUNK_ITEMS>(net, rd, pc, c * PAIRS_PER_WARP, tg, cd, cv);
+        const u32 ok = fetch_pairs<CODE>(net, rd, p, tg, cd);
+        if (more) fetch_rows(rd, pc, q);
+        pair_values(net, ok, cd, cv);
 #pragma unroll
         for (int i = 0; i < CHUNK_ITEMS; i++)
             if (cv[i] != 0) f(tg[i], cd[i], cv[i]);
+        p = q;
     }
 }
 

@@ -2,12 +2,12 @@
 // publication of a burst, and `fix` (the injected neurons stepped again after the early step; run
 // by the resident kernel) (after common.cuh and inject.cu; see common.cuh).
 
-// A fired slot's row in the list: its first pair `off`, its `start` in the stored synapses (the
-// row pointer of its neuron) and, for every chunk of pairs whose first pair lies in the row, the
-// slot (the chunk index). Every writer of a fired list with rows goes through here.
+// A fired slot's row in the list: its first pair `off`, its shift (`start`, where the row starts
+// in the stored synapses, less `off`) and, for every chunk of pairs whose first pair lies in the
+// row, the slot (the chunk index). Every writer of a fired list with rows goes through here.
 __device__ __forceinline__ void list_row(const Net& net, const Side& wr, u32 slot, u64 off, u64 start, u64 len) {
     wr.offs[slot] = off;
-    wr.starts[slot] = start;
+    wr.shifts[slot] = start - off;
     for (u64 c = (off + PAIRS_PER_WARP - 1) / PAIRS_PER_WARP; c * PAIRS_PER_WARP < off + len; c++) net.chunk_first[c] = slot;
 }
 

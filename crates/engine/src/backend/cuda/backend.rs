@@ -279,7 +279,7 @@ impl CudaBackend {
         let inj_mask: CudaSlice<u32> = s.alloc_zeros(nn.div_ceil(32) + 1).map_err(e("alloc injection mask"))?;
         let fired = [alloc_fired()?, alloc_fired()?];
         let offs = [alloc_offs()?, alloc_offs()?];
-        let starts = [alloc_offs()?, alloc_offs()?];
+        let shifts = [alloc_offs()?, alloc_offs()?];
         let mut misc: CudaSlice<u64> = s.alloc_zeros(64).map_err(e("alloc counters"))?;
         let host_in = Pinned::new(&ctx, 16 + 16 * 4096).map_err(e("pinned injection buffer"))?;
         let dev_in: CudaSlice<u8> = s.alloc_zeros(host_in.len()).map_err(e("alloc injection buffer"))?;
@@ -434,7 +434,7 @@ impl CudaBackend {
                 inj_mask,
                 fired,
                 offs,
-                starts,
+                shifts,
                 misc,
                 res,
                 rows,

@@ -11,7 +11,7 @@ use crate::model::PAGE;
 
 /// Bytes per neuron of the device state: potential (8), refractory + consecutive count (4),
 /// two synaptic accumulators (8 each, used as 4 when narrow: the propagation run ahead fills one
-/// while `step` reads the other), injection (8), two fired lists with row offsets and row starts
+/// while `step` reads the other), injection (8), two fired lists with row offsets and row shifts
 /// (2 x (4 + 8 + 8)).
 pub const STATE_BYTES_PER_NEURON: u64 = 8 + 4 + 2 * 8 + 8 + 2 * (4 + 8 + 8);
 
@@ -77,7 +77,7 @@ impl MemoryPlan {
         // several GPUs: own fired lists without row offsets, the gathered list of the brain and the
         // inbox of the spike exchange (every GPU's list, by parity)
         let lists = if sharded { 2 * 4 * n + total * (4 + 8 + 8) + 2 * 4 * total } else { 0 };
-        // several GPUs: no row offsets or starts of the own lists; the early step's buffers everywhere
+        // several GPUs: no row offsets or shifts of the own lists; the early step's buffers everywhere
         let per_neuron = if sharded { STATE_BYTES_PER_NEURON - 2 * (4 + 8 + 8) } else { STATE_BYTES_PER_NEURON } + EARLY_BYTES_PER_NEURON;
         let bit_words = 2;
         let state_bytes = n * per_neuron + lists + bit_words * n.div_ceil(32) * 4 + areas * (104 + 4) + 64 * 8 + chunk_index;

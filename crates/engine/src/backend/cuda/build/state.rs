@@ -22,8 +22,8 @@ pub(crate) struct GpuState {
     pub inj_mask: CudaSlice<u32>,
     pub fired: [CudaSlice<u32>; 2],
     pub offs: [CudaSlice<u64>; 2],
-    /// Each fired slot's row start (the row pointer of its neuron), as `offs`.
-    pub starts: [CudaSlice<u64>; 2],
+    /// Each fired slot's row start less its offset (`offs`): pair k of the row is stored synapse k + shift.
+    pub shifts: [CudaSlice<u64>; 2],
     pub misc: CudaSlice<u64>,
     pub res: Resources,
     /// Rows of the row pointer (neurons of the whole brain + 1).
@@ -71,7 +71,7 @@ pub(crate) struct Early {
 pub(crate) struct Multi {
     pub fired: CudaSlice<u32>,
     pub offs: CudaSlice<u64>,
-    pub starts: CudaSlice<u64>,
+    pub shifts: CudaSlice<u64>,
     /// `Peer` tables, one per side (the side every GPU's last burst wrote).
     pub peers: [CudaSlice<u8>; 2],
     pub n_peers: u32,

@@ -56,7 +56,7 @@ impl CudaBackend {
         Side {
             fired: dptr(&self.state.fired[i], &self.stream),
             offs: dptr(&self.state.offs[i], &self.stream),
-            starts: dptr(&self.state.starts[i], &self.stream),
+            shifts: dptr(&self.state.shifts[i], &self.stream),
             counter: dptr(&self.state.misc, &self.stream) + 8 * (M_COUNTER + i) as u64,
         }
     }
@@ -65,7 +65,7 @@ impl CudaBackend {
         self.state.multi.as_ref().map(|m| Side {
             fired: dptr(&m.fired, &self.stream),
             offs: dptr(&m.offs, &self.stream),
-            starts: dptr(&m.starts, &self.stream),
+            shifts: dptr(&m.shifts, &self.stream),
             counter: dptr(&self.state.misc, &self.stream) + 8 * M_GATHER as u64,
         })
     }

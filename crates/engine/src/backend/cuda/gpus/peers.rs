@@ -64,7 +64,7 @@ impl CudaBackend {
         self.state.multi = Some(Multi {
             fired: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered fired list"))?,
             offs: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered offsets"))?,
-            starts: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered row starts"))?,
+            shifts: s.alloc_zeros(total.max(1)).map_err(e("alloc gathered row shifts"))?,
             peers: [p0.map_err(e("uploading the peer table"))?, p1.map_err(e("uploading the peer table"))?],
             n_peers: lists.len() as u32,
         });
