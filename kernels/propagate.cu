@@ -42,8 +42,8 @@ __device__ __forceinline__ Pairs pairs_of(const Net& net, const Side& rd) {
 // most 32 rows (rows of 8 pairs or more on average), each lane loads one row's offset, id and
 // shift (written with the slot), and every item finds its row among the lanes by shuffles: two
 // rounds of loads before the synapses instead of a binary search in memory per item (one H200:
-// W(1M)'s propagation 30.3 -> 23.5 us, W(20M)'s binning 482 -> 406 us; the rows' starts with the
-// slots, one round fewer: W(5M) period 115.6 -> 107.0 us in one call).
+// W(1M)'s propagation 30.3 -> 23.5 us, W(20M)'s binning 482 -> 406 us; each row's start (now its
+// shift) kept with its slot, one round fewer: W(5M) period 115.6 -> 107.0 us in one call).
 struct PairFetch {
     u64 k0, k1;  // the warp's pairs [k0, k1)
     u32 lo, hi;  // the fired slots that hold them
