@@ -11,7 +11,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::certs::Ca;
-use common::{free_udp_port, repo, rover_node, venv, Proc, PY_PACKAGES};
+use common::{free_port, repo, rover_node, venv, Proc, PY_PACKAGES};
 
 /// The tests of this file one at a time: one test's QUIC clients bind ephemeral UDP ports that
 /// another's listener may have picked.
@@ -101,7 +101,7 @@ fn mutual_tls_and_access_control_let_only_the_robot_drive_the_brain() {
     let (ca_pem, certs, rogue) = certificates(d, &["router", "brain", "robot", "observer"]);
     let [router_cert, brain, robot, observer] = certs.try_into().unwrap();
 
-    let endpoint = format!("quic/127.0.0.1:{}", free_udp_port());
+    let endpoint = format!("quic/127.0.0.1:{}", free_port());
     let mut rcmd = std::process::Command::new(&python);
     rcmd.arg(repo().join("tests/python/router.py")).arg(&endpoint).arg(router_config(d, &ca_pem, &router_cert, &endpoint));
     let router = Proc::spawn(&mut rcmd, d.join("router.log"));
@@ -159,7 +159,7 @@ fn a_brain_that_robots_dial_refuses_links_without_the_fleets_certificate_and_say
     let (ca_pem, certs, rogue) = certificates(d, &["brain", "robot"]);
     let [brain, robot] = certs.try_into().unwrap();
 
-    let endpoint = format!("quic/127.0.0.1:{}", free_udp_port());
+    let endpoint = format!("quic/127.0.0.1:{}", free_port());
     let sets = [
         "zenoh.mode=peer".to_string(),
         "zenoh.connect=[]".into(),

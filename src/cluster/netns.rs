@@ -39,14 +39,39 @@ fn remove_leftovers() {
     }
 }
 
-fn free_port() -> u16 {
+/// A port on 127.0.0.1 that nobody holds now, neither TCP nor UDP, for a process of ours to
+/// listen on (tests, benchmarks). It lies below the kernel's ephemeral range
+/// (`/proc/sys/net/ipv4/ip_local_port_range`), so no `bind(0)` and no outgoing connection of a
+/// process running beside it can take it before its owner listens, and this process never hands
+/// it out twice; processes start their search at different places (their id). Falls back to an
+/// ephemeral port where the range leaves no room below it.
+pub fn loopback_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOWEST: u32 = 20_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let free =
+        |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok();
+    if ephemeral > LOWEST + 1000 {
+        let span = ephemeral - LOWEST;
+        let _ = NEXT.compare_exchange(u32::MAX, std::process::id().wrapping_mul(7919) % span, Ordering::SeqCst, Ordering::SeqCst);
+        for _ in 0..span {
+            let port = (LOWEST + NEXT.fetch_add(1, Ordering::SeqCst) % span) as u16;
+            if free(port) {
+                return port;
+            }
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
 }
 
 impl Hosts {
     /// `n` processes on 127.0.0.1, each with a free port.
     pub fn loopback(n: usize) -> Hosts {
-        Hosts { names: vec![], switch: None, addrs: vec!["127.0.0.1".into(); n], ports: (0..n).map(|_| free_port()).collect() }
+        Hosts { names: vec![], switch: None, addrs: vec!["127.0.0.1".into(); n], ports: (0..n).map(|_| loopback_port()).collect() }
     }
 
     /// `n` hosts in network namespaces on a private bridge; `tag` (a few letters or digits) tells

@@ -165,14 +165,10 @@ pub fn venv(name: &str, packages: &[&str]) -> PathBuf {
     python
 }
 
+/// A loopback port free for TCP and UDP (`quic/` endpoints too), below the ephemeral range and
+/// never handed out twice in this test process: `neuroburst::cluster::netns::loopback_port`.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A UDP port free now, for `quic/` endpoints (QUIC runs on UDP: a free TCP port says nothing
-/// about it, and QUIC clients bind ephemeral UDP ports).
-pub fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    neuroburst::cluster::netns::loopback_port()
 }
 
 /// `neuroburst node` with `genome` and `args`, a Zenoh peer listening on a free loopback port

@@ -151,7 +151,7 @@ pub fn run(mut nc: node::NodeConfig, backend: BackendConfig, opts: Options) -> a
     let genome = genome(&opts.brain)?;
     let topics: Topics = serde_yaml::from_str(TOPICS).expect("bench-loop's topics parse");
     let checkpoint = CheckpointConfig { on_shutdown: false, trigger_topic: String::new(), ..CheckpointConfig::default() };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = crate::cluster::netns::loopback_port();
     let endpoint = format!("tcp/127.0.0.1:{port}");
     let zenoh = ZenohConfig { listen: vec![endpoint.clone()], connect: vec![], ..ZenohConfig::default() };
     let rate = if nc.rate_hz > 0.0 { nc.rate_hz } else { genome.burst_rate_hz };
