@@ -48,7 +48,7 @@ fn remove_leftovers() {
 pub fn loopback_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     const LOWEST: u32 = 20_000;
-    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    static TAKEN: AtomicU32 = AtomicU32::new(0);
     let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
@@ -57,9 +57,9 @@ pub fn loopback_port() -> u16 {
         |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok();
     if ephemeral > LOWEST + 1000 {
         let span = ephemeral - LOWEST;
-        let _ = NEXT.compare_exchange(u32::MAX, std::process::id().wrapping_mul(7919) % span, Ordering::SeqCst, Ordering::SeqCst);
+        let first = std::process::id().wrapping_mul(7919);
         for _ in 0..span {
-            let port = (LOWEST + NEXT.fetch_add(1, Ordering::SeqCst) % span) as u16;
+            let port = (LOWEST + first.wrapping_add(TAKEN.fetch_add(1, Ordering::Relaxed)) % span) as u16;
             if free(port) {
                 return port;
             }
