@@ -13,10 +13,6 @@ use std::path::{Path, PathBuf};
 use common::certs::Ca;
 use common::{free_port, repo, rover_node, venv, Proc, PY_PACKAGES};
 
-/// The tests of this file one at a time: one test's QUIC clients bind ephemeral UDP ports that
-/// another's listener may have picked.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// The fleet's CA (written to `ca.pem`), a certificate it issues for each of `names` (the common
 /// name), and a rogue: a certificate with the robot's common name from another CA.
 fn certificates(d: &Path, names: &[&str]) -> (PathBuf, Vec<(PathBuf, PathBuf)>, (PathBuf, PathBuf)) {
@@ -94,7 +90,6 @@ fn the_shipped_zenoh_configurations_load() {
 
 #[test]
 fn mutual_tls_and_access_control_let_only_the_robot_drive_the_brain() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -152,7 +147,6 @@ fn mutual_tls_and_access_control_let_only_the_robot_drive_the_brain() {
 
 #[test]
 fn a_brain_that_robots_dial_refuses_links_without_the_fleets_certificate_and_says_so_once() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let python = venv("pyenv", PY_PACKAGES);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
